@@ -1,0 +1,254 @@
+"""The events that flow through a pipeline: data changes and schema changes.
+
+Data changes are the hot path: one :class:`DataChange` per source record, an immutable tuple
+(cheap to build). Schema changes are rare: one small frozen class per kind, each with the tag that
+users write in YAML (``add.column``, ``drop.table`` ...; the same words as Flink CDC's
+``SchemaChangeEventType``), joined in the :data:`SchemaChange` union.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from enum import StrEnum
+from typing import Any, ClassVar, NamedTuple
+
+from ferry.pipeline.schema import Column, Schema, TableId
+from ferry.pipeline.types import DataType
+
+Row = dict[str, Any]
+
+
+class Op(StrEnum):
+    INSERT = "insert"
+    UPDATE = "update"
+    DELETE = "delete"
+    READ = "read"  # a snapshot row: an insert that did not come from the log
+
+
+class SourcePosition(NamedTuple):
+    topic: str
+    partition: int
+    offset: int
+
+    def __str__(self) -> str:
+        return f"topic {self.topic}, partition {self.partition}, offset {self.offset}"
+
+
+class DataChange(NamedTuple):
+    """One row-level change. ``before`` is set for update/delete, ``after`` for insert/update/read."""
+
+    table_id: TableId
+    op: Op
+    before: Row | None
+    after: Row | None
+    position: SourcePosition | None = None
+    ts_ms: int | None = None
+
+    @property
+    def row(self) -> Row:
+        """The row the sink keeps afterwards (for a delete: the row that goes)."""
+        row = self.after if self.op is not Op.DELETE else self.before
+        return row if row is not None else {}
+
+
+class ColumnPositionKind(StrEnum):
+    FIRST = "FIRST"
+    LAST = "LAST"
+    BEFORE = "BEFORE"
+    AFTER = "AFTER"
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnPosition:
+    kind: ColumnPositionKind = ColumnPositionKind.LAST
+    reference: str | None = None
+
+    def __str__(self) -> str:
+        return self.kind.value + (f" {self.reference}" if self.reference else "")
+
+
+LAST = ColumnPosition()
+FIRST = ColumnPosition(ColumnPositionKind.FIRST)
+
+
+def after(column: str) -> ColumnPosition:
+    return ColumnPosition(ColumnPositionKind.AFTER, column)
+
+
+def before(column: str) -> ColumnPosition:
+    return ColumnPosition(ColumnPositionKind.BEFORE, column)
+
+
+@dataclass(frozen=True, slots=True)
+class CreateTable:
+    tag: ClassVar[str] = "create.table"
+    table_id: TableId
+    schema: Schema
+
+    def __str__(self) -> str:
+        return f"{self.tag} {self.table_id} {self.schema.describe()}"
+
+
+@dataclass(frozen=True, slots=True)
+class AddColumn:
+    tag: ClassVar[str] = "add.column"
+    table_id: TableId
+    column: Column
+    position: ColumnPosition = LAST
+
+    def __str__(self) -> str:
+        return f"{self.tag} {self.table_id} {self.column} {self.position}"
+
+
+@dataclass(frozen=True, slots=True)
+class DropColumn:
+    tag: ClassVar[str] = "drop.column"
+    table_id: TableId
+    column_name: str
+
+    def __str__(self) -> str:
+        return f"{self.tag} {self.table_id} {self.column_name}"
+
+
+@dataclass(frozen=True, slots=True)
+class RenameColumn:
+    tag: ClassVar[str] = "rename.column"
+    table_id: TableId
+    old_name: str
+    new_name: str
+
+    def __str__(self) -> str:
+        return f"{self.tag} {self.table_id} {self.old_name} -> {self.new_name}"
+
+
+@dataclass(frozen=True, slots=True)
+class AlterColumnType:
+    """A new type for a column; nullability is part of the type (relaxing it is this change too)."""
+
+    tag: ClassVar[str] = "alter.column.type"
+    table_id: TableId
+    column_name: str
+    new_type: DataType
+    old_type: DataType | None = None
+
+    def __str__(self) -> str:
+        return f"{self.tag} {self.table_id} {self.column_name} {self.old_type or '?'} -> {self.new_type}"
+
+
+@dataclass(frozen=True, slots=True)
+class AlterColumnComment:
+    tag: ClassVar[str] = "alter.column.comment"
+    table_id: TableId
+    column_name: str
+    comment: str | None
+
+    def __str__(self) -> str:
+        return f"{self.tag} {self.table_id} {self.column_name} {self.comment!r}"
+
+
+@dataclass(frozen=True, slots=True)
+class AlterTableComment:
+    tag: ClassVar[str] = "alter.table.comment"
+    table_id: TableId
+    comment: str | None
+
+    def __str__(self) -> str:
+        return f"{self.tag} {self.table_id} {self.comment!r}"
+
+
+@dataclass(frozen=True, slots=True)
+class DropTable:
+    tag: ClassVar[str] = "drop.table"
+    table_id: TableId
+
+    def __str__(self) -> str:
+        return f"{self.tag} {self.table_id}"
+
+
+@dataclass(frozen=True, slots=True)
+class TruncateTable:
+    tag: ClassVar[str] = "truncate.table"
+    table_id: TableId
+
+    def __str__(self) -> str:
+        return f"{self.tag} {self.table_id}"
+
+
+SchemaChange = (
+    CreateTable
+    | AddColumn
+    | DropColumn
+    | RenameColumn
+    | AlterColumnType
+    | AlterColumnComment
+    | AlterTableComment
+    | DropTable
+    | TruncateTable
+)
+
+SCHEMA_CHANGE_TYPES: tuple[type[SchemaChange], ...] = (
+    CreateTable,
+    AddColumn,
+    DropColumn,
+    RenameColumn,
+    AlterColumnType,
+    AlterColumnComment,
+    AlterTableComment,
+    DropTable,
+    TruncateTable,
+)
+#: Tag → class, for config (``include.schema.changes``) and golden specs.
+SCHEMA_CHANGE_TAGS: dict[str, type[SchemaChange]] = {t.tag: t for t in SCHEMA_CHANGE_TYPES}
+
+
+def is_schema_change(event: object) -> bool:
+    return isinstance(event, SCHEMA_CHANGE_TYPES)
+
+
+@dataclass(frozen=True, slots=True)
+class BadRecord:
+    """A record that cannot be turned into events; it goes to the dead-letter destination."""
+
+    position: SourcePosition
+    reason: str
+    key: bytes | None
+    value: bytes | None
+
+    def __str__(self) -> str:
+        return f"bad record at {self.position}: {self.reason}"
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaObserved:
+    """The whole schema a source says one of its tables has now.
+
+    Emitted by a decoder when the schema a record carries (Debezium's envelope, Canal's
+    ``mysqlType``, an Avro writer schema) differs from the last one it saw for that table and
+    partition, and for each table in a DDL event that lists whole tables (Debezium's
+    ``tableChanges``). The schema tracker diffs it against what it knows; ``ddl`` (when the source
+    gave one) tells a rename from a drop plus an add.
+    """
+
+    table_id: TableId
+    schema: Schema
+    position: SourcePosition | None = None
+    ddl: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaHint:
+    """Schema changes named by DDL text (Canal ``isDdl``, Maxwell ``table-alter``, Debezium ``ddl``).
+
+    ``ordered`` says whether the DDL travels in the same partition as the table's rows (Canal,
+    Maxwell): then it is applied where it stands. Debezium's schema-change topic is not ordered
+    with the data topics, so its column changes only explain the next drift seen in records.
+    """
+
+    table_id: TableId
+    changes: tuple[SchemaChange, ...]
+    ddl: str
+    ordered: bool
+    position: SourcePosition | None = None
+
+
+Event = DataChange | SchemaChange | BadRecord | SchemaObserved | SchemaHint

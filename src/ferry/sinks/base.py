@@ -1,0 +1,114 @@
+"""What a sink is: a writer and a schema applier, with its capabilities declared as data.
+
+A sink has two small roles (as Flink CDC's ``DataSink`` and ``MetadataApplier``):
+
+- the **writer** buffers rows (:meth:`Sink.write`) and makes them durable (:meth:`Sink.flush`);
+- the **schema applier** reports a table's current schema (:meth:`Sink.table_schema`) and applies
+  a schema change (:meth:`Sink.apply_schema_change`).
+
+What a sink can do with each kind of schema change is :class:`SinkCapabilities`, a piece of data
+that the router reads; no sink decides LENIENT or EVOLVE for itself. Rows reach :meth:`Sink.write`
+already shaped to the sink table's schema.
+
+Optional abilities are small protocols: :class:`OffsetCommitting` for sinks whose commits also
+record the source offsets they contain (exactly-once restarts).
+"""
+
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from enum import StrEnum
+from typing import ClassVar, Protocol, runtime_checkable
+
+from ferry.pipeline.events import DataChange, SchemaChange
+from ferry.pipeline.schema import Schema, TableId
+from ferry.pipeline.types import DataType
+
+#: (topic, partition) → the next offset to read, as Kafka commits it.
+Offsets = Mapping[tuple[str, int], int]
+
+
+class ChangeKind(StrEnum):
+    """The kinds of schema change a sink's support is declared for (the matrix's vocabulary)."""
+
+    CREATE_TABLE = "create_table"
+    ADD_COLUMN_LAST = "add_column_last"
+    ADD_COLUMN_POSITIONED = "add_column_positioned"
+    DROP_COLUMN = "drop_column"
+    RENAME_COLUMN = "rename_column"
+    ALTER_COLUMN_TYPE = "alter_column_type"
+    RELAX_NULLABILITY = "relax_nullability"
+    DROP_TABLE = "drop_table"
+    TRUNCATE_TABLE = "truncate_table"
+    ALTER_COLUMN_COMMENT = "alter_column_comment"
+    ALTER_TABLE_COMMENT = "alter_table_comment"
+
+
+class Support(StrEnum):
+    """What a sink does with one kind of schema change."""
+
+    APPLY = "apply"
+    APPLY_AT_END = "apply-at-end"  # a positioned add column is appended last
+    UNSUPPORTED = "unsupported"  # skipped under LENIENT, fails the pipeline under EVOLVE
+    NOT_SYNCED = "not-synced"  # never applied, never an error (comments on most sinks)
+    IGNORED = "ignored"  # nothing to change: the schema travels with each row (Kafka)
+
+
+@dataclass(frozen=True, slots=True)
+class SinkCapabilities:
+    changes: Mapping[ChangeKind, Support]
+    #: Under LENIENT, a rename the sink cannot do is applied as a new column (Hologres).
+    lenient_rename_as_new_column: bool = False
+    #: The sink accepts TRY_EVOLVE (Hologres does not).
+    try_evolve: bool = True
+    #: Column names are matched ignoring case, and a change is retried with the sink's spelling.
+    case_insensitive_columns: bool = False
+    notes: Mapping[ChangeKind, str] = field(default_factory=dict)
+
+    def support(self, kind: ChangeKind) -> Support:
+        return self.changes.get(kind, Support.UNSUPPORTED)
+
+
+class Sink(ABC):
+    """A destination of change events. Subclasses set :attr:`capabilities` and :attr:`kind`."""
+
+    kind: ClassVar[str]
+    capabilities: ClassVar[SinkCapabilities]
+
+    @abstractmethod
+    def table_schema(self, table_id: TableId) -> Schema | None:
+        """The table's current schema at the sink, or ``None`` when it does not exist."""
+
+    @abstractmethod
+    def apply_schema_change(self, change: SchemaChange, schema_after: Schema | None) -> None:
+        """Apply one schema change; ``schema_after`` is the table's schema once it is applied."""
+
+    @abstractmethod
+    def write(self, table_id: TableId, schema: Schema, changes: Sequence[DataChange]) -> None:
+        """Buffer row changes for a table; their rows already have the sink table's columns."""
+
+    @abstractmethod
+    def flush(self, offsets: Offsets) -> None:
+        """Make every buffered row durable; ``offsets`` are the source positions they reach."""
+
+    def sink_type(self, source_type: DataType) -> DataType:
+        """The type this sink stores for a source type (its type mapping, read back as ferry types).
+
+        Two source types with the same sink type need no change at the sink (an Iceberg table has
+        no SMALLINT: a SMALLINT → INT change is already in place). The default keeps every type.
+        """
+        return source_type
+
+    def close(self) -> None:  # noqa: B027 - optional hook
+        """Release connections; the default does nothing."""
+
+
+@runtime_checkable
+class OffsetCommitting(Protocol):
+    """A sink whose commits carry the source offsets they contain (Iceberg, Paimon)."""
+
+    def committed_offsets(self, table_id: TableId) -> dict[tuple[str, int], int]:
+        """Per (topic, partition), the next offset not yet committed to this table."""
+        ...

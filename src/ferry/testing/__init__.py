@@ -1,0 +1,1 @@
+"""Helpers for tests and demos that need real services, such as a local Apache Kafka broker."""
