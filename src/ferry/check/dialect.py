@@ -96,6 +96,9 @@ class FlinkTokenizer(tokens.Tokenizer):
     # Flink hints are read from the comments they are in (``/*+ ... */`` keeps its ``+``), so that
     # a hint after a table name is attached to that table.
     KEYWORDS.pop("/*+")
+    # ``EXECUTE STATEMENT SET BEGIN ... END`` and ``EXECUTE INSERT ...`` wrap statements that must be
+    # read, not swallowed as an opaque command.
+    COMMANDS: ClassVar = tokens.Tokenizer.COMMANDS - {TokenType.EXECUTE}
 
 
 class FlinkParser(BaseParser):
@@ -117,6 +120,23 @@ class FlinkParser(BaseParser):
         if isinstance(expression, exp.Func):
             return expression
         return super().validate_expression(expression, args)
+
+    def _parse_create_like(self) -> exp.LikeProperty | None:
+        # ``LIKE source [( {INCLUDING | EXCLUDING | OVERWRITING} {ALL | CONSTRAINTS | ...} ... )]``
+        table = self._parse_table_parts(schema=True)
+        options: list[exp.Expr] = []
+        if self._match(TokenType.L_PAREN):
+            while self._match_texts(("INCLUDING", "EXCLUDING", "OVERWRITING")):
+                strategy = self._prev.text.upper()
+                feature = self._parse_id_var(any_token=True)
+                if not feature:
+                    self.raise_error("Expecting a LIKE option such as ALL, OPTIONS or WATERMARKS")
+                    return None
+                options.append(
+                    self.expression(exp.Property(this=strategy, value=exp.var(feature.name.upper())))
+                )
+            self._match_r_paren()
+        return self.expression(exp.LikeProperty(this=table, expressions=options))
 
     def _parse_table_argument(self) -> TableArgument | None:
         if not self._is_table_query():
@@ -208,6 +228,14 @@ class FlinkParser(BaseParser):
         return hints
 
 
+def _partition_sql(gen: generator.Generator, argument: TableArgument) -> str:
+    columns = argument.args.get("partition_by") or []
+    if not columns:
+        return ""
+    listed = gen.expressions(argument, key="partition_by", flat=True)
+    return f" PARTITION BY ({listed})" if len(columns) > 1 else f" PARTITION BY {listed}"
+
+
 class FlinkGenerator(generator.Generator):
     """Renders expressions with Flink's type names (``STRING``, ``BYTES``, ``ROW<...>``)."""
 
@@ -229,14 +257,7 @@ class FlinkGenerator(generator.Generator):
             )
             if part
         ),
-        TableArgument: lambda self, e: (
-            f"TABLE {self.sql(e, 'this')}"
-            + (
-                f" PARTITION BY {self.expressions(e, key='partition_by', flat=True)}"
-                if e.args.get("partition_by")
-                else ""
-            )
-        ),
+        TableArgument: lambda self, e: f"TABLE {self.sql(e, 'this')}" + _partition_sql(self, e),
         TableHint: lambda self, e: f"{e.name}({self.expressions(e, flat=True)})",
         exp.WatermarkColumnConstraint: lambda self, e: (
             f"WATERMARK FOR {self.sql(e, 'this')} AS {self.sql(e, 'expression')}"

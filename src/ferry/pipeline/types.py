@@ -48,7 +48,7 @@ INTEGERS = (TypeRoot.TINYINT, TypeRoot.SMALLINT, TypeRoot.INT, TypeRoot.BIGINT)
 INTEGER_DIGITS = {TypeRoot.TINYINT: 3, TypeRoot.SMALLINT: 5, TypeRoot.INT: 10, TypeRoot.BIGINT: 19}
 FLOATS = (TypeRoot.FLOAT, TypeRoot.DOUBLE)
 CHARACTER = (TypeRoot.CHAR, TypeRoot.VARCHAR, TypeRoot.STRING)
-BINARY = (TypeRoot.BINARY, TypeRoot.VARBINARY, TypeRoot.BYTES)
+BINARIES = (TypeRoot.BINARY, TypeRoot.VARBINARY, TypeRoot.BYTES)
 TIMESTAMPS = (TypeRoot.TIMESTAMP, TypeRoot.TIMESTAMP_LTZ, TypeRoot.TIMESTAMP_TZ)
 MAX_DECIMAL_PRECISION = 38
 MAX_LENGTH = 2_147_483_647
@@ -388,8 +388,8 @@ def _widen(a: DataType, b: DataType) -> DataType:  # noqa: PLR0911 - one branch 
         return DOUBLE()
     if ra in CHARACTER and rb in CHARACTER:
         return _widen_sized(a, b, CHARACTER)
-    if ra in BINARY and rb in BINARY:
-        return _widen_sized(a, b, BINARY)
+    if ra in BINARIES and rb in BINARIES:
+        return _widen_sized(a, b, BINARIES)
     if ra is TypeRoot.TIME and rb is TypeRoot.TIME:
         return TIME(max(a.precision or 0, b.precision or 0))
     if {ra, rb} <= {TypeRoot.DATE, *TIMESTAMPS} and not (ra is rb is TypeRoot.DATE):

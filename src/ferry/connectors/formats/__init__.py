@@ -1,1 +1,191 @@
+"""Format decoders: Kafka records in, ferry events out.
 
+A :class:`Decoder` is called once per consumed batch and returns, in record order, for each record:
+a :class:`~ferry.pipeline.events.SchemaObserved` when the schema of the record's table (in that
+partition) differs from the last one the decoder emitted for it, then the record's
+:class:`~ferry.pipeline.events.DataChange` (or changes: Canal packs several rows in one message),
+or a :class:`~ferry.pipeline.events.SchemaHint` for a DDL message, or a
+:class:`~ferry.pipeline.events.BadRecord` naming what is wrong with it. A decoder never raises
+for a bad record and never drops one silently.
+
+:func:`decoder_for` builds a decoder by format name. The decoders are imported on first use.
+"""
+
+from __future__ import annotations
+
+import importlib
+import inspect
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol
+
+import orjson
+
+from ferry.connectors.exceptions import UnknownFormatError
+from ferry.connectors.record import RecordLike
+from ferry.pipeline.events import BadRecord, Event, SourcePosition
+from ferry.pipeline.exceptions import TypeWideningError
+from ferry.pipeline.schema import Column, Schema, TableId
+from ferry.pipeline.types import BIGINT, BOOLEAN, DECIMAL, DOUBLE, STRING, DataType, widen
+
+__all__ = ["FORMATS", "Decoder", "decoder_for"]
+
+
+class Decoder(Protocol):
+    """Turns one consumed batch of records into events (see the module documentation)."""
+
+    def decode(self, records: Sequence[RecordLike]) -> list[Event]: ...
+
+
+#: Format name → ``module:class`` of its decoder, relative to this package.
+FORMATS: dict[str, str] = {
+    "debezium-json": "debezium:DebeziumJsonDecoder",
+    "debezium-schema-change": "debezium_schema_change:DebeziumSchemaChangeDecoder",
+    "canal-json": "canal:CanalJsonDecoder",
+    "maxwell-json": "maxwell:MaxwellJsonDecoder",
+}
+
+
+def decoder_for(format: str, **options: Any) -> Decoder:  # noqa: A002 - the user's word
+    """A new decoder for ``format`` (one of :data:`FORMATS`), configured with ``options``."""
+    target = FORMATS.get(format)
+    if target is None:
+        known = ", ".join(sorted(FORMATS))
+        raise UnknownFormatError(f"unknown format {format!r}; the known formats are {known}", format=format)
+    module_name, class_name = target.split(":")
+    cls = getattr(importlib.import_module(f"{__name__}.{module_name}"), class_name)
+    accepted = [p for p in inspect.signature(cls).parameters if p != "self"]
+    unknown = sorted(set(options) - set(accepted))
+    if unknown:
+        takes = ", ".join(accepted) if accepted else "no options"
+        raise UnknownFormatError(
+            f"format {format!r} has no option {', '.join(map(repr, unknown))}; it takes {takes}", format=format
+        )
+    decoder: Decoder = cls(**options)
+    return decoder
+
+
+# ------------------------------------------------------------------------ shared by the decoders
+
+
+def position_of(record: RecordLike) -> SourcePosition:
+    return SourcePosition(record.topic(), record.partition(), record.offset())
+
+
+def bad_record(record: RecordLike, reason: str, position: SourcePosition | None = None) -> BadRecord:
+    return BadRecord(position or position_of(record), reason, record.key(), record.value())
+
+
+def json_error(error: orjson.JSONDecodeError) -> str:
+    return f"malformed JSON: {error.msg} at line {error.lineno} column {error.colno}"
+
+
+def internal_error(error: Exception) -> str:
+    return f"cannot decode the record: {type(error).__name__}: {error}"
+
+
+class SchemaLog:
+    """The last schema a decoder emitted per (table, partition), to emit only real changes."""
+
+    __slots__ = ("_last",)
+
+    def __init__(self) -> None:
+        self._last: dict[tuple[TableId, int], Schema] = {}
+
+    def changed(self, table_id: TableId, partition: int, schema: Schema) -> bool:
+        """True when ``schema`` differs from the last one recorded for the table; records it."""
+        key = (table_id, partition)
+        last = self._last.get(key)
+        if last is schema:
+            return False
+        self._last[key] = schema
+        return last is None or last != schema
+
+
+_NONE = type(None)
+_MISSING: Any = object()
+_INT64 = (-(1 << 63), (1 << 63) - 1)
+
+
+def value_type(value: Any) -> DataType:
+    """The type inferred from one JSON value (objects and arrays are kept as JSON text)."""
+    kind = type(value)
+    if kind is bool:
+        return BOOLEAN()
+    if kind is int:
+        if _INT64[0] <= value <= _INT64[1]:
+            return BIGINT()
+        digits = len(str(abs(value)))
+        return DECIMAL(max(digits, 20), 0) if digits <= 38 else STRING()
+    if kind is float:
+        return DOUBLE()
+    return STRING()
+
+
+@dataclass(slots=True, eq=False)
+class InferredTable:
+    """The schema of one table (in one partition) inferred from the JSON values of its rows.
+
+    A column's type is that of its first non-null value, widened when a later value disagrees;
+    a column seen only as null is ``STRING`` until a value shows its type. Columns keep the order
+    in which they were first seen; all are nullable except the primary key. Object and array
+    values are turned into JSON text, in place.
+    """
+
+    kinds: dict[str, type]
+    types: dict[str, DataType]
+    keys: tuple[str, ...]
+    json_columns: tuple[str, ...]
+    schema: Schema
+
+    @classmethod
+    def empty(cls) -> InferredTable:
+        return cls({}, {}, (), (), Schema(()))
+
+    def observe(self, row: dict[str, Any]) -> bool:
+        """Fold one row into the schema; True when the schema changed."""
+        kinds = self.kinds
+        changed = False
+        for name, value in row.items():
+            kind = kinds.get(name, _MISSING)
+            if kind is not type(value):
+                if value is None and kind is not _MISSING:
+                    continue
+                changed = self._learn(name, value, kind) or changed
+        if self.json_columns:
+            for name in self.json_columns:
+                value = row.get(name)
+                if value is not None and type(value) is not str:
+                    row[name] = orjson.dumps(value).decode()
+        return changed
+
+    def with_keys(self, keys: tuple[str, ...]) -> bool:
+        """Set the primary key; True when it changed."""
+        if keys == self.keys:
+            return False
+        self.keys = keys
+        return True
+
+    def rebuild(self) -> Schema:
+        keys = tuple(k for k in self.keys if k in self.types)
+        columns = tuple(Column(n, t.not_null() if n in keys else t) for n, t in self.types.items())
+        self.schema = Schema(columns, keys)
+        return self.schema
+
+    def _learn(self, name: str, value: Any, kind: Any) -> bool:
+        old = self.types.get(name)
+        if value is None:
+            self.kinds[name] = _NONE
+            self.types[name] = STRING()
+            return True
+        new = value_type(value)
+        if kind is not _MISSING and kind is not _NONE and old is not None:
+            try:
+                new = widen(old, new)
+            except TypeWideningError:
+                new = STRING()
+        self.kinds[name] = type(value)
+        self.types[name] = new
+        if type(value) in (dict, list) and name not in self.json_columns:
+            self.json_columns = (*self.json_columns, name)
+        return new != old

@@ -1,0 +1,126 @@
+"""The ``ferry`` command: a thin shell over the library.
+
+Every command renders text or JSON; errors become exit codes here and nowhere else: 0 success,
+1 the pipeline failed, 2 invalid input (a job file, an argument), 3 an unexpected error.
+"""
+
+from __future__ import annotations
+
+import logging
+import sys
+from collections.abc import Callable
+from functools import wraps
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+
+from ferry.cli.output import render_status
+from ferry.config.exceptions import ConfigError
+from ferry.exceptions import FerryError
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+EXIT_FAILED = 1
+EXIT_INVALID = 2
+EXIT_UNEXPECTED = 3
+
+
+def handle_errors(func: F) -> F:
+    """Map errors to a message on stderr and an exit code, in one place."""
+
+    @wraps(func)
+    def wrapper(*args: Any, **kwargs: Any) -> Any:
+        try:
+            return func(*args, **kwargs)
+        except ConfigError as e:
+            click.echo(f"error: {e}", err=True)
+            sys.exit(EXIT_INVALID)
+        except FerryError as e:
+            click.echo(f"error: {e}", err=True)
+            sys.exit(EXIT_FAILED)
+
+    return wrapper  # type: ignore[return-value]
+
+
+@click.group()
+@click.option("--log-level", default="INFO", show_default=True,
+              type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False))
+def main(log_level: str) -> None:
+    """ferry: change data capture pipelines from Kafka into lakehouse and warehouse tables."""
+    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+
+
+@main.command()
+@click.argument("job", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@handle_errors
+def validate(job: Path) -> None:
+    """Check a job file without starting anything."""
+    from ferry.config.loader import validate_command  # noqa: PLC0415
+
+    click.echo(validate_command(job))
+
+
+@main.command()
+@click.argument("job", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--worker/--no-worker", default=True, show_default=True,
+              help="Run as a faust worker (agents for DDL topics); --no-worker runs the hot path alone.")
+@handle_errors
+def run(job: Path, worker: bool) -> None:
+    """Run a pipeline until it is stopped (SIGTERM/SIGINT take a final checkpoint)."""
+    from ferry.config.loader import load_job  # noqa: PLC0415
+
+    config = load_job(job)
+    if worker:
+        from ferry.worker import FerryWorker  # noqa: PLC0415
+
+        ferry_worker = FerryWorker(config)
+        code = ferry_worker.run()
+        if ferry_worker.error is not None:
+            raise ferry_worker.error
+        sys.exit(code)
+    import signal  # noqa: PLC0415
+    import threading  # noqa: PLC0415
+
+    from ferry.worker import build_runner  # noqa: PLC0415
+
+    stop = threading.Event()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    build_runner(config).run(stop)
+
+
+@main.command()
+@click.argument("job", required=False, type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@click.option("--state-url", help="SQLAlchemy URL of the state store (default: the job file's state.url).")
+@click.option("--pipeline", "pipeline_name", help="Only this pipeline.")
+@click.option("--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@handle_errors
+def status(job: Path | None, state_url: str | None, pipeline_name: str | None, output: str) -> None:
+    """Phase, per-partition offsets and lag, rows written and schema-change history of pipelines."""
+    from ferry.config.loader import load_job  # noqa: PLC0415
+    from ferry.pipeline.state import StateStore  # noqa: PLC0415
+
+    if job is not None:
+        config = load_job(job)
+        state_url = state_url or config.pipeline.state_url
+        pipeline_name = pipeline_name or config.pipeline.name
+    if state_url is None:
+        raise click.UsageError("give a job file or --state-url")
+    store = StateStore(state_url)
+    names = [pipeline_name] if pipeline_name else store.pipelines()
+    click.echo(render_status(store, names, output))
+
+
+def _register_optional_commands() -> None:
+    try:
+        from ferry.check.cli import check  # noqa: PLC0415
+    except ImportError:  # pragma: no cover - the check package is part of ferry
+        return
+    main.add_command(check)
+
+
+_register_optional_commands()
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,594 @@
+"""The job model: ``source``, ``sink``, ``route``, ``transform`` and ``pipeline`` (SPEC §3, §6).
+
+The YAML shape follows Flink CDC's pipeline files; the source is always Kafka, since ferry reads
+the change events that Debezium, Canal or Maxwell wrote there. Every model is frozen and refuses
+unknown keys; dotted YAML keys are pydantic aliases. A validator that finds a problem about one
+option raises :class:`OptionError` naming that option, so the loader can point at its line.
+"""
+
+from __future__ import annotations
+
+import difflib
+import re
+from collections.abc import Iterable, Mapping
+from datetime import timedelta
+from enum import StrEnum
+from typing import Annotated, Any, Literal, Self, Union
+
+from pydantic import (
+    BeforeValidator,
+    Field,
+    PlainSerializer,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
+
+from ferry.config.base import ConfigModel, fold_prefixed
+from ferry.config.sinks import SinkConfig, sink_config_classes
+from ferry.exceptions import FerryError
+from ferry.pipeline.events import SCHEMA_CHANGE_TAGS
+from ferry.pipeline.schema import TableId
+
+
+class OptionError(ValueError):
+    """A validation problem about one option, named relative to where pydantic reports the error.
+
+    In a field validator the error is already at the field, so ``path`` is usually empty; in a
+    model validator ``path`` names the option with its YAML key (``"scan.startup.mode"``, or
+    ``"tables", 0, "topic"``). A path naming an absent key points at the enclosing mapping.
+    """
+
+    def __init__(self, message: str, *path: str | int) -> None:
+        super().__init__(message)
+        self.path: tuple[str | int, ...] = path
+
+
+# --------------------------------------------------------------------------------------------------
+# Durations
+
+
+#: Duration unit → milliseconds. The names are those of Flink's ``TimeUtils``.
+_DURATION_UNITS: dict[str, int] = {
+    **dict.fromkeys(("ms", "milli", "millis", "millisecond", "milliseconds"), 1),
+    **dict.fromkeys(("s", "sec", "secs", "second", "seconds"), 1000),
+    **dict.fromkeys(("m", "min", "mins", "minute", "minutes"), 60_000),
+    **dict.fromkeys(("h", "hour", "hours"), 3_600_000),
+    **dict.fromkeys(("d", "day", "days"), 86_400_000),
+}
+_DURATION_RE = re.compile(r"(\d+)\s*([a-z]*)")
+
+
+def parse_duration(value: object) -> timedelta:
+    """``"5s"``, ``"500ms"``, ``"3min"``, ``"1 h"`` or an integer number of milliseconds."""
+    if isinstance(value, timedelta):
+        result = value
+    elif isinstance(value, int) and not isinstance(value, bool):
+        result = timedelta(milliseconds=value)
+    elif isinstance(value, str):
+        match = _DURATION_RE.fullmatch(value.strip().lower())
+        if match is None or (match.group(2) and match.group(2) not in _DURATION_UNITS):
+            raise ValueError(
+                "not a duration: write a number with a unit (500ms, 5s, 3min, 1h, 1d) "
+                "or an integer number of milliseconds"
+            )
+        result = timedelta(milliseconds=int(match.group(1)) * _DURATION_UNITS.get(match.group(2), 1))
+    else:
+        raise ValueError("a duration is a string such as '5s' or an integer number of milliseconds")
+    if result <= timedelta(0):
+        raise ValueError("a duration must be longer than zero")
+    return result
+
+
+def format_duration(value: timedelta) -> str:
+    """The shortest exact spelling of a duration in the job-file syntax (``"5s"``, ``"3min"``)."""
+    ms = round(value.total_seconds() * 1000)
+    for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("min", 60_000), ("s", 1000)):
+        if ms and ms % size == 0:
+            return f"{ms // size}{unit}"
+    return f"{ms}ms"
+
+
+#: A duration option; JSON renders it in the job-file syntax (``"3min"``).
+Duration = Annotated[
+    timedelta,
+    BeforeValidator(parse_duration),
+    PlainSerializer(format_duration, return_type=str, when_used="json"),
+]
+
+
+# --------------------------------------------------------------------------------------------------
+# Schema-change names
+
+
+class SchemaChangeBehavior(StrEnum):
+    """``pipeline.schema.change.behavior`` (SPEC §2). Written in any case in YAML."""
+
+    EXCEPTION = "EXCEPTION"
+    IGNORE = "IGNORE"
+    LENIENT = "LENIENT"
+    TRY_EVOLVE = "TRY_EVOLVE"
+    EVOLVE = "EVOLVE"
+
+
+#: Family name → the schema-change tags it stands for (Flink CDC's ``SchemaChangeEventTypeFamily``,
+#: with ferry's comment changes added to ``alter``, ``table`` and ``column``).
+SCHEMA_CHANGE_FAMILIES: dict[str, frozenset[str]] = {
+    "table": frozenset({"create.table", "drop.table", "truncate.table", "alter.table.comment"}),
+    "column": frozenset(
+        {"add.column", "drop.column", "rename.column", "alter.column.type", "alter.column.comment"}
+    ),
+    "create": frozenset({"create.table"}),
+    "drop": frozenset({"drop.column", "drop.table"}),
+    "add": frozenset({"add.column"}),
+    "alter": frozenset({"alter.column.type", "alter.column.comment", "alter.table.comment"}),
+    "rename": frozenset({"rename.column"}),
+    "truncate": frozenset({"truncate.table"}),
+}
+
+
+def _unknown_schema_change(name: str) -> str:
+    known = [*SCHEMA_CHANGE_TAGS, *SCHEMA_CHANGE_FAMILIES]
+    close = difflib.get_close_matches(name.strip().lower(), known, n=1)
+    hint = f" (did you mean {close[0]!r}?)" if close else ""
+    return (
+        f"unknown schema change {name!r}{hint}; use a change type ({', '.join(SCHEMA_CHANGE_TAGS)}) "
+        f"or a family ({', '.join(SCHEMA_CHANGE_FAMILIES)})"
+    )
+
+
+def expand_schema_change_tags(names: Iterable[str]) -> frozenset[str]:
+    """The schema-change tags that change types and families (``column``, ``drop``, …) stand for.
+
+    Names are case-insensitive. An unknown name raises :class:`ValueError` naming it.
+    """
+    tags: set[str] = set()
+    for name in names:
+        key = name.strip().lower()
+        if key in SCHEMA_CHANGE_TAGS:
+            tags.add(key)
+        elif key in SCHEMA_CHANGE_FAMILIES:
+            tags |= SCHEMA_CHANGE_FAMILIES[key]
+        else:
+            raise ValueError(_unknown_schema_change(name))
+    return frozenset(tags)
+
+
+# --------------------------------------------------------------------------------------------------
+# Kafka source
+
+
+class ValueFormat(StrEnum):
+    """``value.format``: how the change events in the data topics are written."""
+
+    DEBEZIUM_JSON = "debezium-json"
+    CANAL_JSON = "canal-json"
+    MAXWELL_JSON = "maxwell-json"
+
+
+class StartupMode(StrEnum):
+    """``scan.startup.mode``: where reading starts (Flink's Kafka connector options)."""
+
+    EARLIEST_OFFSET = "earliest-offset"
+    LATEST_OFFSET = "latest-offset"
+    GROUP_OFFSETS = "group-offsets"
+    TIMESTAMP = "timestamp"
+    SPECIFIC_OFFSETS = "specific-offsets"
+
+
+class BoundedMode(StrEnum):
+    """``scan.bounded.mode``: where reading stops, for replays; ``unbounded`` never stops."""
+
+    UNBOUNDED = "unbounded"
+    LATEST_OFFSET = "latest-offset"
+    TIMESTAMP = "timestamp"
+    SPECIFIC_OFFSETS = "specific-offsets"
+
+
+_OFFSET_ENTRY_RE = re.compile(r"partition\s*:\s*(\d+)\s*,\s*offset\s*:\s*(\d+)")
+_OFFSETS_SYNTAX = "write 'partition:<n>,offset:<n>' entries separated by ';'"
+
+
+def parse_specific_offsets(value: object) -> dict[int, int]:
+    """``"partition:0,offset:42;partition:1,offset:300"`` → ``{0: 42, 1: 300}``.
+
+    A mapping of partition to offset is accepted as it is (after checking it).
+    """
+    pairs: list[tuple[int, int]] = []
+    if isinstance(value, Mapping):
+        for partition, offset in value.items():
+            if not isinstance(partition, int) or not isinstance(offset, int):
+                raise ValueError("specific offsets map integer partitions to integer offsets")
+            pairs.append((partition, offset))
+    elif isinstance(value, str):
+        entries = [entry.strip() for entry in value.split(";") if entry.strip()]
+        if not entries:
+            raise ValueError(f"no offsets given: {_OFFSETS_SYNTAX}")
+        for entry in entries:
+            match = _OFFSET_ENTRY_RE.fullmatch(entry)
+            if match is None:
+                raise ValueError(f"cannot read {entry!r}: {_OFFSETS_SYNTAX}")
+            pairs.append((int(match.group(1)), int(match.group(2))))
+    else:
+        raise ValueError(f"specific offsets are a string: {_OFFSETS_SYNTAX}")
+    offsets: dict[int, int] = {}
+    for partition, offset in pairs:
+        if partition < 0 or offset < 0:
+            raise ValueError("partitions and offsets are not negative")
+        if partition in offsets:
+            raise ValueError(f"partition {partition} is given twice")
+        offsets[partition] = offset
+    return offsets
+
+
+def format_specific_offsets(offsets: Mapping[int, int]) -> str:
+    """``{0: 42, 1: 300}`` → ``"partition:0,offset:42;partition:1,offset:300"``."""
+    return ";".join(f"partition:{p},offset:{o}" for p, o in sorted(offsets.items()))
+
+
+#: ``scan.*.specific-offsets``; JSON renders it in the job-file syntax.
+SpecificOffsets = Annotated[
+    dict[int, int],
+    BeforeValidator(parse_specific_offsets),
+    PlainSerializer(format_specific_offsets, return_type=str, when_used="json"),
+]
+
+#: Legal Kafka topic names.
+_TOPIC_RE = re.compile(r"[A-Za-z0-9._-]{1,249}")
+
+
+def _check_topic_name(topic: str) -> str:
+    if not _TOPIC_RE.fullmatch(topic) or topic in (".", ".."):
+        raise ValueError(
+            f"{topic!r} is not a Kafka topic name (1 to 249 of the characters a-z A-Z 0-9 . _ -)"
+        )
+    return topic
+
+
+def _check_regex(pattern: str | None) -> str | None:
+    if pattern is None:
+        return None
+    try:
+        re.compile(pattern)
+    except re.error as e:
+        raise ValueError(f"not a valid regular expression: {e}") from None
+    return pattern
+
+
+def _check_position(prefix: str, mode: str, millis: int | None, offsets: Mapping[int, int] | None) -> None:
+    """``<prefix>.timestamp-millis`` / ``<prefix>.specific-offsets`` are given iff the mode needs them."""
+    mode_key = f"{prefix}.mode"
+    for needed, key, value in (
+        ("timestamp", f"{prefix}.timestamp-millis", millis),
+        ("specific-offsets", f"{prefix}.specific-offsets", offsets),
+    ):
+        if mode == needed and value is None:
+            raise OptionError(f"{key} is required when {mode_key} is {needed}", mode_key)
+        if mode != needed and value is not None:
+            raise OptionError(f"only used when {mode_key} is {needed} (it is {mode})", key)
+
+
+class StartupOptions(ConfigModel):
+    """Where reading starts: the source's default, or one topic's override."""
+
+    scan_startup_mode: StartupMode = Field(default=StartupMode.GROUP_OFFSETS, alias="scan.startup.mode")
+    scan_startup_timestamp_millis: int | None = Field(
+        default=None, ge=0, alias="scan.startup.timestamp-millis"
+    )
+    scan_startup_specific_offsets: SpecificOffsets | None = Field(
+        default=None, alias="scan.startup.specific-offsets"
+    )
+
+    @model_validator(mode="after")
+    def _check_startup(self) -> Self:
+        _check_position(
+            "scan.startup",
+            self.scan_startup_mode,
+            self.scan_startup_timestamp_millis,
+            self.scan_startup_specific_offsets,
+        )
+        return self
+
+
+class TopicStartConfig(StartupOptions):
+    """A per-topic start position that wins over the source's (SPEC §3, §4)."""
+
+    topic: str
+    scan_startup_mode: StartupMode = Field(alias="scan.startup.mode")
+
+    _topic_name = field_validator("topic")(_check_topic_name)
+
+
+class KafkaSourceConfig(StartupOptions):
+    """``source`` with ``type: kafka``. ``properties.*`` are confluent-kafka consumer settings."""
+
+    type: Literal["kafka"] = "kafka"
+    name: str | None = None
+    bootstrap_servers: str = Field(alias="properties.bootstrap.servers", min_length=1)
+    #: Every ``properties.*`` option without its prefix, ``bootstrap.servers`` included.
+    properties: dict[str, str] = Field(default_factory=dict, repr=False)
+    topic: tuple[str, ...] | None = None
+    topic_pattern: str | None = Field(default=None, alias="topic-pattern")
+    value_format: ValueFormat = Field(default=ValueFormat.DEBEZIUM_JSON, alias="value.format")
+    schema_change_topic: str | None = Field(default=None, alias="schema-change.topic")
+    scan_bounded_mode: BoundedMode = Field(default=BoundedMode.UNBOUNDED, alias="scan.bounded.mode")
+    scan_bounded_timestamp_millis: int | None = Field(
+        default=None, ge=0, alias="scan.bounded.timestamp-millis"
+    )
+    scan_bounded_specific_offsets: SpecificOffsets | None = Field(
+        default=None, alias="scan.bounded.specific-offsets"
+    )
+    tables: tuple[TopicStartConfig, ...] = ()
+
+    @model_validator(mode="before")
+    @classmethod
+    def _fold_properties(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        servers = data.get("properties.bootstrap.servers", data.get("bootstrap_servers"))
+        folded = dict(fold_prefixed(data, "properties", "properties"))
+        if servers is not None:
+            folded["properties.bootstrap.servers"] = servers
+            if isinstance(servers, str) and isinstance(folded.get("properties"), dict):
+                folded["properties"] = {**folded["properties"], "bootstrap.servers": servers}
+        return folded
+
+    @field_validator("topic", mode="before")
+    @classmethod
+    def _split_topics(cls, value: Any) -> Any:
+        if isinstance(value, str):
+            value = [part.strip() for part in value.split(";") if part.strip()]
+        if isinstance(value, list | tuple):
+            if not value:
+                raise ValueError("no topic given")
+            duplicates = sorted({t for t in value if isinstance(t, str) and value.count(t) > 1})
+            if duplicates:
+                raise ValueError(f"topic {duplicates[0]!r} is listed twice")
+            for topic in value:
+                if isinstance(topic, str):
+                    _check_topic_name(topic)
+        return value
+
+    _pattern = field_validator("topic_pattern")(_check_regex)
+
+    @field_validator("schema_change_topic")
+    @classmethod
+    def _schema_change_topic_name(cls, value: str | None) -> str | None:
+        return None if value is None else _check_topic_name(value)
+
+    @field_validator("tables", mode="before")
+    @classmethod
+    def _no_tables(cls, value: Any) -> Any:
+        return () if value is None else value
+
+    @model_validator(mode="after")
+    def _check_source(self) -> Self:
+        if self.topic is None and self.topic_pattern is None:
+            raise OptionError("one of topic or topic-pattern is required", "topic")
+        if self.topic is not None and self.topic_pattern is not None:
+            raise OptionError("give topic or topic-pattern, not both", "topic-pattern")
+        if self.schema_change_topic is not None and self.value_format is not ValueFormat.DEBEZIUM_JSON:
+            raise OptionError(
+                f"only Debezium has a schema-change topic; {self.value_format} has DDL in the data topics",
+                "schema-change.topic",
+            )
+        _check_position(
+            "scan.bounded",
+            self.scan_bounded_mode,
+            self.scan_bounded_timestamp_millis,
+            self.scan_bounded_specific_offsets,
+        )
+        seen: set[str] = set()
+        for i, table in enumerate(self.tables):
+            if not self.reads_topic(table.topic):
+                raise OptionError(f"this source does not read topic {table.topic!r}", "tables", i, "topic")
+            if table.topic in seen:
+                raise OptionError(f"topic {table.topic!r} already has a start override", "tables", i, "topic")
+            seen.add(table.topic)
+        return self
+
+    def reads_topic(self, topic: str) -> bool:
+        """Whether ``topic`` is one of this source's data topics (by name or by pattern)."""
+        if self.topic is not None:
+            return topic in self.topic
+        return self.topic_pattern is not None and re.fullmatch(self.topic_pattern, topic) is not None
+
+    def startup_for(self, topic: str) -> StartupOptions:
+        """The start position of one topic: its ``tables`` override, else the source's own."""
+        return next((t for t in self.tables if t.topic == topic), self)
+
+
+#: Every source type; today Kafka only. A union keyed on ``type`` so that more can be added.
+SourceConfig = Annotated[Union[KafkaSourceConfig], Field(discriminator="type")]  # noqa: UP007
+
+
+# --------------------------------------------------------------------------------------------------
+# Route, transform, pipeline
+
+
+class RouteConfig(ConfigModel):
+    """Send the tables whose id matches ``source-table`` (a regex) to ``sink-table``.
+
+    With ``replace-symbol``, that symbol in ``sink-table`` stands for the source table's name
+    (``sink-table: ods.ods_<>`` with ``replace-symbol: <>``).
+    """
+
+    source_table: str = Field(alias="source-table")
+    sink_table: str = Field(alias="sink-table", min_length=1)
+    replace_symbol: str | None = Field(default=None, alias="replace-symbol", min_length=1)
+    description: str | None = None
+
+    _source_regex = field_validator("source_table")(_check_regex)
+
+    @field_validator("sink_table")
+    @classmethod
+    def _sink_table_id(cls, value: str) -> str:
+        try:
+            TableId.parse(value)
+        except FerryError as e:
+            raise ValueError(str(e)) from None
+        return value
+
+    @model_validator(mode="after")
+    def _symbol_used(self) -> Self:
+        if self.replace_symbol is not None and self.replace_symbol not in self.sink_table:
+            raise OptionError(f"{self.replace_symbol!r} does not occur in sink-table", "replace-symbol")
+        return self
+
+    @property
+    def pattern(self) -> re.Pattern[str]:
+        return re.compile(self.source_table)
+
+
+def _split_columns(value: str | None) -> tuple[str, ...]:
+    return () if value is None else tuple(part.strip() for part in value.split(","))
+
+
+class TransformConfig(ConfigModel):
+    """Project, filter and re-key the tables whose id matches ``source-table`` (a regex)."""
+
+    source_table: str = Field(alias="source-table")
+    projection: str | None = None
+    filter: str | None = None
+    primary_keys: str | None = Field(default=None, alias="primary-keys")
+    partition_keys: str | None = Field(default=None, alias="partition-keys")
+    description: str | None = None
+
+    _source_regex = field_validator("source_table")(_check_regex)
+
+    @field_validator("primary_keys", "partition_keys")
+    @classmethod
+    def _column_list(cls, value: str | None) -> str | None:
+        if value is not None and not all(_split_columns(value)):
+            raise ValueError("a comma-separated list of column names, without empty entries")
+        return value
+
+    @property
+    def pattern(self) -> re.Pattern[str]:
+        return re.compile(self.source_table)
+
+    @property
+    def primary_key_columns(self) -> tuple[str, ...]:
+        return _split_columns(self.primary_keys)
+
+    @property
+    def partition_key_columns(self) -> tuple[str, ...]:
+        return _split_columns(self.partition_keys)
+
+
+def _behavior_name(value: Any) -> Any:
+    return value.strip().upper().replace("-", "_") if isinstance(value, str) else value
+
+
+class PipelineConfig(ConfigModel):
+    """``pipeline``: name, behaviour, error handling, checkpoints and state."""
+
+    name: str = Field(default="ferry", min_length=1)
+    parallelism: int = Field(default=1, ge=1)
+    schema_change_behavior: Annotated[SchemaChangeBehavior, BeforeValidator(_behavior_name)] = Field(
+        default=SchemaChangeBehavior.LENIENT, alias="schema.change.behavior"
+    )
+    #: Bound on the flush-then-apply of one schema change.
+    schema_operator_rpc_timeout: Duration = Field(
+        default=timedelta(minutes=3), alias="schema.operator.rpc-timeout"
+    )
+    on_bad_record: Literal["dead-letter", "fail"] = Field(default="dead-letter", alias="on-bad-record")
+    #: Where bad records go; ``<name>.dlq`` unless given.
+    dead_letter_topic: str = Field(alias="dead-letter.topic")
+    checkpoint_interval: Duration = Field(default=timedelta(seconds=5), alias="checkpoint.interval")
+    #: Most records taken from Kafka per consume call.
+    batch_size: int = Field(default=10_000, ge=1, alias="batch.size")
+    #: SQLAlchemy URL of the state store.
+    state_url: str = Field(default="sqlite:///var/ferry/state.db", alias="state.url")
+    #: Port of the metrics and status HTTP endpoint; none when unset.
+    status_port: int | None = Field(default=None, ge=1, le=65535, alias="status.port")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _default_dead_letter_topic(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "dead-letter.topic" not in data and "dead_letter_topic" not in data:
+            name = data.get("name")
+            # A pipeline name may hold characters a topic name may not (Flink CDC examples use spaces).
+            # An invalid name is reported on its own: its topic is then the default one.
+            base = re.sub(r"[^A-Za-z0-9._-]+", "-", name) if isinstance(name, str) and name else "ferry"
+            data = {**data, "dead-letter.topic": f"{base}.dlq"}
+        return data
+
+    _dead_letter_topic_name = field_validator("dead_letter_topic")(_check_topic_name)
+
+    @field_validator("state_url")
+    @classmethod
+    def _sqlalchemy_url(cls, value: str) -> str:
+        try:
+            make_url(value)
+        except (ArgumentError, ValueError):
+            raise ValueError(
+                "not a SQLAlchemy URL (e.g. sqlite:///var/ferry/state.db or postgresql+psycopg://host/db)"
+            ) from None
+        return value
+
+
+# --------------------------------------------------------------------------------------------------
+# The job
+
+
+def _tag_of(data: Any, section: str, known: Iterable[str], hint: str) -> None:
+    if not isinstance(data, dict):
+        return
+    kind = data.get("type")
+    if kind is None:
+        raise OptionError(f"missing key 'type' ({hint})", "type")
+    if kind not in known:
+        raise OptionError(f"{section} type {kind!r} is not supported: {hint}", "type")
+
+
+class JobConfig(ConfigModel):
+    """A whole job file, resolved: the one object the runtime is built from."""
+
+    source: SourceConfig
+    sink: SinkConfig
+    route: tuple[RouteConfig, ...] = ()
+    transform: tuple[TransformConfig, ...] = ()
+    pipeline: PipelineConfig = Field(default_factory=lambda: PipelineConfig.model_validate({}))
+
+    @field_validator("source", mode="before")
+    @classmethod
+    def _source_type(cls, value: Any) -> Any:
+        _tag_of(
+            value,
+            "source",
+            ("kafka",),
+            "ferry reads the change events that Debezium, Canal or Maxwell wrote to Kafka; "
+            "the source type is 'kafka'",
+        )
+        return value
+
+    @field_validator("sink", mode="before")
+    @classmethod
+    def _sink_type(cls, value: Any) -> Any:
+        kinds = sink_config_classes()
+        _tag_of(value, "sink", kinds, "the sink types are " + ", ".join(repr(k) for k in sorted(kinds)))
+        return value
+
+    @field_validator("sink")
+    @classmethod
+    def _schema_change_names(cls, sink: SinkConfig) -> SinkConfig:
+        for key, names in (
+            ("include.schema.changes", sink.include_schema_changes or ()),
+            ("exclude.schema.changes", sink.exclude_schema_changes),
+        ):
+            for i, name in enumerate(names):
+                try:
+                    expand_schema_change_tags([name])
+                except ValueError as e:
+                    raise OptionError(str(e), key, i) from None
+        return sink
+
+    @field_validator("route", "transform", "pipeline", mode="before")
+    @classmethod
+    def _empty_section(cls, value: Any, info: ValidationInfo) -> Any:
+        if value is None:
+            return {} if info.field_name == "pipeline" else ()
+        return value

@@ -1,0 +1,48 @@
+"""What the pipeline needs of a source and of a dead-letter destination."""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from typing import Any, Protocol
+
+#: (topic, partition) → offset
+Offsets = Mapping[tuple[str, int], int]
+
+
+class Source(Protocol):
+    """A partitioned, replayable source of records (Kafka)."""
+
+    def open(self, start_offsets: Offsets) -> None:
+        """Start reading; ``start_offsets`` (the next offset per partition) win over startup modes."""
+        ...
+
+    def poll(self, max_records: int, timeout: float) -> Sequence[Any]:
+        """Up to ``max_records`` records (objects with confluent-kafka ``Message`` accessors)."""
+        ...
+
+    def commit(self, offsets: Offsets) -> None:
+        """Record the next offsets to read (after the sink made everything before them durable)."""
+        ...
+
+    def lag(self) -> dict[tuple[str, int], int]:
+        """Records not yet read, per assigned partition."""
+        ...
+
+    def finished(self) -> bool:
+        """True when a bounded read has reached its end on every partition."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class DeadLetter(Protocol):
+    """Where records that cannot be processed go, with the reason."""
+
+    def send(self, *, reason: str, topic: str, partition: int, offset: int, key: bytes | None,
+             value: bytes | None) -> None: ...
+
+    def flush(self) -> None:
+        """Wait until everything sent is stored (before offsets are committed)."""
+        ...
+
+    def close(self) -> None: ...

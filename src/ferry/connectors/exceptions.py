@@ -1,0 +1,36 @@
+"""Errors raised by the connectors: the Kafka source and the format decoders."""
+
+from __future__ import annotations
+
+from ferry.exceptions import FerryError, TerminalError
+
+
+class DecodeError(FerryError):
+    """A record, or a piece of one (a DDL statement, a type name), cannot be decoded.
+
+    Decoders never let this escape for a single bad record: they turn it into a
+    :class:`~ferry.pipeline.events.BadRecord`. The position is set when it is known.
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        topic: str | None = None,
+        partition: int | None = None,
+        offset: int | None = None,
+    ) -> None:
+        where = f" (topic {topic}, partition {partition}, offset {offset})" if topic is not None else ""
+        super().__init__(message + where)
+        self.reason = message
+        self.topic = topic
+        self.partition = partition
+        self.offset = offset
+
+
+class UnknownFormatError(TerminalError, ValueError):
+    """A source names a record format that ferry has no decoder for, or an option it does not take."""
+
+    def __init__(self, message: str, *, format: str) -> None:  # noqa: A002 - the user's word
+        super().__init__(message)
+        self.format = format

@@ -1,0 +1,282 @@
+"""MySQL DDL text to schema changes, parsed with sqlglot's MySQL dialect.
+
+Canal (``isDdl``), Maxwell (``table-alter``) and Debezium's schema-change topic (``ddl``) carry the
+statement that changed a table. :func:`parse_ddl` turns it into ferry's schema changes:
+``CREATE TABLE`` (columns, inline or constraint primary key, comments), ``ALTER TABLE`` with any
+number of ``ADD [COLUMN] ... [FIRST | AFTER c]``, ``DROP [COLUMN]``, ``RENAME COLUMN a TO b``,
+``CHANGE [COLUMN] a b type`` (a rename and/or a new type), ``MODIFY [COLUMN]`` and ``COMMENT=``
+clauses, ``DROP TABLE`` and ``TRUNCATE TABLE``.
+
+Statements that change no table's columns (``CREATE DATABASE``, indexes, grants, engine or
+auto-increment options) give no change. A statement that does change a table but cannot be
+understood (a syntax error, ``CREATE TABLE ... LIKE``, a table rename) raises :class:`DecodeError`.
+"""
+
+from __future__ import annotations
+
+import re
+
+import sqlglot
+from sqlglot import exp
+from sqlglot.dialects.mysql import MySQL
+from sqlglot.errors import SqlglotError
+from sqlglot.tokens import TokenType
+
+from ferry.connectors.exceptions import DecodeError
+from ferry.connectors.formats.mysql_types import mysql_data_type
+from ferry.pipeline.events import (
+    FIRST,
+    LAST,
+    AddColumn,
+    AlterColumnComment,
+    AlterColumnType,
+    AlterTableComment,
+    ColumnPosition,
+    CreateTable,
+    DropColumn,
+    DropTable,
+    RenameColumn,
+    SchemaChange,
+    TruncateTable,
+    after,
+)
+from ferry.pipeline.exceptions import SchemaError
+from ferry.pipeline.schema import Column, Schema, TableId
+
+_SPATIAL = ("POINT", "LINESTRING", "POLYGON", "MULTIPOINT", "MULTILINESTRING", "MULTIPOLYGON",
+            "GEOMETRYCOLLECTION", "GEOMCOLLECTION")
+
+
+class _MySQL(MySQL):
+    """sqlglot's MySQL dialect, taught the spatial column types and unsigned floating types."""
+
+    class Tokenizer(MySQL.Tokenizer):
+        KEYWORDS = {
+            **MySQL.Tokenizer.KEYWORDS,
+            **dict.fromkeys(_SPATIAL, TokenType.GEOMETRY),
+            "REAL": TokenType.DOUBLE,
+        }
+
+    class Parser(MySQL.Parser):
+        SIGNED_TO_UNSIGNED_TYPE_TOKEN = {
+            **MySQL.Parser.SIGNED_TO_UNSIGNED_TYPE_TOKEN,
+            TokenType.FLOAT: TokenType.FLOAT,
+            TokenType.DOUBLE: TokenType.DOUBLE,
+            TokenType.DECIMAL: TokenType.DECIMAL,
+        }
+
+
+_ALTER_ADD_LIST = re.compile(
+    r"\s*ALTER\s+TABLE\s+(?P<table>\S+)\s+ADD\s+(?:COLUMN\s+)?\((?P<defs>.*)\)\s*;?\s*", re.I | re.S
+)
+_COLUMN_CLAUSE = re.compile(r"\b(ADD|DROP|CHANGE|MODIFY|RENAME|ALTER\s+COLUMN)\b", re.I)
+_TABLE_COMMAND = re.compile(r"\s*(ALTER|CREATE|RENAME)\s+TABLE\b", re.I)
+
+
+def parse_ddl(sql: str, *, default_database: str | None) -> list[SchemaChange]:
+    """The schema changes that ``sql`` (one or more MySQL statements) makes, in statement order.
+
+    Tables named without a database belong to ``default_database``.
+    """
+    try:
+        statements = sqlglot.parse(sql, read=_MySQL)
+    except SqlglotError as e:
+        added = _add_column_list(sql, default_database)
+        if added is not None:
+            return added
+        raise DecodeError(f"cannot parse DDL {_short(sql)}: {_first_line(e)}") from None
+    changes: list[SchemaChange] = []
+    for statement in statements:
+        if statement is not None:
+            changes += _statement(statement, sql, default_database)
+    return changes
+
+
+def _statement(node: exp.Expression, sql: str, db: str | None) -> list[SchemaChange]:
+    if isinstance(node, exp.Create):
+        return _create(node, sql, db)
+    if isinstance(node, exp.Alter):
+        if str(node.args.get("kind") or "").upper() != "TABLE":
+            return []
+        return _alter(node, sql, db)
+    if isinstance(node, exp.Drop):
+        if str(node.args.get("kind") or "").upper() != "TABLE":
+            return []
+        return [DropTable(_table_id(t, db)) for t in node.args.get("tables") or []]
+    if isinstance(node, exp.TruncateTable):
+        if node.args.get("is_database"):
+            return []
+        return [TruncateTable(_table_id(t, db)) for t in node.expressions]
+    if isinstance(node, exp.Command):
+        return _command(node, sql, db)
+    return []
+
+
+def _create(node: exp.Create, sql: str, db: str | None) -> list[SchemaChange]:
+    if str(node.args.get("kind") or "").upper() != "TABLE":
+        return []
+    target = node.this
+    if not isinstance(target, exp.Schema):
+        raise DecodeError(f"cannot tell the columns of the table created by {_short(sql)}")
+    assert isinstance(target.this, exp.Table)
+    table_id = _table_id(target.this, db)
+    columns: list[Column] = []
+    keys: list[str] = []
+    for item in target.expressions:
+        if isinstance(item, exp.ColumnDef):
+            column, is_key = _column(item, sql)
+            columns.append(column)
+            if is_key:
+                keys.append(column.name)
+        elif isinstance(item, exp.PrimaryKey):
+            keys += [_name(e) for e in item.expressions]
+        elif isinstance(item, exp.Constraint):
+            for sub in item.expressions:
+                if isinstance(sub, exp.PrimaryKey):
+                    keys += [_name(e) for e in sub.expressions]
+    keys = list(dict.fromkeys(keys))
+    columns = [
+        Column(c.name, c.type.not_null(), c.comment, c.default) if c.name in keys else c for c in columns
+    ]
+    comment = None
+    properties = node.args.get("properties")
+    if properties is not None:
+        for prop in properties.expressions:
+            if isinstance(prop, exp.SchemaCommentProperty):
+                comment = _literal(prop.this)
+    try:
+        schema = Schema(tuple(columns), tuple(keys), comment=comment)
+    except SchemaError as e:
+        raise DecodeError(f"{e} in {_short(sql)}") from None
+    return [CreateTable(table_id, schema)]
+
+
+def _alter(node: exp.Alter, sql: str, db: str | None) -> list[SchemaChange]:
+    table_id = _table_id(node.this, db)
+    changes: list[SchemaChange] = []
+    for action in node.args.get("actions") or []:
+        if isinstance(action, exp.ColumnDef):
+            column, _ = _column(action, sql)
+            changes.append(AddColumn(table_id, column, _position(action)))
+        elif isinstance(action, exp.Drop):
+            if str(action.args.get("kind") or "").upper() == "COLUMN":
+                changes += [DropColumn(table_id, _name(c)) for c in action.args.get("tables") or []]
+        elif isinstance(action, exp.RenameColumn):
+            changes.append(RenameColumn(table_id, _name(action.this), _name(action.args["to"])))
+        elif isinstance(action, exp.ModifyColumn):
+            changes += _modify(table_id, action, sql)
+        elif isinstance(action, exp.AlterRename):
+            raise DecodeError(f"table renames are not supported: {_short(sql)}")
+    for option in node.args.get("options") or []:
+        if isinstance(option, exp.SchemaCommentProperty):
+            changes.append(AlterTableComment(table_id, _literal(option.this)))
+    return changes
+
+
+def _modify(table_id: TableId, action: exp.ModifyColumn, sql: str) -> list[SchemaChange]:
+    definition = action.this
+    assert isinstance(definition, exp.ColumnDef)
+    column, _ = _column(definition, sql)
+    changes: list[SchemaChange] = []
+    old = action.args.get("rename_from")
+    if old is not None and _name(old) != column.name:
+        changes.append(RenameColumn(table_id, _name(old), column.name))
+    changes.append(AlterColumnType(table_id, column.name, column.type))
+    if column.comment is not None:
+        changes.append(AlterColumnComment(table_id, column.name, column.comment))
+    return changes
+
+
+def _command(node: exp.Command, sql: str, db: str | None) -> list[SchemaChange]:
+    """Statements sqlglot could only read as an opaque command."""
+    text = node.sql(dialect=_MySQL)
+    if not _TABLE_COMMAND.match(text):
+        return []
+    added = _add_column_list(text, db)
+    if added is not None:
+        return added
+    if text.upper().startswith("ALTER") and not _COLUMN_CLAUSE.search(text.split(None, 3)[-1]):
+        return []
+    raise DecodeError(f"cannot parse DDL {_short(sql)}: unsupported syntax")
+
+
+def _add_column_list(sql: str, db: str | None) -> list[SchemaChange] | None:
+    """``ALTER TABLE t ADD [COLUMN] (a INT, b INT)``, which sqlglot does not read: the list is read
+    as the body of a ``CREATE TABLE``. ``None`` when ``sql`` is not such a statement."""
+    m = _ALTER_ADD_LIST.fullmatch(sql)
+    if m is None:
+        return None
+    try:
+        node = sqlglot.parse_one(f"CREATE TABLE {m['table']} ({m['defs']})", read=_MySQL)
+    except SqlglotError:
+        return None
+    if not isinstance(node, exp.Create):
+        return None
+    created = _create(node, sql, db)[0]
+    assert isinstance(created, CreateTable)
+    return [AddColumn(created.table_id, column, LAST) for column in created.schema.columns]
+
+
+# ----------------------------------------------------------------------------------------- parts
+
+
+def _column(node: exp.ColumnDef, sql: str) -> tuple[Column, bool]:
+    kind = node.args.get("kind")
+    if kind is None:
+        raise DecodeError(f"column {node.name!r} has no type in {_short(sql)}")
+    type_text = kind.sql(dialect=_MySQL)
+    try:
+        data_type = mysql_data_type(type_text)
+    except DecodeError as e:
+        raise DecodeError(f"column {node.name!r}: {e.reason} in {_short(sql)}") from None
+    comment = default = None
+    is_key = False
+    for constraint in node.constraints:
+        c = constraint.kind
+        if isinstance(c, exp.NotNullColumnConstraint):
+            data_type = data_type.with_nullable(bool(c.args.get("allow_null")))
+        elif isinstance(c, exp.PrimaryKeyColumnConstraint):
+            is_key = True
+            data_type = data_type.not_null()
+        elif isinstance(c, exp.CommentColumnConstraint):
+            comment = _literal(c.this)
+        elif isinstance(c, exp.DefaultColumnConstraint):
+            default = None if isinstance(c.this, exp.Null) else _literal(c.this)
+    return Column(_name(node.this), data_type, comment, default), is_key
+
+
+def _position(node: exp.ColumnDef) -> ColumnPosition:
+    position = node.args.get("position")
+    if position is None:
+        return LAST
+    where = str(position.args.get("position") or "").upper()
+    if where == "FIRST":
+        return FIRST
+    if where == "AFTER" and position.this is not None:
+        return after(_name(position.this))
+    return LAST
+
+
+def _table_id(table: exp.Expression, db: str | None) -> TableId:
+    if not isinstance(table, exp.Table):
+        raise DecodeError(f"expected a table name, got {table.sql(dialect=_MySQL)!r}")
+    return TableId(None, table.db or db or None, table.name)
+
+
+def _name(node: exp.Expression) -> str:
+    return node.name if isinstance(node, exp.Column | exp.Identifier) else node.sql(dialect=_MySQL)
+
+
+def _literal(node: exp.Expression) -> str:
+    if isinstance(node, exp.Literal):
+        return str(node.this)
+    return node.sql(dialect=_MySQL)
+
+
+def _short(sql: str, limit: int = 200) -> str:
+    text = " ".join(sql.split())
+    return repr(text if len(text) <= limit else text[: limit - 3] + "...")
+
+
+def _first_line(error: Exception) -> str:
+    return str(error).splitlines()[0] if str(error) else type(error).__name__

@@ -1,0 +1,200 @@
+"""Shaping rows to the sink table's schema when it differs from the source's.
+
+After a schema change was skipped (LENIENT, IGNORE, a refused TRY_EVOLVE) or when several source
+tables feed one sink table, rows no longer match the sink. A :class:`RowAdapter` is built once per
+(source schema, sink schema) pair: a column the sink lacks is dropped from the row (and counted), a
+column the source lacks is NULL, and a value whose type differs is cast only when nothing is lost;
+otherwise :class:`CastError` says why and the row goes to the dead-letter destination.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import decimal
+from collections.abc import Callable
+from typing import Any
+
+import orjson
+
+from ferry.exceptions import TerminalError
+from ferry.pipeline.events import DataChange, Row
+from ferry.pipeline.schema import Schema
+from ferry.pipeline.types import DataType, TypeRoot
+
+Cast = Callable[[Any], Any]
+
+_INT_RANGE = {
+    TypeRoot.TINYINT: (-(2**7), 2**7 - 1),
+    TypeRoot.SMALLINT: (-(2**15), 2**15 - 1),
+    TypeRoot.INT: (-(2**31), 2**31 - 1),
+    TypeRoot.BIGINT: (-(2**63), 2**63 - 1),
+}
+_TEXT = (TypeRoot.CHAR, TypeRoot.VARCHAR, TypeRoot.STRING)
+
+
+class CastError(TerminalError):
+    """A value cannot be cast to the sink column's type without loss."""
+
+    def __init__(self, column: str, value: Any, target: DataType, why: str = "") -> None:
+        super().__init__(f"column {column!r}: value {value!r} cannot be cast to {target} without loss"
+                         + (f" ({why})" if why else ""))
+        self.column = column
+
+
+def cast_for(source: DataType, target: DataType) -> Cast | None:
+    """A function casting values of ``source`` to ``target`` losslessly (raising ValueError), or
+    ``None`` when values pass unchanged."""
+    s, t = source.root, target.root
+    if source.same_ignoring_nullability(target) or (s in _TEXT and t in _TEXT):
+        return None
+    if t in _INT_RANGE:
+        low, high = _INT_RANGE[t]
+        if s in _INT_RANGE and _INT_RANGE[s][0] >= low and _INT_RANGE[s][1] <= high:
+            return None
+        return lambda v: _to_int(v, low, high)
+    if t in (TypeRoot.FLOAT, TypeRoot.DOUBLE):
+        return _to_float
+    if t is TypeRoot.DECIMAL:
+        quantum = decimal.Decimal(1).scaleb(-(target.scale or 0))
+        digits = target.precision or 38
+        return lambda v: _to_decimal(v, quantum, digits)
+    if t in _TEXT:
+        return _to_text
+    if t is TypeRoot.BOOLEAN:
+        return _to_bool
+    if t is TypeRoot.DATE:
+        return _to_date
+    if t in (TypeRoot.TIMESTAMP, TypeRoot.TIMESTAMP_LTZ, TypeRoot.TIMESTAMP_TZ):
+        return _to_timestamp
+    if t in (TypeRoot.BYTES, TypeRoot.VARBINARY, TypeRoot.BINARY):
+        return _to_bytes
+    return None
+
+
+def _to_int(v: Any, low: int, high: int) -> int:
+    if isinstance(v, bool):
+        return int(v)
+    if isinstance(v, int):
+        result = v
+    elif isinstance(v, float | decimal.Decimal):
+        if v != int(v):
+            raise ValueError("has a fraction")
+        result = int(v)
+    elif isinstance(v, str):
+        result = int(v.strip())
+        if str(result) != v.strip().lstrip("+"):
+            raise ValueError("is not a plain integer")
+    else:
+        raise ValueError(f"is a {type(v).__name__}")
+    if not low <= result <= high:
+        raise ValueError(f"out of range [{low}, {high}]")
+    return result
+
+
+def _to_float(v: Any) -> float:
+    if isinstance(v, str | int | float | decimal.Decimal) and not isinstance(v, bool):
+        result = float(v)
+        if isinstance(v, int) and int(result) != v:
+            raise ValueError("loses precision")
+        return result
+    raise ValueError(f"is a {type(v).__name__}")
+
+
+def _to_decimal(v: Any, quantum: decimal.Decimal, digits: int) -> decimal.Decimal:
+    if isinstance(v, bool) or not isinstance(v, str | int | float | decimal.Decimal):
+        raise ValueError(f"is a {type(v).__name__}")
+    d = decimal.Decimal(str(v)) if isinstance(v, float) else decimal.Decimal(v)
+    q = d.quantize(quantum)
+    if q != d:
+        raise ValueError("loses digits after the decimal point")
+    if len(q.as_tuple().digits) > digits:
+        raise ValueError(f"has more than {digits} digits")
+    return q
+
+
+def _to_text(v: Any) -> str:
+    if isinstance(v, str):
+        return v
+    if isinstance(v, dict | list):
+        return orjson.dumps(v).decode()
+    if isinstance(v, bytes):
+        return v.decode()
+    if isinstance(v, dt.date | dt.time):
+        return v.isoformat()
+    return str(v)
+
+
+def _to_bool(v: Any) -> bool:
+    if isinstance(v, bool):
+        return v
+    if v in (0, 1):
+        return bool(v)
+    if isinstance(v, str) and v.lower() in ("true", "false"):
+        return v.lower() == "true"
+    raise ValueError("is not a boolean")
+
+
+def _to_date(v: Any) -> dt.date:
+    if isinstance(v, dt.datetime):
+        if v.time() != dt.time():
+            raise ValueError("has a time of day")
+        return v.date()
+    if isinstance(v, dt.date):
+        return v
+    if isinstance(v, str):
+        return dt.date.fromisoformat(v)
+    raise ValueError(f"is a {type(v).__name__}")
+
+
+def _to_timestamp(v: Any) -> dt.datetime:
+    if isinstance(v, dt.datetime):
+        return v
+    if isinstance(v, dt.date):
+        return dt.datetime.combine(v, dt.time())
+    if isinstance(v, str):
+        return dt.datetime.fromisoformat(v)
+    raise ValueError(f"is a {type(v).__name__}")
+
+
+def _to_bytes(v: Any) -> bytes:
+    if isinstance(v, bytes):
+        return v
+    if isinstance(v, str):
+        return v.encode()
+    raise ValueError(f"is a {type(v).__name__}")
+
+
+class RowAdapter:
+    """Shapes rows of one source schema to one sink schema. Build once, use for many rows."""
+
+    def __init__(self, source: Schema, sink_schema: Schema, sink_type: Callable[[DataType], DataType]) -> None:
+        self.dropped = tuple(c.name for c in source.columns if c.name not in sink_schema)
+        self.missing = tuple(c.name for c in sink_schema.columns if c.name not in source)
+        self.casts: dict[str, Cast] = {}
+        self.targets = {c.name: c.type for c in sink_schema.columns}
+        for col in sink_schema.columns:
+            src = source.find(col.name)
+            if src is not None:
+                cast = cast_for(sink_type(src.type), col.type)
+                if cast is not None:
+                    self.casts[col.name] = cast
+        self.names = sink_schema.names
+        self.identity = not self.dropped and not self.missing and not self.casts and source.names == self.names
+
+    def adapt_row(self, row: Row | None) -> Row | None:
+        if row is None:
+            return None
+        out = {name: row.get(name) for name in self.names}
+        for name, cast in self.casts.items():
+            value = out[name]
+            if value is not None:
+                try:
+                    out[name] = cast(value)
+                except (ValueError, ArithmeticError) as e:
+                    raise CastError(name, value, self.targets[name], str(e)) from e
+        return out
+
+    def adapt(self, change: DataChange) -> DataChange:
+        if self.identity:
+            return change
+        return change._replace(before=self.adapt_row(change.before), after=self.adapt_row(change.after))

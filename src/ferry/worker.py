@@ -1,0 +1,191 @@
+"""A ferry worker: a faust-streaming application around the batch hot path.
+
+The worker is a faust app: it joins a consumer group of its own for the low-volume, coordination
+work, and its agents carry that work (today: Debezium's schema-change topic, whose DDL hints reach
+the hot path through a queue). Change events do not pass through faust's per-event stream
+machinery: the hot path (:class:`~ferry.pipeline.runner.PipelineRunner`) runs in a thread of the
+worker and takes whole batches from confluent-kafka, so its framework cost is per batch.
+
+:func:`build_runner` assembles a runner from a job file; tests and the benchmark call it directly.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import queue
+import threading
+from collections.abc import Callable
+from pathlib import Path
+from typing import Any
+
+from ferry.config.job import JobConfig, expand_schema_change_tags
+from ferry.connectors.formats import decoder_for
+from ferry.connectors.kafka.dead_letter import KafkaDeadLetter
+from ferry.connectors.kafka.source import EndPosition, KafkaSource, StartPosition
+from ferry.connectors.record import Record
+from ferry.pipeline.events import SCHEMA_CHANGE_TAGS, Event
+from ferry.pipeline.route import Route, TableRouter
+from ferry.pipeline.router import SchemaChangeBehavior, SchemaChangeRouter
+from ferry.pipeline.runner import PipelineRunner, RunnerSettings
+from ferry.pipeline.state import StateStore
+from ferry.sinks import Sink, sink_class
+
+log = logging.getLogger(__name__)
+
+
+def accepted_schema_changes(include: tuple[str, ...] | None, exclude: tuple[str, ...]) -> frozenset[str]:
+    """The tags a sink's ``include.schema.changes`` / ``exclude.schema.changes`` leave; exclude wins."""
+    included = expand_schema_change_tags(include) if include is not None else frozenset(SCHEMA_CHANGE_TAGS)
+    return included - expand_schema_change_tags(exclude)
+
+
+def build_sink(job: JobConfig) -> Sink:
+    cls: Any = sink_class(job.sink.type)
+    sink: Sink = cls(job.sink, pipeline=job.pipeline.name)
+    return sink
+
+
+def build_runner(job: JobConfig, *, sink: Sink | None = None,
+                 hints: Callable[[], list[Event]] | None = None) -> PipelineRunner:
+    """Everything a pipeline needs, from its job file."""
+    source_config, pipeline = job.source, job.pipeline
+    properties = {k: v for k, v in source_config.properties.items() if k not in ("bootstrap.servers", "group.id")}
+    group_id = source_config.properties.get("group.id", pipeline.name)
+
+    def start_of(options: Any) -> StartPosition:
+        return StartPosition(options.scan_startup_mode.value, options.scan_startup_timestamp_millis,
+                             dict(options.scan_startup_specific_offsets or {}))
+
+    source = KafkaSource(
+        bootstrap_servers=source_config.bootstrap_servers,
+        group_id=group_id,
+        topics=source_config.topic or (),
+        topic_pattern=source_config.topic_pattern,
+        properties=properties,
+        start=start_of(source_config),
+        start_per_topic={t.topic: start_of(t) for t in source_config.tables},
+        end=EndPosition(source_config.scan_bounded_mode.value, source_config.scan_bounded_timestamp_millis,
+                        dict(source_config.scan_bounded_specific_offsets or {})),
+    )
+    decoder = decoder_for(source_config.value_format.value)
+    sink = sink or build_sink(job)
+    router = SchemaChangeRouter(
+        sink,
+        SchemaChangeBehavior(pipeline.schema_change_behavior.value),
+        accepted_schema_changes(job.sink.include_schema_changes, job.sink.exclude_schema_changes),
+    )
+    tables = TableRouter(Route(r.source_table, r.sink_table, r.replace_symbol, r.description) for r in job.route)
+    dead_letter = KafkaDeadLetter(bootstrap_servers=source_config.bootstrap_servers,
+                                  topic=pipeline.dead_letter_topic, pipeline=pipeline.name)
+    settings = RunnerSettings(
+        name=pipeline.name,
+        batch_size=pipeline.batch_size,
+        checkpoint_interval_s=pipeline.checkpoint_interval.total_seconds(),
+        schema_change_timeout_s=pipeline.schema_operator_rpc_timeout.total_seconds(),
+        fail_on_bad_record=pipeline.on_bad_record == "fail",
+    )
+    return PipelineRunner(settings=settings, source=source, decode=decoder.decode, sink=sink,
+                          state=StateStore(pipeline.state_url), router=router, tables=tables,
+                          dead_letter=dead_letter, hints=hints)
+
+
+class HintQueue:
+    """DDL hints handed from the faust agent (event loop thread) to the hot path (runner thread)."""
+
+    def __init__(self) -> None:
+        self._queue: queue.SimpleQueue[Event] = queue.SimpleQueue()
+
+    def put(self, events: list[Event]) -> None:
+        for event in events:
+            self._queue.put(event)
+
+    def drain(self) -> list[Event]:
+        out: list[Event] = []
+        while True:
+            try:
+                out.append(self._queue.get_nowait())
+            except queue.Empty:
+                return out
+
+
+class FerryWorker:
+    """Runs one pipeline as a faust worker; :meth:`run` returns when the pipeline stops."""
+
+    def __init__(self, job: JobConfig, *, data_dir: str | Path = "var/faust", log_level: str = "warn") -> None:
+        self.job = job
+        self.data_dir = Path(data_dir)
+        self.log_level = log_level
+        self.stop_event = threading.Event()
+        self.hints = HintQueue()
+        self.runner: PipelineRunner | None = None
+        self.error: BaseException | None = None
+        self._done = threading.Event()
+
+    def _app(self) -> Any:
+        import faust  # noqa: PLC0415 - faust is heavy: only a worker needs it
+
+        name = self.job.pipeline.name
+        app = faust.App(
+            f"ferry-{name}-control",
+            broker=f"kafka://{self.job.source.bootstrap_servers.split(',')[0]}",
+            store="memory://",
+            web_enabled=False,
+            datadir=str(self.data_dir / name),
+            topic_partitions=1,
+            topic_replication_factor=1,
+        )
+        schema_change_topic = self.job.source.schema_change_topic
+        if schema_change_topic:
+            decoder = decoder_for("debezium-schema-change")
+            topic = app.topic(schema_change_topic, key_serializer="raw", value_serializer="raw")
+
+            async def schema_changes(stream: Any) -> None:
+                async for event in stream.events():
+                    message = event.message
+                    record = Record(message.topic, message.partition, message.offset, message.key,
+                                    message.value, message.timestamp)
+                    self.hints.put(decoder.decode([record]))
+
+            app.agent(topic, name="schema-changes")(schema_changes)
+
+        async def hot_path() -> None:
+            loop = asyncio.get_running_loop()
+            try:
+                await loop.run_in_executor(None, self._run_pipeline)
+            finally:
+                await app.stop()
+                worker = getattr(self, "_worker", None)
+                if worker is not None:
+                    await worker.stop()
+
+        app.task(hot_path)
+
+        async def before_shutdown(sender: Any, **kwargs: Any) -> None:
+            self.stop_event.set()
+            await asyncio.get_running_loop().run_in_executor(None, self._done.wait, 120)
+
+        app.on_before_shutdown.connect(before_shutdown)
+        return app
+
+    def _run_pipeline(self) -> None:
+        try:
+            self.runner = build_runner(self.job, hints=self.hints.drain)
+            self.runner.run(self.stop_event)
+        except BaseException as e:
+            self.error = e
+            log.error("pipeline %s failed: %s", self.job.pipeline.name, e)
+        finally:
+            self._done.set()
+
+    def run(self) -> int:
+        """Start the worker and block until the pipeline stops; 0 when it stopped cleanly."""
+        import faust  # noqa: PLC0415
+
+        app = self._app()
+        self._worker = faust.Worker(app, loglevel=self.log_level, quiet=True, redirect_stdouts=False)
+        try:
+            self._worker.execute_from_commandline()
+        except SystemExit:
+            pass
+        return 1 if self.error is not None else 0

@@ -1,0 +1,60 @@
+import datetime as dt
+import decimal
+
+import pytest
+
+from ferry.pipeline import types as T
+from ferry.pipeline.adapt import CastError, RowAdapter
+from ferry.pipeline.events import DataChange, Op
+from ferry.pipeline.schema import Column, Schema, TableId
+
+
+def identity(t: T.DataType) -> T.DataType:
+    return t
+
+
+def test_same_schema_is_identity() -> None:
+    s = Schema.of([Column("id", T.INT())], ["id"])
+    assert RowAdapter(s, s, identity).identity
+
+
+def test_missing_columns_are_null_and_extra_columns_are_dropped() -> None:
+    source = Schema.of([Column("id", T.INT()), Column("new", T.STRING())], ["id"])
+    sink = Schema.of([Column("id", T.INT()), Column("old", T.STRING())], ["id"])
+    adapter = RowAdapter(source, sink, identity)
+    assert adapter.dropped == ("new",) and adapter.missing == ("old",)
+    change = DataChange(TableId.parse("t"), Op.INSERT, None, {"id": 1, "new": "x"})
+    assert adapter.adapt(change).after == {"id": 1, "old": None}
+
+
+@pytest.mark.parametrize(
+    ("source", "sink", "value", "expected"),
+    [
+        (T.BIGINT(), T.INT(), 5, 5),
+        (T.STRING(), T.INT(), "42", 42),
+        (T.INT(), T.DOUBLE(), 3, 3.0),
+        (T.DOUBLE(), T.DECIMAL(10, 2), 1.5, decimal.Decimal("1.50")),
+        (T.INT(), T.STRING(), 7, "7"),
+        (T.DATE(), T.TIMESTAMP(6), dt.date(2024, 1, 2), dt.datetime(2024, 1, 2)),
+        (T.TIMESTAMP(6), T.DATE(), dt.datetime(2024, 1, 2), dt.date(2024, 1, 2)),
+    ],
+)
+def test_lossless_casts(source: T.DataType, sink: T.DataType, value: object, expected: object) -> None:
+    adapter = RowAdapter(Schema.of([Column("v", source)]), Schema.of([Column("v", sink)]), identity)
+    assert adapter.adapt_row({"v": value}) == {"v": expected}
+
+
+@pytest.mark.parametrize(
+    ("source", "sink", "value", "why"),
+    [
+        (T.BIGINT(), T.INT(), 2**40, "out of range"),
+        (T.STRING(), T.INT(), "4.5", "v"),
+        (T.DOUBLE(), T.INT(), 4.5, "fraction"),
+        (T.DOUBLE(), T.DECIMAL(10, 1), 1.25, "digits after"),
+        (T.TIMESTAMP(6), T.DATE(), dt.datetime(2024, 1, 2, 3), "time of day"),
+    ],
+)
+def test_lossy_casts_fail_naming_the_column(source: T.DataType, sink: T.DataType, value: object, why: str) -> None:
+    adapter = RowAdapter(Schema.of([Column("v", source)]), Schema.of([Column("v", sink)]), identity)
+    with pytest.raises(CastError, match=f"column 'v'.*{why}"):
+        adapter.adapt_row({"v": value})

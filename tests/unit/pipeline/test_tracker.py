@@ -1,0 +1,131 @@
+from ferry.pipeline import events as E
+from ferry.pipeline import types as T
+from ferry.pipeline.schema import Column, Schema, TableId
+from ferry.pipeline.tracker import SchemaTracker, diff_schemas
+
+TID = TableId.parse("db.t")
+
+
+def at(offset: int, partition: int = 0) -> E.SourcePosition:
+    return E.SourcePosition("topic", partition, offset)
+
+
+def schema(*cols: tuple[str, T.DataType]) -> Schema:
+    return Schema.of([Column(n, t) for n, t in cols], ["id"])
+
+
+ID = ("id", T.INT().not_null())
+
+
+def test_first_schema_creates_the_table_and_the_same_schema_changes_nothing() -> None:
+    tracker = SchemaTracker()
+    s = schema(ID, ("a", T.STRING()))
+    assert tracker.observe(E.SchemaObserved(TID, s, at(0))) == [E.CreateTable(TID, s)]
+    assert tracker.observe(E.SchemaObserved(TID, s, at(1))) == []
+    assert tracker.version(TID) == 1
+
+
+def test_drift_becomes_positioned_adds_drops_and_widenings() -> None:
+    tracker = SchemaTracker()
+    tracker.observe(E.SchemaObserved(TID, schema(ID, ("a", T.STRING()), ("b", T.INT())), at(0)))
+    changes = tracker.observe(E.SchemaObserved(
+        TID, schema(ID, ("z", T.INT()), ("a", T.STRING()), ("c", T.DOUBLE())), at(1)))
+    assert [str(c) for c in changes] == [
+        "drop.column db.t b",
+        "add.column db.t `z` INT AFTER id",
+        "add.column db.t `c` DOUBLE LAST",
+    ]
+    changes = tracker.observe(E.SchemaObserved(
+        TID, schema(ID, ("z", T.BIGINT()), ("a", T.STRING()), ("c", T.DOUBLE())), at(2)))
+    assert changes == [E.AlterColumnType(TID, "z", T.BIGINT(), T.INT())]
+    assert tracker.version(TID) == 5
+
+
+def test_types_never_narrow_and_tightening_is_not_an_event() -> None:
+    tracker = SchemaTracker()
+    tracker.observe(E.SchemaObserved(TID, schema(ID, ("a", T.BIGINT())), at(0)))
+    assert tracker.observe(E.SchemaObserved(TID, schema(ID, ("a", T.INT().not_null())), at(1))) == []
+    assert tracker.schema(TID) == schema(ID, ("a", T.BIGINT()))
+
+
+def test_relaxing_nullability_is_a_type_change() -> None:
+    tracker = SchemaTracker()
+    tracker.observe(E.SchemaObserved(TID, schema(ID, ("a", T.INT().not_null())), at(0)))
+    changes = tracker.observe(E.SchemaObserved(TID, schema(ID, ("a", T.INT())), at(1)))
+    assert changes == [E.AlterColumnType(TID, "a", T.INT(), T.INT().not_null())]
+
+
+def test_a_rename_needs_ddl_and_is_confirmed_by_records() -> None:
+    tracker = SchemaTracker()
+    tracker.observe(E.SchemaObserved(TID, schema(ID, ("a", T.STRING())), at(0)))
+    hint = E.SchemaHint(TID, (E.RenameColumn(TID, "a", "b"),), "ALTER TABLE t RENAME COLUMN a TO b", ordered=False)
+    assert tracker.hint(hint) == []  # unordered: waits for a record to show it
+    changes = tracker.observe(E.SchemaObserved(TID, schema(ID, ("b", T.STRING())), at(1)))
+    assert changes == [E.RenameColumn(TID, "a", "b")]
+
+
+def test_without_ddl_a_rename_is_a_drop_and_an_add() -> None:
+    tracker = SchemaTracker()
+    tracker.observe(E.SchemaObserved(TID, schema(ID, ("a", T.STRING())), at(0)))
+    changes = tracker.observe(E.SchemaObserved(TID, schema(ID, ("b", T.STRING())), at(1)))
+    assert [c.tag for c in changes] == ["drop.column", "add.column"]
+
+
+def test_ordered_ddl_applies_where_it_stands() -> None:
+    tracker = SchemaTracker()
+    tracker.observe(E.SchemaObserved(TID, schema(ID, ("a", T.STRING())), at(0)))
+    hint = E.SchemaHint(TID, (E.RenameColumn(TID, "a", "b"), E.AddColumn(TID, Column("c", T.INT()))),
+                        "ALTER ...", ordered=True)
+    assert [c.tag for c in tracker.hint(hint)] == ["rename.column", "add.column"]
+    assert tracker.schema(TID) == schema(ID, ("b", T.STRING()), ("c", T.INT()))
+    # a record with the new schema afterwards changes nothing
+    assert tracker.observe(E.SchemaObserved(TID, schema(ID, ("b", T.STRING()), ("c", T.INT())), at(2))) == []
+    # repeating the DDL (a replay) is not a new change
+    assert tracker.hint(E.SchemaHint(TID, (E.AddColumn(TID, Column("c", T.INT())),), "x", ordered=True)) == []
+
+
+def test_partitions_merge_so_the_table_only_widens() -> None:
+    tracker = SchemaTracker()
+    tracker.observe(E.SchemaObserved(TID, schema(ID, ("a", T.INT())), at(0, partition=0)))
+    tracker.observe(E.SchemaObserved(TID, schema(ID, ("a", T.INT())), at(0, partition=1)))
+    # partition 0 drops `a` and adds `b` after `id`: partition 1 still has `a`, so only `b` is added
+    changes = tracker.observe(E.SchemaObserved(TID, schema(ID, ("b", T.STRING())), at(1, partition=0)))
+    assert [str(c) for c in changes] == ["add.column db.t `b` STRING AFTER id"]
+    # partition 1 widens `a`
+    changes = tracker.observe(E.SchemaObserved(TID, schema(ID, ("a", T.BIGINT())), at(1, partition=1)))
+    assert changes == [E.AlterColumnType(TID, "a", T.BIGINT(), T.INT())]
+    # once partition 1 drops `a` too, it goes
+    changes = tracker.observe(E.SchemaObserved(TID, schema(ID, ("b", T.STRING())), at(2, partition=1)))
+    assert changes == [E.DropColumn(TID, "a")]
+
+
+def test_advisory_ddl_schemas_only_widen() -> None:
+    tracker = SchemaTracker()
+    tracker.observe(E.SchemaObserved(TID, schema(ID, ("a", T.INT())), at(0)))
+    ddl = E.SchemaObserved(TID, schema(ID, ("c", T.STRING())), None, ddl="ALTER TABLE t ...")
+    assert [c.tag for c in tracker.observe(ddl)] == ["add.column"]
+    assert tracker.schema(TID) is not None and "a" in tracker.schema(TID)  # type: ignore[operator]
+
+
+def test_drop_table_hint_forgets_the_table() -> None:
+    tracker = SchemaTracker()
+    tracker.observe(E.SchemaObserved(TID, schema(ID), at(0)))
+    assert tracker.hint(E.SchemaHint(TID, (E.DropTable(TID),), "DROP TABLE t", ordered=False)) == [E.DropTable(TID)]
+    assert tracker.schema(TID) is None
+
+
+def test_snapshot_round_trip_keeps_schemas_versions_and_history() -> None:
+    tracker = SchemaTracker()
+    tracker.observe(E.SchemaObserved(TID, schema(ID, ("a", T.DECIMAL(10, 2))), at(0)))
+    tracker.observe(E.SchemaObserved(TID, schema(ID, ("a", T.DECIMAL(12, 2)), ("m", T.MAP(T.STRING(), T.INT()))),
+                                     at(1, partition=3)))
+    restored = SchemaTracker.restore(tracker.snapshot())
+    assert restored.schema(TID) == tracker.schema(TID)
+    assert restored.version(TID) == tracker.version(TID) == 3
+    assert restored.tables[TID].partitions.keys() == {0, 3}
+    assert [h.change for h in restored.tables[TID].history] == [h.change for h in tracker.tables[TID].history]
+
+
+def test_diff_of_identical_schemas_is_empty() -> None:
+    s = schema(ID, ("a", T.INT()))
+    assert diff_schemas(TID, s, s) == []
