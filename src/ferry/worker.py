@@ -15,7 +15,7 @@ import asyncio
 import logging
 import queue
 import threading
-from collections.abc import Callable
+import time
 from pathlib import Path
 from typing import Any
 
@@ -27,7 +27,7 @@ from ferry.connectors.record import Record
 from ferry.pipeline.events import SCHEMA_CHANGE_TAGS, Event
 from ferry.pipeline.route import Route, TableRouter
 from ferry.pipeline.router import SchemaChangeBehavior, SchemaChangeRouter
-from ferry.pipeline.runner import PipelineRunner, RunnerSettings
+from ferry.pipeline.runner import HintSource, PipelineRunner, RunnerSettings
 from ferry.pipeline.state import StateStore
 from ferry.sinks import Sink, sink_class
 
@@ -46,8 +46,7 @@ def build_sink(job: JobConfig) -> Sink:
     return sink
 
 
-def build_runner(job: JobConfig, *, sink: Sink | None = None,
-                 hints: Callable[[], list[Event]] | None = None) -> PipelineRunner:
+def build_runner(job: JobConfig, *, sink: Sink | None = None, hints: HintSource | None = None) -> PipelineRunner:
     """Everything a pipeline needs, from its job file."""
     source_config, pipeline = job.source, job.pipeline
     properties = {k: v for k, v in source_config.properties.items() if k not in ("bootstrap.servers", "group.id")}
@@ -93,12 +92,19 @@ def build_runner(job: JobConfig, *, sink: Sink | None = None,
 class HintQueue:
     """DDL hints handed from the faust agent (event loop thread) to the hot path (runner thread)."""
 
-    def __init__(self) -> None:
+    def __init__(self, bootstrap_servers: str, topic: str | None) -> None:
+        self.bootstrap_servers = bootstrap_servers
+        self.topic = topic
         self._queue: queue.SimpleQueue[Event] = queue.SimpleQueue()
+        self._read: dict[int, int] = {}
+        self._changed = threading.Condition()
 
-    def put(self, events: list[Event]) -> None:
+    def put(self, events: list[Event], partition: int, offset: int) -> None:
         for event in events:
             self._queue.put(event)
+        with self._changed:
+            self._read[partition] = offset
+            self._changed.notify_all()
 
     def drain(self) -> list[Event]:
         out: list[Event] = []
@@ -107,6 +113,32 @@ class HintQueue:
                 out.append(self._queue.get_nowait())
             except queue.Empty:
                 return out
+
+    def sync(self, timeout: float) -> list[Event]:
+        """Wait until the agent has read the schema-change topic up to its current end."""
+        if self.topic is None:
+            return self.drain()
+        from confluent_kafka import Consumer, TopicPartition  # noqa: PLC0415
+
+        consumer = Consumer({"bootstrap.servers": self.bootstrap_servers, "group.id": "ferry-hint-sync"})
+        try:
+            metadata = consumer.list_topics(self.topic, timeout=10)
+            ends = {}
+            for partition in metadata.topics[self.topic].partitions:
+                low, high = consumer.get_watermark_offsets(TopicPartition(self.topic, partition), timeout=10)
+                if high > low:
+                    ends[partition] = high - 1
+        finally:
+            consumer.close()
+        deadline = time.monotonic() + timeout
+        with self._changed:
+            while any(self._read.get(p, -1) < end for p, end in ends.items()):
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    log.warning("schema-change topic %s not read to its end within %.0f s", self.topic, timeout)
+                    break
+                self._changed.wait(min(left, 0.5))
+        return self.drain()
 
 
 class FerryWorker:
@@ -117,7 +149,7 @@ class FerryWorker:
         self.data_dir = Path(data_dir)
         self.log_level = log_level
         self.stop_event = threading.Event()
-        self.hints = HintQueue()
+        self.hints = HintQueue(job.source.bootstrap_servers, job.source.schema_change_topic)
         self.runner: PipelineRunner | None = None
         self.error: BaseException | None = None
         self._done = threading.Event()
@@ -145,7 +177,7 @@ class FerryWorker:
                     message = event.message
                     record = Record(message.topic, message.partition, message.offset, message.key,
                                     message.value, message.timestamp)
-                    self.hints.put(decoder.decode([record]))
+                    self.hints.put(decoder.decode([record]), message.partition, message.offset)
 
             app.agent(topic, name="schema-changes")(schema_changes)
 
@@ -170,7 +202,7 @@ class FerryWorker:
 
     def _run_pipeline(self) -> None:
         try:
-            self.runner = build_runner(self.job, hints=self.hints.drain)
+            self.runner = build_runner(self.job, hints=self.hints)
             self.runner.run(self.stop_event)
         except BaseException as e:
             self.error = e

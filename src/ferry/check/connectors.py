@@ -16,9 +16,9 @@ from ferry.check.model import Changelog
 __all__ = [
     "CHANGELOG_OPTIONS",
     "KEY_OPTIONS",
-    "OptionRole",
     "RESTORE_IGNORED_OPTIONS",
     "SHARDING_OPTIONS",
+    "OptionRole",
     "option_role",
     "source_changelog",
 ]
@@ -83,7 +83,9 @@ CHANGELOG_OPTIONS: Mapping[str, _OptionRule] = {
     "scan.read-changelog-as-append-only.enabled": _OptionRule(
         "changelog", None, "whether updates and deletes are read as appended rows"
     ),
-    "format": _OptionRule("changelog", frozenset({"kafka"}), "the record format (a CDC format is a change log)"),
+    "format": _OptionRule(
+        "changelog", frozenset({"kafka"}), "the record format (a CDC format is a change log)"
+    ),
     "value.format": _OptionRule(
         "changelog", frozenset({"kafka"}), "the value format (a CDC format is a change log)"
     ),

@@ -15,7 +15,7 @@ from sqlglot import exp, generator, tokens
 from sqlglot.dialects.dialect import Dialect, NormalizationStrategy
 from sqlglot.errors import ParseError
 from sqlglot.parsers.base import BaseParser
-from sqlglot.tokens import TokenType
+from sqlglot.tokenizer_core import TokenType
 
 __all__ = [
     "Flink",

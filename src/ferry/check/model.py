@@ -150,6 +150,7 @@ class Plan:
     sources: Mapping[str, SourceInfo]
     settings: Mapping[str, str] = field(default_factory=dict)
     statements: tuple[str, ...] = ()
+    sink_tables: Mapping[str, TableDef] = field(default_factory=dict)
 
     def operator(self, operator_id: str) -> Operator | None:
         """The operator with this id, if there is one."""

@@ -19,7 +19,7 @@ from typing import Literal
 
 from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
-from sqlglot.tokens import Token, TokenType
+from sqlglot.tokenizer_core import Token, TokenType
 
 from ferry.check.dialect import Flink, MetadataColumnConstraint, table_hints
 from ferry.check.exceptions import CheckParseError
@@ -205,7 +205,8 @@ def _parse_one(text: str) -> exp.Expr:
     select = parsed[0] if len(parsed) == 1 else None
     if not isinstance(select, exp.Select) or len(select.expressions) != 1:
         raise ParseError.new("expected one expression", description="expected one expression", line=1, col=1)
-    return select.expressions[0]
+    first: exp.Expr = select.expressions[0]
+    return first
 
 
 def parse_script(sql: str, path: str | None = None) -> Script:
@@ -279,7 +280,9 @@ def _from_parse_error(error: ParseError, path: str | None) -> CheckParseError:
     end = int(details.get("col") or 1)
     highlight = str(details.get("highlight") or "")
     column = _start_column(end, highlight) if highlight else end
-    description = re.sub(r"<Token token_type: [^,]+, text: ([^,]*),[^>]*>", r"'\1'", str(details.get("description") or error))
+    description = re.sub(
+        r"<Token token_type: [^,]+, text: ([^,]*),[^>]*>", r"'\1'", str(details.get("description") or error)
+    )
     description = description.rstrip(".")
     near = f" near '{highlight}'" if highlight else ""
     return CheckParseError(f"syntax error{near}: {description}", line, column, path)
@@ -458,10 +461,8 @@ class _ScriptBuilder:
                 column
                 for column in base.columns
                 if not (
-                    ("ALL" in excluded or "GENERATED" in excluded)
-                    and column.kind == "computed"
-                    or ("ALL" in excluded or "METADATA" in excluded)
-                    and column.kind == "metadata"
+                    (("ALL" in excluded or "GENERATED" in excluded) and column.kind == "computed")
+                    or (("ALL" in excluded or "METADATA" in excluded) and column.kind == "metadata")
                 )
             )
             if not {"ALL", "CONSTRAINTS"} & excluded:

@@ -20,8 +20,8 @@ from ferry.check.connectors import source_changelog
 from ferry.check.exceptions import CheckError, CheckParseError
 from ferry.check.lineage import Field, Relation, lineage_list, substitute
 from ferry.check.model import Aspect, Operator, Plan, SourceInfo
-from ferry.check.pending import PendingOperator
 from ferry.check.parser import InsertDef, QueryDef, Script, Statement, TableDef, hint_options
+from ferry.check.pending import PendingOperator
 from ferry.check.query import QueryPlanner
 
 __all__ = ["PlanBuilder", "build_plan"]
@@ -52,6 +52,7 @@ class PlanBuilder:
         self.roots: list[Field] = []
         self.sources: dict[str, _SourceUse] = {}
         self.statement = ""
+        self.sink_tables: dict[str, TableDef] = {}
         self._ids: dict[str, int] = {}
 
     # ----- operators -----------------------------------------------------------------------------
@@ -84,7 +85,8 @@ class PlanBuilder:
     def scan(self, name: str, table: exp.Table | None) -> Relation:
         """The relation a table reference reads, registering the source."""
         definition = self.script.table(name)
-        defined = definition is not None
+        # A table without columns (a catalog table, a pipeline's source table) has an unknown schema.
+        defined = definition is not None and bool(definition.columns)
         if definition is None:
             definition = TableDef(name=name, columns=(), primary_key=(), watermarks=(), options={})
         use = self.sources.get(definition.name)
@@ -201,7 +203,9 @@ class PlanBuilder:
             try:
                 self._plan_statement(statement)
             except CheckParseError as error:
-                raise error.with_path(self.script.path) if self.script.path and not error.path else error
+                if self.script.path and not error.path:
+                    raise error.with_path(self.script.path) from error
+                raise
 
     def _plan_statement(self, statement: Statement) -> None:
         planner = QueryPlanner(self)
@@ -224,24 +228,28 @@ class PlanBuilder:
     def _plan_sink(self, statement: InsertDef, relation: Relation) -> None:
         target = self.script.table(statement.target)
         options = {**(target.options if target else {}), **statement.hint_options}
-        connector = options.get("connector", "unknown connector")
+        connector = f" ({options['connector']})" if "connector" in options else ""
         self.add(
             PendingOperator(
                 id=f"{self.statement}/sink",
                 kind="sink",
-                label=f"INSERT INTO {statement.target} ({connector})",
+                label=f"INSERT INTO {statement.target}{connector}",
                 stateful=False,
                 statement=self.statement,
                 tables=tuple(sorted(relation.tables)),
             )
         )
+        if target is not None:
+            self.sink_tables[self.statement] = target
         if target is None or not target.primary_key:
             return
         if statement.columns is not None:
             columns = list(statement.columns)
         else:
             columns = [
-                c.name for c in target.columns if c.kind == "physical" or (c.kind == "metadata" and not c.virtual)
+                c.name
+                for c in target.columns
+                if c.kind == "physical" or (c.kind == "metadata" and not c.virtual)
             ]
         positions = [columns.index(k) for k in target.primary_key if k in columns]
         key_fields = {id(relation.fields[p]) for p in positions if p < len(relation.fields)}
@@ -256,7 +264,10 @@ class PlanBuilder:
             PendingOperator(
                 id=f"{self.statement}/upsert-materializer",
                 kind="upsert-materializer",
-                label=f"upsert materializer in front of {statement.target} (key {', '.join(target.primary_key)})",
+                label=(
+                    f"upsert materializer in front of {statement.target} "
+                    f"(key {', '.join(target.primary_key)})"
+                ),
                 stateful=True,
                 statement=self.statement,
                 tables=tuple(sorted(relation.tables)),
@@ -324,14 +335,27 @@ class PlanBuilder:
                     reason="keeps the read position (offsets, splits) in its state",
                 )
             )
-        for pending in self.pending:
-            if not pending.emitted:
-                continue
-            if pending.output is not None and id(pending.output) not in used:
-                continue
-            operators.append(pending.finalize(used))
+        kept = [
+            pending
+            for pending in self.pending
+            if pending.emitted and (pending.output is None or id(pending.output) in used)
+        ]
+        children: dict[str, list[PendingOperator]] = {}
+        for pending in kept:
+            if pending.parent is not None:
+                children.setdefault(pending.parent, []).append(pending)
+        for pending in kept:
+            if pending.parent is None:
+                operators.append(pending.finalize(used))
+                operators.extend(child.finalize(used) for child in children.get(pending.id, []))
         statements = tuple(dict.fromkeys(op.statement for op in operators if op.statement))
-        return Plan(operators=tuple(operators), sources=infos, settings=dict(self.settings), statements=statements)
+        return Plan(
+            operators=tuple(operators),
+            sources=infos,
+            settings=dict(self.settings),
+            statements=statements,
+            sink_tables=dict(self.sink_tables),
+        )
 
 
 def build_plan(script: Script) -> Plan:

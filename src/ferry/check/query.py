@@ -6,22 +6,19 @@ from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
+from ferry.check.dialect import TableArgument
 from ferry.check.exceptions import CheckError
 from ferry.check.lineage import (
-    RANKING_FUNCTIONS,
     Field,
-    Filter,
     Relation,
     WindowSpec,
     describe_list,
     interval_millis,
-    is_aggregate_call,
     lineage_list,
     substitute,
 )
 from ferry.check.model import Aspect
 from ferry.check.parser import render
-from ferry.check.dialect import TableArgument
 from ferry.check.pending import (
     WINDOW_TVFS,
     PendingOperator,
@@ -38,7 +35,6 @@ if TYPE_CHECKING:
     from ferry.check.plan import PlanBuilder
 
 __all__ = ["QueryPlanner"]
-
 
 
 class QueryPlanner:
@@ -278,9 +274,7 @@ class QueryPlanner:
                 renamed.append(made)
             else:
                 renamed.append(original)
-        keys = tuple(
-            tuple(mapping.get(id(f), f) for f in key) for key in relation.upsert_keys
-        )
+        keys = tuple(tuple(mapping.get(id(f), f) for f in key) for key in relation.upsert_keys)
         return Relation(
             fields=renamed,
             path=relation.path,
@@ -342,7 +336,9 @@ class QueryPlanner:
             if value is None:
                 continue
             millis = interval_millis(value) if isinstance(value, exp.Interval) else None
-            parameters.append(f"{parameter}={millis}ms" if millis is not None else f"{parameter}={render(value)}")
+            parameters.append(
+                f"{parameter}={millis}ms" if millis is not None else f"{parameter}={render(value)}"
+            )
             shown.append(render(value))
         partition: list[Field] = []
         for column in data.args.get("partition_by") or []:
@@ -358,7 +354,9 @@ class QueryPlanner:
         )
         self.builder.anchor([time_field, *partition])
         window_fields = [
-            Field(name=f"window_{role}", lineage=f"window_{role}({spec.value})", window=spec, window_role=role)
+            Field(
+                name=f"window_{role}", lineage=f"window_{role}({spec.value})", window=spec, window_role=role
+            )
             for role in ("start", "end", "time")
         ]
         window_fields[2].time = "rowtime" if time_field.time == "rowtime" else time_field.time
@@ -399,7 +397,9 @@ class QueryPlanner:
         right_alias, right = self._plan_from_item(item, scope)
         side = str(join.args.get("side") or "").upper()
         kind = str(join.args.get("kind") or "").upper()
-        joined = Scope(entries=[*left_scope.entries, (right_alias, right)], outer=scope.outer, path=scope.path)
+        joined = Scope(
+            entries=[*left_scope.entries, (right_alias, right)], outer=scope.outer, path=scope.path
+        )
         joined.ctes = scope.ctes
         if isinstance(item, exp.Lateral | exp.Unnest) or (
             isinstance(item, exp.Table)
@@ -451,8 +451,18 @@ class QueryPlanner:
         tables = left.tables | right.tables
         condition_display = " AND ".join(render(c) for c in conditions) or "TRUE"
         if isinstance(version, exp.Version):
-            return right_alias, right, self._temporal_join(
-                left, right, version, joined, join_type, condition_texts, condition_display
+            return (
+                right_alias,
+                right,
+                self._temporal_join(
+                    left=left,
+                    right=right,
+                    version=version,
+                    scope=joined,
+                    join_type=join_type,
+                    condition_texts=condition_texts,
+                    condition_display=condition_display,
+                ),
             )
         left_ids = {id(f) for f in left.fields}
         right_ids = {id(f) for f in right.fields}
@@ -482,8 +492,16 @@ class QueryPlanner:
                     value=" AND ".join(sorted(condition_texts)) or "TRUE",
                     display=condition_display,
                 ),
-                Aspect(name="left changelog", value=changelog_aspect(left).value, display=changelog_aspect(left).display),
-                Aspect(name="right changelog", value=changelog_aspect(right).value, display=changelog_aspect(right).display),
+                Aspect(
+                    name="left changelog",
+                    value=changelog_aspect(left).value,
+                    display=changelog_aspect(left).display,
+                ),
+                Aspect(
+                    name="right changelog",
+                    value=changelog_aspect(right).value,
+                    display=changelog_aspect(right).display,
+                ),
                 Aspect(
                     name="left unique keys",
                     value=" ; ".join(lineage_list(k) for k in left.upsert_keys) or "(none)",
@@ -522,6 +540,7 @@ class QueryPlanner:
 
     def _temporal_join(
         self,
+        *,
         left: Relation,
         right: Relation,
         version: exp.Version,
@@ -563,7 +582,9 @@ class QueryPlanner:
                 stateful=True,
                 statement=self.statement,
                 tables=tuple(sorted(tables)),
-                reason="an event-time temporal join keeps the versions of the versioned table and pending rows",
+                reason=(
+                    "an event-time temporal join keeps the versions of the versioned table and pending rows"
+                ),
                 aspects=[
                     Aspect(name="join type", value=f"temporal {join_type}", display=f"temporal {join_type}"),
                     Aspect(
@@ -571,9 +592,15 @@ class QueryPlanner:
                         value=" AND ".join(sorted(condition_texts)) or "TRUE",
                         display=condition_display,
                     ),
-                    Aspect(name="left changelog", value=changelog_aspect(left).value, display=changelog_aspect(left).display),
                     Aspect(
-                        name="right changelog", value=changelog_aspect(right).value, display=changelog_aspect(right).display
+                        name="left changelog",
+                        value=changelog_aspect(left).value,
+                        display=changelog_aspect(left).display,
+                    ),
+                    Aspect(
+                        name="right changelog",
+                        value=changelog_aspect(right).value,
+                        display=changelog_aspect(right).display,
                     ),
                     filters_aspect(left.filters, "left"),
                     filters_aspect(right.filters, "right"),

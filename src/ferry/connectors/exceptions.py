@@ -31,6 +31,6 @@ class DecodeError(FerryError):
 class UnknownFormatError(TerminalError, ValueError):
     """A source names a record format that ferry has no decoder for, or an option it does not take."""
 
-    def __init__(self, message: str, *, format: str) -> None:  # noqa: A002 - the user's word
+    def __init__(self, message: str, *, format: str) -> None:
         super().__init__(message)
         self.format = format

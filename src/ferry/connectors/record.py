@@ -48,6 +48,7 @@ class Record:
         topic: str,
         partition: int = 0,
         offset: int = 0,
+        *,
         key: bytes | str | None = None,
         value: bytes | str | None = None,
         timestamp: tuple[int, int] = (TIMESTAMP_NOT_AVAILABLE, 0),

@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field, replace
-from typing import Any
+from typing import Any, Protocol
 
 import orjson
 
@@ -57,6 +57,18 @@ from ferry.sinks.exceptions import SinkTerminalError
 log = logging.getLogger(__name__)
 
 Decode = Callable[[Sequence[Any]], list[Event]]
+
+
+class HintSource(Protocol):
+    """DDL hints read beside the data (Debezium's schema-change topic)."""
+
+    def drain(self) -> list[Event]:
+        """The hints that arrived since the last call, without waiting."""
+        ...
+
+    def sync(self, timeout: float) -> list[Event]:
+        """Wait (at most ``timeout``) until every hint already written is read; return them."""
+        ...
 
 
 class BadRecordError(TerminalError):
@@ -111,7 +123,7 @@ class PipelineRunner:
 
     def __init__(self, *, settings: RunnerSettings, source: Source, decode: Decode, sink: Sink,
                  state: StateStore, router: SchemaChangeRouter, tables: TableRouter,
-                 dead_letter: DeadLetter, hints: Callable[[], list[Event]] | None = None) -> None:
+                 dead_letter: DeadLetter, hints: HintSource | None = None) -> None:
         self.settings = settings
         self.source = source
         self.decode = decode
@@ -182,7 +194,7 @@ class PipelineRunner:
     def step(self) -> int:
         """One batch: poll, decode, process; checkpoint when due. Returns the records read."""
         if self.hints is not None:
-            hints = self.hints()
+            hints = self.hints.drain()
             if hints:
                 self.process(hints, ())
         records = self.source.poll(self.settings.batch_size, self.settings.poll_timeout_s)
@@ -276,7 +288,7 @@ class PipelineRunner:
         pre = self.tracker.snapshot()
         try:
             if isinstance(event, SchemaObserved):
-                changes = self.tracker.observe(event)
+                changes = self._hints_for(event) + self.tracker.observe(event)
             elif isinstance(event, SchemaHint):
                 changes = self.tracker.hint(event)
             else:
@@ -296,9 +308,24 @@ class PipelineRunner:
         self.detail = f"schema change on {table_id}: flushing rows read before it"
         self._bounded(lambda: self.checkpoint(schemas=pre), f"flush before a schema change on {table_id}")
         for change in changes:
-            self._route_change(table_id, change, position)
+            self._route_change(change.table_id, change, position)
         self.metrics.schema_change_wait_ms += int((time.monotonic() - waited) * 1000)
         self.detail = "reading"
+
+    def _hints_for(self, event: SchemaObserved) -> list[SchemaChange]:
+        """A column gone from a record's schema may be a rename: read every DDL hint written so far
+        (Debezium writes the DDL before the rows that follow it) before diffing."""
+        known = self.tracker.schema(event.table_id)
+        if self.hints is None or known is None or event.ddl is not None \
+                or all(name in event.schema for name in known.names):
+            return []
+        changes: list[SchemaChange] = []
+        for hint in self.hints.sync(self.settings.schema_change_timeout_s):
+            if isinstance(hint, SchemaHint):
+                changes += self.tracker.hint(hint)
+            elif isinstance(hint, SchemaObserved):
+                changes += self.tracker.observe(hint)
+        return changes
 
     def _route_change(self, source_table: TableId, change: SchemaChange, position: SourcePosition | None) -> None:
         sink_table = self.tables.sink_table(source_table)

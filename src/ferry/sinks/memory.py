@@ -37,7 +37,9 @@ class MemoryTable:
     appended: list[dict[str, Any]] = field(default_factory=list)
 
     def all_rows(self) -> list[dict[str, Any]]:
-        return [*self.rows.values(), *self.appended]
+        """Every row as the table shows it now: added columns NULL, dropped ones gone."""
+        names = self.schema.names
+        return [{n: row.get(n) for n in names} for row in (*self.rows.values(), *self.appended)]
 
 
 class MemorySink(Sink):

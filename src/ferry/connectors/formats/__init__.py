@@ -46,7 +46,7 @@ FORMATS: dict[str, str] = {
 }
 
 
-def decoder_for(format: str, **options: Any) -> Decoder:  # noqa: A002 - the user's word
+def decoder_for(format: str, **options: Any) -> Decoder:
     """A new decoder for ``format`` (one of :data:`FORMATS`), configured with ``options``."""
     target = FORMATS.get(format)
     if target is None:
@@ -59,7 +59,8 @@ def decoder_for(format: str, **options: Any) -> Decoder:  # noqa: A002 - the use
     if unknown:
         takes = ", ".join(accepted) if accepted else "no options"
         raise UnknownFormatError(
-            f"format {format!r} has no option {', '.join(map(repr, unknown))}; it takes {takes}", format=format
+            f"format {format!r} has no option {', '.join(map(repr, unknown))}; it takes {takes}",
+            format=format,
         )
     decoder: Decoder = cls(**options)
     return decoder

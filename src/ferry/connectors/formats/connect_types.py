@@ -23,7 +23,7 @@ from typing import Any
 import orjson
 
 from ferry.connectors.exceptions import DecodeError
-from ferry.pipeline import types as T
+from ferry.pipeline import types as t
 from ferry.pipeline.schema import Column
 from ferry.pipeline.types import DataType, Field
 
@@ -84,7 +84,7 @@ def connect_field(schema: ConnectSchema) -> ConnectField:
             field = logical(schema)
             return _nullable(field, nullable)
         if name.startswith("io.debezium.data.geometry."):
-            return _nullable(ConnectField(T.STRING(), name, None, _json_text), nullable)
+            return _nullable(ConnectField(t.STRING(), name, None, _json_text), nullable)
     if not isinstance(kind, str):
         raise DecodeError(f"a Connect schema needs a 'type', got {_short(schema)}")
     kind = kind.lower()
@@ -96,20 +96,22 @@ def connect_field(schema: ConnectSchema) -> ConnectField:
         data_type, python_type = simple
         return _nullable(ConnectField(data_type, kind.upper(), python_type, None), nullable)
     if kind == "bytes":
-        return _nullable(ConnectField(T.BYTES(), "BYTES", None, _base64), nullable)
+        return _nullable(ConnectField(t.BYTES(), "BYTES", None, _base64), nullable)
     if kind == "struct":
         row = RowConverter(schema)
-        data_type = T.ROW(*(Field(c.name, c.type) for c in row.columns))
+        data_type = t.ROW(*(Field(c.name, c.type) for c in row.columns))
         return _nullable(ConnectField(data_type, "STRUCT", None, row.nested), nullable)
     if kind == "array":
         items = connect_field(schema.get("items") or {})
         convert = None if items.convert is None else _array_converter(items)
-        return _nullable(ConnectField(T.ARRAY(items.data_type), "ARRAY", list if convert is None else None,
-                                      convert), nullable)
+        return _nullable(
+            ConnectField(t.ARRAY(items.data_type), "ARRAY", list if convert is None else None, convert),
+            nullable,
+        )
     if kind == "map":
         keys = connect_field(schema.get("keys") or {})
         values = connect_field(schema.get("values") or {})
-        data_type = T.MAP(keys.data_type, values.data_type)
+        data_type = t.MAP(keys.data_type, values.data_type)
         return _nullable(ConnectField(data_type, "MAP", None, _map_converter(keys, values)), nullable)
     raise DecodeError(f"unknown Connect type {kind!r}")
 
@@ -119,23 +121,25 @@ def connect_data_type(schema: ConnectSchema) -> DataType:
 
 
 _PHYSICAL: dict[str, tuple[DataType, type]] = {
-    "int8": (T.TINYINT(), int),
-    "int16": (T.SMALLINT(), int),
-    "int32": (T.INT(), int),
-    "int64": (T.BIGINT(), int),
-    "float32": (T.FLOAT(), float),
-    "float": (T.FLOAT(), float),
-    "float64": (T.DOUBLE(), float),
-    "double": (T.DOUBLE(), float),
-    "boolean": (T.BOOLEAN(), bool),
-    "string": (T.STRING(), str),
+    "int8": (t.TINYINT(), int),
+    "int16": (t.SMALLINT(), int),
+    "int32": (t.INT(), int),
+    "int64": (t.BIGINT(), int),
+    "float32": (t.FLOAT(), float),
+    "float": (t.FLOAT(), float),
+    "float64": (t.DOUBLE(), float),
+    "double": (t.DOUBLE(), float),
+    "boolean": (t.BOOLEAN(), bool),
+    "string": (t.STRING(), str),
 }
 
 
 def _nullable(field: ConnectField, nullable: bool) -> ConnectField:
     if field.data_type.nullable is nullable:
         return field
-    return ConnectField(field.data_type.with_nullable(nullable), field.label, field.python_type, field.convert)
+    return ConnectField(
+        field.data_type.with_nullable(nullable), field.label, field.python_type, field.convert
+    )
 
 
 def _parameter(schema: ConnectSchema, key: str) -> str | None:
@@ -160,14 +164,14 @@ def _decimal(schema: ConnectSchema) -> ConnectField:
     name = str(schema.get("name"))
     scale = _int_parameter(schema, "scale") or 0
     precision = _int_parameter(schema, "connect.decimal.precision")
-    precision = T.MAX_DECIMAL_PRECISION if precision is None else precision
+    precision = t.MAX_DECIMAL_PRECISION if precision is None else precision
     if scale > precision:
         raise DecodeError(f"{name} declares scale {scale} greater than precision {precision}")
     from_bytes = str(schema.get("type", "bytes")).lower() == "bytes"
     convert = _decimal_converter(scale, from_bytes)
-    if precision > T.MAX_DECIMAL_PRECISION:
-        return ConnectField(T.STRING(), name, None, _as_text(convert))
-    return ConnectField(T.DECIMAL(precision, scale), name, None, convert)
+    if precision > t.MAX_DECIMAL_PRECISION:
+        return ConnectField(t.STRING(), name, None, _as_text(convert))
+    return ConnectField(t.DECIMAL(precision, scale), name, None, convert)
 
 
 def _source_decimal(schema: ConnectSchema) -> ConnectField | None:
@@ -178,24 +182,26 @@ def _source_decimal(schema: ConnectSchema) -> ConnectField | None:
         return None
     precision = _int_parameter(schema, "__debezium.source.column.length")
     scale = _int_parameter(schema, "__debezium.source.column.scale") or 0
-    if precision is None or precision > T.MAX_DECIMAL_PRECISION or scale > precision:
+    if precision is None or precision > t.MAX_DECIMAL_PRECISION or scale > precision:
         return None
-    return ConnectField(T.DECIMAL(precision, scale), f"{source} text", None, _decimal_text)
+    return ConnectField(t.DECIMAL(precision, scale), f"{source} text", None, _decimal_text)
 
 
 def _variable_scale_decimal(schema: ConnectSchema) -> ConnectField:
-    return ConnectField(T.DECIMAL(T.MAX_DECIMAL_PRECISION, 18), str(schema.get("name")), None, _variable_decimal)
+    return ConnectField(
+        t.DECIMAL(t.MAX_DECIMAL_PRECISION, 18), str(schema.get("name")), None, _variable_decimal
+    )
 
 
 def _bits(schema: ConnectSchema) -> ConnectField:
     length = _int_parameter(schema, "length")
-    data_type = T.BINARY((length + 7) // 8) if length else T.BYTES()
+    data_type = t.BINARY((length + 7) // 8) if length else t.BYTES()
     return ConnectField(data_type, "io.debezium.data.Bits", None, _base64)
 
 
-def _fixed(data_type: DataType, convert: Convert | None, python_type: type | None = None) -> Callable[
-    [ConnectSchema], ConnectField
-]:
+def _fixed(
+    data_type: DataType, convert: Convert | None, python_type: type | None = None
+) -> Callable[[ConnectSchema], ConnectField]:
     def build(schema: ConnectSchema) -> ConnectField:
         return ConnectField(data_type, str(schema.get("name")), python_type, convert)
 
@@ -364,31 +370,31 @@ def _map_converter(keys: ConnectField, values: ConnectField) -> Convert:
 
 _LOGICAL: dict[str, Callable[[ConnectSchema], ConnectField]] = {
     "org.apache.kafka.connect.data.Decimal": _decimal,
-    "org.apache.kafka.connect.data.Date": _fixed(T.DATE(), _days),
-    "org.apache.kafka.connect.data.Time": _fixed(T.TIME(3), _millis_time),
-    "org.apache.kafka.connect.data.Timestamp": _fixed(T.TIMESTAMP(3), _millis_timestamp),
-    "io.debezium.time.Date": _fixed(T.DATE(), _days),
-    "io.debezium.time.Time": _fixed(T.TIME(3), _millis_time),
-    "io.debezium.time.MicroTime": _fixed(T.TIME(6), _micros_time),
-    "io.debezium.time.NanoTime": _fixed(T.TIME(9), _nanos_time),
-    "io.debezium.time.Timestamp": _fixed(T.TIMESTAMP(3), _millis_timestamp),
-    "io.debezium.time.MicroTimestamp": _fixed(T.TIMESTAMP(6), _micros_timestamp),
-    "io.debezium.time.NanoTimestamp": _fixed(T.TIMESTAMP(9), _nanos_timestamp),
-    "io.debezium.time.ZonedTimestamp": _fixed(T.TIMESTAMP_LTZ(6), _zoned_timestamp),
-    "io.debezium.time.ZonedTime": _fixed(T.STRING(), None, str),
-    "io.debezium.time.IsoDate": _fixed(T.DATE(), _iso_date),
-    "io.debezium.time.IsoTime": _fixed(T.TIME(6), _iso_time),
-    "io.debezium.time.IsoTimestamp": _fixed(T.TIMESTAMP_LTZ(6), _zoned_timestamp),
-    "io.debezium.time.Year": _fixed(T.INT(), None, int),
-    "io.debezium.time.MicroDuration": _fixed(T.BIGINT(), None, int),
-    "io.debezium.time.NanoDuration": _fixed(T.BIGINT(), None, int),
-    "io.debezium.time.Interval": _fixed(T.STRING(), None, str),
-    "io.debezium.data.Json": _fixed(T.STRING(), None, str),
-    "io.debezium.data.Enum": _fixed(T.STRING(), None, str),
-    "io.debezium.data.EnumSet": _fixed(T.STRING(), None, str),
-    "io.debezium.data.Uuid": _fixed(T.STRING(), None, str),
-    "io.debezium.data.Xml": _fixed(T.STRING(), None, str),
-    "io.debezium.data.Ltree": _fixed(T.STRING(), None, str),
+    "org.apache.kafka.connect.data.Date": _fixed(t.DATE(), _days),
+    "org.apache.kafka.connect.data.Time": _fixed(t.TIME(3), _millis_time),
+    "org.apache.kafka.connect.data.Timestamp": _fixed(t.TIMESTAMP(3), _millis_timestamp),
+    "io.debezium.time.Date": _fixed(t.DATE(), _days),
+    "io.debezium.time.Time": _fixed(t.TIME(3), _millis_time),
+    "io.debezium.time.MicroTime": _fixed(t.TIME(6), _micros_time),
+    "io.debezium.time.NanoTime": _fixed(t.TIME(9), _nanos_time),
+    "io.debezium.time.Timestamp": _fixed(t.TIMESTAMP(3), _millis_timestamp),
+    "io.debezium.time.MicroTimestamp": _fixed(t.TIMESTAMP(6), _micros_timestamp),
+    "io.debezium.time.NanoTimestamp": _fixed(t.TIMESTAMP(9), _nanos_timestamp),
+    "io.debezium.time.ZonedTimestamp": _fixed(t.TIMESTAMP_LTZ(6), _zoned_timestamp),
+    "io.debezium.time.ZonedTime": _fixed(t.STRING(), None, str),
+    "io.debezium.time.IsoDate": _fixed(t.DATE(), _iso_date),
+    "io.debezium.time.IsoTime": _fixed(t.TIME(6), _iso_time),
+    "io.debezium.time.IsoTimestamp": _fixed(t.TIMESTAMP_LTZ(6), _zoned_timestamp),
+    "io.debezium.time.Year": _fixed(t.INT(), None, int),
+    "io.debezium.time.MicroDuration": _fixed(t.BIGINT(), None, int),
+    "io.debezium.time.NanoDuration": _fixed(t.BIGINT(), None, int),
+    "io.debezium.time.Interval": _fixed(t.STRING(), None, str),
+    "io.debezium.data.Json": _fixed(t.STRING(), None, str),
+    "io.debezium.data.Enum": _fixed(t.STRING(), None, str),
+    "io.debezium.data.EnumSet": _fixed(t.STRING(), None, str),
+    "io.debezium.data.Uuid": _fixed(t.STRING(), None, str),
+    "io.debezium.data.Xml": _fixed(t.STRING(), None, str),
+    "io.debezium.data.Ltree": _fixed(t.STRING(), None, str),
     "io.debezium.data.Bits": _bits,
     "io.debezium.data.VariableScaleDecimal": _variable_scale_decimal,
 }
@@ -400,8 +406,16 @@ _LOGICAL: dict[str, Callable[[ConnectSchema], ConnectField]] = {
 class RowConverter:
     """Checks and converts the rows of one Connect struct schema, in place."""
 
-    __slots__ = ("_by_name", "_convert_optional", "_convert_required", "_optional", "_required", "columns",
-                 "names", "width")
+    __slots__ = (
+        "_by_name",
+        "_convert_optional",
+        "_convert_required",
+        "_optional",
+        "_required",
+        "columns",
+        "names",
+        "width",
+    )
 
     def __init__(self, schema: ConnectSchema) -> None:
         fields = schema.get("fields")
@@ -426,14 +440,22 @@ class RowConverter:
         self.names = frozenset(by_name)
         self.width = len(by_name)
         self._by_name = by_name
-        self._required = tuple((n, f.python_type) for n, f in by_name.items()
-                               if f.python_type is not None and not f.data_type.nullable)
-        self._optional = tuple((n, f.python_type) for n, f in by_name.items()
-                               if f.python_type is not None and f.data_type.nullable)
-        self._convert_required = tuple((n, f.convert) for n, f in by_name.items()
-                                       if f.convert is not None and not f.data_type.nullable)
-        self._convert_optional = tuple((n, f.convert) for n, f in by_name.items()
-                                       if f.convert is not None and f.data_type.nullable)
+        self._required = tuple(
+            (n, f.python_type)
+            for n, f in by_name.items()
+            if f.python_type is not None and not f.data_type.nullable
+        )
+        self._optional = tuple(
+            (n, f.python_type)
+            for n, f in by_name.items()
+            if f.python_type is not None and f.data_type.nullable
+        )
+        self._convert_required = tuple(
+            (n, f.convert) for n, f in by_name.items() if f.convert is not None and not f.data_type.nullable
+        )
+        self._convert_optional = tuple(
+            (n, f.convert) for n, f in by_name.items() if f.convert is not None and f.data_type.nullable
+        )
 
     def convert(self, row: dict[str, Any]) -> None:
         """Check ``row`` against the schema and turn its values into Python values, in place.

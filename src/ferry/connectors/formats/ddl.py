@@ -20,7 +20,8 @@ import sqlglot
 from sqlglot import exp
 from sqlglot.dialects.mysql import MySQL
 from sqlglot.errors import SqlglotError
-from sqlglot.tokens import TokenType
+from sqlglot.parsers.mysql import MySQLParser
+from sqlglot.tokenizer_core import TokenType
 
 from ferry.connectors.exceptions import DecodeError
 from ferry.connectors.formats.mysql_types import mysql_data_type
@@ -43,8 +44,16 @@ from ferry.pipeline.events import (
 from ferry.pipeline.exceptions import SchemaError
 from ferry.pipeline.schema import Column, Schema, TableId
 
-_SPATIAL = ("POINT", "LINESTRING", "POLYGON", "MULTIPOINT", "MULTILINESTRING", "MULTIPOLYGON",
-            "GEOMETRYCOLLECTION", "GEOMCOLLECTION")
+_SPATIAL = (
+    "POINT",
+    "LINESTRING",
+    "POLYGON",
+    "MULTIPOINT",
+    "MULTILINESTRING",
+    "MULTIPOLYGON",
+    "GEOMETRYCOLLECTION",
+    "GEOMCOLLECTION",
+)
 
 
 class _MySQL(MySQL):
@@ -57,18 +66,15 @@ class _MySQL(MySQL):
             "REAL": TokenType.DOUBLE,
         }
 
-    class Parser(MySQL.Parser):
+    class Parser(MySQLParser):
         SIGNED_TO_UNSIGNED_TYPE_TOKEN = {
-            **MySQL.Parser.SIGNED_TO_UNSIGNED_TYPE_TOKEN,
+            **MySQLParser.SIGNED_TO_UNSIGNED_TYPE_TOKEN,
             TokenType.FLOAT: TokenType.FLOAT,
             TokenType.DOUBLE: TokenType.DOUBLE,
             TokenType.DECIMAL: TokenType.DECIMAL,
         }
 
 
-_ALTER_ADD_LIST = re.compile(
-    r"\s*ALTER\s+TABLE\s+(?P<table>\S+)\s+ADD\s+(?:COLUMN\s+)?\((?P<defs>.*)\)\s*;?\s*", re.I | re.S
-)
 _COLUMN_CLAUSE = re.compile(r"\b(ADD|DROP|CHANGE|MODIFY|RENAME|ALTER\s+COLUMN)\b", re.I)
 _TABLE_COMMAND = re.compile(r"\s*(ALTER|CREATE|RENAME)\s+TABLE\b", re.I)
 
@@ -78,18 +84,27 @@ def parse_ddl(sql: str, *, default_database: str | None) -> list[SchemaChange]:
 
     Tables named without a database belong to ``default_database``.
     """
-    try:
-        statements = sqlglot.parse(sql, read=_MySQL)
-    except SqlglotError as e:
-        added = _add_column_list(sql, default_database)
-        if added is not None:
-            return added
-        raise DecodeError(f"cannot parse DDL {_short(sql)}: {_first_line(e)}") from None
+    statements = _parse(sql)
+    if any(isinstance(s, exp.Command) and _TABLE_COMMAND.match(_command_text(s)) for s in statements):
+        rewritten = _expand_add_lists(sql)
+        if rewritten is not None:
+            statements = _parse(rewritten, sql)
     changes: list[SchemaChange] = []
     for statement in statements:
         if statement is not None:
             changes += _statement(statement, sql, default_database)
     return changes
+
+
+def _parse(text: str, original: str | None = None) -> list[exp.Expression]:
+    original = original or text
+    try:
+        return [s for s in sqlglot.parse(text, read=_MySQL) if isinstance(s, exp.Expression)]
+    except SqlglotError as e:
+        rewritten = _expand_add_lists(text)
+        if rewritten is not None:
+            return _parse(rewritten, original)
+        raise DecodeError(f"cannot parse DDL {_short(original)}: {_first_line(e)}") from None
 
 
 def _statement(node: exp.Expression, sql: str, db: str | None) -> list[SchemaChange]:
@@ -189,32 +204,101 @@ def _modify(table_id: TableId, action: exp.ModifyColumn, sql: str) -> list[Schem
 
 def _command(node: exp.Command, sql: str, db: str | None) -> list[SchemaChange]:
     """Statements sqlglot could only read as an opaque command."""
-    text = node.sql(dialect=_MySQL)
+    text = _command_text(node)
     if not _TABLE_COMMAND.match(text):
         return []
-    added = _add_column_list(text, db)
-    if added is not None:
-        return added
     if text.upper().startswith("ALTER") and not _COLUMN_CLAUSE.search(text.split(None, 3)[-1]):
-        return []
+        return []  # table options sqlglot does not know (CONVERT TO CHARACTER SET ...)
     raise DecodeError(f"cannot parse DDL {_short(sql)}: unsupported syntax")
 
 
-def _add_column_list(sql: str, db: str | None) -> list[SchemaChange] | None:
-    """``ALTER TABLE t ADD [COLUMN] (a INT, b INT)``, which sqlglot does not read: the list is read
-    as the body of a ``CREATE TABLE``. ``None`` when ``sql`` is not such a statement."""
-    m = _ALTER_ADD_LIST.fullmatch(sql)
-    if m is None:
+def _command_text(node: exp.Command) -> str:
+    body = node.expression
+    if isinstance(body, exp.Literal):
+        body = body.this
+    elif isinstance(body, exp.Expression):
+        body = body.sql(dialect=_MySQL)
+    return f"{node.this} {body or ''}".strip()
+
+
+_ADD_LIST = re.compile(r"\bADD\s+(?:COLUMN\s+)?\(", re.I)
+
+
+def _expand_add_lists(sql: str) -> str | None:
+    """``ADD [COLUMN] (a INT, b INT)`` clauses, which sqlglot does not read, rewritten as
+    ``ADD COLUMN a INT, ADD COLUMN b INT``; ``None`` when ``sql`` has none."""
+    masked = _mask(sql)
+    pieces: list[str] = []
+    done = 0
+    for m in _ADD_LIST.finditer(masked):
+        if m.start() < done:
+            continue
+        close = _closing(masked, m.end() - 1)
+        if close is None:
+            return None
+        try:
+            node = sqlglot.parse_one(f"CREATE TABLE t ({sql[m.end() : close]})", read=_MySQL)
+        except SqlglotError:
+            return None
+        if not isinstance(node, exp.Create) or not isinstance(node.this, exp.Schema):
+            return None
+        definitions = [d for d in node.this.expressions if isinstance(d, exp.ColumnDef)]
+        pieces += [
+            sql[done : m.start()],
+            ", ".join(f"ADD COLUMN {d.sql(dialect=_MySQL)}" for d in definitions),
+        ]
+        done = close + 1
+    if not pieces:
         return None
-    try:
-        node = sqlglot.parse_one(f"CREATE TABLE {m['table']} ({m['defs']})", read=_MySQL)
-    except SqlglotError:
-        return None
-    if not isinstance(node, exp.Create):
-        return None
-    created = _create(node, sql, db)[0]
-    assert isinstance(created, CreateTable)
-    return [AddColumn(created.table_id, column, LAST) for column in created.schema.columns]
+    return "".join(pieces) + sql[done:]
+
+
+def _mask(sql: str) -> str:
+    """``sql`` with the inside of quotes and comments blanked out (same length), so that searches
+    for keywords and parentheses only see the statement's structure."""
+    out = list(sql)
+    i, n = 0, len(sql)
+    while i < n:
+        c = sql[i]
+        if c in "'\"`":
+            j = i + 1
+            while j < n:
+                if sql[j] == "\\" and c != "`":
+                    j += 2
+                    continue
+                if sql[j] == c:
+                    if j + 1 < n and sql[j + 1] == c:
+                        j += 2
+                        continue
+                    break
+                j += 1
+            out[i + 1 : j] = "_" * (min(j, n) - i - 1)
+            i = j + 1
+        elif sql.startswith("/*", i):
+            j = sql.find("*/", i + 2)
+            j = n if j < 0 else j + 2
+            out[i:j] = " " * (j - i)
+            i = j
+        elif c == "#" or sql.startswith("-- ", i):
+            j = sql.find("\n", i)
+            j = n if j < 0 else j
+            out[i:j] = " " * (j - i)
+            i = j
+        else:
+            i += 1
+    return "".join(out)
+
+
+def _closing(masked: str, start: int) -> int | None:
+    depth = 0
+    for i in range(start, len(masked)):
+        if masked[i] == "(":
+            depth += 1
+        elif masked[i] == ")":
+            depth -= 1
+            if depth == 0:
+                return i
+    return None
 
 
 # ----------------------------------------------------------------------------------------- parts

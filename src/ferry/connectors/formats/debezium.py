@@ -93,6 +93,14 @@ class DebeziumJsonDecoder:
         append = out.append
         last_plan = self._last_plan
         tables = self._tables
+        loads, envelope, ops, new, position_type, delete = (
+            orjson.loads,
+            _ENVELOPE,
+            _OPS,
+            _new,
+            SourcePosition,
+            Op.DELETE,
+        )
         for record in records:
             try:
                 value = record.value()
@@ -101,26 +109,26 @@ class DebeziumJsonDecoder:
                     continue
                 topic = record.topic()
                 partition = record.partition()
-                position = _new(SourcePosition, (topic, partition, record.offset()))
+                position = new(position_type, (topic, partition, record.offset()))
                 plan = _INFER
                 payload: Any = None
-                if value.startswith(_ENVELOPE):
+                if value.startswith(envelope):
                     cached = last_plan.get((topic, partition))
                     if cached is not None and value.startswith(cached[0]):
                         try:
-                            payload = orjson.loads(value[len(cached[0]) : value.rindex(b"}")])
+                            payload = loads(value[len(cached[0]) : value.rindex(b"}")])
                             plan = cached[1]
                         except (orjson.JSONDecodeError, ValueError):
                             plan = _INFER
                     if plan is _INFER:
-                        payload, plan = self._parse(value, topic, partition)
+                        payload, plan = self._envelope(_parse(value), value, topic, partition)
                 else:
                     try:
-                        payload = orjson.loads(value)
+                        payload = loads(value)
                     except orjson.JSONDecodeError as e:
                         raise DecodeError(json_error(e)) from None
                     if type(payload) is dict and "payload" in payload and "schema" in payload:
-                        payload, plan = self._parse(value, topic, partition)
+                        payload, plan = self._envelope(payload, value, topic, partition)
                 if type(payload) is not dict:
                     raise DecodeError("not a Debezium change event: the payload is not a JSON object")
                 source = payload.get("source")
@@ -130,7 +138,7 @@ class DebeziumJsonDecoder:
                         table = self._new_table(source, partition)
                 else:
                     table = self._topic_table(topic, partition)
-                op = _OPS.get(payload.get("op"))  # type: ignore[arg-type]
+                op = ops.get(payload.get("op"))  # type: ignore[arg-type]
                 if op is None:
                     self._no_row_op(payload, table.table_id, record, position, out)
                     continue
@@ -162,7 +170,7 @@ class DebeziumJsonDecoder:
                     if before is not None and inferred.observe(before):
                         changed = True
                     schema = inferred.rebuild() if changed else inferred.schema
-                if op is Op.DELETE:
+                if op is delete:
                     if before is None:
                         before = self._key_row(key, plan)
                 elif after is None:
@@ -172,7 +180,9 @@ class DebeziumJsonDecoder:
                         append(SchemaObserved(table.table_id, schema, position))
                     table.emitted = schema
                 ts = source.get("ts_ms") if type(source) is dict else None
-                append(_new(DataChange, (table.table_id, op, before, after, position, ts or payload.get("ts_ms"))))
+                append(
+                    new(DataChange, (table.table_id, op, before, after, position, ts or payload.get("ts_ms")))
+                )
             except DecodeError as e:
                 append(bad_record(record, e.reason))
             except Exception as e:  # a record must never stop the batch
@@ -181,11 +191,8 @@ class DebeziumJsonDecoder:
 
     # ------------------------------------------------------------------------------ envelope
 
-    def _parse(self, value: bytes, topic: str, partition: int) -> tuple[Any, _Plan]:
-        try:
-            document = orjson.loads(value)
-        except orjson.JSONDecodeError as e:
-            raise DecodeError(json_error(e)) from None
+    def _envelope(self, document: Any, value: bytes, topic: str, partition: int) -> tuple[Any, _Plan]:
+        """The payload and the plan of a parsed record (a bare payload when it has no envelope)."""
         if type(document) is dict and "payload" in document and "schema" in document:
             schema = document["schema"]
             if not schema:
@@ -276,10 +283,19 @@ class DebeziumJsonDecoder:
         elif code == "m":
             out.append(bad_record(record, "unsupported op 'm' (a logical decoding message)", position))
         elif code is None:
-            hint = " (a schema-change event: use the debezium-schema-change format)" if "ddl" in payload else ""
+            hint = (
+                " (a schema-change event: use the debezium-schema-change format)" if "ddl" in payload else ""
+            )
             out.append(bad_record(record, f"not a Debezium change event: no 'op' field{hint}", position))
         else:
             out.append(bad_record(record, f"unknown op {code!r}", position))
+
+
+def _parse(value: bytes) -> Any:
+    try:
+        return orjson.loads(value)
+    except orjson.JSONDecodeError as e:
+        raise DecodeError(json_error(e)) from None
 
 
 def _build_plan(schema: Any) -> _Plan:
@@ -288,7 +304,9 @@ def _build_plan(schema: Any) -> _Plan:
     fields = {f.get("field"): f for f in schema["fields"] if type(f) is dict}
     row_schema = fields.get("after") or fields.get("before")
     if row_schema is None:
-        return _Plan(None, "the record's schema does not describe a change event: it has no 'after' or 'before'")
+        return _Plan(
+            None, "the record's schema does not describe a change event: it has no 'after' or 'before'"
+        )
     try:
         return _Plan(RowConverter(row_schema))
     except DecodeError as e:

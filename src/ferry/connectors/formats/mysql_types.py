@@ -21,7 +21,7 @@ from functools import lru_cache
 from typing import Any
 
 from ferry.connectors.exceptions import DecodeError
-from ferry.pipeline import types as T
+from ferry.pipeline import types as t
 from ferry.pipeline.types import DataType
 
 Converter = Callable[[str], Any]
@@ -32,8 +32,17 @@ _TYPE = re.compile(
 )
 _QUOTED = re.compile(r"'((?:[^'\\]|\\.|'')*)'")
 _SPATIAL = frozenset(
-    {"GEOMETRY", "POINT", "LINESTRING", "POLYGON", "MULTIPOINT", "MULTILINESTRING", "MULTIPOLYGON",
-     "GEOMETRYCOLLECTION", "GEOMCOLLECTION"}
+    {
+        "GEOMETRY",
+        "POINT",
+        "LINESTRING",
+        "POLYGON",
+        "MULTIPOINT",
+        "MULTILINESTRING",
+        "MULTIPOLYGON",
+        "GEOMETRYCOLLECTION",
+        "GEOMCOLLECTION",
+    }
 )
 _TEXT = frozenset({"TINYTEXT", "TEXT", "MEDIUMTEXT", "LONGTEXT", "JSON", "LONG", "LONG VARCHAR"})
 _BLOB = frozenset({"TINYBLOB", "BLOB", "MEDIUMBLOB", "LONGBLOB", "LONG VARBINARY"})
@@ -100,73 +109,73 @@ def mysql_type(
         name, unsigned = name[: -len(" UNSIGNED")], True
     first = numbers[0] if numbers else None
     second = numbers[1] if len(numbers) > 1 else None
-    dt, convert = _map(name, first, second, unsigned, tuple(values), time_zone)
+    dt, convert = _map(name, first, second, unsigned=unsigned, values=tuple(values), tz=time_zone)
     return MySqlType(name, dt, convert, tuple(values))
 
 
-def _map(  # noqa: C901 - one branch per MySQL type family
-    name: str, first: int | None, second: int | None, unsigned: bool, values: tuple[str, ...], tz: tzinfo
+def _map(
+    name: str, first: int | None, second: int | None, *, unsigned: bool, values: tuple[str, ...], tz: tzinfo
 ) -> tuple[DataType, Converter | None]:
     if name in ("TINYINT", "INT1"):
         if first == 1 and not unsigned:
-            return T.BOOLEAN(), _to_bool
-        return (T.SMALLINT() if unsigned else T.TINYINT()), int
+            return t.BOOLEAN(), _to_bool
+        return (t.SMALLINT() if unsigned else t.TINYINT()), int
     if name in ("SMALLINT", "INT2"):
-        return (T.INT() if unsigned else T.SMALLINT()), int
+        return (t.INT() if unsigned else t.SMALLINT()), int
     if name in ("MEDIUMINT", "INT3", "MIDDLEINT"):
-        return T.INT(), int
+        return t.INT(), int
     if name in ("INT", "INTEGER", "INT4"):
-        return (T.BIGINT() if unsigned else T.INT()), int
+        return (t.BIGINT() if unsigned else t.INT()), int
     if name in ("BIGINT", "INT8"):
-        return (T.DECIMAL(20, 0) if unsigned else T.BIGINT()), (_to_decimal if unsigned else int)
+        return (t.DECIMAL(20, 0) if unsigned else t.BIGINT()), (_to_decimal if unsigned else int)
     if name == "SERIAL":
-        return T.DECIMAL(20, 0).not_null(), _to_decimal
+        return t.DECIMAL(20, 0).not_null(), _to_decimal
     if name in ("BOOL", "BOOLEAN"):
-        return T.BOOLEAN(), _to_bool
+        return t.BOOLEAN(), _to_bool
     if name == "BIT":
         if first is None or first == 1:
-            return T.BOOLEAN(), _to_bool
-        return T.BINARY((first + 7) // 8), _bits_converter((first + 7) // 8)
+            return t.BOOLEAN(), _to_bool
+        return t.BINARY((first + 7) // 8), _bits_converter((first + 7) // 8)
     if name == "FLOAT":
         if first is not None and second is None and first > 24:
-            return T.DOUBLE(), float
-        return T.FLOAT(), float
+            return t.DOUBLE(), float
+        return t.FLOAT(), float
     if name in ("DOUBLE", "DOUBLE PRECISION", "REAL", "FLOAT8"):
-        return T.DOUBLE(), float
+        return t.DOUBLE(), float
     if name == "FLOAT4":
-        return T.FLOAT(), float
+        return t.FLOAT(), float
     if name in _DECIMAL:
         precision = 10 if first is None else first
         scale = 0 if second is None else second
-        if precision > T.MAX_DECIMAL_PRECISION or scale > precision:
-            return T.STRING(), None
-        return T.DECIMAL(precision, scale), _to_decimal
+        if precision > t.MAX_DECIMAL_PRECISION or scale > precision:
+            return t.STRING(), None
+        return t.DECIMAL(precision, scale), _to_decimal
     if name in ("CHAR", "NCHAR", "CHARACTER", "NATIONAL CHAR"):
-        return (T.CHAR(first) if first else T.CHAR(1) if first is None else T.STRING()), None
+        return (t.CHAR(first) if first else t.CHAR(1) if first is None else t.STRING()), None
     if name in ("VARCHAR", "NVARCHAR", "CHARACTER VARYING", "CHAR VARYING", "VARCHARACTER"):
-        return (T.VARCHAR(first) if first else T.STRING()), None
+        return (t.VARCHAR(first) if first else t.STRING()), None
     if name in _TEXT:
-        return T.STRING(), None
+        return t.STRING(), None
     if name in ("ENUM", "SET"):
-        return T.STRING(), _enum_converter(values) if name == "ENUM" else _set_converter(values)
+        return t.STRING(), _enum_converter(values) if name == "ENUM" else _set_converter(values)
     if name == "BINARY":
-        return (T.BINARY(first) if first else T.BINARY(1) if first is None else T.BYTES()), _to_bytes
+        return (t.BINARY(first) if first else t.BINARY(1) if first is None else t.BYTES()), _to_bytes
     if name == "VARBINARY":
-        return (T.VARBINARY(first) if first else T.BYTES()), _to_bytes
+        return (t.VARBINARY(first) if first else t.BYTES()), _to_bytes
     if name in _BLOB:
-        return T.BYTES(), _to_bytes
+        return t.BYTES(), _to_bytes
     if name == "DATE":
-        return T.DATE(), _to_date
+        return t.DATE(), _to_date
     if name == "TIME":
-        return T.TIME(first or 0), _to_time
+        return t.TIME(first or 0), _to_time
     if name == "DATETIME":
-        return T.TIMESTAMP(first or 0), _to_datetime
+        return t.TIMESTAMP(first or 0), _to_datetime
     if name == "TIMESTAMP":
-        return T.TIMESTAMP_LTZ(first or 0), _timestamp_converter(tz)
+        return t.TIMESTAMP_LTZ(first or 0), _timestamp_converter(tz)
     if name == "YEAR":
-        return T.INT(), int
+        return t.INT(), int
     if name in _SPATIAL:
-        return T.BYTES(), _to_bytes
+        return t.BYTES(), _to_bytes
     raise DecodeError(f"unknown MySQL type {name}")
 
 

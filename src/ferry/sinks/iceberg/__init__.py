@@ -1,0 +1,1 @@
+"""The Iceberg sink (pyiceberg). Importing this package does not import pyiceberg."""
