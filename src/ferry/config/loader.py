@@ -341,8 +341,19 @@ def _suggestion(loc: Loc) -> str:
     model = _model_at(loc[:-1])
     if model is None or not isinstance(loc[-1], str):
         return ""
+    key = loc[-1]
+    # An open-ended option group (a dict field that ``fold_prefixed`` fills): a misspelt prefix.
+    groups = [
+        (field.alias or name).replace("_", ".")
+        for name, field in model.model_fields.items()
+        if get_origin(_unwrap(field.annotation)) is dict
+    ]
+    for i, char in enumerate(key):
+        prefix = difflib.get_close_matches(key[:i], groups, n=1, cutoff=0.8) if char == "." else []
+        if prefix:
+            return f" (did you mean '{prefix[0]}{key[i:]}'?)"
     allowed = [field.alias or name for name, field in model.model_fields.items()]
-    close = difflib.get_close_matches(loc[-1], allowed, n=1)
+    close = difflib.get_close_matches(key, allowed, n=1)
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 

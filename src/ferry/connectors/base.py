@@ -38,8 +38,9 @@ class Source(Protocol):
 class DeadLetter(Protocol):
     """Where records that cannot be processed go, with the reason."""
 
-    def send(self, *, reason: str, topic: str, partition: int, offset: int, key: bytes | None,
-             value: bytes | None) -> None: ...
+    def send(
+        self, *, reason: str, topic: str, partition: int, offset: int, key: bytes | None, value: bytes | None
+    ) -> None: ...
 
     def flush(self) -> None:
         """Wait until everything sent is stored (before offsets are committed)."""

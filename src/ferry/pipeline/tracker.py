@@ -36,6 +36,7 @@ from ferry.pipeline.events import (
     SourcePosition,
     after,
 )
+from ferry.pipeline.exceptions import SchemaError
 from ferry.pipeline.schema import Column, Schema, TableId, schema_from_dict, schema_to_dict
 from ferry.pipeline.types import widen
 
@@ -114,7 +115,10 @@ class SchemaTracker:
                     emitted.append(change)
                 continue
             if tracked is None:
-                continue  # nothing known of the table yet: its first record will create it
+                if event.ordered and not isinstance(change, DropTable):
+                    raise SchemaError(f"DDL for unknown table {change.table_id}: {event.ddl}",
+                                      table=str(change.table_id), change=change.tag)
+                continue  # Debezium's schema-change topic covers tables this pipeline may not read
             if isinstance(change, DropTable):
                 del self.tables[change.table_id]
                 emitted.append(change)

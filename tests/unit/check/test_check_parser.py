@@ -77,7 +77,8 @@ def test_statement_sets_hints_views_and_queries() -> None:
           INSERT INTO orders_copy (id) SELECT i FROM v;
         END;
         BEGIN STATEMENT SET;
-          INSERT INTO orders_copy SELECT * FROM orders_copy /*+ OPTIONS('scan.startup.mode' = 'latest-offset') */;
+          INSERT INTO orders_copy
+          SELECT * FROM orders_copy /*+ OPTIONS('scan.startup.mode' = 'latest-offset') */;
         END;
         SELECT * FROM v;
         """
@@ -98,9 +99,11 @@ def test_statement_sets_hints_views_and_queries() -> None:
         "GROUP BY window_start, window_end",
         "SELECT * FROM TABLE(HOP(DATA => TABLE t, TIMECOL => DESCRIPTOR(ts), SLIDE => INTERVAL '1' MINUTE, "
         "SIZE => INTERVAL '5' MINUTES))",
-        "SELECT * FROM TABLE(SESSION(TABLE t PARTITION BY (id, amount), DESCRIPTOR(ts), INTERVAL '5' MINUTES))",
+        "SELECT * FROM TABLE(SESSION(TABLE t PARTITION BY (id, amount), DESCRIPTOR(ts), "
+        "INTERVAL '5' MINUTES))",
         "SELECT * FROM TABLE(CUMULATE(TABLE t, DESCRIPTOR(ts), INTERVAL '1' MINUTE, INTERVAL '1' HOUR))",
-        "SELECT id, LAG(amount, 1) OVER (PARTITION BY id ORDER BY ts ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) FROM t",
+        "SELECT id, LAG(amount, 1) OVER (PARTITION BY id ORDER BY ts "
+        "ROWS BETWEEN 2 PRECEDING AND CURRENT ROW) FROM t",
         "SELECT * FROM t MATCH_RECOGNIZE (PARTITION BY id ORDER BY ts MEASURES FIRST(A.amount) AS f, "
         "LAST(B.amount) AS l ONE ROW PER MATCH AFTER MATCH SKIP TO NEXT ROW PATTERN (A B+ C?) "
         "DEFINE B AS B.amount > A.amount) AS m",
@@ -110,7 +113,18 @@ def test_statement_sets_hints_views_and_queries() -> None:
         "SELECT COUNT(DISTINCT id) FILTER (WHERE amount > 1) FROM t GROUP BY HOP(ts, INTERVAL '1' MINUTE, "
         "INTERVAL '1' HOUR)",
     ],
-    ids=["tumble", "hop-named", "session", "cumulate", "over", "match-recognize", "temporal", "union", "lateral", "agg"],
+    ids=[
+        "tumble",
+        "hop-named",
+        "session",
+        "cumulate",
+        "over",
+        "match-recognize",
+        "temporal",
+        "union",
+        "lateral",
+        "agg",
+    ],
 )
 def test_queries_parse(query: str) -> None:
     script = parse_script(query + ";")
@@ -140,7 +154,9 @@ def test_errors_carry_line_and_column(text: str, line: int, column: int, message
 
 
 def test_pipeline_yaml_errors_point_into_the_yaml_file() -> None:
-    text = "source:\n  type: mysql\nsink:\n  type: print\ntransform:\n  - source-table: db.t\n    filter: a >\n"
+    text = (
+        "source:\n  type: mysql\nsink:\n  type: print\ntransform:\n  - source-table: db.t\n    filter: a >\n"
+    )
 
     with pytest.raises(CheckParseError) as caught:
         parse_pipeline(text, "p.yaml")

@@ -55,7 +55,14 @@ def test_json_output() -> None:
     assert join["outcome"] == "incompatible"
     assert join["id"] == "query#1/join[MyTable1, MyTable2]"
     assert report["columns"] == [
-        {"table": "MyTable2", "column": "e", "change": "added", "old": None, "new": "e VARCHAR", "used_by_query": True}
+        {
+            "table": "MyTable2",
+            "column": "e",
+            "change": "added",
+            "old": None,
+            "new": "e VARCHAR",
+            "used_by_query": True,
+        }
     ]
     assert report["stateless"]["new"]["stateless"] is False
     assert report["stateless"]["new"]["stateful_operators"][0]["kind"] == "join"
@@ -86,7 +93,9 @@ def test_pipeline_yaml_files(tmp_path: Path) -> None:
         encoding="utf-8",
     )
     new = tmp_path / "new.yaml"
-    new.write_text(old.read_text(encoding="utf-8").replace("key-column: id", "key-column: amount"), encoding="utf-8")
+    new.write_text(
+        old.read_text(encoding="utf-8").replace("key-column: id", "key-column: amount"), encoding="utf-8"
+    )
 
     exit_code, out, _ = run(old, new, "-o", "json")
 

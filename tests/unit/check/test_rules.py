@@ -139,14 +139,17 @@ def test_a_window_size_change_is_incompatible_but_the_same_size_in_other_units_i
 
     assert bigger.compatibility == "incompatible"
     aggregate = bigger.operator("query#1/aggregate[window[orders]]")
-    assert aggregate is not None and aggregate.reasons[0].startswith("window changed: TUMBLE(ts, INTERVAL '1' HOUR)")
+    assert aggregate is not None and aggregate.reasons[0].startswith(
+        "window changed: TUMBLE(ts, INTERVAL '1' HOUR)"
+    )
     assert same.compatibility == "fully compatible"
 
 
 def test_changing_the_window_kind_of_a_group_window_is_incompatible() -> None:
     verdict = check(
         "SELECT customer, COUNT(*) FROM orders GROUP BY TUMBLE(ts, INTERVAL '1' HOUR), customer;",
-        "SELECT customer, COUNT(*) FROM orders GROUP BY HOP(ts, INTERVAL '5' MINUTE, INTERVAL '1' HOUR), customer;",
+        "SELECT customer, COUNT(*) FROM orders "
+        "GROUP BY HOP(ts, INTERVAL '5' MINUTE, INTERVAL '1' HOUR), customer;",
     )
 
     assert verdict.compatibility == "incompatible"
@@ -184,7 +187,9 @@ def test_a_column_newly_selected_from_a_join_input_is_incompatible() -> None:
 
     join = verdict.operator("query#1/join[orders, customers]")
     assert join is not None and join.outcome == "incompatible"
-    assert join.reasons == ("right input schema changed: cid STRING, name STRING -> cid STRING, name STRING, tier INT",)
+    assert join.reasons == (
+        "right input schema changed: cid STRING, name STRING -> cid STRING, name STRING, tier INT",
+    )
 
 
 def test_changing_the_join_condition_or_type_is_incompatible() -> None:
@@ -241,7 +246,9 @@ def test_over_calls_are_flexible_but_the_over_input_schema_is_not() -> None:
         "SELECT id, SUM(amount) OVER w, MAX(amount) OVER w FROM orders "
         "WINDOW w AS (PARTITION BY customer ORDER BY ts);"
     )
-    more_input = "SELECT id, price, SUM(amount) OVER w FROM orders WINDOW w AS (PARTITION BY customer ORDER BY ts);"
+    more_input = (
+        "SELECT id, price, SUM(amount) OVER w FROM orders WINDOW w AS (PARTITION BY customer ORDER BY ts);"
+    )
 
     assert check(old, added_call).compatibility == "partially compatible"
     verdict = check(old, more_input)
@@ -281,7 +288,8 @@ def test_an_ordinary_option_change_is_judged_by_itself_and_is_fully_compatible()
     query = "SELECT customer, SUM(amount) FROM orders GROUP BY customer;"
     new_tables = ORDERS.replace(
         "'topic' = 'orders', 'format' = 'json'",
-        "'topic' = 'orders', 'format' = 'json', 'properties.group.id' = 'g2', 'scan.startup.mode' = 'earliest-offset'",
+        "'topic' = 'orders', 'format' = 'json', 'properties.group.id' = 'g2', "
+        "'scan.startup.mode' = 'earliest-offset'",
     )
 
     verdict = check(query, query, new_tables=new_tables)
@@ -294,7 +302,10 @@ def test_an_ordinary_option_change_is_judged_by_itself_and_is_fully_compatible()
 
 def test_an_options_hint_change_is_judged_like_a_with_option() -> None:
     old = "SELECT customer, SUM(amount) FROM orders /*+ OPTIONS('format' = 'json') */ GROUP BY customer;"
-    new = "SELECT customer, SUM(amount) FROM orders /*+ OPTIONS('format' = 'debezium-json') */ GROUP BY customer;"
+    new = (
+        "SELECT customer, SUM(amount) FROM orders /*+ OPTIONS('format' = 'debezium-json') */ "
+        "GROUP BY customer;"
+    )
 
     verdict = check(old, new)
 
@@ -334,11 +345,14 @@ def test_a_sink_key_change_moves_the_upsert_materializer() -> None:
     tables = """
         CREATE TABLE users (id BIGINT, name STRING, score INT, PRIMARY KEY (id) NOT ENFORCED)
         WITH ('connector' = 'mysql-cdc', 'table-name' = 'users');
-        CREATE TABLE by_name (name STRING, score INT, PRIMARY KEY ({key}) NOT ENFORCED) WITH ('connector' = 'jdbc');
+        CREATE TABLE by_name (name STRING, score INT, PRIMARY KEY ({key}) NOT ENFORCED)
+        WITH ('connector' = 'jdbc');
     """
     query = "INSERT INTO by_name SELECT name, score FROM users;"
 
-    verdict = check(query, query, old_tables=tables.format(key="name"), new_tables=tables.format(key="name, score"))
+    verdict = check(
+        query, query, old_tables=tables.format(key="name"), new_tables=tables.format(key="name, score")
+    )
 
     materializer = verdict.operator("by_name/upsert-materializer")
     assert materializer is not None and materializer.outcome == "incompatible"
@@ -358,7 +372,10 @@ def test_switching_state_ttl_on_is_incompatible() -> None:
 
 def test_early_fire_settings_are_part_of_a_window_aggregate() -> None:
     query = "SELECT customer, COUNT(*) FROM orders GROUP BY TUMBLE(ts, INTERVAL '1' HOUR), customer;"
-    early = "SET 'table.exec.emit.early-fire.enabled' = 'true';\nSET 'table.exec.emit.early-fire.delay' = '1 min';\n"
+    early = (
+        "SET 'table.exec.emit.early-fire.enabled' = 'true';\n"
+        "SET 'table.exec.emit.early-fire.delay' = '1 min';\n"
+    )
 
     verdict = check(query, early + query)
 

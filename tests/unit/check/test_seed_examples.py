@@ -31,7 +31,10 @@ def test_adding_an_unreferenced_field_is_fully_compatible() -> None:
 
     assert verdict.compatibility == "fully compatible"
     assert verdict.exit_code == 0
-    assert {op.label: op.outcome for op in verdict.operators if op.parent} == {"SUM(b)": "kept", "MAX(c)": "kept"}
+    assert {op.label: op.outcome for op in verdict.operators if op.parent} == {
+        "SUM(b)": "kept",
+        "MAX(c)": "kept",
+    }
     [added] = verdict.columns
     assert (added.table, added.column, added.change, added.used) == ("MyTable", "d", "added", False)
     assert any("d added and not referenced by the query" in note for note in verdict.notes)

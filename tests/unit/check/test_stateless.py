@@ -22,7 +22,8 @@ CREATE TABLE ev (k STRING, v INT, PRIMARY KEY (k) NOT ENFORCED)
   WITH ('connector' = 'upsert-kafka', 'topic' = 'ev', 'key.format' = 'json', 'value.format' = 'json');
 CREATE TABLE out_any (a STRING, b STRING) WITH ('connector' = 'print');
 CREATE TABLE users_by_id (id BIGINT, name STRING, PRIMARY KEY (id) NOT ENFORCED) WITH ('connector' = 'jdbc');
-CREATE TABLE users_by_name (name STRING, id BIGINT, PRIMARY KEY (name) NOT ENFORCED) WITH ('connector' = 'jdbc');
+CREATE TABLE users_by_name (name STRING, id BIGINT, PRIMARY KEY (name) NOT ENFORCED)
+  WITH ('connector' = 'jdbc');
 """
 
 
@@ -34,7 +35,8 @@ def report(statement: str) -> StatelessReport:
     "statement",
     [
         "INSERT INTO out_any SELECT customer, CAST(amount * 2 AS STRING) FROM orders WHERE amount > 10;",
-        "INSERT INTO out_any SELECT UPPER(customer), 'x' FROM orders /*+ OPTIONS('scan.startup.mode'='latest-offset') */;",
+        "INSERT INTO out_any SELECT UPPER(customer), 'x' "
+        "FROM orders /*+ OPTIONS('scan.startup.mode'='latest-offset') */;",
         "INSERT INTO out_any SELECT customer, 'a' FROM orders UNION ALL SELECT name, 'b' FROM customers;",
         "INSERT INTO out_any SELECT customer, tag FROM orders CROSS JOIN UNNEST(tags) AS t (tag);",
         "INSERT INTO out_any SELECT o.customer, c.name FROM orders AS o "
@@ -42,7 +44,15 @@ def report(statement: str) -> StatelessReport:
         "INSERT INTO users_by_id SELECT id, name FROM users;",
         "INSERT INTO out_any SELECT name, 'x' FROM users;",
     ],
-    ids=["projection-filter", "hint", "union-all", "unnest", "lookup-join", "cdc-to-same-key", "cdc-to-append"],
+    ids=[
+        "projection-filter",
+        "hint",
+        "union-all",
+        "unnest",
+        "lookup-join",
+        "cdc-to-same-key",
+        "cdc-to-append",
+    ],
 )
 def test_stateless_statements(statement: str) -> None:
     result = report(statement)
@@ -55,11 +65,15 @@ def test_stateless_statements(statement: str) -> None:
 @pytest.mark.parametrize(
     ("statement", "kind"),
     [
-        ("INSERT INTO out_any SELECT customer, CAST(SUM(amount) AS STRING) FROM orders GROUP BY customer;", "aggregate"),
+        (
+            "INSERT INTO out_any SELECT customer, CAST(SUM(amount) AS STRING) FROM orders GROUP BY customer;",
+            "aggregate",
+        ),
         ("INSERT INTO out_any SELECT customer, CAST(COUNT(*) AS STRING) FROM orders;", "aggregate"),
         ("INSERT INTO out_any SELECT DISTINCT customer, 'x' FROM orders;", "aggregate"),
         (
-            "INSERT INTO out_any SELECT customer, CAST(LAG(amount) OVER (PARTITION BY customer ORDER BY ts) AS STRING) "
+            "INSERT INTO out_any SELECT customer, "
+            "CAST(LAG(amount) OVER (PARTITION BY customer ORDER BY ts) AS STRING) "
             "FROM orders;",
             "over",
         ),
@@ -84,7 +98,11 @@ def test_stateless_statements(statement: str) -> None:
             "ORDER BY ts MEASURES A.amount AS a1 PATTERN (A B) DEFINE B AS B.amount > A.amount) AS T;",
             "match-recognize",
         ),
-        ("INSERT INTO out_any SELECT o.customer, c.name FROM orders AS o JOIN customers AS c ON o.customer = c.cid;", "join"),
+        (
+            "INSERT INTO out_any SELECT o.customer, c.name "
+            "FROM orders AS o JOIN customers AS c ON o.customer = c.cid;",
+            "join",
+        ),
         (
             "INSERT INTO out_any SELECT a.customer, b.customer FROM orders AS a, orders AS b "
             "WHERE a.id = b.id AND a.ts BETWEEN b.ts - INTERVAL '1' HOUR AND b.ts;",
@@ -94,7 +112,8 @@ def test_stateless_statements(statement: str) -> None:
         ("INSERT INTO out_any SELECT k, CAST(v AS STRING) FROM ev;", "changelog-normalize"),
         (
             "INSERT INTO out_any SELECT customer, 'x' FROM "
-            "(SELECT *, ROW_NUMBER() OVER (PARTITION BY customer ORDER BY ts DESC) AS rn FROM orders) WHERE rn = 1;",
+            "(SELECT *, ROW_NUMBER() OVER (PARTITION BY customer ORDER BY ts DESC) AS rn FROM orders) "
+            "WHERE rn = 1;",
             "rank",
         ),
         ("INSERT INTO out_any SELECT customer, 'x' FROM orders ORDER BY ts LIMIT 10;", "sort"),

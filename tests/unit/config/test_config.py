@@ -647,3 +647,29 @@ def test_json_uses_the_job_file_syntax() -> None:
     assert dumped["source"]["scan.startup.specific-offsets"] == "partition:0,offset:4;partition:1,offset:9"
     assert dumped["pipeline"]["checkpoint.interval"] == "5s"
     assert dumped["pipeline"]["schema.operator.rpc-timeout"] == "3min"
+
+
+def test_misspelt_option_group_prefix() -> None:
+    e = error(with_source("propertes.group.id: g"))
+    assert e.key_path == "source.propertes.group.id" and "did you mean 'properties.group.id'?" in str(e)
+    e = error(SOURCE + "sink:\n  type: iceberg\n  catalog.propertie.uri: http://catalog:8181\n")
+    assert (e.line, e.key_path) == (7, "sink.catalog.propertie.uri")
+    assert "did you mean 'catalog.properties.uri'?" in str(e)
+
+
+def test_iceberg_sink_options_are_folded() -> None:
+    text = SOURCE + textwrap.dedent(
+        """\
+        sink:
+          type: iceberg
+          namespace: ods
+          catalog.properties.type: rest
+          catalog.properties.uri: ${CATALOG:-http://127.0.0.1:8181}
+          table.properties.format-version: 2
+        """
+    )
+    sink = job(text).sink
+    assert sink.type == "iceberg"
+    assert sink.catalog_properties == {"type": "rest", "uri": "http://127.0.0.1:8181"}
+    assert sink.table_properties == {"format-version": "2"}
+    assert sink.namespace == "ods"

@@ -8,7 +8,12 @@ import pytest
 from format_fixtures import documents
 
 from ferry.connectors.exceptions import DecodeError
-from ferry.connectors.formats.connect_types import ConversionError, RowConverter, connect_data_type, connect_field
+from ferry.connectors.formats.connect_types import (
+    ConversionError,
+    RowConverter,
+    connect_data_type,
+    connect_field,
+)
 
 
 def field(kind: str, name: str | None = None, optional: bool = True, **extra: Any) -> dict[str, Any]:
@@ -63,15 +68,26 @@ def decimal(scale: int, precision: int | None = None, kind: str = "bytes") -> di
         (field("struct", "io.debezium.data.VariableScaleDecimal", fields=[]), "DECIMAL(38, 18)"),
         (field("struct", "io.debezium.data.geometry.Point", fields=[]), "STRING"),
         (field("array", items=field("int32")), "ARRAY<INT>"),
-        (field("map", keys=field("string", optional=False), values=field("int64")), "MAP<STRING NOT NULL, BIGINT>"),
         (
-            field("struct", fields=[{**field("int32", optional=False), "field": "a"}, {**field("string"), "field": "b"}]),
+            field("map", keys=field("string", optional=False), values=field("int64")),
+            "MAP<STRING NOT NULL, BIGINT>",
+        ),
+        (
+            field(
+                "struct",
+                fields=[{**field("int32", optional=False), "field": "a"}, {**field("string"), "field": "b"}],
+            ),
             "ROW<`a` INT NOT NULL, `b` STRING>",
         ),
         (
-            field("string", parameters={"__debezium.source.column.type": "DECIMAL",
-                                        "__debezium.source.column.length": "2",
-                                        "__debezium.source.column.scale": "1"}),
+            field(
+                "string",
+                parameters={
+                    "__debezium.source.column.type": "DECIMAL",
+                    "__debezium.source.column.length": "2",
+                    "__debezium.source.column.scale": "1",
+                },
+            ),
             "DECIMAL(2, 1)",
         ),
     ],
@@ -95,22 +111,48 @@ def test_connect_types(schema: dict[str, Any], expected: str) -> None:
         (field("int32", "io.debezium.time.Time"), 64822123, time(18, 0, 22, 123000)),
         (field("int64", "io.debezium.time.MicroTime"), 64822000000, time(18, 0, 22)),
         (field("int64", "io.debezium.time.NanoTime"), 64822000001000, time(18, 0, 22, 1)),
-        (field("int64", "io.debezium.time.Timestamp"), 1595008822123, datetime(2020, 7, 17, 18, 0, 22, 123000)),
-        (field("int64", "io.debezium.time.MicroTimestamp"), 1595008822123456,
-         datetime(2020, 7, 17, 18, 0, 22, 123456)),
-        (field("int64", "io.debezium.time.NanoTimestamp"), 1595008822123456789,
-         datetime(2020, 7, 17, 18, 0, 22, 123456)),
-        (field("string", "io.debezium.time.ZonedTimestamp"), "2020-07-17T18:00:22Z",
-         datetime(2020, 7, 17, 18, 0, 22, tzinfo=UTC)),
-        (field("string", "io.debezium.time.ZonedTimestamp"), "2020-07-17T20:00:22.5+02:00",
-         datetime(2020, 7, 17, 18, 0, 22, 500000, tzinfo=UTC)),
+        (
+            field("int64", "io.debezium.time.Timestamp"),
+            1595008822123,
+            datetime(2020, 7, 17, 18, 0, 22, 123000),
+        ),
+        (
+            field("int64", "io.debezium.time.MicroTimestamp"),
+            1595008822123456,
+            datetime(2020, 7, 17, 18, 0, 22, 123456),
+        ),
+        (
+            field("int64", "io.debezium.time.NanoTimestamp"),
+            1595008822123456789,
+            datetime(2020, 7, 17, 18, 0, 22, 123456),
+        ),
+        (
+            field("string", "io.debezium.time.ZonedTimestamp"),
+            "2020-07-17T18:00:22Z",
+            datetime(2020, 7, 17, 18, 0, 22, tzinfo=UTC),
+        ),
+        (
+            field("string", "io.debezium.time.ZonedTimestamp"),
+            "2020-07-17T20:00:22.5+02:00",
+            datetime(2020, 7, 17, 18, 0, 22, 500000, tzinfo=UTC),
+        ),
         (field("bytes"), "EA==", b"\x10"),
         (field("bytes", "io.debezium.data.Bits", parameters={"length": "64"}), "BAQEBAQEBAQ=", b"\x04" * 8),
-        (field("struct", "io.debezium.data.VariableScaleDecimal", fields=[]), {"scale": 3, "value": "MDk="},
-         Decimal("12.345")),
-        (field("struct", "io.debezium.data.geometry.Point", fields=[]), {"x": 1.0, "y": 1.0, "wkb": "AQ==", "srid": None},
-         '{"x":1.0,"y":1.0,"wkb":"AQ==","srid":null}'),
-        (field("array", items=field("int32", "io.debezium.time.Date")), [0, 1], [date(1970, 1, 1), date(1970, 1, 2)]),
+        (
+            field("struct", "io.debezium.data.VariableScaleDecimal", fields=[]),
+            {"scale": 3, "value": "MDk="},
+            Decimal("12.345"),
+        ),
+        (
+            field("struct", "io.debezium.data.geometry.Point", fields=[]),
+            {"x": 1.0, "y": 1.0, "wkb": "AQ==", "srid": None},
+            '{"x":1.0,"y":1.0,"wkb":"AQ==","srid":null}',
+        ),
+        (
+            field("array", items=field("int32", "io.debezium.time.Date")),
+            [0, 1],
+            [date(1970, 1, 1), date(1970, 1, 2)],
+        ),
         (field("map", keys=field("int32"), values=field("string")), [[1, "a"], [2, "b"]], {1: "a", 2: "b"}),
         (field("map", keys=field("string"), values=field("bytes")), {"k": "EA=="}, {"k": b"\x10"}),
         (field("float64"), 1, 1.0),
@@ -128,7 +170,9 @@ def test_invalid_schemas() -> None:
     with pytest.raises(DecodeError, match="unknown Connect type 'int128'"):
         connect_field(field("int128"))
     with pytest.raises(DecodeError, match="field 'a' is declared twice"):
-        RowConverter(field("struct", fields=[{**field("int32"), "field": "a"}, {**field("int32"), "field": "a"}]))
+        RowConverter(
+            field("struct", fields=[{**field("int32"), "field": "a"}, {**field("int32"), "field": "a"}])
+        )
 
 
 def row_converter() -> RowConverter:
@@ -169,7 +213,10 @@ def test_a_missing_optional_field_is_null() -> None:
         ({"id": None}, "field 'id' is null but its schema says it is not optional"),
         ({"name": "x"}, "field 'id' is missing and its schema says it is not optional"),
         ({"id": 1, "name": 5}, "field 'name' is not a STRING: 5"),
-        ({"id": 1, "day": "monday"}, "field 'day' is not a valid io.debezium.time.Date: 'monday' (expected a number of days)"),
+        (
+            {"id": 1, "day": "monday"},
+            "field 'day' is not a valid io.debezium.time.Date: 'monday' (expected a number of days)",
+        ),
         ({"id": 1, "inner": {"raw": "!!"}}, "field 'inner.raw' is not a valid BYTES: '!!'"),
         ({"id": 1, "extra": 2}, "field 'extra' is not in the record's schema"),
     ],
@@ -198,7 +245,9 @@ def test_all_types_values_match_the_sql_that_produced_them() -> None:
     assert read("datetime6_c") == datetime(2020, 7, 17, 18, 0, 22, 123456)
     assert read("timestamp_c") == datetime(2020, 7, 17, 18, 0, 22, tzinfo=UTC)
     assert read("file_uuid") == bytes.fromhex("651aed08390f4893b2f136923e7b7400")
-    assert read("bit_c") == int("0000010000000100000001000000010000000100000001000000010000000100", 2).to_bytes(8)
+    assert read("bit_c") == int(
+        "0000010000000100000001000000010000000100000001000000010000000100", 2
+    ).to_bytes(8)
     assert read("tiny_blob_c") == bytes.fromhex("10")  # UNHEX(HEX(16))
     assert read("year_c") == 2021
     assert read("json_c") == '{"key1": "value1"}'

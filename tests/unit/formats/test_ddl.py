@@ -30,7 +30,9 @@ def ddl(sql: str, database: str | None = "shop") -> list[object]:
 
 def test_add_column_last_first_and_after() -> None:
     assert ddl("ALTER TABLE t ADD COLUMN a INT") == [AddColumn(T, Column("a", INT()), LAST)]
-    assert ddl("ALTER TABLE t ADD a INT NOT NULL FIRST") == [AddColumn(T, Column("a", INT().not_null()), FIRST)]
+    assert ddl("ALTER TABLE t ADD a INT NOT NULL FIRST") == [
+        AddColumn(T, Column("a", INT().not_null()), FIRST)
+    ]
     assert ddl("ALTER TABLE t ADD COLUMN `a` VARCHAR(20) AFTER `b`") == [
         AddColumn(T, Column("a", VARCHAR(20)), after("b"))
     ]
@@ -51,7 +53,10 @@ def test_rename_column() -> None:
 
 
 def test_change_column_is_a_rename_and_a_type() -> None:
-    assert ddl("ALTER TABLE t CHANGE COLUMN a b INT") == [RenameColumn(T, "a", "b"), AlterColumnType(T, "b", INT())]
+    assert ddl("ALTER TABLE t CHANGE COLUMN a b INT") == [
+        RenameColumn(T, "a", "b"),
+        AlterColumnType(T, "b", INT()),
+    ]
     assert ddl("ALTER TABLE t CHANGE a b VARCHAR(20) NOT NULL COMMENT 'x' AFTER c") == [
         RenameColumn(T, "a", "b"),
         AlterColumnType(T, "b", VARCHAR(20).not_null()),
@@ -64,7 +69,9 @@ def test_change_column_keeping_its_name_only_changes_the_type() -> None:
 
 
 def test_modify_column() -> None:
-    assert ddl("ALTER TABLE t MODIFY COLUMN price DECIMAL(10,2)") == [AlterColumnType(T, "price", DECIMAL(10, 2))]
+    assert ddl("ALTER TABLE t MODIFY COLUMN price DECIMAL(10,2)") == [
+        AlterColumnType(T, "price", DECIMAL(10, 2))
+    ]
     assert ddl("ALTER TABLE t MODIFY price DECIMAL(10,2) NULL COMMENT 'new'") == [
         AlterColumnType(T, "price", DECIMAL(10, 2)),
         AlterColumnComment(T, "price", "new"),
@@ -72,7 +79,9 @@ def test_modify_column() -> None:
 
 
 def test_several_clauses_in_one_alter() -> None:
-    assert ddl("ALTER TABLE t ADD COLUMN a INT FIRST, ADD COLUMN b DOUBLE, DROP COLUMN c, RENAME COLUMN d TO e") == [
+    assert ddl(
+        "ALTER TABLE t ADD COLUMN a INT FIRST, ADD COLUMN b DOUBLE, DROP COLUMN c, RENAME COLUMN d TO e"
+    ) == [
         AddColumn(T, Column("a", INT()), FIRST),
         AddColumn(T, Column("b", DOUBLE()), LAST),
         DropColumn(T, "c"),
@@ -114,8 +123,10 @@ def test_table_comment() -> None:
 
 def test_create_table_with_inline_primary_key_and_comments() -> None:
     (change,) = ddl(
-        "CREATE TABLE orders (\n  order_number INTEGER NOT NULL AUTO_INCREMENT PRIMARY KEY COMMENT 'the number',\n"
-        "  order_date DATE NOT NULL,\n  note VARCHAR(255) DEFAULT 'none'\n) AUTO_INCREMENT = 10001 COMMENT='all orders'"
+        "CREATE TABLE orders (\n"
+        "  order_number INTEGER NOT NULL AUTO_INCREMENT PRIMARY KEY COMMENT 'the number',\n"
+        "  order_date DATE NOT NULL,\n  note VARCHAR(255) DEFAULT 'none'\n"
+        ") AUTO_INCREMENT = 10001 COMMENT='all orders'"
     )
     assert change == CreateTable(
         TableId(None, "shop", "orders"),
@@ -132,7 +143,9 @@ def test_create_table_with_inline_primary_key_and_comments() -> None:
 
 
 def test_create_table_with_a_primary_key_constraint_in_another_database() -> None:
-    (change,) = ddl("CREATE TABLE `xj_`.`user02` (`uid` int(0) NOT NULL,`uname` varchar(255) NULL, PRIMARY KEY (`uid`))")
+    (change,) = ddl(
+        "CREATE TABLE `xj_`.`user02` (`uid` int(0) NOT NULL,`uname` varchar(255) NULL, PRIMARY KEY (`uid`))"
+    )
     assert change == CreateTable(
         TableId(None, "xj_", "user02"),
         Schema((Column("uid", INT().not_null()), Column("uname", VARCHAR(255))), ("uid",)),
@@ -162,7 +175,10 @@ def test_create_table_maps_mysql_types() -> None:
 
 
 def test_drop_and_truncate_table() -> None:
-    assert ddl("DROP TABLE a, other.b") == [DropTable(TableId(None, "shop", "a")), DropTable(TableId(None, "other", "b"))]
+    assert ddl("DROP TABLE a, other.b") == [
+        DropTable(TableId(None, "shop", "a")),
+        DropTable(TableId(None, "other", "b")),
+    ]
     assert ddl("DROP TABLE IF EXISTS `t`") == [DropTable(T)]
     assert ddl("TRUNCATE TABLE shop.t") == [TruncateTable(T)]
     assert ddl("TRUNCATE t") == [TruncateTable(T)]
@@ -204,10 +220,16 @@ def test_statements_that_change_no_columns(sql: str) -> None:
     [
         ("ALTER TABLE t ADD COLUMN", "cannot parse DDL 'ALTER TABLE t ADD COLUMN'"),
         ("CREATE TABLE (", "cannot parse DDL 'CREATE TABLE ('"),
-        ("CREATE TABLE t2 LIKE t1", "cannot tell the columns of the table created by 'CREATE TABLE t2 LIKE t1'"),
+        (
+            "CREATE TABLE t2 LIKE t1",
+            "cannot tell the columns of the table created by 'CREATE TABLE t2 LIKE t1'",
+        ),
         ("ALTER TABLE t RENAME TO u", "table renames are not supported: 'ALTER TABLE t RENAME TO u'"),
         ("RENAME TABLE a TO b", "cannot parse DDL 'RENAME TABLE a TO b'"),
-        ("ALTER TABLE t ADD COLUMN c FROBNICATOR(3)", "cannot parse DDL 'ALTER TABLE t ADD COLUMN c FROBNICATOR(3)'"),
+        (
+            "ALTER TABLE t ADD COLUMN c FROBNICATOR(3)",
+            "cannot parse DDL 'ALTER TABLE t ADD COLUMN c FROBNICATOR(3)'",
+        ),
     ],
 )
 def test_unparseable_ddl_names_the_statement(sql: str, reason: str) -> None:

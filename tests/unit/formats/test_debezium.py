@@ -14,13 +14,22 @@ from ferry.pipeline.events import BadRecord, DataChange, Op, SchemaObserved, Sou
 from ferry.pipeline.schema import TableId
 from ferry.pipeline.types import BIGINT, DOUBLE, INT, STRING
 
-# file → (decoded records by outcome: distinct offsets, as counted in the fixtures' README; SchemaObserved count)
+# file → (records by outcome, counted as in the fixtures' README; number of SchemaObserved)
 FIXTURES: dict[str, tuple[dict[str, int], int]] = {
     "apache-flink/debezium-data-schema-include.txt": ({"delete": 1, "insert": 11, "update": 4}, 1),
-    "apache-flink/debezium-postgres-data-schema-exclude.txt": ({"delete": 1, "insert": 2, "read": 9, "update": 4}, 1),
-    "apache-flink/debezium-postgres-data-schema-include.txt": ({"delete": 1, "insert": 2, "read": 9, "update": 4}, 1),
+    "apache-flink/debezium-postgres-data-schema-exclude.txt": (
+        {"delete": 1, "insert": 2, "read": 9, "update": 4},
+        1,
+    ),
+    "apache-flink/debezium-postgres-data-schema-include.txt": (
+        {"delete": 1, "insert": 2, "read": 9, "update": 4},
+        1,
+    ),
     # Without REPLICA IDENTITY FULL the delete has neither a before-image nor (here) a key.
-    "apache-flink/debezium-postgres-data-replica-identity.txt": ({"bad": 1, "insert": 2, "read": 9, "update": 4}, 1),
+    "apache-flink/debezium-postgres-data-replica-identity.txt": (
+        {"bad": 1, "insert": 2, "read": 9, "update": 4},
+        1,
+    ),
     "apache-flink-cdc/debezium-json.txt": ({"delete": 1, "insert": 15, "update": 4}, 3),
     "apache-flink-cdc/debezium-json-with-schema.txt": ({"delete": 1, "insert": 15, "update": 4}, 3),
     "apache-flink-cdc/debezium-data-schema-exclude.json": ({"read": 1, "update": 1}, 1),
@@ -42,10 +51,16 @@ FIXTURES: dict[str, tuple[dict[str, int], int]] = {
     "apache-paimon/kafka/debezium/table/schema/schemaevolution/debezium-data-3.txt": ({"insert": 1}, 1),
     "apache-paimon/kafka/debezium/table/schema/schemaevolution/debezium-data-4.txt": ({"insert": 1}, 1),
     "apache-paimon/kafka/debezium/table/schema/schemaevolution/debezium-data-5.txt": ({"insert": 1}, 1),
-    "apache-paimon/kafka/debezium/table/schema/schemaevolution/debezium-data-with-delete.txt": ({"delete": 1}, 1),
+    "apache-paimon/kafka/debezium/table/schema/schemaevolution/debezium-data-with-delete.txt": (
+        {"delete": 1},
+        1,
+    ),
     "apache-paimon/kafka/debezium/table/schemaevolution/debezium-data-1.txt": ({"insert": 2}, 1),
     "apache-paimon/kafka/debezium/table/schemaevolution/debezium-data-2.txt": ({"insert": 2}, 1),
-    "apache-paimon/kafka/debezium/table/schemaevolution/debezium-data-3.txt": ({"delete": 1, "insert": 2, "update": 1}, 1),
+    "apache-paimon/kafka/debezium/table/schemaevolution/debezium-data-3.txt": (
+        {"delete": 1, "insert": 2, "update": 1},
+        1,
+    ),
     "debezium/docs-extracted/mysql-create-event.json": ({"insert": 1}, 1),
     "debezium/docs-extracted/oracle-create-event.json": ({"insert": 1}, 1),
     "debezium/docs-extracted/postgresql-create-event.json": ({"insert": 1}, 1),
@@ -78,12 +93,11 @@ def test_fixture(path: str) -> None:
             assert isinstance(event.before, dict)
 
 
-def decode(*values: Any, topic: str = "srv.inventory.products", key: Any = None, partition: int = 0) -> list[Any]:
+def decode(
+    *values: Any, topic: str = "srv.inventory.products", key: Any = None, partition: int = 0
+) -> list[Any]:
     return decoder_for("debezium-json").decode(
-        [
-            Record(topic, partition, i, key=_bytes(key), value=_bytes(v))
-            for i, v in enumerate(values)
-        ]
+        [Record(topic, partition, i, key=_bytes(key), value=_bytes(v)) for i, v in enumerate(values)]
     )
 
 
@@ -119,7 +133,9 @@ def test_schema_drift_without_the_envelope_is_inferred() -> None:
 
 
 def test_values_with_the_envelope() -> None:
-    events = decoder_for("debezium-json").decode(records("apache-paimon/kafka/debezium/table/schema/alltype/debezium-data-1.txt"))
+    events = decoder_for("debezium-json").decode(
+        records("apache-paimon/kafka/debezium/table/schema/alltype/debezium-data-1.txt")
+    )
     (observed,) = of_type(events, SchemaObserved)
     (change,) = of_type(events, DataChange)
     assert change.table_id == TableId(None, "paimon_sync_table", "all_types_table")
@@ -136,7 +152,12 @@ def test_values_with_the_envelope() -> None:
     assert row["_time"] == time(10, 13, 23)
     assert row["_year"] == 2023
     assert row["_set"] == "a,b"
-    assert orjson.loads(row["_point"]) == {"x": 1.0, "y": 1.0, "wkb": "AQEAAAAAAAAAAADwPwAAAAAAAPA/", "srid": None}
+    assert orjson.loads(row["_point"]) == {
+        "x": 1.0,
+        "y": 1.0,
+        "wkb": "AQEAAAAAAAAAAADwPwAAAAAAAPA/",
+        "srid": None,
+    }
     assert str(observed.schema.column("_fixed").type) == "STRING"
     assert str(observed.schema.column("pt").type) == "DECIMAL(2, 1)"
     assert str(observed.schema.column("_timestamp").type) == "TIMESTAMP_LTZ(6)"
@@ -158,7 +179,9 @@ def test_values_with_the_envelope_seatunnel() -> None:
 def test_values_without_the_envelope_stay_as_json_gives_them() -> None:
     # these events have no source block: the table comes from the topic name
     topic = "mysql_binlog_source.column_type_test.full_types"
-    events = decoder_for("debezium-json").decode(records("apache-flink-cdc/debezium-data-schema-exclude.json", topic))
+    events = decoder_for("debezium-json").decode(
+        records("apache-flink-cdc/debezium-data-schema-exclude.json", topic)
+    )
     snapshot = of_type(events, DataChange)[0]
     assert snapshot.op is Op.READ
     assert snapshot.table_id == TableId(None, "column_type_test", "full_types")
@@ -171,10 +194,12 @@ def test_values_without_the_envelope_stay_as_json_gives_them() -> None:
 
 
 def test_records_contradicting_their_schema() -> None:
-    events = decoder_for("debezium-json").decode(records("apache-flink-cdc/debezium-data-schema-include.json"))
+    events = decoder_for("debezium-json").decode(
+        records("apache-flink-cdc/debezium-data-schema-include.json")
+    )
     assert [e.reason for e in of_type(events, BadRecord)] == [
-        "the record's schema is invalid: field 'big_decimal_c': org.apache.kafka.connect.data.Decimal declares "
-        "scale 65 greater than precision 1",
+        "the record's schema is invalid: field 'big_decimal_c': "
+        "org.apache.kafka.connect.data.Decimal declares scale 65 greater than precision 1",
         "the record's schema does not describe a change event: it has no 'after' or 'before'",
     ]
     # with the swapped decimal parameters put right, the row has columns its schema does not list
@@ -193,11 +218,21 @@ def test_records_contradicting_their_schema() -> None:
 
 
 def test_pretty_printed_and_payload_first_envelopes() -> None:
-    schema = {"type": "struct", "optional": False, "fields": [
-        {"type": "struct", "optional": True, "field": "after",
-         "fields": [{"type": "int32", "optional": False, "field": "id"},
-                    {"type": "int32", "optional": True, "name": "io.debezium.time.Date", "field": "d"}]},
-    ]}
+    schema = {
+        "type": "struct",
+        "optional": False,
+        "fields": [
+            {
+                "type": "struct",
+                "optional": True,
+                "field": "after",
+                "fields": [
+                    {"type": "int32", "optional": False, "field": "id"},
+                    {"type": "int32", "optional": True, "name": "io.debezium.time.Date", "field": "d"},
+                ],
+            },
+        ],
+    }
     payload = {"op": "c", "after": {"id": 1, "d": 1}, "source": {"db": "inventory", "table": "products"}}
     pretty = orjson.dumps({"schema": schema, "payload": payload}, option=orjson.OPT_INDENT_2)
     reversed_order = orjson.dumps({"payload": payload, "schema": schema})
@@ -208,29 +243,57 @@ def test_pretty_printed_and_payload_first_envelopes() -> None:
 
 
 def test_the_envelope_is_converted_once_and_payloads_still_differ() -> None:
-    schema = {"type": "struct", "optional": False, "fields": [
-        {"type": "struct", "optional": True, "field": "before", "fields": [
-            {"type": "int32", "optional": False, "field": "id"},
-            {"type": "int64", "optional": True, "name": "io.debezium.time.Timestamp", "field": "at"}]},
-        {"type": "struct", "optional": True, "field": "after", "fields": [
-            {"type": "int32", "optional": False, "field": "id"},
-            {"type": "int64", "optional": True, "name": "io.debezium.time.Timestamp", "field": "at"}]},
-        {"type": "string", "optional": False, "field": "op"},
-    ]}
+    schema = {
+        "type": "struct",
+        "optional": False,
+        "fields": [
+            {
+                "type": "struct",
+                "optional": True,
+                "field": "before",
+                "fields": [
+                    {"type": "int32", "optional": False, "field": "id"},
+                    {"type": "int64", "optional": True, "name": "io.debezium.time.Timestamp", "field": "at"},
+                ],
+            },
+            {
+                "type": "struct",
+                "optional": True,
+                "field": "after",
+                "fields": [
+                    {"type": "int32", "optional": False, "field": "id"},
+                    {"type": "int64", "optional": True, "name": "io.debezium.time.Timestamp", "field": "at"},
+                ],
+            },
+            {"type": "string", "optional": False, "field": "op"},
+        ],
+    }
 
     def event(i: int, op: str = "c") -> dict[str, Any]:
         row = {"id": i, "at": i * 1000}
-        return {"schema": schema, "payload": {"op": op, "before": row if op == "d" else None,
-                                              "after": None if op == "d" else row,
-                                              "source": {"db": "inventory", "table": "products", "ts_ms": 7}}}
+        return {
+            "schema": schema,
+            "payload": {
+                "op": op,
+                "before": row if op == "d" else None,
+                "after": None if op == "d" else row,
+                "source": {"db": "inventory", "table": "products", "ts_ms": 7},
+            },
+        }
 
     decoder = decoder_for("debezium-json")
-    events = decoder.decode([Record("srv.inventory.products", 0, i, value=orjson.dumps(event(i, "d" if i == 3 else "c")))
-                             for i in range(5)])
+    events = decoder.decode(
+        [
+            Record("srv.inventory.products", 0, i, value=orjson.dumps(event(i, "d" if i == 3 else "c")))
+            for i in range(5)
+        ]
+    )
     changes = of_type(events, DataChange)
     assert [(c.op, (c.after or c.before)["at"]) for c in changes] == [
-        (Op.INSERT, datetime(1970, 1, 1)), (Op.INSERT, datetime(1970, 1, 1, 0, 0, 1)),
-        (Op.INSERT, datetime(1970, 1, 1, 0, 0, 2)), (Op.DELETE, datetime(1970, 1, 1, 0, 0, 3)),
+        (Op.INSERT, datetime(1970, 1, 1)),
+        (Op.INSERT, datetime(1970, 1, 1, 0, 0, 1)),
+        (Op.INSERT, datetime(1970, 1, 1, 0, 0, 2)),
+        (Op.DELETE, datetime(1970, 1, 1, 0, 0, 3)),
         (Op.INSERT, datetime(1970, 1, 1, 0, 0, 4)),
     ]
     assert [c.ts_ms for c in changes] == [7] * 5
@@ -269,7 +332,10 @@ def test_a_delete_without_before_image_takes_the_key() -> None:
     (_, change) = decode(payload, key={"id": 7})
     assert change.op is Op.DELETE and change.before == {"id": 7}
     (bad,) = decode(payload)
-    assert bad.reason == "delete without a before-image or a key (a PostgreSQL table needs REPLICA IDENTITY FULL)"
+    assert (
+        bad.reason
+        == "delete without a before-image or a key (a PostgreSQL table needs REPLICA IDENTITY FULL)"
+    )
 
 
 @pytest.mark.parametrize(
@@ -283,13 +349,32 @@ def test_a_delete_without_before_image_takes_the_key() -> None:
         ({"op": "c", "after": None, "source": {"db": "a", "table": "b"}}, "op 'c' without an 'after' row"),
         ({"op": "c", "after": [1]}, "'before' and 'after' must be JSON objects or null"),
         ({"id": 1, "name": "bare row"}, "not a Debezium change event: no 'op' field"),
-        ({"ddl": "ALTER TABLE t ADD c INT", "tableChanges": []},
-         "not a Debezium change event: no 'op' field (a schema-change event: use the debezium-schema-change format)"),
-        ({"schema": {"type": "struct", "fields": [{"field": "after", "type": "struct", "optional": True,
-                                                    "fields": [{"field": "id", "type": "int32", "optional": False}]}]},
-          "payload": {"op": "c", "after": {"id": "abc"}}}, "field 'id' is not an INT32: 'abc'"),
-        ({"schema": {"type": "int32"}, "payload": {"op": "c", "after": {"id": 1}}},
-         "the record's schema is not a Kafka Connect struct"),
+        (
+            {"ddl": "ALTER TABLE t ADD c INT", "tableChanges": []},
+            "not a Debezium change event: no 'op' field "
+            "(a schema-change event: use the debezium-schema-change format)",
+        ),
+        (
+            {
+                "schema": {
+                    "type": "struct",
+                    "fields": [
+                        {
+                            "field": "after",
+                            "type": "struct",
+                            "optional": True,
+                            "fields": [{"field": "id", "type": "int32", "optional": False}],
+                        }
+                    ],
+                },
+                "payload": {"op": "c", "after": {"id": "abc"}},
+            },
+            "field 'id' is not an INT32: 'abc'",
+        ),
+        (
+            {"schema": {"type": "int32"}, "payload": {"op": "c", "after": {"id": 1}}},
+            "the record's schema is not a Kafka Connect struct",
+        ),
     ],
 )
 def test_bad_records_say_what_is_wrong(value: Any, reason: str) -> None:
@@ -323,7 +408,9 @@ def test_table_ids() -> None:
     bare = {"op": "c", "after": {"id": 1}}
     assert of_type(decode(pg), DataChange)[0].table_id == TableId(None, "inventory", "t")
     assert of_type(decode(mysql), DataChange)[0].table_id == TableId(None, "inventory", "t")
-    assert of_type(decode(bare, topic="dbserver1.shop.orders"), DataChange)[0].table_id == TableId(None, "shop", "orders")
+    assert of_type(decode(bare, topic="dbserver1.shop.orders"), DataChange)[0].table_id == TableId(
+        None, "shop", "orders"
+    )
     assert of_type(decode(bare, topic="orders"), DataChange)[0].table_id == TableId(None, None, "orders")
 
 
@@ -332,23 +419,88 @@ def test_snapshot_rows() -> None:
     first = of_type(events, DataChange)[0]
     # MySQL 1.1 marks snapshot rows with source.snapshot and op "c": an insert.
     assert first.op is Op.INSERT
-    assert first.after == {"id": 101, "name": "scooter", "description": "Small 2-wheel scooter",
-                           "weight": 3.140000104904175}
+    assert first.after == {
+        "id": 101,
+        "name": "scooter",
+        "description": "Small 2-wheel scooter",
+        "weight": 3.140000104904175,
+    }
     assert first.ts_ms == 1589355606100
-    events = decoder_for("debezium-json").decode(records("apache-flink/debezium-postgres-data-schema-include.txt"))
+    events = decoder_for("debezium-json").decode(
+        records("apache-flink/debezium-postgres-data-schema-include.txt")
+    )
     assert of_type(events, DataChange)[0].op is Op.READ
     assert rows_by_op(events) == {"delete": 1, "insert": 2, "read": 9, "update": 4}
 
 
 def test_updates_without_before_image() -> None:
-    events = decoder_for("debezium-json").decode(records("apache-flink/debezium-postgres-data-replica-identity.txt"))
+    events = decoder_for("debezium-json").decode(
+        records("apache-flink/debezium-postgres-data-replica-identity.txt")
+    )
     updates = [e for e in of_type(events, DataChange) if e.op is Op.UPDATE]
     assert len(updates) == 4 and all(u.before is None and u.after for u in updates)
 
 
 def test_partial_before_images_and_nested_values() -> None:
-    events = decoder_for("debezium-json").decode(records("apache-paimon/kafka/debezium/table/schemaevolution/debezium-data-3.txt"))
+    events = decoder_for("debezium-json").decode(
+        records("apache-paimon/kafka/debezium/table/schemaevolution/debezium-data-3.txt")
+    )
     update = next(e for e in of_type(events, DataChange) if e.op is Op.UPDATE)
     assert update.before == {"address": "Shanghai"}
-    events = decoder_for("debezium-json").decode(records("apache-paimon/kafka/debezium/table/nestedtype/debezium-data-1.txt"))
+    events = decoder_for("debezium-json").decode(
+        records("apache-paimon/kafka/debezium/table/nestedtype/debezium-data-1.txt")
+    )
     assert of_type(events, DataChange)[0].after["row"] == '{"row_key":"value"}'
+
+
+def test_a_delete_without_before_image_converts_the_key_with_the_value_schema() -> None:
+    schema = {
+        "type": "struct",
+        "optional": False,
+        "fields": [
+            {
+                "type": "struct",
+                "optional": True,
+                "field": "before",
+                "fields": [
+                    {"type": "int32", "optional": False, "name": "io.debezium.time.Date", "field": "day"},
+                    {"type": "string", "optional": False, "field": "name"},
+                ],
+            },
+            {
+                "type": "struct",
+                "optional": True,
+                "field": "after",
+                "fields": [
+                    {"type": "int32", "optional": False, "name": "io.debezium.time.Date", "field": "day"},
+                    {"type": "string", "optional": False, "field": "name"},
+                ],
+            },
+        ],
+    }
+    value = {
+        "schema": schema,
+        "payload": {"op": "d", "before": None, "after": None, "source": {"schema": "public", "table": "t"}},
+    }
+    (_, change) = decode(value, key={"day": 1})
+    assert change.before == {"day": date(1970, 1, 2)}
+
+
+def test_trailing_bytes_after_a_cached_envelope_are_not_ignored() -> None:
+    good = {
+        "schema": {
+            "type": "struct",
+            "fields": [
+                {
+                    "type": "struct",
+                    "optional": True,
+                    "field": "after",
+                    "fields": [{"type": "int32", "optional": True, "field": "id"}],
+                }
+            ],
+        },
+        "payload": {"op": "c", "after": {"id": 1}, "source": {"db": "d", "table": "t"}},
+    }
+    events = decode(good, orjson.dumps(good) + b"}x", orjson.dumps(good) + b"\n")
+    assert [type(e) for e in events] == [SchemaObserved, DataChange, BadRecord, DataChange]
+    assert of_type(events, BadRecord)[0].reason.startswith("malformed JSON: ")

@@ -121,8 +121,16 @@ def test_timestamps_are_read_in_the_server_time_zone() -> None:
     assert parsed.convert("2023-03-23 08:00:00") == datetime(2023, 3, 23, 0, 0, tzinfo=UTC)
 
 
-@pytest.mark.parametrize(("text", "value"), [("int", "abc"), ("date", "23/03/2023"), ("tinyint(1)", "yes"),
-                                              ("decimal(5,2)", "NaN"), ("time", "838:59:59")])
+@pytest.mark.parametrize(
+    ("text", "value"),
+    [
+        ("int", "abc"),
+        ("date", "23/03/2023"),
+        ("tinyint(1)", "yes"),
+        ("decimal(5,2)", "NaN"),
+        ("time", "838:59:59"),
+    ],
+)
 def test_bad_values_raise(text: str, value: str) -> None:
     convert = parse_mysql_type(text).convert
     assert convert is not None

@@ -129,3 +129,16 @@ def test_snapshot_round_trip_keeps_schemas_versions_and_history() -> None:
 def test_diff_of_identical_schemas_is_empty() -> None:
     s = schema(ID, ("a", T.INT()))
     assert diff_schemas(TID, s, s) == []
+
+
+def test_ordered_ddl_for_an_unknown_table_is_an_error() -> None:
+    import pytest
+
+    from ferry.pipeline.exceptions import SchemaError
+
+    tracker = SchemaTracker()
+    hint = E.SchemaHint(TID, (E.AddColumn(TID, Column("c", T.INT())),), "ALTER TABLE t ADD c INT", ordered=True)
+    with pytest.raises(SchemaError, match="DDL for unknown table db.t"):
+        tracker.hint(hint)
+    # the unordered schema-change topic talks about every table of the database: no error
+    assert tracker.hint(E.SchemaHint(TID, hint.changes, hint.ddl, ordered=False)) == []

@@ -23,7 +23,7 @@ import orjson
 
 from ferry.connectors.exceptions import UnknownFormatError
 from ferry.connectors.record import RecordLike
-from ferry.pipeline.events import BadRecord, Event, SourcePosition
+from ferry.pipeline.events import BadRecord, Event, SchemaChange, SchemaHint, SourcePosition
 from ferry.pipeline.exceptions import TypeWideningError
 from ferry.pipeline.schema import Column, Schema, TableId
 from ferry.pipeline.types import BIGINT, BOOLEAN, DECIMAL, DOUBLE, STRING, DataType, widen
@@ -85,22 +85,14 @@ def internal_error(error: Exception) -> str:
     return f"cannot decode the record: {type(error).__name__}: {error}"
 
 
-class SchemaLog:
-    """The last schema a decoder emitted per (table, partition), to emit only real changes."""
-
-    __slots__ = ("_last",)
-
-    def __init__(self) -> None:
-        self._last: dict[tuple[TableId, int], Schema] = {}
-
-    def changed(self, table_id: TableId, partition: int, schema: Schema) -> bool:
-        """True when ``schema`` differs from the last one recorded for the table; records it."""
-        key = (table_id, partition)
-        last = self._last.get(key)
-        if last is schema:
-            return False
-        self._last[key] = schema
-        return last is None or last != schema
+def hints(
+    changes: list[SchemaChange], ddl: str, *, ordered: bool, position: SourcePosition | None
+) -> list[SchemaHint]:
+    """One hint per table, in the order the tables first appear in ``changes``."""
+    by_table: dict[TableId, list[SchemaChange]] = {}
+    for change in changes:
+        by_table.setdefault(change.table_id, []).append(change)
+    return [SchemaHint(t, tuple(c), ddl, ordered, position) for t, c in by_table.items()]
 
 
 _NONE = type(None)

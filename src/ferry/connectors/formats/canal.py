@@ -22,7 +22,7 @@ from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 import orjson
 
 from ferry.connectors.exceptions import DecodeError, UnknownFormatError
-from ferry.connectors.formats import InferredTable, bad_record, internal_error, json_error
+from ferry.connectors.formats import InferredTable, bad_record, hints, internal_error, json_error
 from ferry.connectors.formats.connect_types import CONVERSION_ERRORS
 from ferry.connectors.formats.ddl import parse_ddl
 from ferry.connectors.formats.mysql_types import Converter, parse_mysql_type
@@ -31,8 +31,6 @@ from ferry.pipeline.events import (
     DataChange,
     Event,
     Op,
-    SchemaChange,
-    SchemaHint,
     SchemaObserved,
     SourcePosition,
 )
@@ -210,16 +208,6 @@ class CanalJsonDecoder:
             sql, default_database=database if isinstance(database, str) and database else None
         )
         out.extend(hints(changes, sql, ordered=True, position=position))
-
-
-def hints(
-    changes: list[SchemaChange], ddl: str, *, ordered: bool, position: SourcePosition | None
-) -> list[SchemaHint]:
-    """One hint per table, in the order the tables first appear in ``changes``."""
-    by_table: dict[TableId, list[SchemaChange]] = {}
-    for change in changes:
-        by_table.setdefault(change.table_id, []).append(change)
-    return [SchemaHint(t, tuple(c), ddl, ordered, position) for t, c in by_table.items()]
 
 
 def _convert(typed: _Typed, row: Row) -> None:

@@ -494,6 +494,17 @@ class RowConverter:
             raise self._error(name, row.get(name), e) from None
         return None
 
+    def convert_present(self, row: dict[str, Any]) -> None:
+        """Convert the fields ``row`` has (a key's fields), without requiring the others."""
+        for name, value in row.items():
+            field = self._by_name.get(name)
+            if field is None:
+                raise ConversionError(name, "is not in the record's schema")
+            try:
+                row[name] = field.read(value)
+            except CONVERSION_ERRORS as e:
+                raise self._error(name, value, e) from None
+
     def nested(self, value: Any) -> dict[str, Any]:
         """The converter of a struct-typed value inside another row."""
         if type(value) is not dict:

@@ -115,11 +115,13 @@ class DebeziumJsonDecoder:
                 if value.startswith(envelope):
                     cached = last_plan.get((topic, partition))
                     if cached is not None and value.startswith(cached[0]):
-                        try:
-                            payload = loads(value[len(cached[0]) : value.rindex(b"}")])
-                            plan = cached[1]
-                        except (orjson.JSONDecodeError, ValueError):
-                            plan = _INFER
+                        end = value.rfind(b"}")
+                        if end == len(value) - 1 or not value[end + 1 :].strip():
+                            try:
+                                payload = loads(value[len(cached[0]) : end])
+                                plan = cached[1]
+                            except orjson.JSONDecodeError:
+                                plan = _INFER
                     if plan is _INFER:
                         payload, plan = self._envelope(_parse(value), value, topic, partition)
                 else:
@@ -252,7 +254,7 @@ class DebeziumJsonDecoder:
             )
         if plan.row is not None:
             try:
-                plan.row.convert(document)
+                plan.row.convert_present(document)
             except ConversionError as e:
                 raise DecodeError(f"key {e.reason}") from None
         return document

@@ -21,8 +21,7 @@ from typing import Any
 import orjson
 
 from ferry.connectors.exceptions import DecodeError
-from ferry.connectors.formats import InferredTable, bad_record, internal_error, json_error
-from ferry.connectors.formats.canal import hints
+from ferry.connectors.formats import InferredTable, bad_record, hints, internal_error, json_error
 from ferry.connectors.formats.ddl import parse_ddl
 from ferry.connectors.formats.mysql_types import mysql_type
 from ferry.connectors.record import RecordLike
@@ -42,6 +41,7 @@ from ferry.pipeline.events import (
     after,
 )
 from ferry.pipeline.schema import Column, Schema, TableId
+from ferry.pipeline.types import DataType
 
 _OPS = {"insert": Op.INSERT, "update": Op.UPDATE, "delete": Op.DELETE, "bootstrap-insert": Op.READ}
 _DDL = frozenset({"table-create", "table-alter", "table-drop"})
@@ -200,7 +200,7 @@ def schema_of(definition: Row) -> Schema:
     return Schema(tuple(columns), tuple(k for k in keys if k in names))
 
 
-def _column_type(column: Row) -> Any:
+def _column_type(column: Row) -> DataType:
     kind = str(column.get("type", "")).upper()
     numbers: list[int] = []
     if kind in ("DECIMAL", "NUMERIC") and column.get("precision") is not None:

@@ -21,13 +21,15 @@ class KafkaDeadLetter:
     def __init__(self, *, bootstrap_servers: str, topic: str, pipeline: str) -> None:
         self.topic = topic
         self.pipeline = pipeline
-        self.producer = Producer({"bootstrap.servers": bootstrap_servers, "enable.idempotence": True,
-                                  "linger.ms": 20})
+        self.producer = Producer(
+            {"bootstrap.servers": bootstrap_servers, "enable.idempotence": True, "linger.ms": 20}
+        )
         self.sent = 0
         self._errors: list[str] = []
 
-    def send(self, *, reason: str, topic: str, partition: int, offset: int, key: bytes | None,
-             value: bytes | None) -> None:
+    def send(
+        self, *, reason: str, topic: str, partition: int, offset: int, key: bytes | None, value: bytes | None
+    ) -> None:
         headers = [
             ("ferry.reason", reason.encode()),
             ("ferry.topic", topic.encode()),
@@ -47,8 +49,10 @@ class KafkaDeadLetter:
         remaining = self.producer.flush(30)
         if remaining or self._errors:
             errors, self._errors = self._errors, []
-            raise DeadLetterError(f"{remaining} record(s) not stored in dead-letter topic {self.topic}: "
-                                  + "; ".join(errors[:3]))
+            raise DeadLetterError(
+                f"{remaining} record(s) not stored in dead-letter topic {self.topic}: "
+                + "; ".join(errors[:3])
+            )
 
     def close(self) -> None:
         self.producer.flush(10)

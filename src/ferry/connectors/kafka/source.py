@@ -72,17 +72,29 @@ class LostRange:
 class KafkaSource:
     """Reads topics (a list or a pattern) as one consumer of a consumer group."""
 
-    def __init__(self, *, bootstrap_servers: str, group_id: str, topics: Sequence[str] = (),
-                 topic_pattern: str | None = None, properties: Mapping[str, Any] | None = None,
-                 start: StartPosition | None = None, start_per_topic: Mapping[str, StartPosition] | None = None,
-                 end: EndPosition | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        bootstrap_servers: str,
+        group_id: str,
+        topics: Sequence[str] = (),
+        topic_pattern: str | None = None,
+        properties: Mapping[str, Any] | None = None,
+        start: StartPosition | None = None,
+        start_per_topic: Mapping[str, StartPosition] | None = None,
+        end: EndPosition | None = None,
+    ) -> None:
         if not topics and not topic_pattern:
             raise SourceError("a Kafka source needs topics or a topic pattern")
         self.bootstrap_servers = bootstrap_servers
         self.group_id = group_id
         self.subscription = [*topics] if topics else ["^" + topic_pattern.lstrip("^")]  # type: ignore[union-attr]
-        self.settings: dict[str, Any] = {**DEFAULT_CONSUMER_SETTINGS, **(properties or {}),
-                                         "bootstrap.servers": bootstrap_servers, "group.id": group_id}
+        self.settings: dict[str, Any] = {
+            **DEFAULT_CONSUMER_SETTINGS,
+            **(properties or {}),
+            "bootstrap.servers": bootstrap_servers,
+            "group.id": group_id,
+        }
         self.start = start or StartPosition()
         self.start_per_topic = dict(start_per_topic or {})
         self.end = end or EndPosition()
@@ -91,6 +103,7 @@ class KafkaSource:
         self.end_offsets: dict[tuple[str, int], int] = {}
         self.lost: list[LostRange] = []
         self._checkpoint_offsets: dict[tuple[str, int], int] = {}
+        self._start_offsets: dict[tuple[str, int], int] = {}
         self._last_end_check = 0.0
         self._finished = False
 
@@ -109,7 +122,11 @@ class KafkaSource:
             raise SourceError(f"consuming from {self.subscription}: {e}") from e
         for record in records:
             if record.error() is not None:
-                return self._without_errors(records)
+                records = self._without_errors(records)
+                break
+        if self.end_offsets and records:
+            ends = self.end_offsets
+            records = [r for r in records if r.offset() < ends.get((r.topic(), r.partition()), 1 << 62)]
         return records  # type: ignore[no-any-return]
 
     def commit(self, offsets: Mapping[tuple[str, int], int]) -> None:
@@ -131,7 +148,9 @@ class KafkaSource:
         out = {}
         for tp in positions:
             _low, high = self.consumer.get_watermark_offsets(tp, timeout=1.0, cached=False)
-            position = tp.offset if tp.offset >= 0 else self._checkpoint_offsets.get((tp.topic, tp.partition), 0)
+            position = (
+                tp.offset if tp.offset >= 0 else self._checkpoint_offsets.get((tp.topic, tp.partition), 0)
+            )
             out[(tp.topic, tp.partition)] = max(high - position, 0)
         return out
 
@@ -146,8 +165,9 @@ class KafkaSource:
         self._last_end_check = now
         positions = self.consumer.position([TopicPartition(t, p) for t, p in self.assigned])
         for tp in positions:
-            end = self.end_offsets.get((tp.topic, tp.partition), 0)
-            if tp.offset < end:
+            key = (tp.topic, tp.partition)
+            position = tp.offset if tp.offset >= 0 else self._start_offsets.get(key, 0)
+            if position < self.end_offsets.get(key, 0):
                 return False
         self._finished = True
         return True
@@ -179,13 +199,27 @@ class KafkaSource:
 
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         for tp in partitions:
-            tp.offset = self._start_offset(consumer, tp)
+            tp.offset = self._absolute(consumer, tp, self._start_offset(consumer, tp))
+            self._start_offsets[(tp.topic, tp.partition)] = tp.offset
         self._report_retention_loss(consumer, partitions)
         consumer.assign(partitions)
         self.assigned = [(tp.topic, tp.partition) for tp in partitions]
         if self.end.mode != "unbounded":
             self._fix_end_offsets(consumer, partitions)
         log.info("assigned %s", ", ".join(f"{tp.topic}[{tp.partition}]@{tp.offset}" for tp in partitions))
+
+    def _absolute(self, consumer: Consumer, tp: TopicPartition, offset: int) -> int:
+        """Logical start offsets (beginning, end) as numbers, so positions are known before a fetch."""
+        if offset in (OFFSET_BEGINNING, OFFSET_END):
+            low, high = consumer.get_watermark_offsets(tp, timeout=10, cached=False)
+            return low if offset == OFFSET_BEGINNING else high
+        if offset == OFFSET_STORED:
+            committed = consumer.committed([TopicPartition(tp.topic, tp.partition)], timeout=10)[0].offset
+            if committed >= 0:
+                return int(committed)
+            low, _high = consumer.get_watermark_offsets(tp, timeout=10, cached=False)
+            return int(low)  # auto.offset.reset=earliest
+        return offset
 
     def _start_offset(self, consumer: Consumer, tp: TopicPartition) -> int:
         checkpointed = self._checkpoint_offsets.get((tp.topic, tp.partition))
@@ -199,8 +233,9 @@ class KafkaSource:
                 return OFFSET_END
             case "timestamp":
                 assert start.timestamp_ms is not None
-                found = consumer.offsets_for_times([TopicPartition(tp.topic, tp.partition, start.timestamp_ms)],
-                                                   timeout=10)
+                found = consumer.offsets_for_times(
+                    [TopicPartition(tp.topic, tp.partition, start.timestamp_ms)], timeout=10
+                )
                 return found[0].offset if found[0].offset >= 0 else OFFSET_END
             case "specific-offsets":
                 return start.specific_offsets.get(tp.partition, OFFSET_STORED)
@@ -213,8 +248,14 @@ class KafkaSource:
             low, _high = consumer.get_watermark_offsets(tp, timeout=10, cached=False)
             if tp.offset < low:
                 self.lost.append(LostRange(tp.topic, tp.partition, tp.offset, low))
-                log.warning("records %s[%d] offsets %d..%d were deleted by retention; reading from %d",
-                            tp.topic, tp.partition, tp.offset, low - 1, low)
+                log.warning(
+                    "records %s[%d] offsets %d..%d were deleted by retention; reading from %d",
+                    tp.topic,
+                    tp.partition,
+                    tp.offset,
+                    low - 1,
+                    low,
+                )
                 tp.offset = low
 
     def _fix_end_offsets(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
@@ -227,8 +268,9 @@ class KafkaSource:
                 self.end_offsets[key] = high
             elif self.end.mode == "timestamp":
                 assert self.end.timestamp_ms is not None
-                found = consumer.offsets_for_times([TopicPartition(tp.topic, tp.partition, self.end.timestamp_ms)],
-                                                   timeout=10)
+                found = consumer.offsets_for_times(
+                    [TopicPartition(tp.topic, tp.partition, self.end.timestamp_ms)], timeout=10
+                )
                 self.end_offsets[key] = found[0].offset if found[0].offset >= 0 else high
             else:
                 self.end_offsets[key] = self.end.specific_offsets.get(tp.partition, high)

@@ -1,0 +1,58 @@
+"""Helpers shared by the integration tests."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from confluent_kafka import Consumer, TopicPartition
+
+from ferry.testing import debezium as dbz
+
+
+def job_yaml(bootstrap: str, topic: str, tmp_path: Path, name: str, *, sink: str = "type: memory",
+             source_extra: str = "", pipeline_extra: str = "", startup: str = "earliest-offset",
+             bounded: str = "latest-offset", top_extra: str = "") -> str:
+    sink_lines = "\n".join("  " + line for line in sink.splitlines())
+    return f"""
+source:
+  type: kafka
+  properties.bootstrap.servers: {bootstrap}
+  topic: {topic}
+  value.format: debezium-json
+  scan.startup.mode: {startup}
+  scan.bounded.mode: {bounded}
+{source_extra}
+sink:
+{sink_lines}
+pipeline:
+  name: {name}
+  state.url: sqlite:///{tmp_path}/state.db
+  checkpoint.interval: 200ms
+{pipeline_extra}
+{top_extra}"""
+
+
+def orders_table(server: str = "shop") -> dbz.DebeziumTable:
+    return dbz.DebeziumTable(server, "inventory", "orders", [
+        dbz.ConnectColumn("id", dbz.INT32, optional=False),
+        dbz.ConnectColumn("item", dbz.STRING),
+        dbz.ConnectColumn("qty", dbz.INT32),
+    ])
+
+
+def read_all(bootstrap: str, topic: str, expected: int, timeout: float = 20.0) -> list[Any]:
+    """Every record of ``topic`` (waits until ``expected`` are there or the timeout)."""
+    import time
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"reader-{topic}",
+                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    metadata = consumer.list_topics(topic, timeout=10)
+    partitions = [TopicPartition(topic, p, 0) for p in metadata.topics[topic].partitions]
+    consumer.assign(partitions)
+    out: list[Any] = []
+    deadline = time.monotonic() + timeout
+    while len(out) < expected and time.monotonic() < deadline:
+        out += [m for m in consumer.consume(100, timeout=0.5) if m.error() is None]
+    consumer.close()
+    return out
