@@ -25,48 +25,88 @@ VAR = Path("var/demo")
 
 def sample_stream(bootstrap: str) -> int:
     """Produce the sample stream; returns how many change events were written."""
-    orders = dbz.DebeziumTable("shop", "inventory", "orders", [
-        dbz.ConnectColumn("id", dbz.INT32, optional=False),
-        dbz.ConnectColumn("customer_id", dbz.INT32),
-        dbz.ConnectColumn("item", dbz.STRING),
-        dbz.ConnectColumn("qty", dbz.INT32),
-    ])
-    customers = dbz.DebeziumTable("shop", "inventory", "customers", [
-        dbz.ConnectColumn("id", dbz.INT32, optional=False),
-        dbz.ConnectColumn("name", dbz.STRING),
-        dbz.ConnectColumn("email", dbz.STRING),
-    ])
+    orders = dbz.DebeziumTable(
+        "shop",
+        "inventory",
+        "orders",
+        [
+            dbz.ConnectColumn("id", dbz.INT32, optional=False),
+            dbz.ConnectColumn("customer_id", dbz.INT32),
+            dbz.ConnectColumn("item", dbz.STRING),
+            dbz.ConnectColumn("qty", dbz.INT32),
+        ],
+    )
+    customers = dbz.DebeziumTable(
+        "shop",
+        "inventory",
+        "customers",
+        [
+            dbz.ConnectColumn("id", dbz.INT32, optional=False),
+            dbz.ConnectColumn("name", dbz.STRING),
+            dbz.ConnectColumn("email", dbz.STRING),
+        ],
+    )
     for topic in (orders.topic, customers.topic, "shop"):
         create_topic(bootstrap, topic, partitions=1, exist_ok=True)
 
-    order_events = [orders.insert({"id": i, "customer_id": i % 3 + 1, "item": f"item-{i}", "qty": i})
-                    for i in range(1, 11)]
-    order_events.append(orders.update({"id": 2, "customer_id": 3, "item": "item-2", "qty": 2},
-                                      {"id": 2, "customer_id": 3, "item": "item-2", "qty": 5}))
+    order_events = [
+        orders.insert({"id": i, "customer_id": i % 3 + 1, "item": f"item-{i}", "qty": i})
+        for i in range(1, 11)
+    ]
+    order_events.append(
+        orders.update(
+            {"id": 2, "customer_id": 3, "item": "item-2", "qty": 2},
+            {"id": 2, "customer_id": 3, "item": "item-2", "qty": 5},
+        )
+    )
     order_events.append(orders.delete({"id": 7, "customer_id": 2, "item": "item-7", "qty": 7}))
     # a new column, placed after `item`
     ddl_add = orders.add_column("price", dbz.DECIMAL(10, 2), after="item")
-    order_events += [orders.insert({"id": i, "customer_id": 1, "item": f"item-{i}", "price": decimal.Decimal(i) / 4,
-                                    "qty": i}) for i in range(11, 14)]
+    order_events += [
+        orders.insert(
+            {"id": i, "customer_id": 1, "item": f"item-{i}", "price": decimal.Decimal(i) / 4, "qty": i}
+        )
+        for i in range(11, 14)
+    ]
     # a type widening: qty INT -> BIGINT
     ddl_widen = orders.change_type("qty", dbz.INT64)
-    order_events.append(orders.insert({"id": 14, "customer_id": 2, "item": "item-14",
-                                       "price": decimal.Decimal("9.99"), "qty": 10_000_000_000}))
+    order_events.append(
+        orders.insert(
+            {
+                "id": 14,
+                "customer_id": 2,
+                "item": "item-14",
+                "price": decimal.Decimal("9.99"),
+                "qty": 10_000_000_000,
+            }
+        )
+    )
     # a rename, which only the DDL on the schema-change topic can tell from a drop plus an add
     ddl_rename = orders.rename_column("qty", "quantity")
-    order_events += [orders.insert({"id": i, "customer_id": 3, "item": f"item-{i}",
-                                    "price": decimal.Decimal("1.50"), "quantity": i}) for i in range(15, 18)]
-    order_events.append(orders.update({"id": 15, "customer_id": 3, "item": "item-15", "price": decimal.Decimal("1.50"),
-                                       "quantity": 15},
-                                      {"id": 15, "customer_id": 3, "item": "item-15", "price": decimal.Decimal("1.75"),
-                                       "quantity": 16}))
+    order_events += [
+        orders.insert(
+            {"id": i, "customer_id": 3, "item": f"item-{i}", "price": decimal.Decimal("1.50"), "quantity": i}
+        )
+        for i in range(15, 18)
+    ]
+    order_events.append(
+        orders.update(
+            {"id": 15, "customer_id": 3, "item": "item-15", "price": decimal.Decimal("1.50"), "quantity": 15},
+            {"id": 15, "customer_id": 3, "item": "item-15", "price": decimal.Decimal("1.75"), "quantity": 16},
+        )
+    )
 
-    customer_events = [customers.insert({"id": i, "name": n, "email": f"{n.lower()}@example.com"})
-                       for i, n in enumerate(["Ada", "Grace", "Edsger"], start=1)]
+    customer_events = [
+        customers.insert({"id": i, "name": n, "email": f"{n.lower()}@example.com"})
+        for i, n in enumerate(["Ada", "Grace", "Edsger"], start=1)
+    ]
     ddl_customer = customers.add_column("country", dbz.STRING)
-    customer_events.append(customers.update({"id": 2, "name": "Grace", "email": "grace@example.com"},
-                                            {"id": 2, "name": "Grace", "email": "grace@example.com",
-                                             "country": "US"}))
+    customer_events.append(
+        customers.update(
+            {"id": 2, "name": "Grace", "email": "grace@example.com"},
+            {"id": 2, "name": "Grace", "email": "grace@example.com", "country": "US"},
+        )
+    )
 
     schema_changes = [orders.schema_change(d) for d in (ddl_add, ddl_widen, ddl_rename)]
     schema_changes.append(customers.schema_change(ddl_customer))

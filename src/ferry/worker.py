@@ -12,6 +12,7 @@ worker and takes whole batches from confluent-kafka, so its framework cost is pe
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import queue
 import threading
@@ -26,7 +27,7 @@ from ferry.connectors.kafka.source import EndPosition, KafkaSource, StartPositio
 from ferry.connectors.record import Record
 from ferry.pipeline.events import SCHEMA_CHANGE_TAGS, Event
 from ferry.pipeline.route import Route, TableRouter
-from ferry.pipeline.router import SchemaChangeBehavior, SchemaChangeRouter
+from ferry.pipeline.router import SchemaChangeRouter
 from ferry.pipeline.runner import HintSource, PipelineRunner, RunnerSettings
 from ferry.pipeline.state import StateStore
 from ferry.sinks import Sink, sink_class
@@ -46,15 +47,22 @@ def build_sink(job: JobConfig) -> Sink:
     return sink
 
 
-def build_runner(job: JobConfig, *, sink: Sink | None = None, hints: HintSource | None = None) -> PipelineRunner:
+def build_runner(
+    job: JobConfig, *, sink: Sink | None = None, hints: HintSource | None = None
+) -> PipelineRunner:
     """Everything a pipeline needs, from its job file."""
     source_config, pipeline = job.source, job.pipeline
-    properties = {k: v for k, v in source_config.properties.items() if k not in ("bootstrap.servers", "group.id")}
+    properties = {
+        k: v for k, v in source_config.properties.items() if k not in ("bootstrap.servers", "group.id")
+    }
     group_id = source_config.properties.get("group.id", pipeline.name)
 
     def start_of(options: Any) -> StartPosition:
-        return StartPosition(options.scan_startup_mode.value, options.scan_startup_timestamp_millis,
-                             dict(options.scan_startup_specific_offsets or {}))
+        return StartPosition(
+            options.scan_startup_mode.value,
+            options.scan_startup_timestamp_millis,
+            dict(options.scan_startup_specific_offsets or {}),
+        )
 
     source = KafkaSource(
         bootstrap_servers=source_config.bootstrap_servers,
@@ -64,19 +72,27 @@ def build_runner(job: JobConfig, *, sink: Sink | None = None, hints: HintSource 
         properties=properties,
         start=start_of(source_config),
         start_per_topic={t.topic: start_of(t) for t in source_config.tables},
-        end=EndPosition(source_config.scan_bounded_mode.value, source_config.scan_bounded_timestamp_millis,
-                        dict(source_config.scan_bounded_specific_offsets or {})),
+        end=EndPosition(
+            source_config.scan_bounded_mode.value,
+            source_config.scan_bounded_timestamp_millis,
+            dict(source_config.scan_bounded_specific_offsets or {}),
+        ),
     )
     decoder = decoder_for(source_config.value_format.value)
     sink = sink or build_sink(job)
     router = SchemaChangeRouter(
         sink,
-        SchemaChangeBehavior(pipeline.schema_change_behavior.value),
+        pipeline.schema_change_behavior,
         accepted_schema_changes(job.sink.include_schema_changes, job.sink.exclude_schema_changes),
     )
-    tables = TableRouter(Route(r.source_table, r.sink_table, r.replace_symbol, r.description) for r in job.route)
-    dead_letter = KafkaDeadLetter(bootstrap_servers=source_config.bootstrap_servers,
-                                  topic=pipeline.dead_letter_topic, pipeline=pipeline.name)
+    tables = TableRouter(
+        Route(r.source_table, r.sink_table, r.replace_symbol, r.description) for r in job.route
+    )
+    dead_letter = KafkaDeadLetter(
+        bootstrap_servers=source_config.bootstrap_servers,
+        topic=pipeline.dead_letter_topic,
+        pipeline=pipeline.name,
+    )
     settings = RunnerSettings(
         name=pipeline.name,
         batch_size=pipeline.batch_size,
@@ -84,9 +100,17 @@ def build_runner(job: JobConfig, *, sink: Sink | None = None, hints: HintSource 
         schema_change_timeout_s=pipeline.schema_operator_rpc_timeout.total_seconds(),
         fail_on_bad_record=pipeline.on_bad_record == "fail",
     )
-    return PipelineRunner(settings=settings, source=source, decode=decoder.decode, sink=sink,
-                          state=StateStore(pipeline.state_url), router=router, tables=tables,
-                          dead_letter=dead_letter, hints=hints)
+    return PipelineRunner(
+        settings=settings,
+        source=source,
+        decode=decoder.decode,
+        sink=sink,
+        state=StateStore(pipeline.state_url),
+        router=router,
+        tables=tables,
+        dead_letter=dead_letter,
+        hints=hints,
+    )
 
 
 class HintQueue:
@@ -135,7 +159,9 @@ class HintQueue:
             while any(self._read.get(p, -1) < end for p, end in ends.items()):
                 left = deadline - time.monotonic()
                 if left <= 0:
-                    log.warning("schema-change topic %s not read to its end within %.0f s", self.topic, timeout)
+                    log.warning(
+                        "schema-change topic %s not read to its end within %.0f s", self.topic, timeout
+                    )
                     break
                 self._changed.wait(min(left, 0.5))
         return self.drain()
@@ -144,7 +170,9 @@ class HintQueue:
 class FerryWorker:
     """Runs one pipeline as a faust worker; :meth:`run` returns when the pipeline stops."""
 
-    def __init__(self, job: JobConfig, *, data_dir: str | Path = "var/faust", log_level: str = "warn") -> None:
+    def __init__(
+        self, job: JobConfig, *, data_dir: str | Path = "var/faust", log_level: str = "warn"
+    ) -> None:
         self.job = job
         self.data_dir = Path(data_dir)
         self.log_level = log_level
@@ -175,8 +203,14 @@ class FerryWorker:
             async def schema_changes(stream: Any) -> None:
                 async for event in stream.events():
                     message = event.message
-                    record = Record(message.topic, message.partition, message.offset, message.key,
-                                    message.value, message.timestamp)
+                    record = Record(
+                        message.topic,
+                        message.partition,
+                        message.offset,
+                        key=message.key,
+                        value=message.value,
+                        timestamp=(1, int(message.timestamp * 1000)),
+                    )
                     self.hints.put(decoder.decode([record]), message.partition, message.offset)
 
             app.agent(topic, name="schema-changes")(schema_changes)
@@ -197,7 +231,7 @@ class FerryWorker:
             self.stop_event.set()
             await asyncio.get_running_loop().run_in_executor(None, self._done.wait, 120)
 
-        app.on_before_shutdown.connect(before_shutdown)
+        app.on_before_shutdown.connect(before_shutdown)  # type: ignore[arg-type]
         return app
 
     def _run_pipeline(self) -> None:
@@ -216,8 +250,6 @@ class FerryWorker:
 
         app = self._app()
         self._worker = faust.Worker(app, loglevel=self.log_level, quiet=True, redirect_stdouts=False)
-        try:
+        with contextlib.suppress(SystemExit):
             self._worker.execute_from_commandline()
-        except SystemExit:
-            pass
         return 1 if self.error is not None else 0

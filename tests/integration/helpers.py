@@ -10,9 +10,19 @@ from confluent_kafka import Consumer, TopicPartition
 from ferry.testing import debezium as dbz
 
 
-def job_yaml(bootstrap: str, topic: str, tmp_path: Path, name: str, *, sink: str = "type: memory",
-             source_extra: str = "", pipeline_extra: str = "", startup: str = "earliest-offset",
-             bounded: str = "latest-offset", top_extra: str = "") -> str:
+def job_yaml(
+    bootstrap: str,
+    topic: str,
+    tmp_path: Path,
+    name: str,
+    *,
+    sink: str = "type: memory",
+    source_extra: str = "",
+    pipeline_extra: str = "",
+    startup: str = "earliest-offset",
+    bounded: str = "latest-offset",
+    top_extra: str = "",
+) -> str:
     sink_lines = "\n".join("  " + line for line in sink.splitlines())
     return f"""
 source:
@@ -34,19 +44,30 @@ pipeline:
 
 
 def orders_table(server: str = "shop") -> dbz.DebeziumTable:
-    return dbz.DebeziumTable(server, "inventory", "orders", [
-        dbz.ConnectColumn("id", dbz.INT32, optional=False),
-        dbz.ConnectColumn("item", dbz.STRING),
-        dbz.ConnectColumn("qty", dbz.INT32),
-    ])
+    return dbz.DebeziumTable(
+        server,
+        "inventory",
+        "orders",
+        [
+            dbz.ConnectColumn("id", dbz.INT32, optional=False),
+            dbz.ConnectColumn("item", dbz.STRING),
+            dbz.ConnectColumn("qty", dbz.INT32),
+        ],
+    )
 
 
 def read_all(bootstrap: str, topic: str, expected: int, timeout: float = 20.0) -> list[Any]:
     """Every record of ``topic`` (waits until ``expected`` are there or the timeout)."""
     import time
 
-    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"reader-{topic}",
-                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"reader-{topic}",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
     metadata = consumer.list_topics(topic, timeout=10)
     partitions = [TopicPartition(topic, p, 0) for p in metadata.topics[topic].partitions]
     consumer.assign(partitions)

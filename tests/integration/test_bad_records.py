@@ -33,7 +33,8 @@ def bad_stream(table_topic: str) -> list[tuple[bytes | None, bytes | None]]:
 
 
 def test_bad_records_go_to_the_dead_letter_topic_and_the_pipeline_goes_on(
-        kafka_bootstrap: str, topic_factory: TopicFactory, tmp_path: Path, group_id: str) -> None:
+    kafka_bootstrap: str, topic_factory: TopicFactory, tmp_path: Path, group_id: str
+) -> None:
     topic = topic_factory(1)
     stream = bad_stream(topic)
     produce(kafka_bootstrap, topic, [v for _, v in stream], keys=[k for k, _ in stream])
@@ -59,12 +60,14 @@ def test_bad_records_go_to_the_dead_letter_topic_and_the_pipeline_goes_on(
 
 
 def test_on_bad_record_fail_stops_the_pipeline_naming_the_position(
-        kafka_bootstrap: str, topic_factory: TopicFactory, tmp_path: Path, group_id: str) -> None:
+    kafka_bootstrap: str, topic_factory: TopicFactory, tmp_path: Path, group_id: str
+) -> None:
     topic = topic_factory(1)
     stream = bad_stream(topic)
     produce(kafka_bootstrap, topic, [v for _, v in stream], keys=[k for k, _ in stream])
-    job = load_job_text(job_yaml(kafka_bootstrap, topic, tmp_path, group_id,
-                                 pipeline_extra="  on-bad-record: fail"))
+    job = load_job_text(
+        job_yaml(kafka_bootstrap, topic, tmp_path, group_id, pipeline_extra="  on-bad-record: fail")
+    )
     runner = build_runner(job, sink=MemorySink())
     with pytest.raises(BadRecordError, match=f"topic {topic}, partition 0, offset 1: malformed JSON"):
         runner.run()

@@ -38,23 +38,31 @@ pipeline:
 
 
 def orders_table() -> dbz.DebeziumTable:
-    return dbz.DebeziumTable("shop", "inventory", "orders", [
-        dbz.ConnectColumn("id", dbz.INT32, optional=False),
-        dbz.ConnectColumn("item", dbz.STRING),
-        dbz.ConnectColumn("qty", dbz.INT32),
-    ])
+    return dbz.DebeziumTable(
+        "shop",
+        "inventory",
+        "orders",
+        [
+            dbz.ConnectColumn("id", dbz.INT32, optional=False),
+            dbz.ConnectColumn("item", dbz.STRING),
+            dbz.ConnectColumn("qty", dbz.INT32),
+        ],
+    )
 
 
 def run(runner: PipelineRunner) -> None:
     runner.run()
 
 
-def test_rows_and_schema_changes_reach_the_sink(kafka_bootstrap: str, topic_factory: TopicFactory,
-                                                 tmp_path: Path, group_id: str) -> None:
+def test_rows_and_schema_changes_reach_the_sink(
+    kafka_bootstrap: str, topic_factory: TopicFactory, tmp_path: Path, group_id: str
+) -> None:
     topic = topic_factory(1)
     table = orders_table()
     records = [table.insert({"id": i, "item": f"item-{i}", "qty": i}) for i in range(1, 6)]
-    records.append(table.update({"id": 2, "item": "item-2", "qty": 2}, {"id": 2, "item": "item-2b", "qty": 20}))
+    records.append(
+        table.update({"id": 2, "item": "item-2", "qty": 2}, {"id": 2, "item": "item-2b", "qty": 20})
+    )
     records.append(table.delete({"id": 3, "item": "item-3", "qty": 3}))
     table.add_column("price", dbz.DECIMAL(10, 2), after="item")
     records.append(table.insert({"id": 6, "item": "six", "price": decimal.Decimal("6.50"), "qty": 6}))
@@ -80,7 +88,10 @@ def test_rows_and_schema_changes_reach_the_sink(kafka_bootstrap: str, topic_fact
     assert rows[1] == {"id": 2, "item": "item-2b", "price": None, "quantity": None}
     assert rows[4] == {"id": 6, "item": "six", "price": decimal.Decimal("6.50"), "quantity": None}
     assert rows[5] == {"id": 7, "item": "seven", "price": decimal.Decimal("7.25"), "quantity": 7}
-    assert schema.column("item").type == STRING() or schema.column("item").type.root.value in ("STRING", "VARCHAR")
+    assert schema.column("item").type == STRING() or schema.column("item").type.root.value in (
+        "STRING",
+        "VARCHAR",
+    )
     history = [h.change for h in runner.state.schema_history(group_id)]
     assert history[0].startswith("create.table inventory.orders")
     assert "add.column inventory.orders `price` DECIMAL(10, 2) AFTER item" in history

@@ -44,8 +44,12 @@ def handle_errors(func: F) -> F:
 
 
 @click.group()
-@click.option("--log-level", default="INFO", show_default=True,
-              type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False))
+@click.option(
+    "--log-level",
+    default="INFO",
+    show_default=True,
+    type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
+)
 def main(log_level: str) -> None:
     """ferry: change data capture pipelines from Kafka into lakehouse and warehouse tables."""
     logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
@@ -63,8 +67,12 @@ def validate(job: Path) -> None:
 
 @main.command()
 @click.argument("job", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option("--worker/--no-worker", default=True, show_default=True,
-              help="Run as a faust worker (agents for DDL topics); --no-worker runs the hot path alone.")
+@click.option(
+    "--worker/--no-worker",
+    default=True,
+    show_default=True,
+    help="Run as a faust worker (agents for DDL topics); --no-worker runs the hot path alone.",
+)
 @handle_errors
 def run(job: Path, worker: bool) -> None:
     """Run a pipeline until it is stopped (SIGTERM/SIGINT take a final checkpoint)."""

@@ -22,22 +22,34 @@ def status_data(store: StateStore, names: list[str]) -> list[dict[str, Any]]:
         row = store.get_status(name)
         checkpoint = store.latest_checkpoint(name)
         history = store.schema_history(name)
-        out.append({
-            "pipeline": name,
-            "phase": row["phase"] if row else "UNKNOWN",
-            "detail": row["detail"] if row else "no status recorded",
-            "updated_ms": row["updated_ms"] if row else None,
-            "metrics": row["metrics"] if row else {},
-            "checkpoint": None if checkpoint is None else {
-                "id": checkpoint.id, "created_ms": checkpoint.created_ms,
-                "offsets": {f"{t}[{p}]": o for (t, p), o in sorted(checkpoint.offsets.items())},
-            },
-            "schema_history": [
-                {"source_table": h.source_table, "sink_table": h.sink_table, "change": h.change,
-                 "outcome": h.outcome, "reason": h.reason, "position": h.position, "at_ms": h.at_ms}
-                for h in history
-            ],
-        })
+        out.append(
+            {
+                "pipeline": name,
+                "phase": row["phase"] if row else "UNKNOWN",
+                "detail": row["detail"] if row else "no status recorded",
+                "updated_ms": row["updated_ms"] if row else None,
+                "metrics": row["metrics"] if row else {},
+                "checkpoint": None
+                if checkpoint is None
+                else {
+                    "id": checkpoint.id,
+                    "created_ms": checkpoint.created_ms,
+                    "offsets": {f"{t}[{p}]": o for (t, p), o in sorted(checkpoint.offsets.items())},
+                },
+                "schema_history": [
+                    {
+                        "source_table": h.source_table,
+                        "sink_table": h.sink_table,
+                        "change": h.change,
+                        "outcome": h.outcome,
+                        "reason": h.reason,
+                        "position": h.position,
+                        "at_ms": h.at_ms,
+                    }
+                    for h in history
+                ],
+            }
+        )
     return out
 
 
@@ -50,10 +62,14 @@ def render_status(store: StateStore, names: list[str], output: str) -> str:
     lines: list[str] = []
     for p in data:
         m = p["metrics"]
-        lines.append(f"pipeline {p['pipeline']}: {p['phase']} — {p['detail']} (updated {_when(p['updated_ms'])})")
-        lines.append(f"  records read {m.get('records_read', 0)}, throughput {m.get('throughput_eps', 0)} events/s, "
-                     f"bad records {m.get('bad_records', 0)}, checkpoints {m.get('checkpoints', 0)} "
-                     f"(last {_when(m.get('last_checkpoint_ms'))})")
+        lines.append(
+            f"pipeline {p['pipeline']}: {p['phase']} — {p['detail']} (updated {_when(p['updated_ms'])})"
+        )
+        lines.append(
+            f"  records read {m.get('records_read', 0)}, throughput {m.get('throughput_eps', 0)} events/s, "
+            f"bad records {m.get('bad_records', 0)}, checkpoints {m.get('checkpoints', 0)} "
+            f"(last {_when(m.get('last_checkpoint_ms'))})"
+        )
         if m.get("schema_change_wait_ms"):
             lines.append(f"  time spent in schema-change barriers: {m['schema_change_wait_ms']} ms")
         lines.append("  partitions (offset / lag):")

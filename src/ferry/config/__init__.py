@@ -12,14 +12,15 @@ from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
     from ferry.config.exceptions import ConfigError, ConfigProblem
-    from ferry.config.job import JobConfig, SchemaChangeBehavior, expand_schema_change_tags
+    from ferry.config.job import JobConfig, expand_schema_change_tags
     from ferry.config.loader import load_job, load_job_text, validate_command
+    from ferry.pipeline.router import SchemaChangeBehavior
 
 _EXPORTS: dict[str, str] = {
     "ConfigError": "ferry.config.exceptions",
     "ConfigProblem": "ferry.config.exceptions",
     "JobConfig": "ferry.config.job",
-    "SchemaChangeBehavior": "ferry.config.job",
+    "SchemaChangeBehavior": "ferry.pipeline.router",
     "expand_schema_change_tags": "ferry.config.job",
     "load_job": "ferry.config.loader",
     "load_job_text": "ferry.config.loader",

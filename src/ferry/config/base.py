@@ -22,11 +22,14 @@ def fold_prefixed(data: Any, prefix: str, field: str) -> Any:
     if not isinstance(data, dict):
         return data
     dotted = prefix + "."
-    folded = {k[len(dotted):]: v for k, v in data.items() if isinstance(k, str) and k.startswith(dotted)}
+    folded = {k[len(dotted) :]: v for k, v in data.items() if isinstance(k, str) and k.startswith(dotted)}
     if not folded:
         return data
     rest = {k: v for k, v in data.items() if not (isinstance(k, str) and k.startswith(dotted))}
-    rest[field] = {**rest.get(field, {}), **{k: str(v) if not isinstance(v, str) else v for k, v in folded.items()}}
+    rest[field] = {
+        **rest.get(field, {}),
+        **{k: str(v) if not isinstance(v, str) else v for k, v in folded.items()},
+    }
     return rest
 
 

@@ -30,6 +30,7 @@ from ferry.config.base import ConfigModel, fold_prefixed
 from ferry.config.sinks import SinkConfig, sink_config_classes
 from ferry.exceptions import FerryError
 from ferry.pipeline.events import SCHEMA_CHANGE_TAGS
+from ferry.pipeline.router import SchemaChangeBehavior
 from ferry.pipeline.schema import TableId
 
 
@@ -101,16 +102,6 @@ Duration = Annotated[
 
 # --------------------------------------------------------------------------------------------------
 # Schema-change names
-
-
-class SchemaChangeBehavior(StrEnum):
-    """``pipeline.schema.change.behavior`` (SPEC §2). Written in any case in YAML."""
-
-    EXCEPTION = "EXCEPTION"
-    IGNORE = "IGNORE"
-    LENIENT = "LENIENT"
-    TRY_EVOLVE = "TRY_EVOLVE"
-    EVOLVE = "EVOLVE"
 
 
 #: Family name → the schema-change tags it stands for (Flink CDC's ``SchemaChangeEventTypeFamily``,

@@ -36,8 +36,10 @@ class CastError(TerminalError):
     """A value cannot be cast to the sink column's type without loss."""
 
     def __init__(self, column: str, value: Any, target: DataType, why: str = "") -> None:
-        super().__init__(f"column {column!r}: value {value!r} cannot be cast to {target} without loss"
-                         + (f" ({why})" if why else ""))
+        super().__init__(
+            f"column {column!r}: value {value!r} cannot be cast to {target} without loss"
+            + (f" ({why})" if why else "")
+        )
         self.column = column
 
 
@@ -167,7 +169,9 @@ def _to_bytes(v: Any) -> bytes:
 class RowAdapter:
     """Shapes rows of one source schema to one sink schema. Build once, use for many rows."""
 
-    def __init__(self, source: Schema, sink_schema: Schema, sink_type: Callable[[DataType], DataType]) -> None:
+    def __init__(
+        self, source: Schema, sink_schema: Schema, sink_type: Callable[[DataType], DataType]
+    ) -> None:
         self.dropped = tuple(c.name for c in source.columns if c.name not in sink_schema)
         self.missing = tuple(c.name for c in sink_schema.columns if c.name not in source)
         self.casts: dict[str, Cast] = {}
@@ -179,7 +183,9 @@ class RowAdapter:
                 if cast is not None:
                     self.casts[col.name] = cast
         self.names = sink_schema.names
-        self.identity = not self.dropped and not self.missing and not self.casts and source.names == self.names
+        self.identity = (
+            not self.dropped and not self.missing and not self.casts and source.names == self.names
+        )
 
     def adapt_row(self, row: Row | None) -> Row | None:
         if row is None:

@@ -59,8 +59,9 @@ def _(change: TruncateTable, schema: Schema | None) -> Schema | None:
 def _(change: AddColumn, schema: Schema | None) -> Schema | None:
     assert schema is not None
     if change.column.name in schema:
-        raise SchemaError(f"column {change.column.name!r} already exists", table=str(change.table_id),
-                          change=change.tag)
+        raise SchemaError(
+            f"column {change.column.name!r} already exists", table=str(change.table_id), change=change.tag
+        )
     columns = list(schema.columns)
     kind, ref = change.position.kind, change.position.reference
     if kind is ColumnPositionKind.FIRST:
@@ -79,8 +80,11 @@ def _(change: DropColumn, schema: Schema | None) -> Schema | None:
     assert schema is not None
     schema.column(change.column_name)
     if change.column_name in schema.primary_keys:
-        raise SchemaError(f"cannot drop primary key column {change.column_name!r}",
-                          table=str(change.table_id), change=change.tag)
+        raise SchemaError(
+            f"cannot drop primary key column {change.column_name!r}",
+            table=str(change.table_id),
+            change=change.tag,
+        )
     return schema.with_columns(c for c in schema.columns if c.name != change.column_name)
 
 
@@ -89,8 +93,11 @@ def _(change: RenameColumn, schema: Schema | None) -> Schema | None:
     assert schema is not None
     schema.column(change.old_name)
     if change.new_name in schema:
-        raise SchemaError(f"cannot rename {change.old_name!r}: {change.new_name!r} already exists",
-                          table=str(change.table_id), change=change.tag)
+        raise SchemaError(
+            f"cannot rename {change.old_name!r}: {change.new_name!r} already exists",
+            table=str(change.table_id),
+            change=change.tag,
+        )
     columns = [replace(c, name=change.new_name) if c.name == change.old_name else c for c in schema.columns]
     keys = tuple(change.new_name if k == change.old_name else k for k in schema.primary_keys)
     parts = tuple(change.new_name if k == change.old_name else k for k in schema.partition_keys)

@@ -64,8 +64,11 @@ def change_kind(change: SchemaChange, sink_schema: Schema | None) -> ChangeKind:
             return ChangeKind.CREATE_TABLE
         case AddColumn(position=position):
             is_last = position.kind is ColumnPositionKind.LAST or (
-                position.kind is ColumnPositionKind.AFTER and sink_schema is not None
-                and sink_schema.columns and sink_schema.columns[-1].name == position.reference)
+                position.kind is ColumnPositionKind.AFTER
+                and sink_schema is not None
+                and sink_schema.columns
+                and sink_schema.columns[-1].name == position.reference
+            )
             return ChangeKind.ADD_COLUMN_LAST if is_last else ChangeKind.ADD_COLUMN_POSITIONED
         case DropColumn():
             return ChangeKind.DROP_COLUMN
@@ -123,12 +126,16 @@ class SchemaChangeRouter:
         if sink_schema is None:
             return Decision(Action.SKIP, change, "the sink table does not exist", kind)
         if self.behavior is SchemaChangeBehavior.EXCEPTION:
-            return Decision(Action.FAIL, change,
-                            f"schema change behavior EXCEPTION refuses every schema change ({kind.value})",
-                            kind)
+            return Decision(
+                Action.FAIL,
+                change,
+                f"schema change behavior EXCEPTION refuses every schema change ({kind.value})",
+                kind,
+            )
         if change.tag not in self.accepted_tags:
-            return Decision(Action.SKIP, change, f"{change.tag} is not accepted by the job's schema changes",
-                            kind)
+            return Decision(
+                Action.SKIP, change, f"{change.tag} is not accepted by the job's schema changes", kind
+            )
         if self.behavior is SchemaChangeBehavior.IGNORE:
             return Decision(Action.SKIP, change, "schema change behavior IGNORE", kind)
         support = self.sink.capabilities.support(kind)
@@ -136,39 +143,69 @@ class SchemaChangeRouter:
             return Decision(Action.APPLY, change, "supported", kind)
         if support is Support.APPLY_AT_END:
             assert isinstance(change, AddColumn)
-            return Decision(Action.APPLY, replace(change, position=LAST),
-                            f"{self.sink.kind} only appends columns: added last", kind)
+            return Decision(
+                Action.APPLY,
+                replace(change, position=LAST),
+                f"{self.sink.kind} only appends columns: added last",
+                kind,
+            )
         if support in (Support.NOT_SYNCED, Support.IGNORED):
-            return Decision(Action.SKIP, change, f"{self.sink.kind} does not sync {kind.value} ({support.value})",
-                            kind)
+            return Decision(
+                Action.SKIP, change, f"{self.sink.kind} does not sync {kind.value} ({support.value})", kind
+            )
         # unsupported by the sink
-        if (isinstance(change, RenameColumn) and self.behavior is SchemaChangeBehavior.LENIENT
-                and self.sink.capabilities.lenient_rename_as_new_column):
+        if (
+            isinstance(change, RenameColumn)
+            and self.behavior is SchemaChangeBehavior.LENIENT
+            and self.sink.capabilities.lenient_rename_as_new_column
+        ):
             old = sink_schema.find(change.old_name)
             if old is not None:
                 column = Column(change.new_name, old.type.with_nullable(True), old.comment)
-                return Decision(Action.APPLY, AddColumn(change.table_id, column, LAST),
-                                f"{self.sink.kind} cannot rename: {change.new_name} added as a new column, "
-                                f"{change.old_name} kept and NULL from now on", kind)
+                return Decision(
+                    Action.APPLY,
+                    AddColumn(change.table_id, column, LAST),
+                    f"{self.sink.kind} cannot rename: {change.new_name} added as a new column, "
+                    f"{change.old_name} kept and NULL from now on",
+                    kind,
+                )
         if self.behavior is SchemaChangeBehavior.EVOLVE:
-            return Decision(Action.FAIL, change,
-                            f"sink {self.sink.kind} does not support {kind.value} on table {change.table_id} "
-                            f"({change}) and schema change behavior is EVOLVE", kind)
+            return Decision(
+                Action.FAIL,
+                change,
+                f"sink {self.sink.kind} does not support {kind.value} on table {change.table_id} "
+                f"({change}) and schema change behavior is EVOLVE",
+                kind,
+            )
         return Decision(Action.SKIP, change, f"{self.sink.kind} does not support {kind.value}", kind)
 
     def _create(self, change: CreateTable, sink_schema: Schema | None, kind: ChangeKind) -> Decision:
         if sink_schema is None:
             return Decision(Action.APPLY, change, "new table", kind)
         wanted = change.schema
-        if wanted.primary_keys and sink_schema.primary_keys and wanted.primary_keys != sink_schema.primary_keys:
-            return Decision(Action.FAIL, change,
-                            f"table {change.table_id} exists at sink {self.sink.kind} with an incompatible schema: "
-                            f"sink has {sink_schema.describe()}, source has {wanted.describe()}", kind)
+        if (
+            wanted.primary_keys
+            and sink_schema.primary_keys
+            and wanted.primary_keys != sink_schema.primary_keys
+        ):
+            return Decision(
+                Action.FAIL,
+                change,
+                f"table {change.table_id} exists at sink {self.sink.kind} with an incompatible schema: "
+                f"sink has {sink_schema.describe()}, source has {wanted.describe()}",
+                kind,
+            )
         return Decision(Action.SKIP, change, "the table already exists", kind)
 
     def on_refused(self, decision: Decision, error: Exception) -> Decision:
         """The sink refused a change while applying it: TRY_EVOLVE and LENIENT go on, EVOLVE fails."""
         if self.behavior is SchemaChangeBehavior.EVOLVE or isinstance(decision.change, CreateTable):
-            return Decision(Action.FAIL, decision.change, f"sink {self.sink.kind} refused {decision.change}: "
-                            f"{error}", decision.kind)
-        return Decision(Action.SKIP, decision.change, f"refused by the sink, rows adapted: {error}", decision.kind)
+            return Decision(
+                Action.FAIL,
+                decision.change,
+                f"sink {self.sink.kind} refused {decision.change}: {error}",
+                decision.kind,
+            )
+        return Decision(
+            Action.SKIP, decision.change, f"refused by the sink, rows adapted: {error}", decision.kind
+        )

@@ -27,6 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from dataclasses import dataclass, field, replace
+from functools import partial
 from typing import Any, Protocol
 
 import orjson
@@ -47,7 +48,7 @@ from ferry.pipeline.events import (
 )
 from ferry.pipeline.exceptions import CheckpointError, SchemaChangeRefusedError
 from ferry.pipeline.route import TableRouter
-from ferry.pipeline.router import Action, SchemaChangeRouter
+from ferry.pipeline.router import Action, Decision, SchemaChangeRouter
 from ferry.pipeline.schema import Schema, TableId, widen_schemas
 from ferry.pipeline.state import SchemaHistoryEntry, StateStore, now_ms
 from ferry.pipeline.tracker import SchemaTracker, diff_schemas
@@ -121,9 +122,19 @@ class Metrics:
 class PipelineRunner:
     """Runs one pipeline: source → decoder → schema tracking and routing → sink, with checkpoints."""
 
-    def __init__(self, *, settings: RunnerSettings, source: Source, decode: Decode, sink: Sink,
-                 state: StateStore, router: SchemaChangeRouter, tables: TableRouter,
-                 dead_letter: DeadLetter, hints: HintSource | None = None) -> None:
+    def __init__(
+        self,
+        *,
+        settings: RunnerSettings,
+        source: Source,
+        decode: Decode,
+        sink: Sink,
+        state: StateStore,
+        router: SchemaChangeRouter,
+        tables: TableRouter,
+        dead_letter: DeadLetter,
+        hints: HintSource | None = None,
+    ) -> None:
         self.settings = settings
         self.source = source
         self.decode = decode
@@ -186,7 +197,7 @@ class PipelineRunner:
         for closable in (self.source, self.dead_letter, self.sink):
             try:
                 closable.close()
-            except Exception:  # noqa: BLE001 - closing must not hide the error that stopped us
+            except Exception:
                 log.exception("closing %s failed", closable)
 
     # ------------------------------------------------------------------------------ hot path
@@ -202,7 +213,8 @@ class PipelineRunner:
             self.process(self.decode(records), records)
         now = time.monotonic()
         if self._buffered >= self.settings.flush_rows or (
-                now - self._last_checkpoint >= self.settings.checkpoint_interval_s):
+            now - self._last_checkpoint >= self.settings.checkpoint_interval_s
+        ):
             self.checkpoint()
         if now - self._last_status >= self.settings.status_interval_s:
             self._update_status(now)
@@ -241,8 +253,12 @@ class PipelineRunner:
     def _open_table(self, table_id: TableId, event: DataChange) -> list[DataChange] | None:
         if self.tracker.schema(table_id) is None:
             assert event.position is not None
-            self._bad(f"no schema known for table {table_id} (a record without a schema, and no DDL seen)",
-                      event.position, None, _change_bytes(event))
+            self._bad(
+                f"no schema known for table {table_id} (a record without a schema, and no DDL seen)",
+                event.position,
+                None,
+                _change_bytes(event),
+            )
             return None
         if isinstance(self.sink, OffsetCommitting) and table_id not in self._skip_checked:
             self._skip_checked.add(table_id)
@@ -277,8 +293,14 @@ class PipelineRunner:
         if self.settings.fail_on_bad_record:
             raise BadRecordError(reason, position)
         log.warning("bad record at %s: %s (sent to the dead-letter topic)", position, reason)
-        self.dead_letter.send(reason=reason, topic=position.topic, partition=position.partition,
-                              offset=position.offset, key=key, value=value)
+        self.dead_letter.send(
+            reason=reason,
+            topic=position.topic,
+            partition=position.partition,
+            offset=position.offset,
+            key=key,
+            value=value,
+        )
 
     # ------------------------------------------------------------------------------ schema changes
 
@@ -297,8 +319,12 @@ class PipelineRunner:
         except FerryError as e:
             if position is None:
                 raise
-            self._bad(f"schema change cannot be applied to {table_id}: {e}", position, None,
-                      getattr(event, "ddl", "").encode() or None)
+            self._bad(
+                f"schema change cannot be applied to {table_id}: {e}",
+                position,
+                None,
+                getattr(event, "ddl", "").encode() or None,
+            )
             return
         if not changes:
             return
@@ -316,8 +342,12 @@ class PipelineRunner:
         """A column gone from a record's schema may be a rename: read every DDL hint written so far
         (Debezium writes the DDL before the rows that follow it) before diffing."""
         known = self.tracker.schema(event.table_id)
-        if self.hints is None or known is None or event.ddl is not None \
-                or all(name in event.schema for name in known.names):
+        if (
+            self.hints is None
+            or known is None
+            or event.ddl is not None
+            or all(name in event.schema for name in known.names)
+        ):
             return []
         changes: list[SchemaChange] = []
         for hint in self.hints.sync(self.settings.schema_change_timeout_s):
@@ -327,7 +357,9 @@ class PipelineRunner:
                 changes += self.tracker.observe(hint)
         return changes
 
-    def _route_change(self, source_table: TableId, change: SchemaChange, position: SourcePosition | None) -> None:
+    def _route_change(
+        self, source_table: TableId, change: SchemaChange, position: SourcePosition | None
+    ) -> None:
         sink_table = self.tables.sink_table(source_table)
         sink_schema = self._sink_schema(sink_table)
         for sink_change in self._sink_changes(source_table, sink_table, change, sink_schema):
@@ -335,25 +367,28 @@ class PipelineRunner:
             if decision.action is Action.APPLY:
                 after = apply_schema_change(sink_schema, decision.change)
                 try:
-                    self._bounded(lambda d=decision, a=after: self.sink.apply_schema_change(d.change, a),
-                                  f"applying {decision.change}")
+                    self._bounded(
+                        partial(self.sink.apply_schema_change, decision.change, after),
+                        f"applying {decision.change}",
+                    )
                 except SinkTerminalError as e:
                     decision = self.router.on_refused(decision, e)
                 self._sink_schemas.pop(sink_table, None)
                 sink_schema = self._sink_schema(sink_table)
-            self._history(source_table, sink_table, decision.change, decision.action.value, decision.reason,
-                          position)
+            self._history(source_table, sink_table, decision, position)
             if decision.action is Action.FAIL:
-                raise SchemaChangeRefusedError(decision.reason, sink=self.sink.kind, table=str(sink_table),
-                                               change=str(decision.change))
+                raise SchemaChangeRefusedError(
+                    decision.reason, sink=self.sink.kind, table=str(sink_table), change=str(decision.change)
+                )
         self.metrics.schema_changes += 1
         for source in [source_table, *self.tables.sources_of(sink_table)]:
             self._adapters.pop(source, None)
         if self.tracker.schema(source_table) is None:
             self._buffers.pop(source_table, None)
 
-    def _sink_changes(self, source_table: TableId, sink_table: TableId, change: SchemaChange,
-                      sink_schema: Schema | None) -> list[SchemaChange]:
+    def _sink_changes(
+        self, source_table: TableId, sink_table: TableId, change: SchemaChange, sink_schema: Schema | None
+    ) -> list[SchemaChange]:
         """The change as the sink table sees it. A table fed by several sources gets their widest
         common schema: only additions and widenings, never a drop."""
         retargeted = replace(change, table_id=sink_table)
@@ -371,12 +406,26 @@ class PipelineRunner:
             self._sink_schemas[sink_table] = self.sink.table_schema(sink_table)
         return self._sink_schemas[sink_table]
 
-    def _history(self, source_table: TableId, sink_table: TableId, change: SchemaChange, outcome: str,
-                 reason: str, position: SourcePosition | None) -> None:
-        log.info("schema change %s on %s: %s (%s)", change, sink_table, outcome, reason)
-        self.state.add_schema_history(self.settings.name, [SchemaHistoryEntry(
-            str(source_table), str(sink_table), str(change), outcome, reason,
-            None if position is None else str(position), now_ms())])
+    def _history(
+        self, source_table: TableId, sink_table: TableId, decision: Decision, position: SourcePosition | None
+    ) -> None:
+        log.info(
+            "schema change %s on %s: %s (%s)",
+            decision.change,
+            sink_table,
+            decision.action.value,
+            decision.reason,
+        )
+        entry = SchemaHistoryEntry(
+            str(source_table),
+            str(sink_table),
+            str(decision.change),
+            decision.action.value,
+            decision.reason,
+            None if position is None else str(position),
+            now_ms(),
+        )
+        self.state.add_schema_history(self.settings.name, [entry])
 
     def _bounded(self, work: Callable[[], None], what: str) -> None:
         timeout = self.settings.schema_change_timeout_s
@@ -385,7 +434,8 @@ class PipelineRunner:
             future.result(timeout=timeout)
         except FutureTimeout:
             raise SchemaChangeTimeoutError(
-                f"{what} did not finish within {timeout:g} s (schema.operator.rpc-timeout)") from None
+                f"{what} did not finish within {timeout:g} s (schema.operator.rpc-timeout)"
+            ) from None
 
     def _advance(self, events: Sequence[Event]) -> None:
         offsets = self._offsets
@@ -405,8 +455,9 @@ class PipelineRunner:
             written = self._write_buffers()
             self._retry(lambda: self.sink.flush(offsets), "sink flush")
             self.dead_letter.flush()
-            self.state.save_checkpoint(self.settings.name, offsets,
-                                       schemas if schemas is not None else self.tracker.snapshot())
+            self.state.save_checkpoint(
+                self.settings.name, offsets, schemas if schemas is not None else self.tracker.snapshot()
+            )
             self.source.commit(offsets)
         except FerryError:
             raise
@@ -430,8 +481,12 @@ class PipelineRunner:
             if sink_schema is None:
                 for change in changes:
                     assert change.position is not None
-                    self._bad(f"sink table {sink_table} does not exist", change.position, None,
-                              _change_bytes(change))
+                    self._bad(
+                        f"sink table {sink_table} does not exist",
+                        change.position,
+                        None,
+                        _change_bytes(change),
+                    )
                 continue
             per_sink.setdefault(sink_table, []).extend(self._adapt(source_table, sink_schema, changes))
         for sink_table, changes in per_sink.items():
@@ -444,11 +499,15 @@ class PipelineRunner:
         self._buffered = 0
         return written
 
-    def _adapt(self, source_table: TableId, sink_schema: Schema, changes: list[DataChange]) -> list[DataChange]:
+    def _adapt(
+        self, source_table: TableId, sink_schema: Schema, changes: list[DataChange]
+    ) -> list[DataChange]:
         adapter = self._adapters.get(source_table)
         if adapter is None:
             source_schema = self.tracker.schema(source_table) or sink_schema
-            adapter = self._adapters[source_table] = RowAdapter(source_schema, sink_schema, self.sink.sink_type)
+            adapter = self._adapters[source_table] = RowAdapter(
+                source_schema, sink_schema, self.sink.sink_type
+            )
         if adapter.identity:
             return changes
         if adapter.dropped:
@@ -491,7 +550,7 @@ class PipelineRunner:
         self.metrics.offsets = _nest(self._offsets)
         try:
             self.metrics.lag = _nest(self.source.lag())
-        except Exception:  # noqa: BLE001 - lag is informative only
+        except Exception:
             log.debug("lag not available", exc_info=True)
         self.state.set_status(self.settings.name, self.phase, self.detail, self.metrics.as_dict())
         self._last_status = now
@@ -505,5 +564,12 @@ def _nest(offsets: Mapping[tuple[str, int], int]) -> dict[str, dict[str, int]]:
 
 
 def _change_bytes(change: DataChange) -> bytes:
-    return orjson.dumps({"table": str(change.table_id), "op": change.op.value, "before": change.before,
-                         "after": change.after}, default=str)
+    return orjson.dumps(
+        {
+            "table": str(change.table_id),
+            "op": change.op.value,
+            "before": change.before,
+            "after": change.after,
+        },
+        default=str,
+    )

@@ -114,8 +114,12 @@ class Schema:
         columns = tuple(columns)
         names = {c.name for c in columns}
         keys = tuple(k for k in self.primary_keys if k in names)
-        return replace(self, columns=columns, primary_keys=keys,
-                       partition_keys=tuple(k for k in self.partition_keys if k in names))
+        return replace(
+            self,
+            columns=columns,
+            primary_keys=keys,
+            partition_keys=tuple(k for k in self.partition_keys if k in names),
+        )
 
     def describe(self) -> str:
         cols = ", ".join(str(c) for c in self.columns)
@@ -135,9 +139,15 @@ def widen_schemas(a: Schema, b: Schema) -> Schema:
         if other is None:
             columns.append(replace(col, type=col.type.with_nullable(True)))
         else:
-            columns.append(replace(col, type=widen(col.type, other.type), comment=col.comment or other.comment))
+            columns.append(
+                replace(col, type=widen(col.type, other.type), comment=col.comment or other.comment)
+            )
     columns += [replace(c, type=c.type.with_nullable(True)) for c in b.columns if c.name not in a]
-    keys = a.primary_keys if a.primary_keys == b.primary_keys or not b.primary_keys else a.primary_keys or b.primary_keys
+    keys = (
+        a.primary_keys
+        if a.primary_keys == b.primary_keys or not b.primary_keys
+        else a.primary_keys or b.primary_keys
+    )
     return Schema(tuple(columns), keys, a.partition_keys or b.partition_keys, a.comment or b.comment)
 
 
@@ -145,8 +155,12 @@ def schema_to_dict(schema: Schema) -> dict[str, object]:
     """A JSON-able form of a schema (types in Flink SQL spelling), for the state store."""
     return {
         "columns": [
-            {"name": c.name, "type": str(c.type), **({"comment": c.comment} if c.comment else {}),
-             **({"default": c.default} if c.default is not None else {})}
+            {
+                "name": c.name,
+                "type": str(c.type),
+                **({"comment": c.comment} if c.comment else {}),
+                **({"default": c.default} if c.default is not None else {}),
+            }
             for c in schema.columns
         ],
         "primary_keys": list(schema.primary_keys),

@@ -118,20 +118,34 @@ class StateStore:
 
     # -------------------------------------------------------------------------- checkpoints
 
-    def save_checkpoint(self, pipeline: str, offsets: Mapping[tuple[str, int], int],
-                        schemas: Mapping[str, Any]) -> int:
+    def save_checkpoint(
+        self, pipeline: str, offsets: Mapping[tuple[str, int], int], schemas: Mapping[str, Any]
+    ) -> int:
         with self.engine.begin() as conn:
-            result = conn.execute(insert(checkpoints).values(
-                pipeline=pipeline, created_ms=now_ms(), offsets=encode_offsets(offsets), schemas=dict(schemas)))
+            result = conn.execute(
+                insert(checkpoints).values(
+                    pipeline=pipeline,
+                    created_ms=now_ms(),
+                    offsets=encode_offsets(offsets),
+                    schemas=dict(schemas),
+                )
+            )
             new_id = int(result.inserted_primary_key[0])  # type: ignore[index]
-            conn.execute(delete(checkpoints).where(checkpoints.c.pipeline == pipeline,
-                                                   checkpoints.c.id <= new_id - KEEP_CHECKPOINTS))
+            conn.execute(
+                delete(checkpoints).where(
+                    checkpoints.c.pipeline == pipeline, checkpoints.c.id <= new_id - KEEP_CHECKPOINTS
+                )
+            )
         return new_id
 
     def latest_checkpoint(self, pipeline: str) -> Checkpoint | None:
         with self.engine.connect() as conn:
-            row = conn.execute(select(checkpoints).where(checkpoints.c.pipeline == pipeline)
-                               .order_by(checkpoints.c.id.desc()).limit(1)).first()
+            row = conn.execute(
+                select(checkpoints)
+                .where(checkpoints.c.pipeline == pipeline)
+                .order_by(checkpoints.c.id.desc())
+                .limit(1)
+            ).first()
         if row is None:
             return None
         return Checkpoint(row.id, row.pipeline, row.created_ms, decode_offsets(row.offsets), row.schemas)
@@ -157,19 +171,36 @@ class StateStore:
     # -------------------------------------------------------------------------- schema history
 
     def add_schema_history(self, pipeline: str, entries: Iterable[SchemaHistoryEntry]) -> None:
-        rows = [{"pipeline": pipeline, "source_table": e.source_table, "sink_table": e.sink_table,
-                 "change": e.change, "outcome": e.outcome, "reason": e.reason, "position": e.position,
-                 "at_ms": e.at_ms} for e in entries]
+        rows = [
+            {
+                "pipeline": pipeline,
+                "source_table": e.source_table,
+                "sink_table": e.sink_table,
+                "change": e.change,
+                "outcome": e.outcome,
+                "reason": e.reason,
+                "position": e.position,
+                "at_ms": e.at_ms,
+            }
+            for e in entries
+        ]
         if rows:
             with self.engine.begin() as conn:
                 conn.execute(insert(schema_history), rows)
 
     def schema_history(self, pipeline: str) -> list[SchemaHistoryEntry]:
         with self.engine.connect() as conn:
-            rows = conn.execute(select(schema_history).where(schema_history.c.pipeline == pipeline)
-                                .order_by(schema_history.c.id)).all()
-        return [SchemaHistoryEntry(r.source_table, r.sink_table, r.change, r.outcome, r.reason, r.position,
-                                   r.at_ms) for r in rows]
+            rows = conn.execute(
+                select(schema_history)
+                .where(schema_history.c.pipeline == pipeline)
+                .order_by(schema_history.c.id)
+            ).all()
+        return [
+            SchemaHistoryEntry(
+                r.source_table, r.sink_table, r.change, r.outcome, r.reason, r.position, r.at_ms
+            )
+            for r in rows
+        ]
 
     def close(self) -> None:
         self.engine.dispose()

@@ -116,8 +116,11 @@ class SchemaTracker:
                 continue
             if tracked is None:
                 if event.ordered and not isinstance(change, DropTable):
-                    raise SchemaError(f"DDL for unknown table {change.table_id}: {event.ddl}",
-                                      table=str(change.table_id), change=change.tag)
+                    raise SchemaError(
+                        f"DDL for unknown table {change.table_id}: {event.ddl}",
+                        table=str(change.table_id),
+                        change=change.tag,
+                    )
                 continue  # Debezium's schema-change topic covers tables this pipeline may not read
             if isinstance(change, DropTable):
                 del self.tables[change.table_id]
@@ -133,7 +136,8 @@ class SchemaTracker:
             assert after_change is not None
             tracked.schema = after_change
             tracked.partitions = {
-                p: s for p, s in ((p, _apply_loosely(s, change)) for p, s in tracked.partitions.items())
+                p: s
+                for p, s in ((p, _apply_loosely(s, change)) for p, s in tracked.partitions.items())
                 if s is not None
             }
             self._record(tracked, [change], event.position)
@@ -156,13 +160,19 @@ class SchemaTracker:
     def _confirm_renames(self, tracked: TrackedTable, new: Schema) -> list[SchemaChange]:
         confirmed: list[SchemaChange] = []
         for rename in list(tracked.pending_renames):
-            if rename.old_name in tracked.schema and rename.new_name not in tracked.schema \
-                    and rename.new_name in new and rename.old_name not in new:
+            if (
+                rename.old_name in tracked.schema
+                and rename.new_name not in tracked.schema
+                and rename.new_name in new
+                and rename.old_name not in new
+            ):
                 after_change = apply_schema_change(tracked.schema, rename)
                 assert after_change is not None
                 tracked.schema = after_change
-                tracked.partitions = {p: s if rename.old_name not in s else _renamed(s, rename)
-                                      for p, s in tracked.partitions.items()}
+                tracked.partitions = {
+                    p: s if rename.old_name not in s else _renamed(s, rename)
+                    for p, s in tracked.partitions.items()
+                }
                 confirmed.append(rename)
                 tracked.pending_renames.remove(rename)
         return confirmed
@@ -186,13 +196,20 @@ class SchemaTracker:
             if name in seen:
                 index = latest.position(name)
                 pred = latest.columns[index - 1].name if index else None
-                at = 0 if pred is None else next(
-                    (i + 1 for i, c in enumerate(columns) if c.name == pred), len(columns))
+                at = (
+                    0
+                    if pred is None
+                    else next((i + 1 for i, c in enumerate(columns) if c.name == pred), len(columns))
+                )
                 columns.insert(at, seen.pop(name))
         columns += seen.values()
         keys = latest.primary_keys or current.primary_keys
-        return Schema(tuple(columns), tuple(k for k in keys if any(c.name == k for c in columns)),
-                      current.partition_keys, latest.comment or current.comment)
+        return Schema(
+            tuple(columns),
+            tuple(k for k in keys if any(c.name == k for c in columns)),
+            current.partition_keys,
+            latest.comment or current.comment,
+        )
 
     @staticmethod
     def _replay(schema: Schema, changes: list[SchemaChange]) -> Schema:
@@ -207,8 +224,9 @@ class SchemaTracker:
         now = int(time.time() * 1000)
         for change in changes:
             tracked.version += 1
-            tracked.history.append(SchemaVersion(tracked.version, str(change), now,
-                                                 None if position is None else str(position)))
+            tracked.history.append(
+                SchemaVersion(tracked.version, str(change), now, None if position is None else str(position))
+            )
 
     # ------------------------------------------------------------------------------ persistence
 
@@ -261,8 +279,9 @@ def diff_schemas(table_id: TableId, old: Schema, new: Schema) -> list[SchemaChan
         new_col = new.find(col.name)
         if new_col is None:
             continue
-        if new_col.type != col.type and not (new_col.type.same_ignoring_nullability(col.type)
-                                             and not new_col.type.nullable):
+        if new_col.type != col.type and not (
+            new_col.type.same_ignoring_nullability(col.type) and not new_col.type.nullable
+        ):
             changes.append(AlterColumnType(table_id, col.name, new_col.type, col.type))
         if new_col.comment != col.comment and new_col.comment is not None:
             changes.append(AlterColumnComment(table_id, col.name, new_col.comment))
@@ -275,7 +294,7 @@ def _apply_loosely(schema: Schema, change: SchemaChange) -> Schema | None:
     """Apply a DDL change to a partition's last-seen schema, ignoring what does not fit it."""
     try:
         return apply_schema_change(schema, change) if not is_applied(schema, change) else schema
-    except Exception:  # noqa: BLE001 - a partition that never saw the column keeps its schema
+    except Exception:
         return schema
 
 

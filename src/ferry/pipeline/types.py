@@ -281,7 +281,7 @@ class _TypeParser:
 
     def parse_type(self) -> DataType:
         name = self._next().upper()
-        if name == "TIMESTAMP" or name == "TIME":
+        if name in {"TIMESTAMP", "TIME"}:
             args = self._ints()
             if self._accept("WITH", "LOCAL", "TIME", "ZONE"):
                 name = "TIMESTAMP_LTZ"
@@ -371,7 +371,7 @@ def widen(a: DataType, b: DataType) -> DataType:
     return _widen(a, b).with_nullable(nullable)
 
 
-def _widen(a: DataType, b: DataType) -> DataType:  # noqa: PLR0911 - one branch per lattice rule
+def _widen(a: DataType, b: DataType) -> DataType:
     ra, rb = a.root, b.root
     if a.same_ignoring_nullability(b):
         return a
@@ -440,7 +440,9 @@ def _widen_nested(a: DataType, b: DataType) -> DataType:
         assert a.key is not None and b.key is not None and a.element is not None and b.element is not None
         return MAP(widen(a.key, b.key), widen(a.element, b.element))
     by_name = {f.name: f.type for f in b.fields}
-    fields = [Field(f.name, widen(f.type, by_name.pop(f.name)) if f.name in by_name else f.type.with_nullable(True))
-              for f in a.fields]
+    fields = [
+        Field(f.name, widen(f.type, by_name.pop(f.name)) if f.name in by_name else f.type.with_nullable(True))
+        for f in a.fields
+    ]
     fields += [Field(name, t.with_nullable(True)) for name, t in by_name.items()]
     return ROW(*fields)

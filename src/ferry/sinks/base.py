@@ -75,7 +75,8 @@ class Sink(ABC):
     """A destination of change events. Subclasses set :attr:`capabilities` and :attr:`kind`."""
 
     kind: ClassVar[str]
-    capabilities: ClassVar[SinkCapabilities]
+    #: Declared per sink class; a test double may set its own per instance.
+    capabilities: SinkCapabilities
 
     @abstractmethod
     def table_schema(self, table_id: TableId) -> Schema | None:

@@ -26,8 +26,6 @@ class MissingExtraError(TerminalError):
     """A sink's client library is not installed."""
 
     def __init__(self, sink: str, extra: str, cause: ImportError) -> None:
-        super().__init__(
-            f"the {sink} sink needs the '{extra}' extra: pip install 'ferry[{extra}]' ({cause})"
-        )
+        super().__init__(f"the {sink} sink needs the '{extra}' extra: pip install 'ferry[{extra}]' ({cause})")
         self.sink = sink
         self.extra = extra

@@ -46,14 +46,19 @@ class MemorySink(Sink):
     """Tables in memory, upserted by primary key (appended when a table has none)."""
 
     kind: ClassVar[str] = "memory"
-    capabilities: ClassVar[SinkCapabilities] = ALL_SUPPORTED
+    capabilities: SinkCapabilities = ALL_SUPPORTED
 
-    def __init__(self, config: MemorySinkConfig | None = None, *, pipeline: str = "ferry",
-                 capabilities: SinkCapabilities | None = None) -> None:
+    def __init__(
+        self,
+        config: MemorySinkConfig | None = None,
+        *,
+        pipeline: str = "ferry",
+        capabilities: SinkCapabilities | None = None,
+    ) -> None:
         self.config = config or MemorySinkConfig()
         self.pipeline = pipeline
         if capabilities is not None:
-            self.capabilities = capabilities  # type: ignore[misc] - per-instance declaration
+            self.capabilities = capabilities
         self.tables: dict[TableId, MemoryTable] = {}
         self.pending: dict[TableId, list[DataChange]] = {}
         self.applied: list[SchemaChange] = []
@@ -100,8 +105,9 @@ class MemorySink(Sink):
         for table_id, changes in self.pending.items():
             table = self.tables.get(table_id)
             if table is None:
-                raise SinkTransientError("rows for a table that does not exist", sink=self.kind,
-                                         table=str(table_id))
+                raise SinkTransientError(
+                    "rows for a table that does not exist", sink=self.kind, table=str(table_id)
+                )
             keys = table.schema.primary_keys
             for change in changes:
                 row = change.row
@@ -128,7 +134,7 @@ class NullSink(Sink):
     """Accepts everything and keeps nothing but counts; the benchmark's floor."""
 
     kind: ClassVar[str] = "null"
-    capabilities: ClassVar[SinkCapabilities] = ALL_SUPPORTED
+    capabilities: SinkCapabilities = ALL_SUPPORTED
 
     def __init__(self, config: NullSinkConfig | None = None, *, pipeline: str = "ferry") -> None:
         self.schemas: dict[TableId, Schema] = {}

@@ -27,12 +27,21 @@ TIMESTAMP_MICROS: dict[str, Any] = {"type": "int64", "name": "io.debezium.time.M
 
 
 def DECIMAL(precision: int, scale: int) -> dict[str, Any]:  # noqa: N802 - SQL spelling
-    return {"type": "bytes", "name": "org.apache.kafka.connect.data.Decimal", "version": 1,
-            "parameters": {"scale": str(scale), "connect.decimal.precision": str(precision)}}
+    return {
+        "type": "bytes",
+        "name": "org.apache.kafka.connect.data.Decimal",
+        "version": 1,
+        "parameters": {"scale": str(scale), "connect.decimal.precision": str(precision)},
+    }
 
 
-_MYSQL_TYPES = {"int32": ("INT", 4), "int64": ("BIGINT", -5), "double": ("DOUBLE", 8), "string": ("VARCHAR", 12),
-                "boolean": ("BOOLEAN", 16)}
+_MYSQL_TYPES = {
+    "int32": ("INT", 4),
+    "int64": ("BIGINT", -5),
+    "double": ("DOUBLE", 8),
+    "string": ("VARCHAR", 12),
+    "boolean": ("BOOLEAN", 16),
+}
 
 
 def encode_decimal(value: decimal.Decimal, scale: int) -> str:
@@ -126,21 +135,30 @@ class DebeziumTable:
 
     def _envelope_schema(self) -> bytes:
         if self._envelope is None:
-            value = {"type": "struct", "fields": [c.field() for c in self.columns], "optional": True,
-                     "name": f"{self.topic}.Value"}
+            value = {
+                "type": "struct",
+                "fields": [c.field() for c in self.columns],
+                "optional": True,
+                "name": f"{self.topic}.Value",
+            }
             schema = {
                 "type": "struct",
                 "fields": [
                     {**value, "field": "before"},
                     {**value, "field": "after"},
-                    {"type": "struct", "optional": False, "name": "io.debezium.connector.mysql.Source",
-                     "field": "source", "fields": [
-                         {"type": "string", "optional": False, "field": "connector"},
-                         {"type": "string", "optional": False, "field": "name"},
-                         {"type": "int64", "optional": False, "field": "ts_ms"},
-                         {"type": "string", "optional": True, "field": "db"},
-                         {"type": "string", "optional": True, "field": "table"},
-                     ]},
+                    {
+                        "type": "struct",
+                        "optional": False,
+                        "name": "io.debezium.connector.mysql.Source",
+                        "field": "source",
+                        "fields": [
+                            {"type": "string", "optional": False, "field": "connector"},
+                            {"type": "string", "optional": False, "field": "name"},
+                            {"type": "int64", "optional": False, "field": "ts_ms"},
+                            {"type": "string", "optional": True, "field": "db"},
+                            {"type": "string", "optional": True, "field": "table"},
+                        ],
+                    },
                     {"type": "string", "optional": False, "field": "op"},
                     {"type": "int64", "optional": True, "field": "ts_ms"},
                 ],
@@ -158,14 +176,21 @@ class DebeziumTable:
         schema = {"type": "struct", "fields": fields, "optional": False, "name": f"{self.topic}.Key"}
         return orjson.dumps({"schema": schema, "payload": payload})
 
-    def record(self, op: str, before: dict[str, Any] | None, after: dict[str, Any] | None) -> tuple[bytes, bytes]:
+    def record(
+        self, op: str, before: dict[str, Any] | None, after: dict[str, Any] | None
+    ) -> tuple[bytes, bytes]:
         """One change as a Kafka (key, value) pair."""
         self.ts_ms += 1
         payload = {
             "before": self._encode_row(before),
             "after": self._encode_row(after),
-            "source": {"connector": "mysql", "name": self.server, "ts_ms": self.ts_ms, "db": self.database,
-                       "table": self.table},
+            "source": {
+                "connector": "mysql",
+                "name": self.server,
+                "ts_ms": self.ts_ms,
+                "db": self.database,
+                "table": self.table,
+            },
             "op": op,
             "ts_ms": self.ts_ms,
         }
@@ -191,21 +216,42 @@ class DebeziumTable:
             name = sql.split("(")[0]
             length = int(sql.split("(")[1].split(",")[0].rstrip(")")) if "(" in sql else None
             scale = int(c.spec["parameters"]["scale"]) if "parameters" in c.spec else None
-            columns.append({"name": c.name, "jdbcType": _MYSQL_TYPES.get(c.spec["type"], ("", 12))[1],
-                            "typeName": name, "typeExpression": name, "charsetName": None, "length": length,
-                            "scale": scale, "position": position, "optional": c.name not in self.key,
-                            "autoIncremented": False, "generated": False})
+            columns.append(
+                {
+                    "name": c.name,
+                    "jdbcType": _MYSQL_TYPES.get(c.spec["type"], ("", 12))[1],
+                    "typeName": name,
+                    "typeExpression": name,
+                    "charsetName": None,
+                    "length": length,
+                    "scale": scale,
+                    "position": position,
+                    "optional": c.name not in self.key,
+                    "autoIncremented": False,
+                    "generated": False,
+                }
+            )
         value = {
-            "source": {"connector": "mysql", "name": self.server, "ts_ms": self.ts_ms, "db": self.database,
-                       "table": self.table},
+            "source": {
+                "connector": "mysql",
+                "name": self.server,
+                "ts_ms": self.ts_ms,
+                "db": self.database,
+                "table": self.table,
+            },
             "databaseName": self.database,
             "schemaName": None,
             "ddl": ddl,
-            "tableChanges": [{
-                "type": "ALTER",
-                "id": f'"{self.database}"."{self.table}"',
-                "table": {"defaultCharsetName": "utf8mb4", "primaryKeyColumnNames": list(self.key),
-                          "columns": columns},
-            }],
+            "tableChanges": [
+                {
+                    "type": "ALTER",
+                    "id": f'"{self.database}"."{self.table}"',
+                    "table": {
+                        "defaultCharsetName": "utf8mb4",
+                        "primaryKeyColumnNames": list(self.key),
+                        "columns": columns,
+                    },
+                }
+            ],
         }
         return orjson.dumps({"databaseName": self.database}), orjson.dumps(value)

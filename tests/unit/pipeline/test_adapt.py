@@ -54,7 +54,9 @@ def test_lossless_casts(source: T.DataType, sink: T.DataType, value: object, exp
         (T.TIMESTAMP(6), T.DATE(), dt.datetime(2024, 1, 2, 3), "time of day"),
     ],
 )
-def test_lossy_casts_fail_naming_the_column(source: T.DataType, sink: T.DataType, value: object, why: str) -> None:
+def test_lossy_casts_fail_naming_the_column(
+    source: T.DataType, sink: T.DataType, value: object, why: str
+) -> None:
     adapter = RowAdapter(Schema.of([Column("v", source)]), Schema.of([Column("v", sink)]), identity)
     with pytest.raises(CastError, match=f"column 'v'.*{why}"):
         adapter.adapt_row({"v": value})

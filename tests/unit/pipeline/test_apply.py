@@ -7,7 +7,9 @@ from ferry.pipeline.exceptions import SchemaError
 from ferry.pipeline.schema import Column, Schema, TableId
 
 TID = TableId.parse("db.orders")
-BASE = Schema.of([Column("id", T.INT().not_null()), Column("name", T.STRING()), Column("qty", T.INT())], ["id"])
+BASE = Schema.of(
+    [Column("id", T.INT().not_null()), Column("name", T.STRING()), Column("qty", T.INT())], ["id"]
+)
 
 
 def names(schema: Schema | None) -> list[str]:

@@ -10,7 +10,9 @@ from ferry.sinks.exceptions import SinkTerminalError
 from ferry.sinks.memory import MemorySink
 
 TID = TableId.parse("db.t")
-SINK_SCHEMA = Schema.of([Column("id", T.INT().not_null()), Column("a", T.STRING()), Column("b", T.INT())], ["id"])
+SINK_SCHEMA = Schema.of(
+    [Column("id", T.INT().not_null()), Column("a", T.STRING()), Column("b", T.INT())], ["id"]
+)
 ALL = frozenset(SCHEMA_CHANGE_TAGS)
 
 LIMITED = SinkCapabilities(
@@ -26,15 +28,22 @@ LIMITED = SinkCapabilities(
 )
 
 
-def router(behavior: SchemaChangeBehavior, accepted: frozenset[str] = ALL,
-           capabilities: SinkCapabilities = LIMITED) -> SchemaChangeRouter:
+def router(
+    behavior: SchemaChangeBehavior, accepted: frozenset[str] = ALL, capabilities: SinkCapabilities = LIMITED
+) -> SchemaChangeRouter:
     return SchemaChangeRouter(MemorySink(capabilities=capabilities), behavior, accepted)
 
 
 def test_change_kinds() -> None:
     assert change_kind(E.AddColumn(TID, Column("x", T.INT())), SINK_SCHEMA) is ChangeKind.ADD_COLUMN_LAST
-    assert change_kind(E.AddColumn(TID, Column("x", T.INT()), E.after("b")), SINK_SCHEMA) is ChangeKind.ADD_COLUMN_LAST
-    assert change_kind(E.AddColumn(TID, Column("x", T.INT()), E.FIRST), SINK_SCHEMA) is ChangeKind.ADD_COLUMN_POSITIONED
+    assert (
+        change_kind(E.AddColumn(TID, Column("x", T.INT()), E.after("b")), SINK_SCHEMA)
+        is ChangeKind.ADD_COLUMN_LAST
+    )
+    assert (
+        change_kind(E.AddColumn(TID, Column("x", T.INT()), E.FIRST), SINK_SCHEMA)
+        is ChangeKind.ADD_COLUMN_POSITIONED
+    )
     relax = E.AlterColumnType(TID, "id", T.INT())
     assert change_kind(relax, SINK_SCHEMA) is ChangeKind.RELAX_NULLABILITY
     assert change_kind(E.AlterColumnType(TID, "b", T.BIGINT()), SINK_SCHEMA) is ChangeKind.ALTER_COLUMN_TYPE
@@ -65,12 +74,16 @@ def test_evolve_fails_on_unsupported_naming_sink_table_and_change() -> None:
     assert d.action is Action.FAIL
     assert "memory" in d.reason and "db.t" in d.reason and "drop_column" in d.reason
     # not-synced changes are never an error
-    assert router(SchemaChangeBehavior.EVOLVE).decide(
-        E.AlterColumnComment(TID, "a", "c"), SINK_SCHEMA).action is Action.SKIP
+    assert (
+        router(SchemaChangeBehavior.EVOLVE).decide(E.AlterColumnComment(TID, "a", "c"), SINK_SCHEMA).action
+        is Action.SKIP
+    )
 
 
 def test_positioned_add_is_appended_when_the_sink_only_appends() -> None:
-    d = router(SchemaChangeBehavior.EVOLVE).decide(E.AddColumn(TID, Column("x", T.INT()), E.FIRST), SINK_SCHEMA)
+    d = router(SchemaChangeBehavior.EVOLVE).decide(
+        E.AddColumn(TID, Column("x", T.INT()), E.FIRST), SINK_SCHEMA
+    )
     assert d.action is Action.APPLY and d.change == E.AddColumn(TID, Column("x", T.INT()), E.LAST)
 
 
@@ -78,7 +91,10 @@ def test_lenient_rename_as_new_column() -> None:
     d = router(SchemaChangeBehavior.LENIENT).decide(E.RenameColumn(TID, "a", "title"), SINK_SCHEMA)
     assert d.action is Action.APPLY
     assert d.change == E.AddColumn(TID, Column("title", T.STRING()), E.LAST)
-    assert router(SchemaChangeBehavior.EVOLVE).decide(E.RenameColumn(TID, "a", "t"), SINK_SCHEMA).action is Action.FAIL
+    assert (
+        router(SchemaChangeBehavior.EVOLVE).decide(E.RenameColumn(TID, "a", "t"), SINK_SCHEMA).action
+        is Action.FAIL
+    )
 
 
 def test_include_and_exclude_narrow_what_is_applied() -> None:
@@ -103,8 +119,11 @@ def test_create_table_over_an_incompatible_table_fails_with_both_schemas() -> No
 
 @pytest.mark.parametrize(
     ("behavior", "action"),
-    [(SchemaChangeBehavior.TRY_EVOLVE, Action.SKIP), (SchemaChangeBehavior.LENIENT, Action.SKIP),
-     (SchemaChangeBehavior.EVOLVE, Action.FAIL)],
+    [
+        (SchemaChangeBehavior.TRY_EVOLVE, Action.SKIP),
+        (SchemaChangeBehavior.LENIENT, Action.SKIP),
+        (SchemaChangeBehavior.EVOLVE, Action.FAIL),
+    ],
 )
 def test_a_change_refused_at_apply_time(behavior: SchemaChangeBehavior, action: Action) -> None:
     r = router(behavior)

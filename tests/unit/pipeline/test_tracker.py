@@ -28,15 +28,17 @@ def test_first_schema_creates_the_table_and_the_same_schema_changes_nothing() ->
 def test_drift_becomes_positioned_adds_drops_and_widenings() -> None:
     tracker = SchemaTracker()
     tracker.observe(E.SchemaObserved(TID, schema(ID, ("a", T.STRING()), ("b", T.INT())), at(0)))
-    changes = tracker.observe(E.SchemaObserved(
-        TID, schema(ID, ("z", T.INT()), ("a", T.STRING()), ("c", T.DOUBLE())), at(1)))
+    changes = tracker.observe(
+        E.SchemaObserved(TID, schema(ID, ("z", T.INT()), ("a", T.STRING()), ("c", T.DOUBLE())), at(1))
+    )
     assert [str(c) for c in changes] == [
         "drop.column db.t b",
         "add.column db.t `z` INT AFTER id",
         "add.column db.t `c` DOUBLE LAST",
     ]
-    changes = tracker.observe(E.SchemaObserved(
-        TID, schema(ID, ("z", T.BIGINT()), ("a", T.STRING()), ("c", T.DOUBLE())), at(2)))
+    changes = tracker.observe(
+        E.SchemaObserved(TID, schema(ID, ("z", T.BIGINT()), ("a", T.STRING()), ("c", T.DOUBLE())), at(2))
+    )
     assert changes == [E.AlterColumnType(TID, "z", T.BIGINT(), T.INT())]
     assert tracker.version(TID) == 5
 
@@ -58,7 +60,9 @@ def test_relaxing_nullability_is_a_type_change() -> None:
 def test_a_rename_needs_ddl_and_is_confirmed_by_records() -> None:
     tracker = SchemaTracker()
     tracker.observe(E.SchemaObserved(TID, schema(ID, ("a", T.STRING())), at(0)))
-    hint = E.SchemaHint(TID, (E.RenameColumn(TID, "a", "b"),), "ALTER TABLE t RENAME COLUMN a TO b", ordered=False)
+    hint = E.SchemaHint(
+        TID, (E.RenameColumn(TID, "a", "b"),), "ALTER TABLE t RENAME COLUMN a TO b", ordered=False
+    )
     assert tracker.hint(hint) == []  # unordered: waits for a record to show it
     changes = tracker.observe(E.SchemaObserved(TID, schema(ID, ("b", T.STRING())), at(1)))
     assert changes == [E.RenameColumn(TID, "a", "b")]
@@ -74,8 +78,12 @@ def test_without_ddl_a_rename_is_a_drop_and_an_add() -> None:
 def test_ordered_ddl_applies_where_it_stands() -> None:
     tracker = SchemaTracker()
     tracker.observe(E.SchemaObserved(TID, schema(ID, ("a", T.STRING())), at(0)))
-    hint = E.SchemaHint(TID, (E.RenameColumn(TID, "a", "b"), E.AddColumn(TID, Column("c", T.INT()))),
-                        "ALTER ...", ordered=True)
+    hint = E.SchemaHint(
+        TID,
+        (E.RenameColumn(TID, "a", "b"), E.AddColumn(TID, Column("c", T.INT()))),
+        "ALTER ...",
+        ordered=True,
+    )
     assert [c.tag for c in tracker.hint(hint)] == ["rename.column", "add.column"]
     assert tracker.schema(TID) == schema(ID, ("b", T.STRING()), ("c", T.INT()))
     # a record with the new schema afterwards changes nothing
@@ -110,15 +118,20 @@ def test_advisory_ddl_schemas_only_widen() -> None:
 def test_drop_table_hint_forgets_the_table() -> None:
     tracker = SchemaTracker()
     tracker.observe(E.SchemaObserved(TID, schema(ID), at(0)))
-    assert tracker.hint(E.SchemaHint(TID, (E.DropTable(TID),), "DROP TABLE t", ordered=False)) == [E.DropTable(TID)]
+    assert tracker.hint(E.SchemaHint(TID, (E.DropTable(TID),), "DROP TABLE t", ordered=False)) == [
+        E.DropTable(TID)
+    ]
     assert tracker.schema(TID) is None
 
 
 def test_snapshot_round_trip_keeps_schemas_versions_and_history() -> None:
     tracker = SchemaTracker()
     tracker.observe(E.SchemaObserved(TID, schema(ID, ("a", T.DECIMAL(10, 2))), at(0)))
-    tracker.observe(E.SchemaObserved(TID, schema(ID, ("a", T.DECIMAL(12, 2)), ("m", T.MAP(T.STRING(), T.INT()))),
-                                     at(1, partition=3)))
+    tracker.observe(
+        E.SchemaObserved(
+            TID, schema(ID, ("a", T.DECIMAL(12, 2)), ("m", T.MAP(T.STRING(), T.INT()))), at(1, partition=3)
+        )
+    )
     restored = SchemaTracker.restore(tracker.snapshot())
     assert restored.schema(TID) == tracker.schema(TID)
     assert restored.version(TID) == tracker.version(TID) == 3
@@ -137,7 +150,9 @@ def test_ordered_ddl_for_an_unknown_table_is_an_error() -> None:
     from ferry.pipeline.exceptions import SchemaError
 
     tracker = SchemaTracker()
-    hint = E.SchemaHint(TID, (E.AddColumn(TID, Column("c", T.INT())),), "ALTER TABLE t ADD c INT", ordered=True)
+    hint = E.SchemaHint(
+        TID, (E.AddColumn(TID, Column("c", T.INT())),), "ALTER TABLE t ADD c INT", ordered=True
+    )
     with pytest.raises(SchemaError, match="DDL for unknown table db.t"):
         tracker.hint(hint)
     # the unordered schema-change topic talks about every table of the database: no error

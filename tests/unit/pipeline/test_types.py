@@ -59,8 +59,19 @@ def test_nested_and_scalar_types_have_no_common_type() -> None:
 
 @pytest.mark.parametrize(
     "text",
-    ["INT", "BIGINT NOT NULL", "DECIMAL(10, 2)", "VARCHAR(255) NOT NULL", "TIMESTAMP(3)", "TIMESTAMP_LTZ(6)",
-     "ARRAY<INT NOT NULL>", "MAP<STRING, ARRAY<BIGINT>>", "ROW<`a` INT, `b c` STRING NOT NULL>", "TIME(0)", "BYTES"],
+    [
+        "INT",
+        "BIGINT NOT NULL",
+        "DECIMAL(10, 2)",
+        "VARCHAR(255) NOT NULL",
+        "TIMESTAMP(3)",
+        "TIMESTAMP_LTZ(6)",
+        "ARRAY<INT NOT NULL>",
+        "MAP<STRING, ARRAY<BIGINT>>",
+        "ROW<`a` INT, `b c` STRING NOT NULL>",
+        "TIME(0)",
+        "BYTES",
+    ],
 )
 def test_render_and_parse_round_trip(text: str) -> None:
     assert str(T.parse(text)) == text

@@ -212,7 +212,7 @@ class KafkaSource:
         """Logical start offsets (beginning, end) as numbers, so positions are known before a fetch."""
         if offset in (OFFSET_BEGINNING, OFFSET_END):
             low, high = consumer.get_watermark_offsets(tp, timeout=10, cached=False)
-            return low if offset == OFFSET_BEGINNING else high
+            return int(low if offset == OFFSET_BEGINNING else high)
         if offset == OFFSET_STORED:
             committed = consumer.committed([TopicPartition(tp.topic, tp.partition)], timeout=10)[0].offset
             if committed >= 0:
@@ -228,18 +228,18 @@ class KafkaSource:
         start = self.start_per_topic.get(tp.topic, self.start)
         match start.mode:
             case "earliest-offset":
-                return OFFSET_BEGINNING
+                return int(OFFSET_BEGINNING)
             case "latest-offset":
-                return OFFSET_END
+                return int(OFFSET_END)
             case "timestamp":
                 assert start.timestamp_ms is not None
                 found = consumer.offsets_for_times(
                     [TopicPartition(tp.topic, tp.partition, start.timestamp_ms)], timeout=10
                 )
-                return found[0].offset if found[0].offset >= 0 else OFFSET_END
+                return int(found[0].offset) if found[0].offset >= 0 else OFFSET_END
             case "specific-offsets":
-                return start.specific_offsets.get(tp.partition, OFFSET_STORED)
-        return OFFSET_STORED
+                return int(start.specific_offsets.get(tp.partition, OFFSET_STORED))
+        return int(OFFSET_STORED)
 
     def _report_retention_loss(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         for tp in partitions:
