@@ -186,6 +186,7 @@ class FerryWorker:
         import faust  # noqa: PLC0415 - faust is heavy: only a worker needs it
 
         name = self.job.pipeline.name
+        (self.data_dir / name).mkdir(parents=True, exist_ok=True)
         app = faust.App(
             f"ferry-{name}-control",
             broker=f"kafka://{self.job.source.bootstrap_servers.split(',')[0]}",

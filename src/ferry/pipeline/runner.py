@@ -307,7 +307,13 @@ class PipelineRunner:
     def _schema_event(self, event: Event, before: Sequence[Event]) -> None:
         table_id: TableId = event.table_id  # type: ignore[union-attr]
         position = getattr(event, "position", None)
-        pre = self.tracker.snapshot()
+        if not self._may_change_schema(event):
+            return
+        # barrier: everything read before this event is made durable with the schemas it was read with
+        waited = time.monotonic()
+        self._advance(before)
+        self.detail = f"schema change on {table_id}: flushing rows read before it"
+        self._bounded(self.checkpoint, f"flush before a schema change on {table_id}")
         try:
             if isinstance(event, SchemaObserved):
                 changes = self._hints_for(event) + self.tracker.observe(event)
@@ -319,24 +325,28 @@ class PipelineRunner:
         except FerryError as e:
             if position is None:
                 raise
+            ddl = getattr(event, "ddl", None)
             self._bad(
                 f"schema change cannot be applied to {table_id}: {e}",
                 position,
                 None,
-                getattr(event, "ddl", "").encode() or None,
+                ddl.encode() if ddl else None,
             )
             return
-        if not changes:
-            return
-        # barrier: everything read before this event is made durable with the old schemas
-        self._advance(before)
-        waited = time.monotonic()
-        self.detail = f"schema change on {table_id}: flushing rows read before it"
-        self._bounded(lambda: self.checkpoint(schemas=pre), f"flush before a schema change on {table_id}")
         for change in changes:
             self._route_change(change.table_id, change, position)
         self.metrics.schema_change_wait_ms += int((time.monotonic() - waited) * 1000)
         self.detail = "reading"
+
+    def _may_change_schema(self, event: Event) -> bool:
+        """False for a record schema the tracker already has for that partition (after a restart)."""
+        if not isinstance(event, SchemaObserved):
+            return True
+        if event.ddl is not None:
+            return False
+        tracked = self.tracker.tables.get(event.table_id)
+        partition = event.position.partition if event.position is not None else -1
+        return tracked is None or tracked.partitions.get(partition) != event.schema
 
     def _hints_for(self, event: SchemaObserved) -> list[SchemaChange]:
         """A column gone from a record's schema may be a rename: read every DDL hint written so far

@@ -56,7 +56,6 @@ class TrackedTable:
     schema: Schema
     version: int = 1
     partitions: dict[int, Schema] = field(default_factory=dict)
-    pending_renames: list[RenameColumn] = field(default_factory=list)
     history: list[SchemaVersion] = field(default_factory=list)
 
 
@@ -65,6 +64,8 @@ class SchemaTracker:
 
     def __init__(self) -> None:
         self.tables: dict[TableId, TrackedTable] = {}
+        #: Renames named by unordered DDL, waiting for a record to show them.
+        self.pending_renames: dict[TableId, list[RenameColumn]] = {}
 
     def schema(self, table_id: TableId) -> Schema | None:
         tracked = self.tables.get(table_id)
@@ -79,23 +80,22 @@ class SchemaTracker:
     def observe(self, event: SchemaObserved) -> list[SchemaChange]:
         """A record (or a whole-table DDL event) shows a table's schema: the changes it implies."""
         table_id, new = event.table_id, event.schema
+        if event.ddl is not None:
+            # a whole-table schema from DDL (Debezium's tableChanges) describes the table after
+            # a change whose rows may still be on their way: records decide, the DDL text only
+            # names renames (which the decoder sends as hints)
+            return []
         partition = event.position.partition if event.position is not None else -1
-        advisory = event.ddl is not None
         tracked = self.tables.get(table_id)
         if tracked is None:
             change = CreateTable(table_id, new)
             tracked = self.tables[table_id] = TrackedTable(new, 0)
-            if not advisory:
-                tracked.partitions[partition] = new
+            tracked.partitions[partition] = new
             self._record(tracked, [change], event.position)
             return [change]
-        changes: list[SchemaChange] = []
-        if not advisory:
-            changes += self._confirm_renames(tracked, new)
-            tracked.partitions[partition] = new
-            target = self._merge(tracked.schema, tracked.partitions.values(), new)
-        else:
-            target = self._merge(tracked.schema, [tracked.schema, new], new)
+        changes = self._confirm_renames(table_id, tracked, new)
+        tracked.partitions[partition] = new
+        target = self._merge(tracked.schema, tracked.partitions.values(), new)
         drift = diff_schemas(table_id, tracked.schema, target)
         if drift:
             tracked.schema = self._replay(tracked.schema, drift)
@@ -114,6 +114,9 @@ class SchemaTracker:
                     self._record(tracked, [change], event.position)
                     emitted.append(change)
                 continue
+            if tracked is None and isinstance(change, RenameColumn) and not event.ordered:
+                self.pending_renames.setdefault(change.table_id, []).append(change)
+                continue
             if tracked is None:
                 if event.ordered and not isinstance(change, DropTable):
                     raise SchemaError(
@@ -128,7 +131,7 @@ class SchemaTracker:
                 continue
             if not event.ordered:
                 if isinstance(change, RenameColumn):
-                    tracked.pending_renames.append(change)
+                    self.pending_renames.setdefault(change.table_id, []).append(change)
                 continue
             if is_applied(tracked.schema, change):
                 continue
@@ -157,9 +160,10 @@ class SchemaTracker:
 
     # ------------------------------------------------------------------------------ internals
 
-    def _confirm_renames(self, tracked: TrackedTable, new: Schema) -> list[SchemaChange]:
+    def _confirm_renames(self, table_id: TableId, tracked: TrackedTable, new: Schema) -> list[SchemaChange]:
         confirmed: list[SchemaChange] = []
-        for rename in list(tracked.pending_renames):
+        pending = self.pending_renames.get(table_id, [])
+        for rename in list(pending):
             if (
                 rename.old_name in tracked.schema
                 and rename.new_name not in tracked.schema
@@ -174,7 +178,7 @@ class SchemaTracker:
                     for p, s in tracked.partitions.items()
                 }
                 confirmed.append(rename)
-                tracked.pending_renames.remove(rename)
+                pending.remove(rename)
         return confirmed
 
     @staticmethod
@@ -233,26 +237,35 @@ class SchemaTracker:
     def snapshot(self) -> dict[str, Any]:
         """A JSON-able form of everything tracked, saved with each checkpoint."""
         return {
-            str(tid): {
-                "version": t.version,
-                "schema": schema_to_dict(t.schema),
-                "partitions": {str(p): schema_to_dict(s) for p, s in t.partitions.items()},
-                "history": [[h.version, h.change, h.at_ms, h.position] for h in t.history[-100:]],
-            }
-            for tid, t in self.tables.items()
+            "tables": {
+                str(tid): {
+                    "version": t.version,
+                    "schema": schema_to_dict(t.schema),
+                    "partitions": {str(p): schema_to_dict(s) for p, s in t.partitions.items()},
+                    "history": [[h.version, h.change, h.at_ms, h.position] for h in t.history[-100:]],
+                }
+                for tid, t in self.tables.items()
+            },
+            "pending_renames": {
+                str(tid): [[r.old_name, r.new_name] for r in renames]
+                for tid, renames in self.pending_renames.items()
+                if renames
+            },
         }
 
     @classmethod
     def restore(cls, data: Mapping[str, Any]) -> SchemaTracker:
         tracker = cls()
-        for tid, t in data.items():
+        for tid, t in data.get("tables", {}).items():
             tracker.tables[TableId.parse(tid)] = TrackedTable(
                 schema_from_dict(t["schema"]),
                 t["version"],
                 {int(p): schema_from_dict(s) for p, s in t["partitions"].items()},
-                [],
                 [SchemaVersion(*h) for h in t.get("history", [])],
             )
+        for tid, renames in data.get("pending_renames", {}).items():
+            table_id = TableId.parse(tid)
+            tracker.pending_renames[table_id] = [RenameColumn(table_id, old, new) for old, new in renames]
         return tracker
 
 

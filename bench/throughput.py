@@ -1,0 +1,986 @@
+"""Throughput of ferry against a bare consumer and a framework peer, in one run, on a real broker.
+
+Produces a Debezium JSON change stream (several tables, the Kafka Connect schema envelope by default,
+schema changes interleaved) into a single-node Apache Kafka broker, then lets each contender read
+all of it from the beginning to the end, one after the other, each in a fresh process with a fresh
+consumer group:
+
+* ``ceiling``: a bare confluent-kafka ``Consumer.consume(num_messages=10000)`` loop with
+  ``fetch.queue.backoff.ms=10`` that ``orjson.loads`` every value and keeps nothing;
+* ``ferry-null``: a ferry job (``build_runner(load_job_text(...)).run()``) into the null sink;
+* ``ferry-iceberg``: the same job into an Iceberg table store (SQLite catalog, local warehouse);
+* ``quix``: a Quix Streams application doing the ceiling's consume, decode and discard.
+
+Each contender reports events/s and CPU µs per event over the steady part of the drain (after the
+first ``--warmup`` share of the events, until the last event is done: for ferry that includes the
+checkpoint that writes and commits the last rows), the ratios of both to the ceiling, and the
+peak RSS of its process. See ``bench/README.md``.
+
+    .venv/bin/python bench/throughput.py                    # 200k events, every contender
+    .venv/bin/python bench/throughput.py --events 1000000 --repeat 3 --pin
+    .venv/bin/python bench/throughput.py --json > result.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import contextlib
+import decimal
+import json
+import multiprocessing
+import os
+import platform
+import random
+import resource
+import shutil
+import statistics
+import sys
+import tempfile
+import time
+import traceback
+import uuid
+from collections.abc import Callable, Iterator, Sequence
+from dataclasses import asdict, dataclass, field
+from multiprocessing.connection import Connection
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from ferry.testing.debezium import DebeziumTable
+
+CONTENDERS = ("ceiling", "ferry-null", "ferry-iceberg", "quix")
+LABELS = {
+    "ceiling": "ceiling: confluent consume + orjson",
+    "ferry-null": "ferry → null sink",
+    "ferry-iceberg": "ferry → Iceberg",
+    "quix": "Quix Streams (consume + json, discard)",
+}
+#: Share of the ceiling's events/s each contender should reach.
+TARGETS = {"ferry-null": 0.50, "ferry-iceberg": 0.35}
+#: What the same peer reached on the same machine elsewhere (per busy core, see anchors §7.4).
+REFERENCE = {"quix": 0.29}
+
+TABLE_NAMES = ("orders", "customers", "payments", "shipments", "invoices", "refunds", "stock", "carts")
+DATABASE = "shop"
+BASE_TS_MS = 1_700_000_000_000
+BASE_TS_US = BASE_TS_MS * 1000
+WORDS = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel", "india", "juliet")
+STATUSES = ("new", "paid", "packed", "shipped", "delivered", "returned")
+#: int32 columns whose type a schema change widens to int64, in this order.
+WIDENABLE = ("account_id", "qty")
+PROGRESS_EVERY_S = 2.0
+
+
+def log(message: str) -> None:
+    print(message, file=sys.stderr, flush=True)
+
+
+# --------------------------------------------------------------------------------------------------
+# The workload
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Workload:
+    """What is produced: ``events`` change events spread round-robin over ``tables`` tables."""
+
+    events: int = 200_000
+    tables: int = 4
+    partitions: int = 2
+    change_every: int = 50_000
+    """Events of one table between two of its schema changes (tables are staggered)."""
+    with_schema: bool = True
+    seed: int = 7
+    server: str = "bench"
+
+    def topics(self) -> list[str]:
+        return [f"{self.server}.{DATABASE}.{name}" for name in table_names(self.tables)]
+
+
+@dataclass(frozen=True)
+class SchemaChangeNote:
+    """One schema change the generator made: where it is in the stream and what it did."""
+
+    table: str
+    event: int
+    """Index of the first event with the new shape, over the whole stream."""
+    table_event: int
+    """The same, counted within the table."""
+    kind: str
+    ddl: str
+
+
+def table_names(count: int) -> list[str]:
+    return [TABLE_NAMES[i] if i < len(TABLE_NAMES) else f"table_{i}" for i in range(count)]
+
+
+def _base_columns() -> list[Any]:
+    from ferry.testing import debezium as dbz
+
+    return [
+        dbz.ConnectColumn("id", dbz.INT32, optional=False),
+        dbz.ConnectColumn("account_id", dbz.INT32),
+        dbz.ConnectColumn("qty", dbz.INT32),
+        dbz.ConnectColumn("price", dbz.DECIMAL(10, 2)),
+        dbz.ConnectColumn("amount", dbz.FLOAT64),
+        dbz.ConnectColumn("status", dbz.STRING),
+        dbz.ConnectColumn("note", dbz.STRING),
+        dbz.ConnectColumn("created_at", dbz.TIMESTAMP_MICROS),
+        dbz.ConnectColumn("ship_date", dbz.DATE),
+        dbz.ConnectColumn("active", dbz.BOOLEAN),
+    ]
+
+
+def _added_column(index: int) -> tuple[str, dict[str, Any]]:
+    from ferry.testing import debezium as dbz
+
+    specs = (dbz.STRING, dbz.INT64, dbz.FLOAT64, dbz.BOOLEAN)
+    return f"extra_{index}", specs[index % len(specs)]
+
+
+def _value(name: str, spec: dict[str, Any], key: int, version: int) -> Any:
+    """A column's value for row ``key`` at ``version``: deterministic and cheap."""
+    seed = key * 2_654_435_761 + version * 40_503
+    logical = spec.get("name")
+    if logical == "org.apache.kafka.connect.data.Decimal":
+        return decimal.Decimal(seed % 10_000_000 + 100).scaleb(-2)
+    if logical == "io.debezium.time.MicroTimestamp":
+        return BASE_TS_US + key * 1_000_003 + version * 997
+    if logical == "io.debezium.time.Date":
+        return 19_000 + (key + version) % 1000
+    kind = spec["type"]
+    if kind == "int32":
+        return seed % 1_000_003
+    if kind == "int64":
+        return seed % 1_000_000_000_039
+    if kind == "double":
+        return (seed % 1_000_003) / 100.0
+    if kind == "boolean":
+        return seed % 3 == 0
+    if name == "status":
+        return STATUSES[seed % len(STATUSES)]
+    return f"{WORDS[seed % len(WORDS)]} {name} {key}.{version} {WORDS[(seed >> 7) % len(WORDS)]}"
+
+
+class EventGenerator:
+    """The benchmark's change stream: iterate for ``(topic, key, value)``, deterministic per seed.
+
+    Events go round-robin over the tables; 70 % inserts, 25 % updates (with the before-image), 5 %
+    deletes. Each table changes its schema every ``change_every`` of its events, the tables
+    staggered so that the changes are spread over the stream; the changes alternate between adding
+    a nullable column and widening an int32 column to int64 (adding a column once nothing is left
+    to widen). After iterating, :attr:`changes` lists them, :attr:`ops` counts the operations and
+    :attr:`live_rows` counts the rows left per table.
+    """
+
+    def __init__(self, workload: Workload) -> None:
+        from ferry.testing import debezium as dbz
+
+        self.workload = workload
+        self.tables: list[DebeziumTable] = [
+            dbz.DebeziumTable(
+                workload.server,
+                DATABASE,
+                name,
+                _base_columns(),
+                with_schema=workload.with_schema,
+                ts_ms=BASE_TS_MS,
+            )
+            for name in table_names(workload.tables)
+        ]
+        self.changes: list[SchemaChangeNote] = []
+        self.ops: dict[str, int] = {"c": 0, "u": 0, "d": 0}
+        self.live_rows: dict[str, int] = {}
+
+    def first_change_at(self, table_index: int) -> int:
+        return (table_index + 1) * self.workload.change_every // (self.workload.tables + 1)
+
+    def __iter__(self) -> Iterator[tuple[str, bytes, bytes]]:
+        workload = self.workload
+        rng = random.Random(workload.seed)
+        count = len(self.tables)
+        live: list[list[int]] = [[] for _ in range(count)]
+        versions: list[dict[int, int]] = [{} for _ in range(count)]
+        next_id = [1] * count
+        seen = [0] * count
+        next_change = [self.first_change_at(t) for t in range(count)]
+        changes_made = [0] * count
+        added = [0] * count
+        widened = [0] * count
+        self.changes.clear()
+        self.ops = {"c": 0, "u": 0, "d": 0}
+        for index in range(workload.events):
+            t = index % count
+            table = self.tables[t]
+            if seen[t] == next_change[t] and seen[t] > 0:
+                j = changes_made[t]
+                if (j + t) % 2 == 1 and widened[t] < len(WIDENABLE):
+                    from ferry.testing import debezium as dbz
+
+                    ddl = table.change_type(WIDENABLE[widened[t]], dbz.INT64)
+                    widened[t] += 1
+                    kind = "widen"
+                else:
+                    name, spec = _added_column(added[t])
+                    ddl = table.add_column(name, spec)
+                    added[t] += 1
+                    kind = "add"
+                changes_made[t] += 1
+                self.changes.append(SchemaChangeNote(table.table, index, seen[t], kind, ddl))
+                next_change[t] += workload.change_every
+            seen[t] += 1
+            rows, row_versions = live[t], versions[t]
+            draw = rng.random()
+            if draw < 0.70 or not rows:
+                key = next_id[t]
+                next_id[t] += 1
+                rows.append(key)
+                row_versions[key] = 0
+                topic_key, value = table.insert(self._row(table, key, 0))
+                self.ops["c"] += 1
+            elif draw < 0.95:
+                key = rows[rng.randrange(len(rows))]
+                version = row_versions[key]
+                row_versions[key] = version + 1
+                topic_key, value = table.update(
+                    self._row(table, key, version), self._row(table, key, version + 1)
+                )
+                self.ops["u"] += 1
+            else:
+                position = rng.randrange(len(rows))
+                key = rows[position]
+                rows[position] = rows[-1]
+                rows.pop()
+                topic_key, value = table.delete(self._row(table, key, row_versions.pop(key)))
+                self.ops["d"] += 1
+            yield table.topic, topic_key, value
+        self.live_rows = {table.table: len(rows) for table, rows in zip(self.tables, live, strict=True)}
+
+    @staticmethod
+    def _row(table: DebeziumTable, key: int, version: int) -> dict[str, Any]:
+        row = {c.name: _value(c.name, c.spec, key, version) for c in table.columns}
+        row["id"] = key
+        return row
+
+
+@dataclass
+class Produced:
+    events: int
+    bytes: int
+    seconds: float
+    changes: list[SchemaChangeNote]
+    ops: dict[str, int]
+    live_rows: dict[str, int]
+    end_offsets: dict[str, int]
+
+
+def produce_workload(bootstrap: str, workload: Workload) -> Produced:
+    """Create the topics and produce the workload with one batching producer; checks the counts."""
+    from confluent_kafka import Consumer, Producer, TopicPartition
+
+    from ferry.testing.kafka_broker import create_topic
+
+    for topic in workload.topics():
+        create_topic(bootstrap, topic, partitions=workload.partitions)
+    failures: list[str] = []
+
+    def delivered(error: Any, _message: Any) -> None:
+        if error is not None and len(failures) < 10:
+            failures.append(str(error))
+
+    producer = Producer(
+        {
+            "bootstrap.servers": bootstrap,
+            "linger.ms": 50,
+            "batch.num.messages": 10_000,
+            "batch.size": 4 * 1024 * 1024,
+            "queue.buffering.max.messages": 1_000_000,
+            "queue.buffering.max.kbytes": 1024 * 1024,
+            "message.max.bytes": 8 * 1024 * 1024,
+            "compression.type": "none",
+            "on_delivery": delivered,
+        }
+    )
+    generator = EventGenerator(workload)
+    started = time.perf_counter()
+    last_report = started
+    size = 0
+    count = 0
+    produce = producer.produce
+    for topic, key, value in generator:
+        while True:
+            try:
+                produce(topic, value, key)
+                break
+            except BufferError:
+                producer.poll(0.05)
+        size += len(value) + len(key)
+        count += 1
+        if count % 2000 == 0:
+            producer.poll(0)
+            now = time.perf_counter()
+            if now - last_report >= PROGRESS_EVERY_S:
+                last_report = now
+                log(f"  producing: {count:,}/{workload.events:,} events, {size / 2**20:,.0f} MiB")
+    left = producer.flush(300)
+    seconds = time.perf_counter() - started
+    if left or failures:
+        raise RuntimeError(f"producing failed: {left} not delivered; {'; '.join(failures)}")
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-check-{uuid.uuid4().hex}"})
+    end_offsets: dict[str, int] = {}
+    try:
+        for topic in workload.topics():
+            total = 0
+            for partition in range(workload.partitions):
+                low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=30)
+                total += high - low
+            end_offsets[topic] = total
+    finally:
+        consumer.close()
+    if sum(end_offsets.values()) != workload.events:
+        raise RuntimeError(f"the topics hold {sum(end_offsets.values())} events, not {workload.events}")
+    return Produced(
+        count, size, seconds, list(generator.changes), dict(generator.ops), generator.live_rows, end_offsets
+    )
+
+
+# --------------------------------------------------------------------------------------------------
+# Measuring inside a contender's process
+# --------------------------------------------------------------------------------------------------
+
+
+def cpu_seconds() -> float:
+    usage = resource.getrusage(resource.RUSAGE_SELF)
+    return usage.ru_utime + usage.ru_stime
+
+
+@dataclass
+class Clock:
+    """Wall and CPU time of the steady drain: from the warm-up mark to the last event done.
+
+    ``mark(seen)`` is called after each processed batch (or, per record, at a few counts). Work
+    that happens after the last event was read and belongs to it (ferry's final checkpoint) is
+    added with :meth:`add_tail`; idle time while a bounded read notices its end is not counted.
+    """
+
+    label: str
+    expected: int
+    warm_at: int
+    started: float = field(default_factory=time.perf_counter)
+    t0: float | None = None
+    cpu0: float = 0.0
+    n0: int = 0
+    t1: float | None = None
+    cpu1: float = 0.0
+    tail_wall: float = 0.0
+    tail_cpu: float = 0.0
+    first_record: float | None = None
+    last_progress: float = field(default_factory=time.perf_counter)
+
+    def mark(self, seen: int) -> None:
+        now = time.perf_counter()
+        if self.first_record is None and seen > 0:
+            self.first_record = now
+        if self.t0 is None and seen >= self.warm_at:
+            self.t0, self.cpu0, self.n0 = now, cpu_seconds(), seen
+        if self.t1 is None and seen >= self.expected:
+            self.t1, self.cpu1 = now, cpu_seconds()
+        if now - self.last_progress >= PROGRESS_EVERY_S:
+            self.last_progress = now
+            log(f"  {self.label}: {seen:,}/{self.expected:,} events, {now - self.started:.1f} s")
+
+    @property
+    def done(self) -> bool:
+        return self.t1 is not None
+
+    def add_tail(self, wall: float, cpu: float) -> None:
+        self.tail_wall += wall
+        self.tail_cpu += cpu
+
+    def result(self, seen: int) -> dict[str, Any]:
+        if self.t0 is None or self.t1 is None:
+            raise RuntimeError(f"read {seen} of {self.expected} events")
+        events = self.expected - self.n0
+        wall = self.t1 - self.t0 + self.tail_wall
+        cpu = self.cpu1 - self.cpu0 + self.tail_cpu
+        if events <= 0 or wall <= 0:
+            raise RuntimeError("too few events to measure: raise --events or lower --warmup")
+        return {
+            "events": events,
+            "events_read": seen,
+            "wall_s": wall,
+            "cpu_s": cpu,
+            "events_per_s": events / wall,
+            "cpu_us_per_event": cpu / events * 1e6,
+            "startup_s": (self.first_record or self.t0) - self.started,
+            "tail_s": self.tail_wall,
+        }
+
+
+class Stalled(RuntimeError):
+    pass
+
+
+class StallGuard:
+    """Raises when no event arrived for ``limit`` seconds (a contender that cannot finish)."""
+
+    def __init__(self, limit: float) -> None:
+        self.limit = limit
+        self.seen = -1
+        self.since = time.monotonic()
+
+    def check(self, seen: int) -> None:
+        now = time.monotonic()
+        if seen != self.seen:
+            self.seen, self.since = seen, now
+        elif now - self.since > self.limit:
+            raise Stalled(f"no event for {self.limit:.0f} s after {seen} events")
+
+
+# --------------------------------------------------------------------------------------------------
+# The contenders (each runs in its own process)
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class RunSpec:
+    bootstrap: str
+    topics: list[str]
+    expected: int
+    warmup: float
+    batch_size: int
+    work_dir: str
+    stall_s: float
+    cpu: int | None
+    profile_dir: str | None
+    live_rows: dict[str, int]
+
+    def clock(self, label: str) -> Clock:
+        return Clock(label, self.expected, max(1, int(self.expected * self.warmup)))
+
+
+def run_ceiling(spec: RunSpec) -> dict[str, Any]:
+    import orjson
+    from confluent_kafka import Consumer
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": spec.bootstrap,
+            "group.id": f"bench-ceiling-{uuid.uuid4().hex}",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+            "enable.auto.offset.store": False,
+            "fetch.queue.backoff.ms": 10,
+            "enable.partition.eof": False,
+        }
+    )
+    consumer.subscribe(spec.topics)
+    clock, guard = spec.clock("ceiling"), StallGuard(spec.stall_s)
+    loads, consume, batch_size, expected = orjson.loads, consumer.consume, spec.batch_size, spec.expected
+    seen = 0
+    try:
+        while seen < expected:
+            batch = consume(num_messages=batch_size, timeout=0.5)
+            for message in batch:
+                if message.error() is None:
+                    loads(message.value())
+                    seen += 1
+            clock.mark(seen)
+            guard.check(seen)
+    finally:
+        consumer.close()
+    return clock.result(seen)
+
+
+def _ferry_job(spec: RunSpec, sink: str, name: str) -> str:
+    topics = ";".join(spec.topics)
+    sink_lines = "\n".join("  " + line for line in sink.strip().splitlines())
+    return f"""
+source:
+  type: kafka
+  properties.bootstrap.servers: {spec.bootstrap}
+  properties.group.id: {name}
+  topic: {topics}
+  value.format: debezium-json
+  scan.startup.mode: earliest-offset
+  scan.bounded.mode: latest-offset
+sink:
+{sink_lines}
+pipeline:
+  name: {name}
+  state.url: sqlite:///{spec.work_dir}/{name}-state.db
+  checkpoint.interval: 5s
+  batch.size: {spec.batch_size}
+"""
+
+
+def run_ferry(spec: RunSpec, sink_type: str) -> dict[str, Any]:
+    import logging
+
+    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="  %(levelname)s %(name)s: %(message)s")
+    from ferry.config.loader import load_job_text
+    from ferry.worker import build_runner
+
+    name = f"bench-{sink_type}-{uuid.uuid4().hex[:8]}"
+    warehouse = Path(spec.work_dir) / f"{name}-warehouse"
+    if sink_type == "iceberg":
+        warehouse.mkdir(parents=True)
+        sink = f"type: iceberg\ncatalog.properties.warehouse: {warehouse.as_uri()}"
+    else:
+        sink = f"type: {sink_type}"
+    runner = build_runner(load_job_text(_ferry_job(spec, sink, name), file=f"<{name}>"))
+    clock, guard = spec.clock(f"ferry → {sink_type}"), StallGuard(spec.stall_s)
+    metrics = runner.metrics
+    process, checkpoint = runner.process, runner.checkpoint
+
+    def timed_process(events: Any, records: Any) -> None:
+        process(events, records)
+        if records:
+            clock.mark(metrics.records_read)
+
+    def timed_checkpoint(schemas: Any = None) -> None:
+        if not clock.done:
+            checkpoint(schemas)
+            return
+        wall, cpu = time.perf_counter(), cpu_seconds()
+        checkpoint(schemas)
+        clock.add_tail(time.perf_counter() - wall, cpu_seconds() - cpu)
+
+    runner.process = timed_process  # type: ignore[method-assign]
+    runner.checkpoint = timed_checkpoint  # type: ignore[method-assign]
+    stop = _StopOnStall(guard, metrics)
+    profiler = _start_profile(spec)
+    try:
+        runner.run(stop)
+    finally:
+        _stop_profile(profiler, spec, f"ferry-{sink_type}")
+    if stop.error is not None:
+        raise stop.error
+    result = clock.result(metrics.records_read)
+    result["ferry"] = {
+        "rows_written": sum(metrics.rows_written.values()),
+        "checkpoints": metrics.checkpoints,
+        "schema_changes": metrics.schema_changes,
+        "bad_records": metrics.bad_records,
+        "schema_change_wait_ms": metrics.schema_change_wait_ms,
+    }
+    if sink_type == "iceberg":
+        result["ferry"]["iceberg"] = _iceberg_summary(warehouse)
+    return result
+
+
+class _StopOnStall:
+    """A stop flag for ``PipelineRunner.run`` that also ends a run that stopped making progress."""
+
+    def __init__(self, guard: StallGuard, metrics: Any) -> None:
+        self.guard, self.metrics = guard, metrics
+        self.error: Stalled | None = None
+
+    def is_set(self) -> bool:
+        try:
+            self.guard.check(self.metrics.records_read)
+        except Stalled as e:
+            self.error = e
+            return True
+        return False
+
+
+def _iceberg_summary(warehouse: Path) -> dict[str, Any]:
+    """Rows, snapshots and data files per table, read back from the catalog after the run."""
+    from pyiceberg.catalog import load_catalog
+
+    catalog = load_catalog(
+        "bench", type="sql", uri=f"sqlite:///{warehouse}/catalog.db", warehouse=warehouse.as_uri()
+    )
+    out: dict[str, Any] = {}
+    for namespace in catalog.list_namespaces():
+        for identifier in catalog.list_tables(namespace):
+            table = catalog.load_table(identifier)
+            snapshot = table.current_snapshot()
+            summary = snapshot.summary if snapshot is not None else None
+            out[".".join(identifier)] = {
+                "rows": table.scan().to_arrow().num_rows,
+                "snapshots": len(table.metadata.snapshots),
+                "data_files": int(summary["total-data-files"]) if summary and "total-data-files" in summary.additional_properties else None,
+                "columns": len(table.schema().fields),
+            }
+    return out
+
+
+def run_quix(spec: RunSpec) -> dict[str, Any]:
+    from quixstreams import Application
+
+    app = Application(
+        broker_address=spec.bootstrap,
+        consumer_group=f"bench-quix-{uuid.uuid4().hex}",
+        auto_offset_reset="earliest",
+        consumer_extra_config={"fetch.queue.backoff.ms": 10},
+        state_dir=str(Path(spec.work_dir) / "quix-state"),
+        use_changelog_topics=False,
+        loglevel="WARNING",
+    )
+    clock, guard = spec.clock("quix"), StallGuard(spec.stall_s)
+    expected, warm_at = spec.expected, clock.warm_at
+    seen = 0
+
+    def discard(_value: Any) -> None:
+        nonlocal seen
+        seen += 1
+        if seen == warm_at or seen >= expected or seen % 20_000 == 0:
+            clock.mark(seen)
+            if seen >= expected:
+                app.stop()
+
+    for name in spec.topics:
+        app.dataframe(app.topic(name, value_deserializer="json", key_deserializer="bytes")).update(discard)
+    app.run()
+    guard.check(seen)
+    return clock.result(seen)
+
+
+RUNNERS: dict[str, Callable[[RunSpec], dict[str, Any]]] = {
+    "ceiling": run_ceiling,
+    "ferry-null": lambda spec: run_ferry(spec, "null"),
+    "ferry-iceberg": lambda spec: run_ferry(spec, "iceberg"),
+    "quix": run_quix,
+}
+
+
+def _start_profile(spec: RunSpec) -> Any:
+    if spec.profile_dir is None:
+        return None
+    import cProfile
+
+    profiler = cProfile.Profile()
+    profiler.enable()
+    return profiler
+
+
+def _stop_profile(profiler: Any, spec: RunSpec, name: str) -> None:
+    if profiler is None or spec.profile_dir is None:
+        return
+    import io
+    import pstats
+
+    profiler.disable()
+    path = Path(spec.profile_dir) / f"{name}.prof"
+    profiler.dump_stats(str(path))
+    text = io.StringIO()
+    pstats.Stats(profiler, stream=text).sort_stats("tottime").print_stats(25)
+    (Path(spec.profile_dir) / f"{name}.txt").write_text(text.getvalue(), encoding="utf-8")
+    log(f"  profile of {name}: {path} (top functions in {path.with_suffix('.txt')})")
+
+
+def contender_main(name: str, spec: RunSpec, conn: Connection) -> None:
+    """The body of a contender's process: run it, add its peak RSS, send the result back."""
+    if spec.cpu is not None:
+        os.sched_setaffinity(0, {spec.cpu})
+    try:
+        result = RUNNERS[name](spec)
+    except BaseException as e:
+        result = {"error": f"{type(e).__name__}: {e}", "traceback": traceback.format_exc()}
+    result["peak_rss_mib"] = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
+    conn.send(result)
+    conn.close()
+
+
+def run_contender(name: str, spec: RunSpec, timeout: float) -> dict[str, Any]:
+    context = multiprocessing.get_context("spawn")
+    receiver, sender = context.Pipe(duplex=False)
+    process = context.Process(target=contender_main, args=(name, spec, sender), name=f"bench-{name}")
+    process.start()
+    sender.close()
+    result: dict[str, Any] | None = None
+    deadline = time.monotonic() + timeout
+    try:
+        while time.monotonic() < deadline:
+            if receiver.poll(0.5):
+                result = receiver.recv()
+                break
+            if not process.is_alive():
+                break
+        else:
+            result = {"error": f"did not finish within {timeout:.0f} s"}
+    except EOFError:
+        result = None
+    finally:
+        process.join(30)
+        if process.is_alive():
+            process.kill()
+            process.join()
+    if result is None:
+        result = {"error": f"the process exited with code {process.exitcode} without a result"}
+    return result
+
+
+# --------------------------------------------------------------------------------------------------
+# The harness
+# --------------------------------------------------------------------------------------------------
+
+
+def _versions() -> dict[str, str]:
+    from importlib import metadata
+
+    out = {"python": platform.python_version()}
+    for package in ("confluent-kafka", "orjson", "quixstreams", "pyiceberg", "pyarrow"):
+        with contextlib.suppress(metadata.PackageNotFoundError):
+            out[package] = metadata.version(package)
+    with contextlib.suppress(ImportError):
+        import confluent_kafka
+
+        out["librdkafka"] = confluent_kafka.libversion()[0]
+    return out
+
+
+def _kafka_version(cache_dir: Path) -> str | None:
+    for jar in sorted((cache_dir / "lib").glob("kafka_2.13-*.jar")):
+        return "Apache Kafka " + jar.name.removeprefix("kafka_2.13-").removesuffix(".jar")
+    return None
+
+
+def _pin_broker(pid: int, cpu: int) -> None:
+    """Pin every thread of the broker's JVM to ``cpu`` (threads started later inherit it)."""
+    import subprocess
+
+    subprocess.run(["taskset", "-a", "-cp", str(cpu), str(pid)], check=True, capture_output=True)
+
+
+def summarize(runs: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, Any]]:
+    """The median run of each contender (by events/s) with min and max, and the ratios to the ceiling."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, results in runs.items():
+        good = [r for r in results if "error" not in r]
+        if not good:
+            out[name] = {"error": results[-1].get("error", "no result"), "runs": len(results)}
+            continue
+        ordered = sorted(good, key=lambda r: r["events_per_s"])
+        median = dict(ordered[(len(ordered) - 1) // 2])
+        median["runs"] = len(good)
+        median["events_per_s_min"] = ordered[0]["events_per_s"]
+        median["events_per_s_max"] = ordered[-1]["events_per_s"]
+        median["cpu_us_per_event_median"] = statistics.median(r["cpu_us_per_event"] for r in good)
+        median["peak_rss_mib"] = max(r["peak_rss_mib"] for r in good)
+        out[name] = median
+    ceiling = out.get("ceiling", {})
+    for entry in out.values():
+        if "error" in entry or "error" in ceiling or not ceiling:
+            continue
+        entry["ratio_events_per_s"] = entry["events_per_s"] / ceiling["events_per_s"]
+        entry["ratio_cpu_us_per_event"] = entry["cpu_us_per_event"] / ceiling["cpu_us_per_event"]
+    return out
+
+
+def render_table(summary: dict[str, dict[str, Any]]) -> str:
+    header = (
+        f"{'contender':<40} {'events':>9} {'wall s':>7} {'events/s':>10} {'CPU µs/ev':>10} "
+        f"{'eps ratio':>9} {'CPU ratio':>9} {'peak RSS MiB':>12}"
+    )
+    lines = [header, "-" * len(header)]
+    for name, entry in summary.items():
+        label = LABELS.get(name, name)
+        if "error" in entry:
+            lines.append(f"{label:<40} error: {entry['error']}")
+            continue
+        spread = ""
+        if entry.get("runs", 1) > 1:
+            spread = f"  (events/s {entry['events_per_s_min']:,.0f}–{entry['events_per_s_max']:,.0f})"
+        lines.append(
+            f"{label:<40} {entry['events']:>9,} {entry['wall_s']:>7.2f} {entry['events_per_s']:>10,.0f} "
+            f"{entry['cpu_us_per_event']:>10.2f} {_ratio(entry, 'ratio_events_per_s'):>9} "
+            f"{_ratio(entry, 'ratio_cpu_us_per_event'):>9} {entry['peak_rss_mib']:>12.0f}{spread}"
+        )
+    lines.append("")
+    lines.append("targets (events/s as a share of the ceiling's):")
+    for name, target in TARGETS.items():
+        entry = summary.get(name)
+        if entry is None:
+            continue
+        if "ratio_events_per_s" not in entry:
+            lines.append(f"  {LABELS[name]:<38} ≥ {target:.2f}: not measured")
+            continue
+        ratio = entry["ratio_events_per_s"]
+        per_core = 1 / entry["ratio_cpu_us_per_event"]
+        verdict = "met" if ratio >= target else "NOT met"
+        lines.append(
+            f"  {LABELS[name]:<38} {ratio:.2f} ≥ {target:.2f}: {verdict}  (per busy core: {per_core:.2f})"
+        )
+    for name, reference in REFERENCE.items():
+        entry = summary.get(name)
+        if entry is not None and "ratio_events_per_s" in entry:
+            per_core = 1 / entry["ratio_cpu_us_per_event"]
+            lines.append(
+                f"  {LABELS[name]:<38} {entry['ratio_events_per_s']:.2f} (per busy core: {per_core:.2f}; "
+                f"{reference:.2f} per core measured elsewhere)"
+            )
+    return "\n".join(lines)
+
+
+def _ratio(entry: dict[str, Any], key: str) -> str:
+    return f"{entry[key]:.2f}" if key in entry else "–"
+
+
+def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
+    parser = argparse.ArgumentParser(
+        prog="bench/throughput.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--events", type=int, default=200_000, help="change events in all (default 200000)")
+    parser.add_argument("--tables", type=int, default=4, help="tables, one topic each (default 4)")
+    parser.add_argument("--partitions", type=int, default=2, help="partitions per topic (default 2)")
+    parser.add_argument(
+        "--change-every",
+        type=int,
+        default=50_000,
+        help="events of one table between two of its schema changes (default 50000)",
+    )
+    parser.add_argument(
+        "--no-schema", action="store_true", help="payload-only Debezium JSON (schemas.enable=false)"
+    )
+    parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument("--bootstrap", help="use this broker instead of starting one")
+    parser.add_argument(
+        "--contenders",
+        default=",".join(CONTENDERS),
+        help=f"comma-separated subset of {', '.join(CONTENDERS)} (the ceiling always runs)",
+    )
+    parser.add_argument("--repeat", type=int, default=1, help="runs per contender; the median is shown")
+    parser.add_argument(
+        "--warmup", type=float, default=0.05, help="share of events read before timing starts (default 0.05)"
+    )
+    parser.add_argument("--batch-size", type=int, default=10_000, help="records per consume call")
+    parser.add_argument(
+        "--pin",
+        action="store_true",
+        help="pin the broker to CPU 0 and each contender to CPU 1 (needs 2 CPUs; broker started here)",
+    )
+    parser.add_argument("--timeout", type=float, default=900.0, help="seconds allowed per contender run")
+    parser.add_argument("--stall", type=float, default=120.0, help="seconds without an event before giving up")
+    parser.add_argument("--profile", metavar="DIR", help="cProfile ferry's runs into DIR (slows them down)")
+    parser.add_argument("--work-dir", help="where state, warehouses and profiles go (default: a temp dir)")
+    parser.add_argument("--json", action="store_true", help="print the results as JSON instead of a table")
+    args = parser.parse_args(argv)
+    chosen = [c.strip() for c in args.contenders.split(",") if c.strip()]
+    unknown = sorted(set(chosen) - set(CONTENDERS))
+    if unknown:
+        parser.error(f"unknown contender {', '.join(unknown)}; known: {', '.join(CONTENDERS)}")
+    args.chosen = ["ceiling", *[c for c in CONTENDERS if c in chosen and c != "ceiling"]]
+    if args.events < args.tables:
+        parser.error("--events must be at least --tables")
+    if args.pin and (os.cpu_count() or 1) < 2:
+        parser.error("--pin needs at least 2 CPUs")
+    return args
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    args = parse_args(argv)
+    work_dir = Path(args.work_dir) if args.work_dir else Path(tempfile.mkdtemp(prefix="ferry-bench-"))
+    work_dir.mkdir(parents=True, exist_ok=True)
+    profile_dir = None
+    if args.profile:
+        profile_dir = str(Path(args.profile).resolve())
+        Path(profile_dir).mkdir(parents=True, exist_ok=True)
+    workload = Workload(
+        events=args.events,
+        tables=args.tables,
+        partitions=args.partitions,
+        change_every=args.change_every,
+        with_schema=not args.no_schema,
+        seed=args.seed,
+        server=f"bench{uuid.uuid4().hex[:6]}",
+    )
+    with contextlib.ExitStack() as stack:
+        if args.bootstrap:
+            bootstrap, broker_name = args.bootstrap, f"external broker at {args.bootstrap}"
+            if args.pin:
+                log("--pin pins only the contenders: the broker was not started here")
+        else:
+            from ferry.testing.kafka_broker import KafkaBroker
+
+            log("starting a Kafka broker ...")
+            broker = stack.enter_context(
+                KafkaBroker(data_root=work_dir / "kafka", properties={"num.partitions": str(args.partitions)})
+            )
+            bootstrap = broker.bootstrap_servers
+            broker_name = f"{_kafka_version(broker.cache_dir) or 'Apache Kafka'} (KRaft, one node, -Xmx1g)"
+            if args.pin and broker.pid is not None:
+                _pin_broker(broker.pid, 0)
+            log(f"broker ready at {bootstrap} in {broker.startup_seconds or 0:.1f} s")
+        log(
+            f"producing {workload.events:,} events over {workload.tables} tables × {workload.partitions} "
+            f"partitions ({'with' if workload.with_schema else 'without'} the schema envelope) ..."
+        )
+        produced = produce_workload(bootstrap, workload)
+        log(
+            f"produced {produced.events:,} events ({produced.bytes / 2**20:,.0f} MiB, "
+            f"{produced.bytes / produced.events:,.0f} B each) in {produced.seconds:.1f} s, "
+            f"{len(produced.changes)} schema changes"
+        )
+        spec = RunSpec(
+            bootstrap=bootstrap,
+            topics=workload.topics(),
+            expected=workload.events,
+            warmup=args.warmup,
+            batch_size=args.batch_size,
+            work_dir=str(work_dir),
+            stall_s=args.stall,
+            cpu=1 if args.pin else None,
+            profile_dir=profile_dir,
+            live_rows=produced.live_rows,
+        )
+        runs: dict[str, list[dict[str, Any]]] = {name: [] for name in args.chosen}
+        for round_ in range(1, args.repeat + 1):
+            for name in args.chosen:
+                suffix = f" (run {round_} of {args.repeat})" if args.repeat > 1 else ""
+                log(f"running {LABELS[name]}{suffix} ...")
+                result = run_contender(name, spec, args.timeout)
+                runs[name].append(result)
+                if "error" in result:
+                    log(f"  {name} failed: {result['error']}")
+                    if "traceback" in result:
+                        log(result["traceback"])
+                else:
+                    log(
+                        f"  {name}: {result['events_per_s']:,.0f} events/s, "
+                        f"{result['cpu_us_per_event']:.2f} CPU µs/event, {result['peak_rss_mib']:.0f} MiB"
+                    )
+    summary = summarize(runs)
+    document = {
+        "broker": broker_name,
+        "machine": {"cpus": os.cpu_count(), "pinned": bool(args.pin), **_versions()},
+        "workload": {
+            **asdict(workload),
+            "bytes": produced.bytes,
+            "mean_event_bytes": produced.bytes / produced.events,
+            "produce_s": produced.seconds,
+            "ops": produced.ops,
+            "schema_changes": [asdict(c) for c in produced.changes],
+            "live_rows": produced.live_rows,
+        },
+        "warmup": args.warmup,
+        "batch_size": args.batch_size,
+        "summary": summary,
+        "runs": runs,
+        "targets": TARGETS,
+    }
+    if args.json:
+        json.dump(document, sys.stdout, indent=2, default=str)
+        print()
+    else:
+        kinds = {k: sum(1 for c in produced.changes if c.kind == k) for k in ("add", "widen")}
+        print(
+            f"{produced.events:,} Debezium JSON events ({'schema envelope' if workload.with_schema else 'payload only'}, "
+            f"{produced.bytes / produced.events:,.0f} B each) over {workload.tables} tables × "
+            f"{workload.partitions} partitions; {len(produced.changes)} schema changes "
+            f"({kinds['add']} add column, {kinds['widen']} widen int→bigint); {broker_name}; "
+            f"{os.cpu_count()} CPUs{', broker on CPU 0 and each contender on CPU 1' if args.pin else ''}; "
+            f"timed after the first {args.warmup:.0%} of the events"
+        )
+        print()
+        print(render_table(summary))
+    if not args.work_dir:
+        shutil.rmtree(work_dir, ignore_errors=True)
+    return 1 if any("error" in entry for entry in summary.values()) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
