@@ -145,7 +145,7 @@ def main() -> int:
         print(f"broker at {bootstrap}; producing a Debezium stream with schema changes ...", flush=True)
         count = sample_stream(bootstrap)
         print(f"{count} change events produced; running {JOB.relative_to(ROOT)} ...", flush=True)
-        env = {**os.environ, "KAFKA_BOOTSTRAP": bootstrap, "FERRY_VAR": str(VAR.resolve())}
+        env = {**os.environ, "KAFKA_BOOTSTRAP_SERVERS": bootstrap, "FERRY_VAR": str(VAR.resolve())}
         job = load_job(JOB, env=env)
         worker = FerryWorker(job, data_dir=VAR / "faust")
         code = worker.run()

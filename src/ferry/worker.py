@@ -25,6 +25,7 @@ from ferry.connectors.formats import decoder_for
 from ferry.connectors.kafka.dead_letter import KafkaDeadLetter
 from ferry.connectors.kafka.source import EndPosition, KafkaSource, StartPosition
 from ferry.connectors.record import Record
+from ferry.exceptions import TerminalError
 from ferry.pipeline.events import SCHEMA_CHANGE_TAGS, Event
 from ferry.pipeline.route import Route, TableRouter
 from ferry.pipeline.router import SchemaChangeRouter
@@ -47,10 +48,28 @@ def build_sink(job: JobConfig) -> Sink:
     return sink
 
 
+class UnsupportedOptionError(TerminalError):
+    """A job file asks for something this version of ferry does not do yet."""
+
+
+def check_supported(job: JobConfig) -> None:
+    """Refuse, before anything starts, what the job asks for and ferry would otherwise ignore."""
+    if job.transform:
+        raise UnsupportedOptionError(
+            "transform: projections and filters are not supported yet; remove the transform block"
+        )
+    if job.pipeline.parallelism != 1:
+        raise UnsupportedOptionError(
+            "pipeline.parallelism: a worker runs one pipeline thread; to scale out, start more workers "
+            "with the same job file (they share the partitions through the consumer group)"
+        )
+
+
 def build_runner(
     job: JobConfig, *, sink: Sink | None = None, hints: HintSource | None = None
 ) -> PipelineRunner:
     """Everything a pipeline needs, from its job file."""
+    check_supported(job)
     source_config, pipeline = job.source, job.pipeline
     properties = {
         k: v for k, v in source_config.properties.items() if k not in ("bootstrap.servers", "group.id")
@@ -111,6 +130,18 @@ def build_runner(
         dead_letter=dead_letter,
         hints=hints,
     )
+
+
+def run_with_status(runner: PipelineRunner, status_port: int | None, stop: threading.Event) -> None:
+    """Run a pipeline, serving its status over HTTP while it runs when a port is configured."""
+    from ferry.api.status import StatusServer  # noqa: PLC0415
+
+    server = StatusServer(runner, status_port).start() if status_port else None
+    try:
+        runner.run(stop)
+    finally:
+        if server is not None:
+            server.stop()
 
 
 class HintQueue:
@@ -238,7 +269,7 @@ class FerryWorker:
     def _run_pipeline(self) -> None:
         try:
             self.runner = build_runner(self.job, hints=self.hints)
-            self.runner.run(self.stop_event)
+            run_with_status(self.runner, self.job.pipeline.status_port, self.stop_event)
         except BaseException as e:
             self.error = e
             log.error("pipeline %s failed: %s", self.job.pipeline.name, e)

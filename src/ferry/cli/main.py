@@ -60,9 +60,12 @@ def main(log_level: str) -> None:
 @handle_errors
 def validate(job: Path) -> None:
     """Check a job file without starting anything."""
-    from ferry.config.loader import validate_command  # noqa: PLC0415
+    from ferry.config.loader import load_job, validate_command  # noqa: PLC0415
+    from ferry.worker import check_supported  # noqa: PLC0415
 
-    click.echo(validate_command(job))
+    summary = validate_command(job)
+    check_supported(load_job(job))
+    click.echo(summary)
 
 
 @main.command()
@@ -90,12 +93,12 @@ def run(job: Path, worker: bool) -> None:
     import signal  # noqa: PLC0415
     import threading  # noqa: PLC0415
 
-    from ferry.worker import build_runner  # noqa: PLC0415
+    from ferry.worker import build_runner, run_with_status  # noqa: PLC0415
 
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
-    build_runner(config).run(stop)
+    run_with_status(build_runner(config), config.pipeline.status_port, stop)
 
 
 @main.command()

@@ -25,6 +25,7 @@ from ferry.config.job import (
 )
 from ferry.exceptions import TerminalError
 from ferry.pipeline.events import SCHEMA_CHANGE_TAGS
+from ferry.worker import UnsupportedOptionError, check_supported
 
 ROOT = Path(__file__).resolve().parents[3]
 CONFIGS = sorted((ROOT / "configs").glob("*.yaml"))
@@ -73,6 +74,19 @@ def test_every_example_config_validates(path: Path) -> None:
     assert str(path) in summary
     assert config.sink.type in summary
     assert str(config.pipeline.schema_change_behavior) in summary
+    check_supported(config)  # nothing in an example is refused at start
+
+
+def test_what_ferry_does_not_do_yet_is_refused_before_start() -> None:
+    text = (ROOT / "configs" / "demo.yaml").read_text()
+    with pytest.raises(UnsupportedOptionError, match="transform"):
+        check_supported(
+            load_job_text(text + "transform:\n  - source-table: a\\.b\n    projection: id\n", env={})
+        )
+    with pytest.raises(UnsupportedOptionError, match="more workers"):
+        check_supported(
+            load_job_text(text.replace("  name: demo\n", "  name: demo\n  parallelism: 2\n"), env={})
+        )
 
 
 def test_example_bootstrap_servers_come_from_the_environment() -> None:

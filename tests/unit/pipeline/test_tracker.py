@@ -120,7 +120,9 @@ def test_whole_table_ddl_schemas_do_not_change_the_table() -> None:
 
 def test_a_rename_named_before_the_table_is_seen_waits_for_its_records() -> None:
     tracker = SchemaTracker()
-    hint = E.SchemaHint(TID, (E.RenameColumn(TID, "a", "b"),), "ALTER TABLE t RENAME COLUMN a TO b", ordered=False)
+    hint = E.SchemaHint(
+        TID, (E.RenameColumn(TID, "a", "b"),), "ALTER TABLE t RENAME COLUMN a TO b", ordered=False
+    )
     assert tracker.hint(hint) == []
     tracker.observe(E.SchemaObserved(TID, schema(ID, ("a", T.STRING())), at(0)))
     # the pending rename survives a checkpoint and a restart
