@@ -168,7 +168,9 @@ class DebeziumTable:
             self._envelope = orjson.dumps(schema)
         return self._envelope
 
-    def _key(self, row: dict[str, Any]) -> bytes:
+    def _key(self, row: dict[str, Any]) -> bytes | None:
+        if not self.key:
+            return None  # a table without a primary key: Debezium writes records without a key
         payload = {k: row[k] for k in self.key}
         if not self.with_schema:
             return orjson.dumps(payload)
@@ -178,7 +180,7 @@ class DebeziumTable:
 
     def record(
         self, op: str, before: dict[str, Any] | None, after: dict[str, Any] | None
-    ) -> tuple[bytes, bytes]:
+    ) -> tuple[bytes | None, bytes]:
         """One change as a Kafka (key, value) pair."""
         self.ts_ms += 1
         payload = {
@@ -199,13 +201,13 @@ class DebeziumTable:
             return key, orjson.dumps(payload)
         return key, b'{"schema":' + self._envelope_schema() + b',"payload":' + orjson.dumps(payload) + b"}"
 
-    def insert(self, row: dict[str, Any]) -> tuple[bytes, bytes]:
+    def insert(self, row: dict[str, Any]) -> tuple[bytes | None, bytes]:
         return self.record("c", None, row)
 
-    def update(self, before: dict[str, Any], after: dict[str, Any]) -> tuple[bytes, bytes]:
+    def update(self, before: dict[str, Any], after: dict[str, Any]) -> tuple[bytes | None, bytes]:
         return self.record("u", before, after)
 
-    def delete(self, row: dict[str, Any]) -> tuple[bytes, bytes]:
+    def delete(self, row: dict[str, Any]) -> tuple[bytes | None, bytes]:
         return self.record("d", row, None)
 
     def schema_change(self, ddl: str) -> tuple[bytes, bytes]:

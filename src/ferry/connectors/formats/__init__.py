@@ -17,11 +17,11 @@ import importlib
 import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol
+from typing import Any, ClassVar, Protocol
 
 import orjson
 
-from ferry.connectors.exceptions import UnknownFormatError
+from ferry.connectors.exceptions import DecodeError, UnknownFormatError
 from ferry.connectors.record import RecordLike
 from ferry.pipeline.events import BadRecord, Event, SchemaChange, SchemaHint, SourcePosition
 from ferry.pipeline.exceptions import TypeWideningError
@@ -83,6 +83,46 @@ def json_error(error: orjson.JSONDecodeError) -> str:
 
 def internal_error(error: Exception) -> str:
     return f"cannot decode the record: {type(error).__name__}: {error}"
+
+
+class JsonMessageDecoder:
+    """The record loop of decoders that read one JSON object per record (Canal, Maxwell,
+    Debezium's schema-change topic): a record that fails becomes a ``BadRecord`` with the reason,
+    and the batch goes on."""
+
+    #: What a record should be, for the error a non-object gets ("a Canal message").
+    message_kind: ClassVar[str] = "a JSON object"
+
+    def decode(self, records: Sequence[RecordLike]) -> list[Event]:
+        out: list[Event] = []
+        for record in records:
+            try:
+                self.decode_record(record, out)
+            except DecodeError as e:
+                out.append(bad_record(record, e.reason))
+            except Exception as e:  # a record must never stop the batch
+                out.append(bad_record(record, internal_error(e)))
+        return out
+
+    def decode_record(self, record: RecordLike, out: list[Event]) -> None:
+        """Append the events of one record to ``out``; raise :class:`DecodeError` for a bad one."""
+        raise NotImplementedError
+
+    def parse(self, record: RecordLike) -> tuple[SourcePosition, dict[str, Any]]:
+        """The record's position and its JSON object."""
+        value = record.value()
+        if value is None:
+            raise DecodeError("tombstone (null value)")
+        try:
+            message = orjson.loads(value)
+        except orjson.JSONDecodeError as e:
+            raise DecodeError(json_error(e)) from None
+        if type(message) is not dict:
+            raise DecodeError(f"not {self.message_kind}: expected a JSON object")
+        position: SourcePosition = tuple.__new__(
+            SourcePosition, (record.topic(), record.partition(), record.offset())
+        )
+        return position, message
 
 
 def hints(

@@ -13,16 +13,13 @@ its schema is inferred from the values, as for Debezium JSON without a schema.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import tzinfo
 from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
-import orjson
-
 from ferry.connectors.exceptions import DecodeError, UnknownFormatError
-from ferry.connectors.formats import InferredTable, bad_record, hints, internal_error, json_error
+from ferry.connectors.formats import InferredTable, JsonMessageDecoder, bad_record, hints
 from ferry.connectors.formats.connect_types import CONVERSION_ERRORS
 from ferry.connectors.formats.ddl import parse_ddl
 from ferry.connectors.formats.mysql_types import Converter, parse_mysql_type
@@ -59,11 +56,13 @@ class _Table:
     emitted: Schema | None = None
 
 
-class CanalJsonDecoder:
+class CanalJsonDecoder(JsonMessageDecoder):
     """Decodes ``canal-json`` records (see the module documentation).
 
     ``server_time_zone`` is the MySQL server's time zone, in which Canal writes ``TIMESTAMP`` values.
     """
+
+    message_kind = "a Canal message"
 
     def __init__(self, server_time_zone: str = "UTC") -> None:
         try:
@@ -74,29 +73,8 @@ class CanalJsonDecoder:
             ) from None
         self._tables: dict[tuple[str, str, int], _Table] = {}
 
-    def decode(self, records: Sequence[RecordLike]) -> list[Event]:
-        out: list[Event] = []
-        for record in records:
-            try:
-                self._decode(record, out)
-            except DecodeError as e:
-                out.append(bad_record(record, e.reason))
-            except Exception as e:  # a record must never stop the batch
-                out.append(bad_record(record, internal_error(e)))
-        return out
-
-    def _decode(self, record: RecordLike, out: list[Event]) -> None:
-        value = record.value()
-        if value is None:
-            out.append(bad_record(record, "tombstone (null value)"))
-            return
-        position = _new(SourcePosition, (record.topic(), record.partition(), record.offset()))
-        try:
-            message = orjson.loads(value)
-        except orjson.JSONDecodeError as e:
-            raise DecodeError(json_error(e)) from None
-        if type(message) is not dict:
-            raise DecodeError("not a Canal message: expected a JSON object")
+    def decode_record(self, record: RecordLike, out: list[Event]) -> None:
+        position, message = self.parse(record)
         if message.get("isDdl") is True:
             self._ddl(message, position, out)
             return

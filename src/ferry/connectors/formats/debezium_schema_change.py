@@ -19,13 +19,10 @@ Column types: MySQL and MariaDB columns are read from their MySQL type name (see
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
 from typing import Any
 
-import orjson
-
 from ferry.connectors.exceptions import DecodeError
-from ferry.connectors.formats import bad_record, internal_error, json_error
+from ferry.connectors.formats import JsonMessageDecoder
 from ferry.connectors.formats.ddl import parse_ddl
 from ferry.connectors.formats.mysql_types import mysql_type
 from ferry.connectors.record import RecordLike
@@ -37,7 +34,6 @@ from ferry.pipeline.events import (
     SchemaChange,
     SchemaHint,
     SchemaObserved,
-    SourcePosition,
 )
 from ferry.pipeline.exceptions import SchemaError
 from ferry.pipeline.schema import Column, Schema, TableId
@@ -48,30 +44,17 @@ _MYSQL_CONNECTORS = frozenset({"mysql", "mariadb"})
 Row = dict[str, Any]
 
 
-class DebeziumSchemaChangeDecoder:
+class DebeziumSchemaChangeDecoder(JsonMessageDecoder):
     """Decodes records of Debezium's schema-change topic (see the module documentation)."""
 
-    def decode(self, records: Sequence[RecordLike]) -> list[Event]:
-        out: list[Event] = []
-        for record in records:
-            try:
-                out += self._decode(record)
-            except DecodeError as e:
-                out.append(bad_record(record, e.reason))
-            except Exception as e:  # a record must never stop the batch
-                out.append(bad_record(record, internal_error(e)))
-        return out
+    message_kind = "a Debezium schema-change event"
 
-    def _decode(self, record: RecordLike) -> list[Event]:
-        value = record.value()
-        if value is None:
-            return [bad_record(record, "tombstone (null value)")]
-        position = SourcePosition(record.topic(), record.partition(), record.offset())
-        try:
-            message = orjson.loads(value)
-        except orjson.JSONDecodeError as e:
-            raise DecodeError(json_error(e)) from None
-        if type(message) is dict and "payload" in message and "schema" in message:
+    def decode_record(self, record: RecordLike, out: list[Event]) -> None:
+        out += self._events(record)
+
+    def _events(self, record: RecordLike) -> list[Event]:
+        position, message = self.parse(record)
+        if "payload" in message and "schema" in message:
             message = message["payload"]
         if type(message) is not dict:
             raise DecodeError("not a Debezium schema-change event: expected a JSON object")

@@ -14,14 +14,11 @@ and no table change, and give no event.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-import orjson
-
 from ferry.connectors.exceptions import DecodeError
-from ferry.connectors.formats import InferredTable, bad_record, hints, internal_error, json_error
+from ferry.connectors.formats import InferredTable, JsonMessageDecoder, hints
 from ferry.connectors.formats.ddl import parse_ddl
 from ferry.connectors.formats.mysql_types import mysql_type
 from ferry.connectors.record import RecordLike
@@ -37,7 +34,6 @@ from ferry.pipeline.events import (
     Op,
     SchemaChange,
     SchemaObserved,
-    SourcePosition,
     after,
 )
 from ferry.pipeline.schema import Column, Schema, TableId
@@ -59,35 +55,16 @@ class _Table:
     emitted: Schema | None = None
 
 
-class MaxwellJsonDecoder:
+class MaxwellJsonDecoder(JsonMessageDecoder):
     """Decodes ``maxwell-json`` records (see the module documentation)."""
+
+    message_kind = "a Maxwell message"
 
     def __init__(self) -> None:
         self._tables: dict[tuple[str, str, int], _Table] = {}
 
-    def decode(self, records: Sequence[RecordLike]) -> list[Event]:
-        out: list[Event] = []
-        for record in records:
-            try:
-                self._decode(record, out)
-            except DecodeError as e:
-                out.append(bad_record(record, e.reason))
-            except Exception as e:  # a record must never stop the batch
-                out.append(bad_record(record, internal_error(e)))
-        return out
-
-    def _decode(self, record: RecordLike, out: list[Event]) -> None:
-        value = record.value()
-        if value is None:
-            out.append(bad_record(record, "tombstone (null value)"))
-            return
-        position = _new(SourcePosition, (record.topic(), record.partition(), record.offset()))
-        try:
-            message = orjson.loads(value)
-        except orjson.JSONDecodeError as e:
-            raise DecodeError(json_error(e)) from None
-        if type(message) is not dict:
-            raise DecodeError("not a Maxwell message: expected a JSON object")
+    def decode_record(self, record: RecordLike, out: list[Event]) -> None:
+        position, message = self.parse(record)
         kind = message.get("type")
         op = _OPS.get(kind)  # type: ignore[arg-type]
         if op is None:
