@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import decimal
+import importlib
 import json
 import multiprocessing
 import os
@@ -36,6 +37,7 @@ import shutil
 import statistics
 import sys
 import tempfile
+import threading
 import time
 import traceback
 import uuid
@@ -195,7 +197,7 @@ class EventGenerator:
     def first_change_at(self, table_index: int) -> int:
         return (table_index + 1) * self.workload.change_every // (self.workload.tables + 1)
 
-    def __iter__(self) -> Iterator[tuple[str, bytes, bytes]]:
+    def __iter__(self) -> Iterator[tuple[str, bytes | None, bytes]]:
         workload = self.workload
         rng = random.Random(workload.seed)
         count = len(self.tables)
@@ -230,6 +232,8 @@ class EventGenerator:
                 next_change[t] += workload.change_every
             seen[t] += 1
             rows, row_versions = live[t], versions[t]
+            topic_key: bytes | None
+            value: bytes
             draw = rng.random()
             if draw < 0.70 or not rows:
                 key = next_id[t]
@@ -293,10 +297,9 @@ def produce_workload(bootstrap: str, workload: Workload) -> Produced:
             "bootstrap.servers": bootstrap,
             "linger.ms": 50,
             "batch.num.messages": 10_000,
-            "batch.size": 4 * 1024 * 1024,
+            "batch.size": 1_000_000,
             "queue.buffering.max.messages": 1_000_000,
             "queue.buffering.max.kbytes": 1024 * 1024,
-            "message.max.bytes": 8 * 1024 * 1024,
             "compression.type": "none",
             "on_delivery": delivered,
         }
@@ -314,7 +317,7 @@ def produce_workload(bootstrap: str, workload: Workload) -> Produced:
                 break
             except BufferError:
                 producer.poll(0.05)
-        size += len(value) + len(key)
+        size += len(value) + (len(key) if key is not None else 0)
         count += 1
         if count % 2000 == 0:
             producer.poll(0)
@@ -418,8 +421,8 @@ class Clock:
         }
 
 
-class Stalled(RuntimeError):
-    pass
+class StalledError(RuntimeError):
+    """A contender stopped receiving events before it had read them all."""
 
 
 class StallGuard:
@@ -435,7 +438,7 @@ class StallGuard:
         if seen != self.seen:
             self.seen, self.since = seen, now
         elif now - self.since > self.limit:
-            raise Stalled(f"no event for {self.limit:.0f} s after {seen} events")
+            raise StalledError(f"no event for {self.limit:.0f} s after {seen} events")
 
 
 # --------------------------------------------------------------------------------------------------
@@ -490,7 +493,7 @@ def run_ceiling(spec: RunSpec) -> dict[str, Any]:
             guard.check(seen)
     finally:
         consumer.close()
-    return clock.result(seen)
+    return {**clock.result(seen), "run_s": time.perf_counter() - clock.started}
 
 
 def _ferry_job(spec: RunSpec, sink: str, name: str) -> str:
@@ -518,7 +521,9 @@ pipeline:
 def run_ferry(spec: RunSpec, sink_type: str) -> dict[str, Any]:
     import logging
 
-    logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="  %(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.WARNING, stream=sys.stderr, format="  %(levelname)s %(name)s: %(message)s"
+    )
     from ferry.config.loader import load_job_text
     from ferry.worker import build_runner
 
@@ -528,8 +533,9 @@ def run_ferry(spec: RunSpec, sink_type: str) -> dict[str, Any]:
         warehouse.mkdir(parents=True)
         sink = f"type: iceberg\ncatalog.properties.warehouse: {warehouse.as_uri()}"
     else:
-        sink = f"type: {sink_type}"
-    runner = build_runner(load_job_text(_ferry_job(spec, sink, name), file=f"<{name}>"))
+        sink = f'type: "{sink_type}"'
+    job = load_job_text(_ferry_job(spec, sink, name), file=f"<{name}>")
+    runner = build_runner(job)
     clock, guard = spec.clock(f"ferry → {sink_type}"), StallGuard(spec.stall_s)
     metrics = runner.metrics
     process, checkpoint = runner.process, runner.checkpoint
@@ -547,18 +553,36 @@ def run_ferry(spec: RunSpec, sink_type: str) -> dict[str, Any]:
         checkpoint(schemas)
         clock.add_tail(time.perf_counter() - wall, cpu_seconds() - cpu)
 
+    source = runner.source
+    lag = source.lag
+    lag_waits = {"in_window_s": 0.0, "in_run_s": 0.0}
+
+    def timed_lag() -> Any:
+        started = time.perf_counter()
+        try:
+            return lag()
+        finally:
+            spent = time.perf_counter() - started
+            lag_waits["in_run_s"] += spent
+            if clock.t0 is not None and not clock.done:
+                lag_waits["in_window_s"] += spent
+
     runner.process = timed_process  # type: ignore[method-assign]
     runner.checkpoint = timed_checkpoint  # type: ignore[method-assign]
+    source.lag = timed_lag  # type: ignore[method-assign]
     stop = _StopOnStall(guard, metrics)
     profiler = _start_profile(spec)
     try:
         runner.run(stop)
     finally:
         _stop_profile(profiler, spec, f"ferry-{sink_type}")
+    run_s = time.perf_counter() - clock.started
     if stop.error is not None:
         raise stop.error
     result = clock.result(metrics.records_read)
+    result["run_s"] = run_s
     result["ferry"] = {
+        "status_lag_query_s": lag_waits,
         "rows_written": sum(metrics.rows_written.values()),
         "checkpoints": metrics.checkpoints,
         "schema_changes": metrics.schema_changes,
@@ -566,49 +590,57 @@ def run_ferry(spec: RunSpec, sink_type: str) -> dict[str, Any]:
         "schema_change_wait_ms": metrics.schema_change_wait_ms,
     }
     if sink_type == "iceberg":
-        result["ferry"]["iceberg"] = _iceberg_summary(warehouse)
+        result["ferry"]["iceberg"] = _iceberg_summary(job.sink, spec.live_rows)
     return result
 
 
-class _StopOnStall:
+class _StopOnStall(threading.Event):
     """A stop flag for ``PipelineRunner.run`` that also ends a run that stopped making progress."""
 
     def __init__(self, guard: StallGuard, metrics: Any) -> None:
+        super().__init__()
         self.guard, self.metrics = guard, metrics
-        self.error: Stalled | None = None
+        self.error: StalledError | None = None
 
     def is_set(self) -> bool:
+        if super().is_set():
+            return True
         try:
             self.guard.check(self.metrics.records_read)
-        except Stalled as e:
+        except StalledError as e:
             self.error = e
             return True
         return False
 
 
-def _iceberg_summary(warehouse: Path) -> dict[str, Any]:
-    """Rows, snapshots and data files per table, read back from the catalog after the run."""
+def _iceberg_summary(config: Any, live_rows: dict[str, int]) -> dict[str, Any]:
+    """Rows, snapshots and data files per table, read back from the sink's catalog after the run."""
     from pyiceberg.catalog import load_catalog
 
-    catalog = load_catalog(
-        "bench", type="sql", uri=f"sqlite:///{warehouse}/catalog.db", warehouse=warehouse.as_uri()
-    )
+    catalog = load_catalog(config.catalog_name, **config.resolved_catalog_properties())
     out: dict[str, Any] = {}
     for namespace in catalog.list_namespaces():
         for identifier in catalog.list_tables(namespace):
             table = catalog.load_table(identifier)
             snapshot = table.current_snapshot()
-            summary = snapshot.summary if snapshot is not None else None
+            properties = snapshot.summary.additional_properties if snapshot and snapshot.summary else {}
             out[".".join(identifier)] = {
                 "rows": table.scan().to_arrow().num_rows,
                 "snapshots": len(table.metadata.snapshots),
-                "data_files": int(summary["total-data-files"]) if summary and "total-data-files" in summary.additional_properties else None,
+                "data_files": properties.get("total-data-files"),
                 "columns": len(table.schema().fields),
+                "expected_rows": live_rows.get(identifier[-1]),
             }
     return out
 
 
 def run_quix(spec: RunSpec) -> dict[str, Any]:
+    import warnings
+
+    # quixstreams imports authlib, which turns its own deprecation warnings on at import: turn them off
+    with contextlib.suppress(ImportError):
+        importlib.import_module("authlib.deprecate")
+    warnings.filterwarnings("ignore", module="authlib")
     from quixstreams import Application
 
     app = Application(
@@ -620,7 +652,7 @@ def run_quix(spec: RunSpec) -> dict[str, Any]:
         use_changelog_topics=False,
         loglevel="WARNING",
     )
-    clock, guard = spec.clock("quix"), StallGuard(spec.stall_s)
+    clock = spec.clock("quix")
     expected, warm_at = spec.expected, clock.warm_at
     seen = 0
 
@@ -635,8 +667,7 @@ def run_quix(spec: RunSpec) -> dict[str, Any]:
     for name in spec.topics:
         app.dataframe(app.topic(name, value_deserializer="json", key_deserializer="bytes")).update(discard)
     app.run()
-    guard.check(seen)
-    return clock.result(seen)
+    return {**clock.result(seen), "run_s": time.perf_counter() - clock.started}
 
 
 RUNNERS: dict[str, Callable[[RunSpec], dict[str, Any]]] = {
@@ -793,9 +824,10 @@ def render_table(summary: dict[str, dict[str, Any]]) -> str:
     lines.append("")
     lines.append("targets (events/s as a share of the ceiling's):")
     for name, target in TARGETS.items():
-        entry = summary.get(name)
-        if entry is None:
+        found = summary.get(name)
+        if found is None:
             continue
+        entry = found
         if "ratio_events_per_s" not in entry:
             lines.append(f"  {LABELS[name]:<38} ≥ {target:.2f}: not measured")
             continue
@@ -806,14 +838,43 @@ def render_table(summary: dict[str, dict[str, Any]]) -> str:
             f"  {LABELS[name]:<38} {ratio:.2f} ≥ {target:.2f}: {verdict}  (per busy core: {per_core:.2f})"
         )
     for name, reference in REFERENCE.items():
-        entry = summary.get(name)
-        if entry is not None and "ratio_events_per_s" in entry:
+        found = summary.get(name)
+        if found is not None and "ratio_events_per_s" in found:
+            entry = found
             per_core = 1 / entry["ratio_cpu_us_per_event"]
             lines.append(
                 f"  {LABELS[name]:<38} {entry['ratio_events_per_s']:.2f} (per busy core: {per_core:.2f}; "
                 f"{reference:.2f} per core measured elsewhere)"
             )
+    details = [line for name, entry in summary.items() if (line := _details(name, entry))]
+    if details:
+        lines += ["", "details (median run):", *details]
     return "\n".join(lines)
+
+
+def _details(name: str, entry: dict[str, Any]) -> str | None:
+    if "error" in entry or "run_s" not in entry:
+        return None
+    parts = [f"whole run {entry['run_s']:.1f} s, first event after {entry['startup_s']:.1f} s"]
+    ferry = entry.get("ferry")
+    if ferry is not None:
+        parts.append(
+            f"{ferry['rows_written']:,} rows written, {ferry['schema_changes']} schema changes applied "
+            f"(table creations included), {ferry['checkpoints']} checkpoints, {ferry['bad_records']} bad records"
+        )
+        waits = ferry["status_lag_query_s"]
+        if waits["in_run_s"] >= 0.05:
+            parts.append(
+                f"blocked {waits['in_window_s']:.1f} s of the timed window and {waits['in_run_s']:.1f} s of the "
+                "run in KafkaSource.lag() (status updates)"
+            )
+    line = f"  {LABELS.get(name, name)}: " + "; ".join(parts)
+    for table, facts in ((ferry or {}).get("iceberg") or {}).items():
+        line += (
+            f"\n    {table}: {facts['rows']:,} rows ({facts['expected_rows']:,} keys live in the source), "
+            f"{facts['snapshots']} snapshots, {facts['data_files']} data files, {facts['columns']} columns"
+        )
+    return line
 
 
 def _ratio(entry: dict[str, Any], key: str) -> str:
@@ -854,7 +915,9 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         help="pin the broker to CPU 0 and each contender to CPU 1 (needs 2 CPUs; broker started here)",
     )
     parser.add_argument("--timeout", type=float, default=900.0, help="seconds allowed per contender run")
-    parser.add_argument("--stall", type=float, default=120.0, help="seconds without an event before giving up")
+    parser.add_argument(
+        "--stall", type=float, default=120.0, help="seconds without an event before giving up"
+    )
     parser.add_argument("--profile", metavar="DIR", help="cProfile ferry's runs into DIR (slows them down)")
     parser.add_argument("--work-dir", help="where state, warehouses and profiles go (default: a temp dir)")
     parser.add_argument("--json", action="store_true", help="print the results as JSON instead of a table")
@@ -962,21 +1025,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         "runs": runs,
         "targets": TARGETS,
     }
+    kinds = {k: sum(1 for c in produced.changes if c.kind == k) for k in ("add", "widen")}
+    report = (
+        f"{produced.events:,} Debezium JSON events ({'schema envelope' if workload.with_schema else 'payload only'}, "
+        f"{produced.bytes / produced.events:,.0f} B each) over {workload.tables} tables × "
+        f"{workload.partitions} partitions; {len(produced.changes)} schema changes "
+        f"({kinds['add']} add column, {kinds['widen']} widen int→bigint); {broker_name}; "
+        f"{os.cpu_count()} CPUs{', broker on CPU 0 and each contender on CPU 1' if args.pin else ''}; "
+        f"timed after the first {args.warmup:.0%} of the events\n\n{render_table(summary)}"
+    )
     if args.json:
         json.dump(document, sys.stdout, indent=2, default=str)
         print()
+        log("\n" + report)  # the table still shows, on stderr
     else:
-        kinds = {k: sum(1 for c in produced.changes if c.kind == k) for k in ("add", "widen")}
-        print(
-            f"{produced.events:,} Debezium JSON events ({'schema envelope' if workload.with_schema else 'payload only'}, "
-            f"{produced.bytes / produced.events:,.0f} B each) over {workload.tables} tables × "
-            f"{workload.partitions} partitions; {len(produced.changes)} schema changes "
-            f"({kinds['add']} add column, {kinds['widen']} widen int→bigint); {broker_name}; "
-            f"{os.cpu_count()} CPUs{', broker on CPU 0 and each contender on CPU 1' if args.pin else ''}; "
-            f"timed after the first {args.warmup:.0%} of the events"
-        )
-        print()
-        print(render_table(summary))
+        print(report)
     if not args.work_dir:
         shutil.rmtree(work_dir, ignore_errors=True)
     return 1 if any("error" in entry for entry in summary.values()) else 0

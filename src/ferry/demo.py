@@ -120,7 +120,7 @@ def sample_stream(bootstrap: str) -> int:
 def show_tables(warehouse: Path) -> None:
     from pyiceberg.catalog.sql import SqlCatalog  # noqa: PLC0415
 
-    catalog = SqlCatalog("demo", uri=f"sqlite:///{warehouse}/catalog.db", warehouse=f"file://{warehouse}")
+    catalog = SqlCatalog("ferry", uri=f"sqlite:///{warehouse}/catalog.db", warehouse=f"file://{warehouse}")
     for name in ("inventory.orders", "inventory.customers"):
         table = catalog.load_table(name)
         print(f"\n== Iceberg table {name} ==")

@@ -4,17 +4,18 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
+from typing import NamedTuple
 
 from ferry.pipeline.exceptions import SchemaError
 from ferry.pipeline.types import DataType, parse, widen
 
 
-@dataclass(frozen=True, slots=True, order=True)
-class TableId:
+class TableId(NamedTuple):
     """A source or sink table: ``namespace.schema_name.table_name`` with the first two optional.
 
     MySQL tables are ``database.table`` (``schema_name`` set); PostgreSQL tables are
-    ``schema.table``; a three-part id carries a catalog or server name in ``namespace``.
+    ``schema.table``; a three-part id carries a catalog or server name in ``namespace``. A tuple,
+    so that hashing it (once per row on the hot path) costs no Python call.
     """
 
     namespace: str | None

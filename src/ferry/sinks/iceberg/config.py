@@ -1,29 +1,63 @@
 """Options of the Iceberg sink, in the spelling of Flink CDC's Iceberg pipeline connector.
 
 This module imports no pyiceberg, so a job file validates without the ``iceberg`` extra.
+
+.. code-block:: yaml
+
+    sink:
+      type: iceberg
+      catalog.properties.type: sql                      # default
+      catalog.properties.warehouse: file:///data/lake   # default: ./var/warehouse
+      catalog.properties.uri: sqlite:////data/lake/catalog.db   # default: <warehouse>/catalog.db
+      table.properties.write.parquet.compression-codec: zstd
+      namespace: default
+      snapshot.retain: 100
 """
 
 from __future__ import annotations
 
 from pathlib import Path
 from typing import Any, Literal
+from urllib.parse import urlparse
 
 from pydantic import Field, model_validator
 
 from ferry.config.base import SinkConfigBase, fold_prefixed
 
+#: The warehouse when ``catalog.properties.warehouse`` is not set (relative to the working directory).
 DEFAULT_WAREHOUSE = Path("var/warehouse")
+
+#: Properties of every table the sink creates, unless ``table.properties.*`` sets them: merged
+#: manifests and a bounded list of old metadata files keep commit latency and disk use flat.
+DEFAULT_TABLE_PROPERTIES: dict[str, str] = {
+    "commit.manifest-merge.enabled": "true",
+    "write.metadata.delete-after-commit.enabled": "true",
+    "write.metadata.previous-versions-max": "20",
+}
 
 
 class IcebergSinkConfig(SinkConfigBase):
     """``catalog.properties.*`` go to pyiceberg's ``load_catalog``; ``table.properties.*`` to new tables."""
 
     type: Literal["iceberg"] = "iceberg"
-    catalog_name: str = Field(default="ferry", alias="catalog.name")
+    #: The name the catalog is opened under. A SQL catalog keys its rows by it: readers of the
+    #: tables must open the catalog under the same name.
+    catalog_name: str = Field(default="ferry", alias="catalog.name", min_length=1)
     catalog_properties: dict[str, str] = Field(default_factory=dict)
     table_properties: dict[str, str] = Field(default_factory=dict)
-    namespace: str = "default"
+    #: The Iceberg namespace of tables whose id has no schema part.
+    namespace: str = Field(default="default", min_length=1)
+    #: Snapshots kept per table; the commit that goes past this expires the older ones.
     snapshot_retain: int = Field(default=100, ge=1, alias="snapshot.retain")
+    #: Rewrite the small data files that commits leave behind into fewer files.
+    compaction_enabled: bool = Field(default=True, alias="sink.compaction.enabled")
+    #: Look for small files to compact every N commits of a table.
+    compaction_commit_interval: int = Field(default=10, ge=1, alias="sink.compaction.commit-interval")
+    #: Data files below this size are compacted, once a table has at least this many of them.
+    compaction_small_file_bytes: int = Field(
+        default=32 * 1024 * 1024, ge=1, alias="sink.compaction.small-file-bytes"
+    )
+    compaction_min_files: int = Field(default=8, ge=2, alias="sink.compaction.min-input-files")
 
     @model_validator(mode="before")
     @classmethod
@@ -31,15 +65,50 @@ class IcebergSinkConfig(SinkConfigBase):
         data = fold_prefixed(data, "catalog.properties", "catalog_properties")
         return fold_prefixed(data, "table.properties", "table_properties")
 
+    @model_validator(mode="after")
+    def _check_catalog(self) -> IcebergSinkConfig:
+        props = self.catalog_properties
+        if (
+            props.get("type", "sql") == "sql"
+            and "uri" not in props
+            and _local_dir(props.get("warehouse")) is None
+        ):
+            raise ValueError(
+                "catalog.properties.uri is required when catalog.properties.warehouse is not a local "
+                f"directory (it is {props.get('warehouse')!r})"
+            )
+        return self
+
     def resolved_catalog_properties(self) -> dict[str, str]:
         """The catalog properties with ferry's defaults: a SQLite catalog in a local warehouse."""
         props = dict(self.catalog_properties)
-        warehouse = props.get("warehouse")
-        if warehouse is None:
-            warehouse = DEFAULT_WAREHOUSE.resolve().as_uri()
-            props["warehouse"] = warehouse
         props.setdefault("type", "sql")
-        if props["type"] == "sql" and "uri" not in props:
-            local = Path(warehouse.removeprefix("file://"))
-            props["uri"] = f"sqlite:///{local}/catalog.db"
+        if "warehouse" not in props and props["type"] != "sql":
+            return props
+        local = _local_dir(props.get("warehouse", str(DEFAULT_WAREHOUSE)))
+        if local is not None:
+            props["warehouse"] = local.as_uri()
+            if props["type"] == "sql":
+                props.setdefault("uri", f"sqlite:///{local}/catalog.db")
         return props
+
+    def warehouse_dir(self) -> Path | None:
+        """The warehouse as an absolute local directory, or ``None`` when it is remote or unset."""
+        warehouse = self.resolved_catalog_properties().get("warehouse")
+        return None if warehouse is None else _local_dir(warehouse)
+
+    def new_table_properties(self) -> dict[str, str]:
+        """The properties a table the sink creates gets."""
+        return {**DEFAULT_TABLE_PROPERTIES, **self.table_properties}
+
+
+def _local_dir(warehouse: str | None) -> Path | None:
+    """The absolute directory of a ``file://`` URI or a plain path; ``None`` for other schemes."""
+    if warehouse is None:
+        return None
+    parsed = urlparse(warehouse)
+    if parsed.scheme == "file":
+        return Path(parsed.path).resolve()
+    if parsed.scheme == "":
+        return Path(warehouse).resolve()
+    return None

@@ -1,0 +1,586 @@
+"""The Iceberg sink: schema changes through pyiceberg's ``update_schema``, rows in one commit per flush.
+
+Writing. :meth:`IcebergSink.write` only buffers. :meth:`IcebergSink.flush` makes one Iceberg
+transaction per table with buffered changes: the changes are collapsed by primary key to the last
+state of each key, the touched keys are deleted (copy-on-write: every data file that may hold one
+of them is rewritten without it), and the surviving rows are appended. The snapshots of that
+commit carry the source offsets (``ferry.offsets.<pipeline>`` in the snapshot summary), which
+:meth:`IcebergSink.committed_offsets` reads back after a restart. A table without a primary key is
+append-only: its deletes cannot be matched and are counted in :attr:`IcebergSink.skipped_deletes`.
+
+Upkeep happens in the commits themselves: a commit that takes a table past ``snapshot.retain``
+snapshots also expires the older ones, and every ``sink.compaction.commit-interval`` commits the
+small data files are rewritten into one, so commit latency stays flat as the table's history
+grows.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import warnings
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from contextlib import contextmanager
+from datetime import UTC, datetime
+from operator import itemgetter
+from typing import Any, ClassVar
+
+import pyarrow as pa
+import sqlalchemy.exc
+from pyiceberg.catalog import Catalog, load_catalog
+from pyiceberg.catalog.sql import SqlCatalog
+from pyiceberg.exceptions import (
+    CommitFailedException,
+    CommitStateUnknownException,
+    NoSuchNamespaceError,
+    NoSuchTableError,
+    ServerError,
+    ServiceUnavailableError,
+    TableAlreadyExistsError,
+)
+from pyiceberg.expressions import AlwaysTrue, And, BooleanExpression, EqualTo, In, Or
+from pyiceberg.io.pyarrow import ArrowScan, _dataframe_to_data_files
+from pyiceberg.schema import Schema as IcebergSchema
+from pyiceberg.table import Table, Transaction
+from pyiceberg.table.snapshots import ancestors_of
+from pyiceberg.table.update.snapshot import ExpireSnapshots
+
+from ferry.pipeline.apply import is_applied
+from ferry.pipeline.events import (
+    AddColumn,
+    AlterColumnComment,
+    AlterColumnType,
+    AlterTableComment,
+    ColumnPositionKind,
+    CreateTable,
+    DataChange,
+    DropColumn,
+    DropTable,
+    Op,
+    RenameColumn,
+    Row,
+    SchemaChange,
+    TruncateTable,
+)
+from ferry.pipeline.schema import Schema, TableId
+from ferry.pipeline.types import DataType
+from ferry.sinks.base import ChangeKind, Offsets, Sink, SinkCapabilities, Support
+from ferry.sinks.exceptions import SinkError, SinkTerminalError, SinkTransientError
+from ferry.sinks.iceberg.config import IcebergSinkConfig
+from ferry.sinks.iceberg.types import (
+    IcebergTypeError,
+    field_ids,
+    plan_type_change,
+    sink_schema,
+    sink_type,
+    to_ferry_schema,
+    to_iceberg_schema,
+    to_iceberg_type,
+)
+
+log = logging.getLogger(__name__)
+
+CAPABILITIES = SinkCapabilities(
+    changes={
+        ChangeKind.CREATE_TABLE: Support.APPLY,
+        ChangeKind.ADD_COLUMN_LAST: Support.APPLY,
+        ChangeKind.ADD_COLUMN_POSITIONED: Support.APPLY,
+        ChangeKind.DROP_COLUMN: Support.APPLY,
+        ChangeKind.RENAME_COLUMN: Support.APPLY,
+        ChangeKind.ALTER_COLUMN_TYPE: Support.APPLY,
+        ChangeKind.RELAX_NULLABILITY: Support.APPLY,
+        ChangeKind.DROP_TABLE: Support.UNSUPPORTED,
+        ChangeKind.TRUNCATE_TABLE: Support.UNSUPPORTED,
+        ChangeKind.ALTER_COLUMN_COMMENT: Support.NOT_SYNCED,
+        ChangeKind.ALTER_TABLE_COMMENT: Support.NOT_SYNCED,
+    },
+    notes={
+        ChangeKind.ALTER_COLUMN_TYPE: "Iceberg promotions only: int → long, float → double, wider decimal",
+        ChangeKind.DROP_TABLE: "the sink never drops an Iceberg table",
+        ChangeKind.TRUNCATE_TABLE: "the sink never truncates an Iceberg table",
+    },
+)
+
+#: Snapshot summary key holding a pipeline's offsets: ``{"topic": {"partition": next offset}}``.
+OFFSETS_PROPERTY = "ferry.offsets.{pipeline}"
+#: Table property holding the table comment (Spark and Flink use the same key).
+COMMENT_PROPERTY = "comment"
+
+_TRANSIENT = (
+    CommitFailedException,
+    CommitStateUnknownException,
+    ServiceUnavailableError,
+    ServerError,
+    sqlalchemy.exc.OperationalError,
+    ConnectionError,
+    TimeoutError,
+)
+_NO_MATCH_WARNING = "Delete operation did not match any records"
+
+
+class IcebergSink(Sink):
+    """Writes change events into Iceberg tables through a pyiceberg catalog."""
+
+    kind: ClassVar[str] = "iceberg"
+    capabilities: SinkCapabilities = CAPABILITIES
+
+    def __init__(self, config: IcebergSinkConfig, *, pipeline: str) -> None:
+        self.config = config
+        self.pipeline = pipeline
+        self.offsets_property = OFFSETS_PROPERTY.format(pipeline=pipeline)
+        #: Deletes received for tables without a primary key, which an append-only table cannot apply.
+        self.skipped_deletes: dict[TableId, int] = {}
+        self._schemas: dict[TableId, Schema | None] = {}
+        self._buffers: dict[TableId, list[DataChange]] = {}
+        self._written_schemas: dict[TableId, Schema] = {}
+        self._commits_since_compaction: dict[TableId, int] = {}
+        warehouse = config.warehouse_dir()
+        try:
+            if warehouse is not None:
+                warehouse.mkdir(parents=True, exist_ok=True)
+            self.catalog: Catalog = load_catalog(config.catalog_name, **config.resolved_catalog_properties())
+        except Exception as e:
+            raise SinkTerminalError(
+                f"cannot open catalog {config.catalog_name!r} ({type(e).__name__}: {e})", sink=self.kind
+            ) from e
+
+    # ------------------------------------------------------------------------------- identifiers
+
+    def identifier(self, table_id: TableId) -> tuple[str, str]:
+        """The Iceberg ``(namespace, table)`` of a ferry table."""
+        return (table_id.schema_name or self.config.namespace, table_id.table_name)
+
+    def load_table(self, table_id: TableId) -> Table | None:
+        """The Iceberg table as the catalog has it now, or ``None`` when it does not exist."""
+        try:
+            return self.catalog.load_table(self.identifier(table_id))
+        except (NoSuchTableError, NoSuchNamespaceError):
+            return None
+
+    def _require_table(self, table_id: TableId) -> Table:
+        table = self.load_table(table_id)
+        if table is None:
+            raise SinkTerminalError(
+                f"table does not exist (Iceberg {'.'.join(self.identifier(table_id))})",
+                sink=self.kind,
+                table=str(table_id),
+            )
+        return table
+
+    # ------------------------------------------------------------------------------- schemas
+
+    def table_schema(self, table_id: TableId) -> Schema | None:
+        if table_id not in self._schemas:
+            with self._errors(table_id, "reading the schema"):
+                table = self.load_table(table_id)
+                self._schemas[table_id] = None if table is None else _read_schema(table)
+        return self._schemas[table_id]
+
+    def sink_type(self, source_type: DataType) -> DataType:
+        return sink_type(source_type)
+
+    def apply_schema_change(self, change: SchemaChange, schema_after: Schema | None) -> None:
+        table_id = change.table_id
+        self._schemas.pop(table_id, None)
+        with self._errors(table_id, f"applying {change.tag}"):
+            if isinstance(change, CreateTable):
+                self._create_table(change)
+            elif isinstance(change, DropTable | TruncateTable):
+                raise SinkTerminalError(
+                    f"{change.tag} is not supported: the sink never drops or truncates an Iceberg table",
+                    sink=self.kind,
+                    table=str(table_id),
+                )
+            else:
+                table = self._require_table(table_id)
+                if not is_applied(_read_schema(table), change):
+                    self._alter(table, change)
+        self._schemas.pop(table_id, None)
+
+    def _create_table(self, change: CreateTable) -> None:
+        namespace, name = self.identifier(change.table_id)
+        table = self.load_table(change.table_id)
+        if table is None:
+            properties = self.config.new_table_properties()
+            if change.schema.comment:
+                properties[COMMENT_PROPERTY] = change.schema.comment
+            self.catalog.create_namespace_if_not_exists(namespace)
+            try:
+                self.catalog.create_table(
+                    (namespace, name), to_iceberg_schema(change.schema), properties=properties
+                )
+                return
+            except TableAlreadyExistsError:
+                table = self._require_table(change.table_id)
+        problems = _incompatibilities(table.schema(), change.schema)
+        if problems:
+            raise SinkTerminalError(
+                f"the table exists with a schema that cannot take the new table's rows "
+                f"({'; '.join(problems)}); existing: {_read_schema(table).describe()}; "
+                f"wanted: {sink_schema(change.schema).describe()}",
+                sink=self.kind,
+                table=str(change.table_id),
+            )
+
+    def _alter(self, table: Table, change: SchemaChange) -> None:
+        table_id = change.table_id
+        match change:
+            case AddColumn(column=column, position=position):
+                reference = position.reference
+                if reference is not None and reference not in {f.name for f in table.schema().fields}:
+                    log.warning("%s: %s is not a column, adding %s last", table_id, reference, column.name)
+                    reference = None
+                with table.update_schema() as update:
+                    # optional even when the source says NOT NULL: the rows already written have no value
+                    update.add_column(
+                        column.name,
+                        to_iceberg_type(column.type, field_ids()),
+                        doc=column.comment,
+                        required=False,
+                    )
+                    if position.kind is ColumnPositionKind.FIRST:
+                        update.move_first(column.name)
+                    elif position.kind is ColumnPositionKind.BEFORE and reference is not None:
+                        update.move_before(column.name, reference)
+                    elif position.kind is ColumnPositionKind.AFTER and reference is not None:
+                        update.move_after(column.name, reference)
+            case DropColumn(column_name=name):
+                with table.update_schema() as update:
+                    update.delete_column(name)
+            case RenameColumn(old_name=old, new_name=new):
+                with table.update_schema() as update:
+                    update.rename_column(old, new)
+            case AlterColumnType(column_name=name, new_type=new_type):
+                self._alter_type(table, table_id, name, new_type)
+            case AlterColumnComment(column_name=name, comment=comment):
+                with table.update_schema() as update:
+                    update.update_column(name, doc=comment or "")
+            case AlterTableComment(comment=comment):
+                with table.transaction() as tx:
+                    if comment:
+                        tx.set_properties({COMMENT_PROPERTY: comment})
+                    elif COMMENT_PROPERTY in table.properties:
+                        tx.remove_properties(COMMENT_PROPERTY)
+            case _:
+                raise SinkTerminalError(f"no rule for {change.tag}", sink=self.kind, table=str(table_id))
+
+    def _alter_type(self, table: Table, table_id: TableId, name: str, new_type: DataType) -> None:
+        schema = table.schema()
+        field = schema.find_field(name)
+        wanted_required = not new_type.nullable or field.field_id in schema.identifier_field_ids
+        try:
+            steps = plan_type_change(
+                (name,),
+                field.field_type,
+                field.required,
+                to_iceberg_type(new_type, field_ids()),
+                wanted_required,
+            )
+        except IcebergTypeError as e:
+            current = _read_schema(table).column(name).type
+            raise SinkTerminalError(
+                f"cannot change the type of column {name} from {current} to {new_type}: {e}",
+                sink=self.kind,
+                table=str(table_id),
+            ) from e
+        if not steps:
+            return
+        with table.update_schema() as update:
+            for step in steps:
+                if step.kind == "promote":
+                    update.update_column(step.path, field_type=step.type)
+                elif step.kind == "make-optional":
+                    update.make_column_optional(step.path)
+                else:
+                    assert step.type is not None
+                    update.add_column(step.path, step.type, required=False)
+
+    # ------------------------------------------------------------------------------- rows
+
+    def write(self, table_id: TableId, schema: Schema, changes: Sequence[DataChange]) -> None:
+        buffer = self._buffers.get(table_id)
+        if buffer is None:
+            self._buffers[table_id] = list(changes)
+        else:
+            buffer.extend(changes)
+        self._written_schemas[table_id] = schema
+
+    def flush(self, offsets: Offsets) -> None:
+        properties = {self.offsets_property: encode_offsets(offsets)}
+        for table_id in [t for t, changes in self._buffers.items() if changes]:
+            with self._errors(table_id, "committing rows"):
+                self._commit(table_id, self._buffers[table_id], properties)
+            del self._buffers[table_id]
+            self._maybe_compact(table_id, properties)
+        self._buffers.clear()
+
+    def _commit(self, table_id: TableId, changes: list[DataChange], properties: dict[str, str]) -> None:
+        table = self._require_table(table_id)
+        schema = table.schema()
+        keys = self._key_columns(table_id, schema)
+        delete_filter: BooleanExpression | None = None
+        if keys:
+            state = collapse(changes, _key_getter(keys))
+            rows = [row for row in state.values() if row is not None]
+            if state and table.current_snapshot() is not None:
+                delete_filter = key_filter(keys, list(state))
+        else:
+            rows = [c.after for c in changes if c.op is not Op.DELETE and c.after is not None]
+            deletes = sum(1 for c in changes if c.op is Op.DELETE)
+            if deletes:
+                self.skipped_deletes[table_id] = self.skipped_deletes.get(table_id, 0) + deletes
+                log.warning("%s has no primary key: %d deletes not applied (append-only)", table_id, deletes)
+        data = _to_arrow(table_id, schema, rows)
+        with table.transaction() as tx:
+            if delete_filter is not None:
+                with warnings.catch_warnings():
+                    warnings.filterwarnings("ignore", message=_NO_MATCH_WARNING)
+                    tx.delete(delete_filter, snapshot_properties=properties)
+            # always an append, even an empty one: the newest snapshot then carries the offsets
+            tx.append(data, snapshot_properties=properties)
+            self._expire_snapshots(table, tx)
+
+    def _key_columns(self, table_id: TableId, schema: IcebergSchema) -> tuple[str, ...]:
+        """The identifier fields, or the primary key the pipeline knows when the table has none."""
+        names = [schema.find_column_name(i) for i in schema.identifier_field_ids]
+        keys = tuple(n for n in names if n is not None)
+        if keys:
+            return keys
+        written = self._written_schemas.get(table_id)
+        known = {f.name for f in schema.fields}
+        if written is not None and written.primary_keys and all(k in known for k in written.primary_keys):
+            return written.primary_keys
+        return ()
+
+    def _expire_snapshots(self, table: Table, tx: Transaction) -> None:
+        """Expire, in the same commit, the snapshots older than the ``snapshot.retain`` newest."""
+        retain = self.config.snapshot_retain
+        snapshots = table.metadata.snapshots
+        if len(snapshots) <= retain:
+            return
+        cutoff = sorted(s.timestamp_ms for s in snapshots)[-retain]
+        ExpireSnapshots(tx).older_than(datetime.fromtimestamp(cutoff / 1000, UTC)).commit()
+
+    def _maybe_compact(self, table_id: TableId, properties: dict[str, str]) -> None:
+        if not self.config.compaction_enabled:
+            return
+        count = self._commits_since_compaction.get(table_id, 0) + 1
+        self._commits_since_compaction[table_id] = count
+        if count < self.config.compaction_commit_interval:
+            return
+        self._commits_since_compaction[table_id] = 0
+        try:
+            with self._errors(table_id, "compacting small files"):
+                self.compact(table_id, properties)
+        except SinkTransientError as e:
+            # the rows are committed; a compaction that lost a race is tried again later
+            log.warning("%s", e)
+
+    def compact(self, table_id: TableId, properties: dict[str, str] | None = None) -> int:
+        """Rewrite the table's small data files into one; returns how many files were replaced.
+
+        Runs when the table has at least ``sink.compaction.min-input-files`` files smaller than
+        ``sink.compaction.small-file-bytes``. The rows do not change, so the snapshot carries the
+        same offsets as the commit before it.
+        """
+        table = self._require_table(table_id)
+        small = self.config.compaction_small_file_bytes
+        tasks = [
+            t for t in table.scan().plan_files() if t.file.file_size_in_bytes < small and not t.delete_files
+        ]
+        if len(tasks) < self.config.compaction_min_files:
+            return 0
+        data = ArrowScan(table.metadata, table.io, table.schema(), AlwaysTrue()).to_table(tasks)
+        with table.transaction() as tx:
+            with tx.update_snapshot(snapshot_properties=properties or {}).overwrite() as rewrite:
+                for task in tasks:
+                    rewrite.delete_data_file(task.file)
+                for data_file in _dataframe_to_data_files(
+                    tx.table_metadata, data, table.io, write_uuid=rewrite.commit_uuid
+                ):
+                    rewrite.append_data_file(data_file)
+            self._expire_snapshots(table, tx)
+        log.debug("%s: compacted %d small files (%d rows)", table_id, len(tasks), data.num_rows)
+        return len(tasks)
+
+    # ------------------------------------------------------------------------------- offsets
+
+    def committed_offsets(self, table_id: TableId) -> dict[tuple[str, int], int]:
+        """The offsets in the newest snapshot (walking back the ancestry) that carries this pipeline's."""
+        with self._errors(table_id, "reading committed offsets"):
+            table = self.load_table(table_id)
+            if table is None:
+                return {}
+            for snapshot in ancestors_of(table.current_snapshot(), table.metadata):
+                value = (
+                    snapshot.summary.additional_properties.get(self.offsets_property)
+                    if snapshot.summary
+                    else None
+                )
+                if value is not None:
+                    return decode_offsets(value)
+        return {}
+
+    # ------------------------------------------------------------------------------- lifecycle
+
+    def close(self) -> None:
+        if self._buffers:
+            log.warning("closing with unflushed rows for %s", ", ".join(str(t) for t in self._buffers))
+        if isinstance(self.catalog, SqlCatalog):
+            self.catalog.engine.dispose()
+
+    @contextmanager
+    def _errors(self, table_id: TableId, action: str) -> Iterator[None]:
+        """Turn pyiceberg's errors into sink errors naming the table; forget the cached schema."""
+        try:
+            yield
+        except SinkError:
+            self._schemas.pop(table_id, None)
+            raise
+        except _TRANSIENT as e:
+            self._schemas.pop(table_id, None)
+            raise SinkTransientError(
+                f"{action}: {type(e).__name__}: {e}", sink=self.kind, table=str(table_id)
+            ) from e
+        except Exception as e:
+            self._schemas.pop(table_id, None)
+            raise SinkTerminalError(
+                f"{action}: {type(e).__name__}: {e}", sink=self.kind, table=str(table_id)
+            ) from e
+
+
+# ----------------------------------------------------------------------------------- helpers
+
+
+def _read_schema(table: Table) -> Schema:
+    return to_ferry_schema(table.schema(), table.properties.get(COMMENT_PROPERTY))
+
+
+def _incompatibilities(existing: IcebergSchema, wanted: Schema) -> list[str]:
+    """Why an existing table cannot take the rows of a table created with ``wanted`` (empty: it can)."""
+    target = to_iceberg_schema(wanted)
+    problems = []
+    have_keys = {existing.find_column_name(i) for i in existing.identifier_field_ids}
+    if have_keys != set(wanted.primary_keys):
+        keys = ", ".join(sorted(k for k in have_keys if k))
+        problems.append(f"primary key ({keys}) is not ({', '.join(wanted.primary_keys)})")
+    have_fields = {f.name: f for f in existing.fields}
+    for field in target.fields:
+        have = have_fields.get(field.name)
+        if have is None:
+            problems.append(f"no column {field.name}")
+            continue
+        if have.required and not field.required:
+            problems.append(f"column {field.name} is NOT NULL")
+        try:
+            plan_type_change((field.name,), field.field_type, field.required, have.field_type, have.required)
+        except IcebergTypeError as e:
+            problems.append(f"column {field.name}: {e}")
+    wanted_names = {f.name for f in target.fields}
+    problems += [
+        f"column {f.name} is NOT NULL and not in the new table"
+        for f in existing.fields
+        if f.required and f.name not in wanted_names
+    ]
+    return problems
+
+
+def _key_getter(keys: tuple[str, ...]) -> Callable[[Row], Hashable]:
+    getter = itemgetter(*keys)
+
+    def key(row: Row) -> Hashable:
+        try:
+            value: Hashable = getter(row)
+        except KeyError as e:
+            raise SinkTerminalError(
+                f"a row has no value for primary key column {e}", sink="iceberg"
+            ) from None
+        return value
+
+    return key
+
+
+def collapse(changes: Sequence[DataChange], key: Callable[[Row], Hashable]) -> dict[Hashable, Row | None]:
+    """The last state of every key the changes touch: its row, or ``None`` when it is deleted.
+
+    An update that changes the key deletes the old key.
+    """
+    state: dict[Hashable, Row | None] = {}
+    for change in changes:
+        if change.op is Op.DELETE:
+            if change.before is not None:
+                state[key(change.before)] = None
+            continue
+        after = change.after
+        if after is None:
+            continue
+        new_key = key(after)
+        if change.op is Op.UPDATE and change.before is not None:
+            old_key = key(change.before)
+            if old_key != new_key:
+                state[old_key] = None
+        state[new_key] = after
+    return state
+
+
+def key_filter(keys: tuple[str, ...], values: list[Hashable]) -> BooleanExpression:
+    """A filter matching the rows with these key values (``values`` are tuples for a composite key)."""
+    if len(keys) == 1:
+        return In(term=keys[0], literals=values)
+    terms: list[BooleanExpression] = [
+        And(*(_equal_to(name, part) for name, part in zip(keys, _parts(value), strict=True)))
+        for value in values
+    ]
+    return terms[0] if len(terms) == 1 else Or(*terms)
+
+
+def _parts(value: Hashable) -> tuple[Any, ...]:
+    assert isinstance(value, tuple)
+    return value
+
+
+def _equal_to(name: str, value: Any) -> BooleanExpression:
+    return EqualTo(name, value)  # type: ignore[call-arg, misc]
+
+
+def _to_arrow(table_id: TableId, schema: IcebergSchema, rows: list[Row]) -> pa.Table:
+    """The rows as an Arrow table of the Iceberg schema (its field ids, required fields and types)."""
+    arrow_schema = schema.as_arrow()
+    try:
+        data = pa.Table.from_pylist(rows, schema=arrow_schema)
+    except (pa.ArrowException, TypeError, ValueError, OverflowError) as e:
+        raise SinkTerminalError(
+            _explain_bad_value(arrow_schema, rows, e), sink="iceberg", table=str(table_id)
+        ) from e
+    for field in arrow_schema:
+        if not field.nullable and data.column(field.name).null_count:
+            raise SinkTerminalError(
+                f"column {field.name} is required (NOT NULL or primary key) but a row has no value for it",
+                sink="iceberg",
+                table=str(table_id),
+            )
+    return data
+
+
+def _explain_bad_value(arrow_schema: Any, rows: list[Row], error: Exception) -> str:
+    for field in arrow_schema:
+        for row in rows:
+            value = row.get(field.name)
+            try:
+                pa.array([value], type=field.type)
+            except (pa.ArrowException, TypeError, ValueError, OverflowError) as e:
+                return f"column {field.name}: value {value!r} does not fit {field.type} ({e})"
+    return f"rows do not fit the table's schema ({error})"
+
+
+def encode_offsets(offsets: Offsets) -> str:
+    """``{"topic": {"partition": next_offset}}`` as compact JSON."""
+    nested: dict[str, dict[str, int]] = {}
+    for (topic, partition), offset in sorted(offsets.items()):
+        nested.setdefault(topic, {})[str(partition)] = offset
+    return json.dumps(nested, separators=(",", ":"))
+
+
+def decode_offsets(text: str) -> dict[tuple[str, int], int]:
+    nested: dict[str, dict[str, int]] = json.loads(text)
+    return {(topic, int(p)): int(o) for topic, parts in nested.items() for p, o in parts.items()}

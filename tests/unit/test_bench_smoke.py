@@ -1,0 +1,92 @@
+"""The throughput benchmark's event stream: the counts, the schema changes, and that ferry reads it whole."""
+
+from __future__ import annotations
+
+import importlib.util
+import sys
+from collections import Counter
+from pathlib import Path
+from types import ModuleType
+
+import orjson
+import pytest
+
+from ferry.connectors.formats import decoder_for
+from ferry.connectors.record import Record
+from ferry.pipeline.events import BadRecord, DataChange, SchemaObserved
+
+BENCH = Path(__file__).resolve().parents[2] / "bench" / "throughput.py"
+
+
+@pytest.fixture(scope="module")
+def bench() -> ModuleType:
+    spec = importlib.util.spec_from_file_location("bench_throughput", BENCH)
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+def _records(stream: list[tuple[str, bytes | None, bytes]]) -> list[Record]:
+    offsets: Counter[str] = Counter()
+    records = []
+    for topic, key, value in stream:
+        records.append(Record(topic, 0, offsets[topic], key=key, value=value))
+        offsets[topic] += 1
+    return records
+
+
+def test_the_stream_has_the_events_and_schema_changes_asked_for(bench: ModuleType) -> None:
+    workload = bench.Workload(events=4000, tables=4, change_every=500, server="smoke")
+    generator = bench.EventGenerator(workload)
+    stream = list(generator)
+
+    assert len(stream) == 4000
+    assert Counter(topic for topic, _, _ in stream) == dict.fromkeys(workload.topics(), 1000)
+    assert sum(generator.ops.values()) == 4000
+    assert generator.ops["c"] > generator.ops["u"] > generator.ops["d"] > 0
+    assert sum(generator.live_rows.values()) == generator.ops["c"] - generator.ops["d"]
+
+    # every table changes at its staggered offsets, alternating additions and widenings
+    assert len(generator.changes) == 8
+    assert Counter(c.kind for c in generator.changes) == {"add": 4, "widen": 4}
+    for index, table in enumerate(bench.table_names(4)):
+        offsets = [c.table_event for c in generator.changes if c.table == table]
+        first = generator.first_change_at(index)
+        assert offsets == [first, first + 500]
+
+    # the envelope changes exactly where a change was made, and only there
+    for change in generator.changes:
+        topic, _, value = stream[change.event]
+        previous = next(v for t, _, v in reversed(stream[: change.event]) if t == topic)
+        assert orjson.loads(value)["schema"] != orjson.loads(previous)["schema"]
+    shapes = Counter((topic, orjson.dumps(orjson.loads(value)["schema"])) for topic, _, value in stream)
+    assert len(shapes) == 4 + 8
+
+
+@pytest.mark.parametrize("with_schema", [True, False], ids=["envelope", "payload-only"])
+def test_ferry_decodes_every_event_and_sees_every_schema_change(bench: ModuleType, with_schema: bool) -> None:
+    workload = bench.Workload(
+        events=2000, tables=2, change_every=400, with_schema=with_schema, server="smoke"
+    )
+    generator = bench.EventGenerator(workload)
+    records = _records(list(generator))
+
+    decoder = decoder_for("debezium-json")
+    events = [
+        event
+        for start in range(0, len(records), 500)
+        for event in decoder.decode(records[start : start + 500])
+    ]
+
+    assert [e for e in events if isinstance(e, BadRecord)] == []
+    assert sum(1 for e in events if isinstance(e, DataChange)) == 2000
+    observed = [e for e in events if isinstance(e, SchemaObserved)]
+    if with_schema:
+        # one schema per table to start with, then one per change
+        assert len(observed) == 2 + len(generator.changes)
+    else:
+        # inferred from values: a widened int stays BIGINT, so only additions show
+        additions = sum(1 for c in generator.changes if c.kind == "add")
+        assert len(observed) == 2 + additions
