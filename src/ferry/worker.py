@@ -282,6 +282,7 @@ class FerryWorker:
 
         app = self._app()
         self._worker = faust.Worker(app, loglevel=self.log_level, quiet=True, redirect_stdouts=False)
+        self._worker.spinner = None  # a terminal spinner has no place in a service's output
         with contextlib.suppress(SystemExit):
             self._worker.execute_from_commandline()
         return 1 if self.error is not None else 0

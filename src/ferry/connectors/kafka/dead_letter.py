@@ -56,3 +56,4 @@ class KafkaDeadLetter:
 
     def close(self) -> None:
         self.producer.flush(10)
+        del self.producer  # the client's threads stop with the last reference
