@@ -42,6 +42,9 @@ class SchemaChangeBehavior(StrEnum):
 
 class Action(StrEnum):
     APPLY = "apply"
+    #: The sink keeps no schema to change (Kafka: the schema travels with each row); it is told
+    #: the new schema so that later rows carry it.
+    IGNORED = "ignored"
     SKIP = "skip"
     FAIL = "fail"
 
@@ -138,7 +141,21 @@ class SchemaChangeRouter:
             )
         if self.behavior is SchemaChangeBehavior.IGNORE:
             return Decision(Action.SKIP, change, "schema change behavior IGNORE", kind)
-        support = self.sink.capabilities.support(kind)
+        capabilities = self.sink.capabilities
+        if (
+            isinstance(change, RenameColumn)
+            and self.behavior is SchemaChangeBehavior.LENIENT
+            and capabilities.lenient_rename_as_new_column
+        ):
+            return self._rename_as_new_column(change, sink_schema, kind)
+        if (
+            isinstance(change, AddColumn)
+            and capabilities.nullable_added_columns
+            and not change.column.type.nullable
+        ):
+            column = replace(change.column, type=change.column.type.with_nullable(True))
+            change = replace(change, column=column)
+        support = capabilities.support(kind)
         if support is Support.APPLY:
             return Decision(Action.APPLY, change, "supported", kind)
         if support is Support.APPLY_AT_END:
@@ -149,26 +166,15 @@ class SchemaChangeRouter:
                 f"{self.sink.kind} only appends columns: added last",
                 kind,
             )
-        if support in (Support.NOT_SYNCED, Support.IGNORED):
+        if support is Support.IGNORED:
+            return Decision(
+                Action.IGNORED, change, f"{self.sink.kind} keeps no schema: it travels with each row", kind
+            )
+        if support is Support.NOT_SYNCED:
             return Decision(
                 Action.SKIP, change, f"{self.sink.kind} does not sync {kind.value} ({support.value})", kind
             )
         # unsupported by the sink
-        if (
-            isinstance(change, RenameColumn)
-            and self.behavior is SchemaChangeBehavior.LENIENT
-            and self.sink.capabilities.lenient_rename_as_new_column
-        ):
-            old = sink_schema.find(change.old_name)
-            if old is not None:
-                column = Column(change.new_name, old.type.with_nullable(True), old.comment)
-                return Decision(
-                    Action.APPLY,
-                    AddColumn(change.table_id, column, LAST),
-                    f"{self.sink.kind} cannot rename: {change.new_name} added as a new column, "
-                    f"{change.old_name} kept and NULL from now on",
-                    kind,
-                )
         if self.behavior is SchemaChangeBehavior.EVOLVE:
             return Decision(
                 Action.FAIL,
@@ -178,6 +184,19 @@ class SchemaChangeRouter:
                 kind,
             )
         return Decision(Action.SKIP, change, f"{self.sink.kind} does not support {kind.value}", kind)
+
+    def _rename_as_new_column(self, change: RenameColumn, sink_schema: Schema, kind: ChangeKind) -> Decision:
+        old = sink_schema.find(change.old_name)
+        if old is None:
+            return Decision(Action.SKIP, change, f"{change.old_name} is not a column at the sink", kind)
+        column = Column(change.new_name, old.type.with_nullable(True), old.comment)
+        return Decision(
+            Action.APPLY,
+            AddColumn(change.table_id, column, LAST),
+            f"LENIENT rename at {self.sink.kind}: {change.new_name} added as a new column, "
+            f"{change.old_name} kept and NULL from now on",
+            kind,
+        )
 
     def _create(self, change: CreateTable, sink_schema: Schema | None, kind: ChangeKind) -> Decision:
         if sink_schema is None:

@@ -388,7 +388,7 @@ class PipelineRunner:
         sink_schema = self._sink_schema(sink_table)
         for sink_change in self._sink_changes(source_table, sink_table, change, sink_schema):
             decision = self.router.decide(sink_change, sink_schema)
-            if decision.action is Action.APPLY:
+            if decision.action in (Action.APPLY, Action.IGNORED):
                 after = apply_schema_change(sink_schema, decision.change)
                 try:
                     self._bounded(

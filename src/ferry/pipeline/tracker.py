@@ -133,7 +133,7 @@ class SchemaTracker:
                 if isinstance(change, RenameColumn):
                     self.pending_renames.setdefault(change.table_id, []).append(change)
                 continue
-            if is_applied(tracked.schema, change):
+            if is_applied(tracked.schema, change) or _tightens(tracked.schema, change):
                 continue
             after_change = apply_schema_change(tracked.schema, change)
             assert after_change is not None
@@ -301,6 +301,19 @@ def diff_schemas(table_id: TableId, old: Schema, new: Schema) -> list[SchemaChan
     if new.comment != old.comment and new.comment is not None:
         changes.append(AlterTableComment(table_id, new.comment))
     return changes
+
+
+def _tightens(schema: Schema, change: SchemaChange) -> bool:
+    """A change that only makes a column NOT NULL: never an event, the sink stays nullable."""
+    if not isinstance(change, AlterColumnType):
+        return False
+    column = schema.find(change.column_name)
+    return (
+        column is not None
+        and column.type.nullable
+        and not change.new_type.nullable
+        and column.type.same_ignoring_nullability(change.new_type)
+    )
 
 
 def _apply_loosely(schema: Schema, change: SchemaChange) -> Schema | None:

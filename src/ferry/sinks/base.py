@@ -20,7 +20,7 @@ from abc import ABC, abstractmethod
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
-from typing import ClassVar, Protocol, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from ferry.pipeline.events import DataChange, SchemaChange
 from ferry.pipeline.schema import Schema, TableId
@@ -65,6 +65,8 @@ class SinkCapabilities:
     try_evolve: bool = True
     #: Column names are matched ignoring case, and a change is retried with the sink's spelling.
     case_insensitive_columns: bool = False
+    #: A column added NOT NULL is added nullable (rows written before it have no value: Hologres).
+    nullable_added_columns: bool = False
     notes: Mapping[ChangeKind, str] = field(default_factory=dict)
 
     def support(self, kind: ChangeKind) -> Support:
@@ -74,7 +76,8 @@ class SinkCapabilities:
 class Sink(ABC):
     """A destination of change events. Subclasses set :attr:`capabilities` and :attr:`kind`."""
 
-    kind: ClassVar[str]
+    #: The sink type, as job files name it (a test double may stand in for another per instance).
+    kind: str
     #: Declared per sink class; a test double may set its own per instance.
     capabilities: SinkCapabilities
 

@@ -9,11 +9,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, ClassVar, Literal
+from typing import Any, Literal
 
 from ferry.config.base import SinkConfigBase
 from ferry.pipeline.apply import apply_schema_change
 from ferry.pipeline.events import DataChange, Op, SchemaChange
+from ferry.pipeline.router import change_kind
 from ferry.pipeline.schema import Schema, TableId
 from ferry.sinks.base import ChangeKind, Offsets, Sink, SinkCapabilities, Support
 from ferry.sinks.exceptions import SinkTerminalError, SinkTransientError
@@ -45,7 +46,7 @@ class MemoryTable:
 class MemorySink(Sink):
     """Tables in memory, upserted by primary key (appended when a table has none)."""
 
-    kind: ClassVar[str] = "memory"
+    kind: str = "memory"
     capabilities: SinkCapabilities = ALL_SUPPORTED
 
     def __init__(
@@ -54,11 +55,14 @@ class MemorySink(Sink):
         *,
         pipeline: str = "ferry",
         capabilities: SinkCapabilities | None = None,
+        kind: str | None = None,
     ) -> None:
         self.config = config or MemorySinkConfig()
         self.pipeline = pipeline
         if capabilities is not None:
             self.capabilities = capabilities
+        if kind is not None:
+            self.kind = kind  # stands in for that sink: errors and history name it
         self.tables: dict[TableId, MemoryTable] = {}
         self.pending: dict[TableId, list[DataChange]] = {}
         self.applied: list[SchemaChange] = []
@@ -78,10 +82,15 @@ class MemorySink(Sink):
             raise SinkTerminalError(f"refuses {change}", sink=self.kind, table=str(change.table_id))
         current = self.table_schema(change.table_id)
         after = apply_schema_change(current, change)
+        # standing in for a sink that keeps no schema (Kafka), rows stay as they were written
+        keeps_rows = self.capabilities.support(change_kind(change, current)) is Support.IGNORED
         if after is None:
-            self.tables.pop(change.table_id, None)
+            if not keeps_rows:
+                self.tables.pop(change.table_id, None)
         elif current is None:
             self.tables[change.table_id] = MemoryTable(after)
+        elif keeps_rows:
+            self.tables[change.table_id].schema = after
         else:
             table = self.tables[change.table_id]
             table.schema = after
@@ -133,7 +142,7 @@ class MemorySink(Sink):
 class NullSink(Sink):
     """Accepts everything and keeps nothing but counts; the benchmark's floor."""
 
-    kind: ClassVar[str] = "null"
+    kind: str = "null"
     capabilities: SinkCapabilities = ALL_SUPPORTED
 
     def __init__(self, config: NullSinkConfig | None = None, *, pipeline: str = "ferry") -> None:

@@ -8,6 +8,7 @@ from pathlib import Path
 
 import pytest
 from pydantic import ValidationError
+from tests.shared import SHARED
 
 from ferry.config import ConfigError, JobConfig, load_job, load_job_text, validate_command
 from ferry.config.job import (
@@ -29,7 +30,7 @@ from ferry.worker import UnsupportedOptionError, check_supported
 
 ROOT = Path(__file__).resolve().parents[3]
 CONFIGS = sorted((ROOT / "configs").glob("*.yaml"))
-FLINK_MINIMIZED = Path("/work/shared/fixtures/apache-flink-cdc/pipeline-definition-minimized.yaml")
+FLINK_MINIMIZED = SHARED / "fixtures/apache-flink-cdc/pipeline-definition-minimized.yaml"
 
 SOURCE = """\
 source:

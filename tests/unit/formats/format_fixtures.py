@@ -15,11 +15,12 @@ from pathlib import Path
 from typing import Any
 
 import orjson
+from tests.shared import SHARED
 
 from ferry.connectors.record import Record
 from ferry.pipeline.events import BadRecord, DataChange, Event, SchemaHint, SchemaObserved
 
-FIXTURES = Path(os.environ.get("FERRY_FIXTURES", "/work/shared/fixtures"))
+FIXTURES = Path(os.environ.get("FERRY_FIXTURES", str(SHARED / "fixtures")))
 _LICENCE = re.compile(r"\A\s*/\*.*?\*/", re.S)
 
 

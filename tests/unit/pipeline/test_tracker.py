@@ -174,3 +174,13 @@ def test_ordered_ddl_for_an_unknown_table_is_an_error() -> None:
         tracker.hint(hint)
     # the unordered schema-change topic talks about every table of the database: no error
     assert tracker.hint(E.SchemaHint(TID, hint.changes, hint.ddl, ordered=False)) == []
+
+
+def test_ddl_that_tightens_a_column_to_not_null_is_not_an_event() -> None:
+    tracker = SchemaTracker()
+    tracker.observe(E.SchemaObserved(TID, schema(ID, ("a", T.INT())), at(0)))
+    tighten = E.AlterColumnType(TID, "a", T.INT().not_null())
+    assert (
+        tracker.hint(E.SchemaHint(TID, (tighten,), "ALTER TABLE t MODIFY a INT NOT NULL", ordered=True)) == []
+    )
+    assert tracker.schema(TID) == schema(ID, ("a", T.INT()))

@@ -1,0 +1,84 @@
+"""A source and a dead-letter destination in memory: test doubles that ship with the package.
+
+:class:`MemorySource` serves records from a list, partition by partition, honours start offsets and
+records what was committed; :class:`MemoryDeadLetter` keeps what it is sent. They let the runner be
+tested without a broker; integration tests use the real Kafka source.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+
+from ferry.connectors.record import Record
+
+
+class MemorySource:
+    """Records in memory; bounded: finished once every record has been polled."""
+
+    def __init__(self, records: Iterable[Record] = ()) -> None:
+        self.records: list[Record] = list(records)
+        self.position = 0
+        self.committed: dict[tuple[str, int], int] = {}
+        self.start_offsets: dict[tuple[str, int], int] = {}
+        self.closed = False
+
+    def add(self, records: Iterable[Record]) -> None:
+        self.records.extend(records)
+
+    def open(self, start_offsets: Mapping[tuple[str, int], int]) -> None:
+        self.start_offsets = dict(start_offsets)
+
+    def poll(self, max_records: int, timeout: float) -> Sequence[Record]:
+        out: list[Record] = []
+        while self.position < len(self.records) and len(out) < max_records:
+            record = self.records[self.position]
+            self.position += 1
+            if record.offset() >= self.start_offsets.get((record.topic(), record.partition()), 0):
+                out.append(record)
+        return out
+
+    def commit(self, offsets: Mapping[tuple[str, int], int]) -> None:
+        self.committed.update(offsets)
+
+    def lag(self) -> dict[tuple[str, int], int]:
+        lag: dict[tuple[str, int], int] = {}
+        for record in self.records[self.position :]:
+            key = (record.topic(), record.partition())
+            lag[key] = lag.get(key, 0) + 1
+        return lag
+
+    def finished(self) -> bool:
+        return self.position >= len(self.records)
+
+    def close(self) -> None:
+        self.closed = True
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetterRecord:
+    reason: str
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+
+
+class MemoryDeadLetter:
+    """Keeps the records it is sent, with their reasons."""
+
+    def __init__(self) -> None:
+        self.records: list[DeadLetterRecord] = []
+        self.flushes = 0
+
+    def send(
+        self, *, reason: str, topic: str, partition: int, offset: int, key: bytes | None, value: bytes | None
+    ) -> None:
+        self.records.append(DeadLetterRecord(reason, topic, partition, offset, key, value))
+
+    def flush(self) -> None:
+        self.flushes += 1
+
+    def close(self) -> None:
+        return None
