@@ -50,7 +50,30 @@ def iceberg_backend(tmp_path: Path, pipeline: str) -> Backend:
     return Backend("iceberg", sink, rows, real=True)
 
 
+def paimon_backend(tmp_path: Path, pipeline: str) -> Backend:
+    from ferry.sinks.paimon.config import PaimonSinkConfig
+    from ferry.sinks.paimon.sink import PaimonSink
+
+    config = PaimonSinkConfig.model_validate(
+        {"type": "paimon", "catalog.properties.warehouse": str(tmp_path / "pm")}
+    )
+    sink = PaimonSink(config, pipeline=pipeline)
+
+    def rows(table_id: TableId) -> list[dict[str, Any]]:
+        table = sink.load_table(table_id)
+        if table is None:
+            return []
+        builder = table.new_read_builder()
+        data = builder.new_read().to_arrow(builder.new_scan().plan().splits())
+        if data is None:
+            return []
+        visible = [name for name in data.column_names if not name.startswith("_ferry")]
+        return [{k: r[k] for k in visible} for r in data.to_pylist()]
+
+    return Backend("paimon", sink, rows, real=True)
+
+
 #: Sink type → how to build it for one test.
 BACKENDS: dict[str, Callable[[Path, str], Backend]] = {
     kind: memory_backend(kind) for kind in CAPABILITIES
-} | {"iceberg": iceberg_backend}
+} | {"iceberg": iceberg_backend, "paimon": paimon_backend}

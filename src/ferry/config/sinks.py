@@ -13,10 +13,15 @@ from pydantic import Field
 
 from ferry.config.base import SinkConfigBase
 from ferry.sinks.iceberg.config import IcebergSinkConfig
+from ferry.sinks.kafka.config import KafkaSinkConfig
 from ferry.sinks.memory import MemorySinkConfig, NullSinkConfig
+from ferry.sinks.paimon.config import PaimonSinkConfig
 
 #: Every sink config, keyed on ``type`` (a ``Literal``) in the job file.
-SinkConfig = Annotated[IcebergSinkConfig | MemorySinkConfig | NullSinkConfig, Field(discriminator="type")]
+SinkConfig = Annotated[
+    IcebergSinkConfig | KafkaSinkConfig | MemorySinkConfig | NullSinkConfig | PaimonSinkConfig,
+    Field(discriminator="type"),
+]
 
 
 @cache
@@ -26,4 +31,12 @@ def sink_config_classes() -> dict[str, type[SinkConfigBase]]:
     return {tag: cls for cls in members for tag in get_args(cls.model_fields["type"].annotation)}
 
 
-__all__ = ["IcebergSinkConfig", "MemorySinkConfig", "NullSinkConfig", "SinkConfig", "sink_config_classes"]
+__all__ = [
+    "IcebergSinkConfig",
+    "KafkaSinkConfig",
+    "MemorySinkConfig",
+    "NullSinkConfig",
+    "PaimonSinkConfig",
+    "SinkConfig",
+    "sink_config_classes",
+]

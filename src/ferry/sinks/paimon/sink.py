@@ -1,0 +1,602 @@
+"""The Paimon sink: schema changes through ``catalog.alter_table``, rows in one commit per table and flush.
+
+Writing. :meth:`PaimonSink.write` only buffers. :meth:`PaimonSink.flush` commits, per table with
+buffered changes, one Paimon snapshot holding them all, collapsed to the last state of each key.
+A primary-key table deduplicates by key (upsert); a delete is a row whose row-kind column (the
+table option ``rowkind.field``, a column the sink adds to the tables it creates and hides from
+the schema it reports) says ``-D``, which is the way pypaimon deletes a key. A table without a
+primary key is append-only: its deletes are counted in :attr:`PaimonSink.skipped_deletes`.
+
+Each snapshot carries the source offsets it reaches (``ferry.offsets.<pipeline>`` in the snapshot
+properties), which :meth:`PaimonSink.committed_offsets` reads back after a restart. Its commit user
+is ``commit.user`` (the pipeline's name unless set); each commit has its own identifier, so that
+pypaimon's retry after a conflict never takes another commit for its own.
+
+Column names are matched ignoring case: a change naming a column the table spells differently
+(source ``Qty``, table ``qty``) fails at Paimon and is retried with the table's spelling.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+from collections.abc import Callable, Hashable, Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import replace
+from datetime import UTC, date, datetime
+from datetime import time as dt_time
+from decimal import Decimal
+from operator import itemgetter
+from typing import Any
+
+import pyarrow as pa
+from pypaimon import CatalogFactory
+from pypaimon import Schema as PaimonSchema
+from pypaimon.catalog.catalog_exception import (
+    DatabaseNotExistException,
+    TableAlreadyExistException,
+    TableNotExistException,
+)
+from pypaimon.schema.data_types import AtomicType, PyarrowFieldParser
+from pypaimon.schema.schema_change import Move
+from pypaimon.schema.schema_change import SchemaChange as PaimonChange
+
+from ferry.pipeline.apply import is_applied
+from ferry.pipeline.events import (
+    AddColumn,
+    AlterColumnComment,
+    AlterColumnType,
+    AlterTableComment,
+    ColumnPositionKind,
+    CreateTable,
+    DataChange,
+    DropColumn,
+    DropTable,
+    Op,
+    RenameColumn,
+    Row,
+    SchemaChange,
+    TruncateTable,
+)
+from ferry.pipeline.schema import Schema, TableId
+from ferry.pipeline.types import DataType
+from ferry.sinks.base import ChangeKind, Offsets, Sink, SinkCapabilities, Support
+from ferry.sinks.exceptions import SinkError, SinkTerminalError, SinkTransientError
+from ferry.sinks.paimon.config import PaimonSinkConfig
+from ferry.sinks.paimon.types import (
+    PaimonTypeError,
+    check_type_change,
+    sink_schema,
+    sink_type,
+    to_ferry_schema,
+    to_paimon_fields,
+    to_paimon_type,
+)
+
+log = logging.getLogger(__name__)
+
+CAPABILITIES = SinkCapabilities(
+    changes={
+        ChangeKind.CREATE_TABLE: Support.APPLY,
+        ChangeKind.ADD_COLUMN_LAST: Support.APPLY,
+        ChangeKind.ADD_COLUMN_POSITIONED: Support.APPLY,
+        ChangeKind.DROP_COLUMN: Support.APPLY,
+        ChangeKind.RENAME_COLUMN: Support.APPLY,
+        ChangeKind.ALTER_COLUMN_TYPE: Support.APPLY,
+        ChangeKind.RELAX_NULLABILITY: Support.APPLY,
+        ChangeKind.DROP_TABLE: Support.UNSUPPORTED,
+        ChangeKind.TRUNCATE_TABLE: Support.UNSUPPORTED,
+        ChangeKind.ALTER_COLUMN_COMMENT: Support.NOT_SYNCED,
+        ChangeKind.ALTER_TABLE_COMMENT: Support.NOT_SYNCED,
+    },
+    case_insensitive_columns=True,
+    notes={
+        ChangeKind.ADD_COLUMN_POSITIONED: "position honoured (FIRST, AFTER, BEFORE)",
+        ChangeKind.ALTER_COLUMN_TYPE: "lossless changes only (wider integer, float, decimal, string ...)",
+        ChangeKind.DROP_TABLE: "the sink never drops a Paimon table",
+        ChangeKind.TRUNCATE_TABLE: "the sink never truncates a Paimon table",
+    },
+)
+
+#: Snapshot property holding a pipeline's offsets: ``{"topic": {"partition": next offset}}``.
+OFFSETS_PROPERTY = "ferry.offsets.{pipeline}"
+#: The table option naming the row-kind column of a primary-key table.
+ROWKIND_OPTION = "rowkind.field"
+#: Row kind of each operation, in the row-kind column.
+ROW_KINDS: dict[Op, str] = {Op.INSERT: "+I", Op.READ: "+I", Op.UPDATE: "+U", Op.DELETE: "-D"}
+
+_TRANSIENT = (ConnectionError, TimeoutError)
+
+
+class PaimonSink(Sink):
+    """Writes change events into Paimon tables through a pypaimon catalog."""
+
+    kind: str = "paimon"
+    capabilities: SinkCapabilities = CAPABILITIES
+
+    def __init__(self, config: PaimonSinkConfig, *, pipeline: str) -> None:
+        self.config = config
+        self.pipeline = pipeline
+        self.commit_user = config.resolved_commit_user(pipeline)
+        self.offsets_property = OFFSETS_PROPERTY.format(pipeline=pipeline)
+        #: Deletes received for tables without a primary key, which an append-only table cannot apply.
+        self.skipped_deletes: dict[TableId, int] = {}
+        self._schemas: dict[TableId, Schema | None] = {}
+        self._buffers: dict[TableId, list[DataChange]] = {}
+        self._last_identifier = 0
+        warehouse = config.warehouse_dir()
+        try:
+            if warehouse is not None:
+                warehouse.mkdir(parents=True, exist_ok=True)
+            self.catalog: Any = CatalogFactory.create(config.resolved_catalog_properties())
+        except Exception as e:
+            raise SinkTerminalError(f"cannot open catalog ({type(e).__name__}: {e})", sink=self.kind) from e
+
+    # ------------------------------------------------------------------------------- identifiers
+
+    def identifier(self, table_id: TableId) -> str:
+        """The Paimon ``database.table`` of a ferry table."""
+        return f"{table_id.schema_name or self.config.database}.{table_id.table_name}"
+
+    def load_table(self, table_id: TableId) -> Any | None:
+        """The Paimon table as the catalog has it now, or ``None`` when it does not exist."""
+        try:
+            return self.catalog.get_table(self.identifier(table_id))
+        except (TableNotExistException, DatabaseNotExistException):
+            return None
+
+    def _require_table(self, table_id: TableId) -> Any:
+        table = self.load_table(table_id)
+        if table is None:
+            raise SinkTerminalError(
+                f"table does not exist (Paimon {self.identifier(table_id)})",
+                sink=self.kind,
+                table=str(table_id),
+            )
+        return table
+
+    # ------------------------------------------------------------------------------- schemas
+
+    def table_schema(self, table_id: TableId) -> Schema | None:
+        if table_id not in self._schemas:
+            with self._errors(table_id, "reading the schema"):
+                table = self.load_table(table_id)
+                self._schemas[table_id] = None if table is None else _read_schema(table)
+        return self._schemas[table_id]
+
+    def sink_type(self, source_type: DataType) -> DataType:
+        return sink_type(source_type)
+
+    def apply_schema_change(self, change: SchemaChange, schema_after: Schema | None) -> None:
+        table_id = change.table_id
+        self._schemas.pop(table_id, None)
+        with self._errors(table_id, f"applying {change.tag}"):
+            if isinstance(change, CreateTable):
+                self._create_table(change)
+            elif isinstance(change, DropTable | TruncateTable):
+                raise SinkTerminalError(
+                    f"{change.tag} is not supported: the sink never drops or truncates a Paimon table",
+                    sink=self.kind,
+                    table=str(table_id),
+                )
+            else:
+                self._alter_with_retry(change)
+        self._schemas.pop(table_id, None)
+
+    def _create_table(self, change: CreateTable) -> None:
+        database, _ = self.identifier(change.table_id).split(".", 1)
+        table = self.load_table(change.table_id)
+        if table is None:
+            schema = change.schema
+            options = self.config.new_table_properties(primary_key=bool(schema.primary_keys))
+            rowkind = options.get(ROWKIND_OPTION)
+            if rowkind is not None and rowkind in schema:
+                raise SinkTerminalError(
+                    f"the table has a column {rowkind!r}, which the sink needs for the row kind: "
+                    f"set table.properties.{ROWKIND_OPTION} to another name",
+                    sink=self.kind,
+                    table=str(change.table_id),
+                )
+            extra = [] if rowkind is None else [(rowkind, AtomicType("STRING"))]
+            try:
+                fields = to_paimon_fields(schema, extra)
+            except PaimonTypeError as e:
+                raise SinkTerminalError(str(e), sink=self.kind, table=str(change.table_id)) from e
+            paimon_schema = PaimonSchema(
+                fields,
+                primary_keys=list(schema.primary_keys),
+                options=options,
+                comment=schema.comment,
+            )
+            self.catalog.create_database(database, True)
+            try:
+                self.catalog.create_table(self.identifier(change.table_id), paimon_schema, False)
+                return
+            except TableAlreadyExistException:
+                table = self._require_table(change.table_id)
+        existing = _read_schema(table)
+        problems = _incompatibilities(existing, change.schema)
+        if problems:
+            raise SinkTerminalError(
+                f"the table exists with a schema that cannot take the new table's rows "
+                f"({'; '.join(problems)}); existing: {existing.describe()}; "
+                f"wanted: {sink_schema(change.schema).describe()}",
+                sink=self.kind,
+                table=str(change.table_id),
+            )
+
+    def _alter_with_retry(self, change: SchemaChange) -> None:
+        """Apply a change; one that fails on a column spelled otherwise at the table is retried so."""
+        table_id = change.table_id
+        current = _read_schema(self._require_table(table_id))
+        respelled = respell(change, current)
+        if is_applied(current, respelled) or _added_ignoring_case(current, change):
+            return
+        try:
+            self._alter(change, current)
+        except Exception as e:
+            if respelled == change:
+                raise
+            log.info(
+                "%s: %s failed (%s); retrying with the table's spelling: %s", table_id, change, e, respelled
+            )
+            self._alter(respelled, current)
+
+    def _alter(self, change: SchemaChange, current: Schema) -> None:
+        table_id = change.table_id
+        changes: list[Any]
+        match change:
+            case AddColumn(column=column, position=position):
+                changes = [
+                    PaimonChange.add_column(
+                        column.name,
+                        # nullable even when the source says NOT NULL: the rows already written have no value
+                        to_paimon_type(column.type.with_nullable(True)),
+                        comment=column.comment,
+                        move=_move(column.name, position.kind, position.reference),
+                    )
+                ]
+            case DropColumn(column_name=name):
+                changes = [PaimonChange.drop_column(name)]
+            case RenameColumn(old_name=old, new_name=new):
+                changes = [PaimonChange.rename_column(old, new)]
+            case AlterColumnType(column_name=name, new_type=new_type):
+                changes = self._type_changes(table_id, current, name, new_type)
+            case AlterColumnComment(column_name=name, comment=comment):
+                changes = [PaimonChange.update_column_comment(name, comment or "")]
+            case AlterTableComment(comment=comment):
+                changes = [PaimonChange.update_comment(comment)]
+            case _:
+                raise SinkTerminalError(f"no rule for {change.tag}", sink=self.kind, table=str(table_id))
+        if changes:
+            self.catalog.alter_table(self.identifier(table_id), changes, False)
+
+    def _type_changes(self, table_id: TableId, current: Schema, name: str, new_type: DataType) -> list[Any]:
+        column = current.find(name)
+        if column is None:
+            # the catalog names the missing column; a respelled retry may find it
+            return [PaimonChange.update_column_type(name, to_paimon_type(new_type), True)]
+        have, want = column.type, sink_type(new_type)
+        try:
+            check_type_change(have, want)
+        except PaimonTypeError as e:
+            raise SinkTerminalError(
+                f"cannot change the type of column {name} from {have} to {new_type}: {e}",
+                sink=self.kind,
+                table=str(table_id),
+            ) from e
+        changes: list[Any] = []
+        if not have.same_ignoring_nullability(want):
+            changes.append(PaimonChange.update_column_type(name, to_paimon_type(want), True))
+        # a primary key column stays NOT NULL; tightening is never asked (the sink stays nullable)
+        if want.nullable and not have.nullable and name not in current.primary_keys:
+            changes.append(PaimonChange.update_column_nullability(name, True))
+        return changes
+
+    # ------------------------------------------------------------------------------- rows
+
+    def write(self, table_id: TableId, schema: Schema, changes: Sequence[DataChange]) -> None:
+        buffer = self._buffers.get(table_id)
+        if buffer is None:
+            self._buffers[table_id] = list(changes)
+        else:
+            buffer.extend(changes)
+
+    def flush(self, offsets: Offsets) -> None:
+        properties = {self.offsets_property: encode_offsets(offsets)}
+        for table_id in [t for t, changes in self._buffers.items() if changes]:
+            with self._errors(table_id, "committing rows"):
+                self._commit(table_id, self._buffers[table_id], properties)
+            del self._buffers[table_id]
+        self._buffers.clear()
+
+    def _commit(self, table_id: TableId, changes: list[DataChange], properties: dict[str, str]) -> None:
+        table = self._require_table(table_id)
+        fields = table.table_schema.fields
+        keys = tuple(table.primary_keys)
+        rowkind = table.table_schema.options.get(ROWKIND_OPTION) if keys else None
+        if keys:
+            state = collapse(changes, _key_getter(keys))
+            if rowkind is None:
+                deletes = sum(1 for kind, _ in state.values() if kind == ROW_KINDS[Op.DELETE])
+                if deletes:
+                    raise SinkTerminalError(
+                        f"{deletes} deletes cannot be applied: the table has no {ROWKIND_OPTION} option",
+                        sink=self.kind,
+                        table=str(table_id),
+                    )
+                rows = [row for _, row in state.values()]
+            else:
+                arrow_schema = PyarrowFieldParser.from_paimon_schema(fields)
+                delete = ROW_KINDS[Op.DELETE]
+                rows = [
+                    {**(_fill_not_null(row, arrow_schema) if kind == delete else row), rowkind: kind}
+                    for kind, row in state.values()
+                ]
+        else:
+            rows = [c.after for c in changes if c.op is not Op.DELETE and c.after is not None]
+            deletes = sum(1 for c in changes if c.op is Op.DELETE)
+            if deletes:
+                self.skipped_deletes[table_id] = self.skipped_deletes.get(table_id, 0) + deletes
+                log.warning("%s has no primary key: %d deletes not applied (append-only)", table_id, deletes)
+        data = _to_arrow(table_id, PyarrowFieldParser.from_paimon_schema(fields), rows)
+        builder = table.new_stream_write_builder()
+        builder.commit_user = self.commit_user
+        writer = builder.new_write()
+        commit = builder.new_commit()
+        try:
+            if data.num_rows:
+                writer.write_arrow(data)
+            identifier = self._next_identifier()
+            commit.commit(writer.prepare_commit(identifier), identifier, snapshot_properties=properties)
+        finally:
+            writer.close()
+            commit.close()
+
+    def _next_identifier(self) -> int:
+        """A commit identifier of its own: the clock in nanoseconds, increasing within this sink."""
+        self._last_identifier = max(self._last_identifier + 1, time.time_ns())
+        return self._last_identifier
+
+    # ------------------------------------------------------------------------------- offsets
+
+    def committed_offsets(self, table_id: TableId) -> dict[tuple[str, int], int]:
+        """The offsets in the newest snapshot that carries this pipeline's."""
+        with self._errors(table_id, "reading committed offsets"):
+            table = self.load_table(table_id)
+            if table is None:
+                return {}
+            snapshots = table.snapshot_manager()
+            snapshot = snapshots.get_latest_snapshot()
+            while snapshot is not None:
+                value = (snapshot.properties or {}).get(self.offsets_property)
+                if value is not None:
+                    return decode_offsets(value)
+                snapshot = snapshots.get_snapshot_by_id(snapshot.id - 1) if snapshot.id > 1 else None
+        return {}
+
+    # ------------------------------------------------------------------------------- lifecycle
+
+    def close(self) -> None:
+        if self._buffers:
+            log.warning("closing with unflushed rows for %s", ", ".join(str(t) for t in self._buffers))
+
+    @contextmanager
+    def _errors(self, table_id: TableId, action: str) -> Iterator[None]:
+        """Turn pypaimon's errors into sink errors naming the table; forget the cached schema."""
+        try:
+            yield
+        except SinkError:
+            self._schemas.pop(table_id, None)
+            raise
+        except _TRANSIENT as e:
+            self._schemas.pop(table_id, None)
+            raise SinkTransientError(
+                f"{action}: {type(e).__name__}: {e}", sink=self.kind, table=str(table_id)
+            ) from e
+        except Exception as e:
+            self._schemas.pop(table_id, None)
+            error = SinkTransientError if _is_commit_conflict(e) else SinkTerminalError
+            raise error(f"{action}: {type(e).__name__}: {e}", sink=self.kind, table=str(table_id)) from e
+
+
+# ----------------------------------------------------------------------------------- helpers
+
+
+def _read_schema(table: Any) -> Schema:
+    table_schema = table.table_schema
+    rowkind = table_schema.options.get(ROWKIND_OPTION)
+    hidden = frozenset({rowkind} if rowkind else ())
+    return to_ferry_schema(table_schema.fields, list(table_schema.primary_keys), table_schema.comment, hidden)
+
+
+def _is_commit_conflict(error: Exception) -> bool:
+    """pypaimon gives up on a commit that kept conflicting with a RuntimeError saying so."""
+    return isinstance(error, RuntimeError) and "commit conflicts" in str(error)
+
+
+def _move(name: str, kind: ColumnPositionKind, reference: str | None) -> Any:
+    if kind is ColumnPositionKind.FIRST:
+        return Move.first(name)
+    if kind is ColumnPositionKind.AFTER and reference is not None:
+        return Move.after(name, reference)
+    if kind is ColumnPositionKind.BEFORE and reference is not None:
+        return Move.before(name, reference)
+    return None
+
+
+def respell(change: SchemaChange, schema: Schema) -> SchemaChange:
+    """``change`` with each existing column it names spelled as ``schema`` spells it, ignoring case."""
+
+    def spelled(name: str) -> str:
+        if name in schema:
+            return name
+        column = schema.find_ignoring_case(name)
+        return name if column is None else column.name
+
+    match change:
+        case AddColumn(position=position) if position.reference is not None:
+            return replace(change, position=replace(position, reference=spelled(position.reference)))
+        case (
+            DropColumn(column_name=name)
+            | AlterColumnType(column_name=name)
+            | AlterColumnComment(column_name=name)
+        ):
+            return replace(change, column_name=spelled(name))
+        case RenameColumn(old_name=old):
+            return replace(change, old_name=spelled(old))
+    return change
+
+
+def _added_ignoring_case(schema: Schema, change: SchemaChange) -> bool:
+    """An added column the table already has under another spelling (column names ignore case)."""
+    if not isinstance(change, AddColumn) or change.column.name in schema:
+        return False
+    existing = schema.find_ignoring_case(change.column.name)
+    if existing is not None:
+        log.info(
+            "%s: column %s exists as %s; nothing to add", change.table_id, change.column.name, existing.name
+        )
+    return existing is not None
+
+
+def _incompatibilities(existing: Schema, wanted: Schema) -> list[str]:
+    """Why an existing table cannot take the rows of a table created with ``wanted`` (empty: it can)."""
+    target = sink_schema(wanted)
+    problems = []
+    if set(existing.primary_keys) != set(wanted.primary_keys):
+        problems.append(
+            f"primary key ({', '.join(existing.primary_keys)}) is not ({', '.join(wanted.primary_keys)})"
+        )
+    for column in target.columns:
+        have = existing.find(column.name) or existing.find_ignoring_case(column.name)
+        if have is None:
+            problems.append(f"no column {column.name}")
+            continue
+        if not have.type.nullable and column.type.nullable:
+            problems.append(f"column {have.name} is NOT NULL")
+        try:
+            check_type_change(column.type, have.type)
+        except PaimonTypeError as e:
+            problems.append(f"column {have.name}: {e}")
+    wanted_names = {c.name.lower() for c in target.columns}
+    problems += [
+        f"column {c.name} is NOT NULL and not in the new table"
+        for c in existing.columns
+        if not c.type.nullable and c.name.lower() not in wanted_names
+    ]
+    return problems
+
+
+def _key_getter(keys: tuple[str, ...]) -> Callable[[Row], Hashable]:
+    getter = itemgetter(*keys)
+
+    def key(row: Row) -> Hashable:
+        try:
+            value: Hashable = getter(row)
+        except KeyError as e:
+            raise SinkTerminalError(f"a row has no value for primary key column {e}", sink="paimon") from None
+        return value
+
+    return key
+
+
+def collapse(
+    changes: Sequence[DataChange], key: Callable[[Row], Hashable]
+) -> dict[Hashable, tuple[str, Row]]:
+    """The last change of every key the changes touch: its row kind and row (for a delete, the old row).
+
+    An update that changes the key deletes the old key.
+    """
+    state: dict[Hashable, tuple[str, Row]] = {}
+    delete = ROW_KINDS[Op.DELETE]
+    for change in changes:
+        if change.op is Op.DELETE:
+            if change.before is not None:
+                state[key(change.before)] = (delete, change.before)
+            continue
+        after = change.after
+        if after is None:
+            continue
+        new_key = key(after)
+        if change.op is Op.UPDATE and change.before is not None:
+            old_key = key(change.before)
+            if old_key != new_key:
+                state[old_key] = (delete, change.before)
+        state[new_key] = (ROW_KINDS[change.op], after)
+    return state
+
+
+def _to_arrow(table_id: TableId, arrow_schema: pa.Schema, rows: list[Row]) -> pa.Table:
+    """The rows as an Arrow table of the Paimon schema."""
+    try:
+        data = pa.Table.from_pylist(rows, schema=arrow_schema)
+    except (pa.ArrowException, TypeError, ValueError, OverflowError) as e:
+        raise SinkTerminalError(
+            _explain_bad_value(arrow_schema, rows, e), sink="paimon", table=str(table_id)
+        ) from e
+    for field in arrow_schema:
+        if not field.nullable and data.column(field.name).null_count:
+            raise SinkTerminalError(
+                f"column {field.name} is NOT NULL (or a primary key) but a row has no value for it",
+                sink="paimon",
+                table=str(table_id),
+            )
+    return data
+
+
+def _fill_not_null(row: Row, arrow_schema: pa.Schema) -> Row:
+    """A deleted row with a stand-in value in each NOT NULL column it lacks: Paimon needs only its key,
+    but writes every column of the row."""
+    missing = [f for f in arrow_schema if not f.nullable and row.get(f.name) is None]
+    if not missing:
+        return row
+    return {**row, **{f.name: _stand_in(f.type) for f in missing}}
+
+
+def _stand_in(arrow_type: pa.DataType) -> Any:
+    """Some value of an Arrow type (its zero)."""
+    if pa.types.is_struct(arrow_type):
+        return {f.name: None if f.nullable else _stand_in(f.type) for f in arrow_type}
+    if pa.types.is_list(arrow_type) or pa.types.is_map(arrow_type):
+        return []
+    if pa.types.is_string(arrow_type):
+        return ""
+    if pa.types.is_binary(arrow_type):
+        return b""
+    if pa.types.is_boolean(arrow_type):
+        return False
+    if pa.types.is_decimal(arrow_type):
+        return Decimal(0)
+    if pa.types.is_date(arrow_type):
+        return date(1970, 1, 1)
+    if pa.types.is_time(arrow_type):
+        return dt_time(0)
+    if pa.types.is_timestamp(arrow_type):
+        return datetime(1970, 1, 1, tzinfo=UTC if arrow_type.tz else None)
+    return 0
+
+
+def _explain_bad_value(arrow_schema: Any, rows: list[Row], error: Exception) -> str:
+    for field in arrow_schema:
+        for row in rows:
+            value = row.get(field.name)
+            try:
+                pa.array([value], type=field.type)
+            except (pa.ArrowException, TypeError, ValueError, OverflowError) as e:
+                return f"column {field.name}: value {value!r} does not fit {field.type} ({e})"
+    return f"rows do not fit the table's schema ({error})"
+
+
+def encode_offsets(offsets: Offsets) -> str:
+    """``{"topic": {"partition": next_offset}}`` as compact JSON."""
+    nested: dict[str, dict[str, int]] = {}
+    for (topic, partition), offset in sorted(offsets.items()):
+        nested.setdefault(topic, {})[str(partition)] = offset
+    return json.dumps(nested, separators=(",", ":"))
+
+
+def decode_offsets(text: str) -> dict[tuple[str, int], int]:
+    nested: dict[str, dict[str, int]] = json.loads(text)
+    return {(topic, int(p)): int(o) for topic, parts in nested.items() for p, o in parts.items()}
