@@ -7,6 +7,7 @@ an entry to :data:`BACKENDS`.
 
 from __future__ import annotations
 
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
@@ -19,6 +20,14 @@ from ferry.sinks.memory import MemorySink
 
 
 @dataclass
+class Context:
+    tmp_path: Path
+    pipeline: str
+    #: The session's Kafka broker, started only when a backend asks for it.
+    kafka_bootstrap: Callable[[], str]
+
+
+@dataclass
 class Backend:
     name: str
     sink: Sink
@@ -26,22 +35,22 @@ class Backend:
     real: bool
 
 
-def memory_backend(kind: str) -> Callable[[Path, str], Backend]:
-    def make(tmp_path: Path, pipeline: str) -> Backend:
-        sink = MemorySink(pipeline=pipeline, capabilities=CAPABILITIES[kind], kind=kind)
+def memory_backend(kind: str) -> Callable[[Context], Backend]:
+    def make(context: Context) -> Backend:
+        sink = MemorySink(pipeline=context.pipeline, capabilities=CAPABILITIES[kind], kind=kind)
         return Backend(kind, sink, sink.rows, real=False)
 
     return make
 
 
-def iceberg_backend(tmp_path: Path, pipeline: str) -> Backend:
+def iceberg_backend(context: Context) -> Backend:
     from ferry.sinks.iceberg.config import IcebergSinkConfig
     from ferry.sinks.iceberg.sink import IcebergSink
 
     config = IcebergSinkConfig.model_validate(
-        {"type": "iceberg", "catalog.properties.warehouse": str(tmp_path / "wh")}
+        {"type": "iceberg", "catalog.properties.warehouse": str(context.tmp_path / "wh")}
     )
-    sink = IcebergSink(config, pipeline=pipeline)
+    sink = IcebergSink(config, pipeline=context.pipeline)
 
     def rows(table_id: TableId) -> list[dict[str, Any]]:
         table = sink.load_table(table_id)
@@ -50,14 +59,14 @@ def iceberg_backend(tmp_path: Path, pipeline: str) -> Backend:
     return Backend("iceberg", sink, rows, real=True)
 
 
-def paimon_backend(tmp_path: Path, pipeline: str) -> Backend:
+def paimon_backend(context: Context) -> Backend:
     from ferry.sinks.paimon.config import PaimonSinkConfig
     from ferry.sinks.paimon.sink import PaimonSink
 
     config = PaimonSinkConfig.model_validate(
-        {"type": "paimon", "catalog.properties.warehouse": str(tmp_path / "pm")}
+        {"type": "paimon", "catalog.properties.warehouse": str(context.tmp_path / "pm")}
     )
-    sink = PaimonSink(config, pipeline=pipeline)
+    sink = PaimonSink(config, pipeline=context.pipeline)
 
     def rows(table_id: TableId) -> list[dict[str, Any]]:
         table = sink.load_table(table_id)
@@ -73,7 +82,36 @@ def paimon_backend(tmp_path: Path, pipeline: str) -> Backend:
     return Backend("paimon", sink, rows, real=True)
 
 
+def kafka_backend(context: Context) -> Backend:
+    """A real broker: every table's records go to one topic of this test, read back and decoded."""
+    from ferry.connectors.formats import decoder_for
+    from ferry.pipeline.events import DataChange, Op
+    from ferry.sinks.kafka.config import KafkaSinkConfig
+    from ferry.sinks.kafka.sink import KafkaSink
+    from tests.integration.helpers import read_all
+
+    bootstrap = context.kafka_bootstrap()
+    topic = f"conformance-{uuid.uuid4().hex}"
+    config = KafkaSinkConfig.model_validate(
+        {"type": "kafka", "properties.bootstrap.servers": bootstrap, "topic": topic}
+    )
+    sink = KafkaSink(config, pipeline=context.pipeline)
+
+    def rows(table_id: TableId) -> list[dict[str, Any]]:
+        records = read_all(bootstrap, topic, expected=sink.delivered, timeout=10)
+        state: dict[Any, dict[str, Any] | None] = {}
+        for event in decoder_for("debezium-json").decode(records):
+            if isinstance(event, DataChange) and event.table_id == table_id:
+                row = event.row
+                state[row["id"]] = None if event.op is Op.DELETE else row
+        return [r for r in state.values() if r is not None]
+
+    return Backend("kafka", sink, rows, real=True)
+
+
 #: Sink type → how to build it for one test.
-BACKENDS: dict[str, Callable[[Path, str], Backend]] = {
-    kind: memory_backend(kind) for kind in CAPABILITIES
-} | {"iceberg": iceberg_backend, "paimon": paimon_backend}
+BACKENDS: dict[str, Callable[[Context], Backend]] = {kind: memory_backend(kind) for kind in CAPABILITIES} | {
+    "iceberg": iceberg_backend,
+    "paimon": paimon_backend,
+    "kafka": kafka_backend,
+}

@@ -85,8 +85,7 @@ class MemorySink(Sink):
         # standing in for a sink that keeps no schema (Kafka), rows stay as they were written
         keeps_rows = self.capabilities.support(change_kind(change, current)) is Support.IGNORED
         if after is None:
-            if not keeps_rows:
-                self.tables.pop(change.table_id, None)
+            self.tables.pop(change.table_id, None)
         elif current is None:
             self.tables[change.table_id] = MemoryTable(after)
         elif keeps_rows:

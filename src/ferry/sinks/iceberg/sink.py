@@ -23,7 +23,7 @@ from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
 from operator import itemgetter
-from typing import Any, ClassVar
+from typing import Any
 
 import pyarrow as pa
 import sqlalchemy.exc
@@ -38,7 +38,16 @@ from pyiceberg.exceptions import (
     ServiceUnavailableError,
     TableAlreadyExistsError,
 )
-from pyiceberg.expressions import AlwaysTrue, And, BooleanExpression, EqualTo, In, Or
+from pyiceberg.expressions import (
+    AlwaysTrue,
+    And,
+    BooleanExpression,
+    EqualTo,
+    GreaterThanOrEqual,
+    In,
+    LessThanOrEqual,
+    Or,
+)
 from pyiceberg.io.pyarrow import ArrowScan, _dataframe_to_data_files
 from pyiceberg.schema import Schema as IcebergSchema
 from pyiceberg.table import Table, Transaction
@@ -64,7 +73,8 @@ from ferry.pipeline.events import (
 )
 from ferry.pipeline.schema import Schema, TableId
 from ferry.pipeline.types import DataType
-from ferry.sinks.base import ChangeKind, Offsets, Sink, SinkCapabilities, Support
+from ferry.sinks.base import Offsets, Sink, SinkCapabilities
+from ferry.sinks.capabilities import CAPABILITIES as ALL_CAPABILITIES
 from ferry.sinks.exceptions import SinkError, SinkTerminalError, SinkTransientError
 from ferry.sinks.iceberg.config import IcebergSinkConfig
 from ferry.sinks.iceberg.types import (
@@ -80,26 +90,7 @@ from ferry.sinks.iceberg.types import (
 
 log = logging.getLogger(__name__)
 
-CAPABILITIES = SinkCapabilities(
-    changes={
-        ChangeKind.CREATE_TABLE: Support.APPLY,
-        ChangeKind.ADD_COLUMN_LAST: Support.APPLY,
-        ChangeKind.ADD_COLUMN_POSITIONED: Support.APPLY,
-        ChangeKind.DROP_COLUMN: Support.APPLY,
-        ChangeKind.RENAME_COLUMN: Support.APPLY,
-        ChangeKind.ALTER_COLUMN_TYPE: Support.APPLY,
-        ChangeKind.RELAX_NULLABILITY: Support.APPLY,
-        ChangeKind.DROP_TABLE: Support.UNSUPPORTED,
-        ChangeKind.TRUNCATE_TABLE: Support.UNSUPPORTED,
-        ChangeKind.ALTER_COLUMN_COMMENT: Support.NOT_SYNCED,
-        ChangeKind.ALTER_TABLE_COMMENT: Support.NOT_SYNCED,
-    },
-    notes={
-        ChangeKind.ALTER_COLUMN_TYPE: "Iceberg promotions only: int → long, float → double, wider decimal",
-        ChangeKind.DROP_TABLE: "the sink never drops an Iceberg table",
-        ChangeKind.TRUNCATE_TABLE: "the sink never truncates an Iceberg table",
-    },
-)
+CAPABILITIES = ALL_CAPABILITIES["iceberg"]
 
 #: Snapshot summary key holding a pipeline's offsets: ``{"topic": {"partition": next offset}}``.
 OFFSETS_PROPERTY = "ferry.offsets.{pipeline}"
@@ -121,7 +112,7 @@ _NO_MATCH_WARNING = "Delete operation did not match any records"
 class IcebergSink(Sink):
     """Writes change events into Iceberg tables through a pyiceberg catalog."""
 
-    kind: ClassVar[str] = "iceberg"
+    kind: str = "iceberg"
     capabilities: SinkCapabilities = CAPABILITIES
 
     def __init__(self, config: IcebergSinkConfig, *, pipeline: str) -> None:
@@ -524,14 +515,29 @@ def collapse(changes: Sequence[DataChange], key: Callable[[Row], Hashable]) -> d
 
 
 def key_filter(keys: tuple[str, ...], values: list[Hashable]) -> BooleanExpression:
-    """A filter matching the rows with these key values (``values`` are tuples for a composite key)."""
+    """A filter matching the rows with these key values (``values`` are tuples for a composite key).
+
+    It also bounds the first key column by the smallest and largest value: pyiceberg does not use
+    an ``IN`` of more than 200 values to skip data files, a range lets it skip every file whose
+    key bounds lie outside (with keys that grow, as most do, that is all but the newest files).
+    """
     if len(keys) == 1:
-        return In(term=keys[0], literals=values)
-    terms: list[BooleanExpression] = [
-        And(*(_equal_to(name, part) for name, part in zip(keys, _parts(value), strict=True)))
-        for value in values
-    ]
-    return terms[0] if len(terms) == 1 else Or(*terms)
+        exact: BooleanExpression = In(term=keys[0], literals=values)
+        firsts: list[Any] = values
+    else:
+        terms: list[BooleanExpression] = [
+            And(*(_equal_to(name, part) for name, part in zip(keys, _parts(value), strict=True)))
+            for value in values
+        ]
+        exact = terms[0] if len(terms) == 1 else Or(*terms)
+        firsts = [_parts(value)[0] for value in values]
+    if len(values) < 2:
+        return exact
+    try:
+        low, high = min(firsts), max(firsts)
+    except TypeError:  # values of mixed types have no order: no range
+        return exact
+    return And(exact, GreaterThanOrEqual(keys[0], low), LessThanOrEqual(keys[0], high))  # type: ignore[call-arg, misc]
 
 
 def _parts(value: Hashable) -> tuple[Any, ...]:

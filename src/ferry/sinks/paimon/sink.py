@@ -61,7 +61,8 @@ from ferry.pipeline.events import (
 )
 from ferry.pipeline.schema import Schema, TableId
 from ferry.pipeline.types import DataType
-from ferry.sinks.base import ChangeKind, Offsets, Sink, SinkCapabilities, Support
+from ferry.sinks.base import Offsets, Sink, SinkCapabilities
+from ferry.sinks.capabilities import CAPABILITIES as ALL_CAPABILITIES
 from ferry.sinks.exceptions import SinkError, SinkTerminalError, SinkTransientError
 from ferry.sinks.paimon.config import PaimonSinkConfig
 from ferry.sinks.paimon.types import (
@@ -76,28 +77,7 @@ from ferry.sinks.paimon.types import (
 
 log = logging.getLogger(__name__)
 
-CAPABILITIES = SinkCapabilities(
-    changes={
-        ChangeKind.CREATE_TABLE: Support.APPLY,
-        ChangeKind.ADD_COLUMN_LAST: Support.APPLY,
-        ChangeKind.ADD_COLUMN_POSITIONED: Support.APPLY,
-        ChangeKind.DROP_COLUMN: Support.APPLY,
-        ChangeKind.RENAME_COLUMN: Support.APPLY,
-        ChangeKind.ALTER_COLUMN_TYPE: Support.APPLY,
-        ChangeKind.RELAX_NULLABILITY: Support.APPLY,
-        ChangeKind.DROP_TABLE: Support.UNSUPPORTED,
-        ChangeKind.TRUNCATE_TABLE: Support.UNSUPPORTED,
-        ChangeKind.ALTER_COLUMN_COMMENT: Support.NOT_SYNCED,
-        ChangeKind.ALTER_TABLE_COMMENT: Support.NOT_SYNCED,
-    },
-    case_insensitive_columns=True,
-    notes={
-        ChangeKind.ADD_COLUMN_POSITIONED: "position honoured (FIRST, AFTER, BEFORE)",
-        ChangeKind.ALTER_COLUMN_TYPE: "lossless changes only (wider integer, float, decimal, string ...)",
-        ChangeKind.DROP_TABLE: "the sink never drops a Paimon table",
-        ChangeKind.TRUNCATE_TABLE: "the sink never truncates a Paimon table",
-    },
-)
+CAPABILITIES = ALL_CAPABILITIES["paimon"]
 
 #: Snapshot property holding a pipeline's offsets: ``{"topic": {"partition": next offset}}``.
 OFFSETS_PROPERTY = "ferry.offsets.{pipeline}"
