@@ -28,10 +28,11 @@ from ferry.connectors.record import Record
 from ferry.exceptions import TerminalError
 from ferry.pipeline.events import SCHEMA_CHANGE_TAGS, Event
 from ferry.pipeline.route import Route, TableRouter
-from ferry.pipeline.router import SchemaChangeRouter
+from ferry.pipeline.router import SchemaChangeBehavior, SchemaChangeRouter
 from ferry.pipeline.runner import HintSource, PipelineRunner, RunnerSettings
 from ferry.pipeline.state import StateStore
 from ferry.sinks import Sink, sink_class
+from ferry.sinks.capabilities import CAPABILITIES
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +58,16 @@ def check_supported(job: JobConfig) -> None:
     if job.transform:
         raise UnsupportedOptionError(
             "transform: projections and filters are not supported yet; remove the transform block"
+        )
+    capabilities = CAPABILITIES.get(job.sink.type)
+    if (
+        job.pipeline.schema_change_behavior is SchemaChangeBehavior.TRY_EVOLVE
+        and capabilities is not None
+        and not capabilities.try_evolve
+    ):
+        raise UnsupportedOptionError(
+            f"pipeline.schema.change.behavior: the {job.sink.type} sink does not take TRY_EVOLVE "
+            "(a refused change would leave its table behind the source); use LENIENT or EVOLVE"
         )
     if job.pipeline.parallelism != 1:
         raise UnsupportedOptionError(

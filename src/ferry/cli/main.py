@@ -123,6 +123,14 @@ def status(job: Path | None, state_url: str | None, pipeline_name: str | None, o
     click.echo(render_status(store, names, output))
 
 
+@main.command()
+def sinks() -> None:
+    """What each sink does with each schema change under each behaviour (Markdown)."""
+    from ferry.sinks.matrix import markdown  # noqa: PLC0415
+
+    click.echo(markdown(), nl=False)
+
+
 def _register_optional_commands() -> None:
     try:
         from ferry.check.cli import check  # noqa: PLC0415
