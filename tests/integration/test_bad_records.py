@@ -74,3 +74,39 @@ def test_on_bad_record_fail_stops_the_pipeline_naming_the_position(
     assert runner.phase == "FAILED"
     status = runner.state.get_status(group_id)
     assert status is not None and status["phase"] == "FAILED" and "offset 1" in status["detail"]
+
+
+def test_a_value_that_cannot_be_cast_to_the_sink_column_reaches_the_dead_letter_topic(
+    kafka_bootstrap: str, topic_factory: TopicFactory, tmp_path: Path, group_id: str
+) -> None:
+    from ferry.testing import debezium as dbz
+
+    topic = topic_factory(1)
+    table = orders_table()
+    records = [table.insert({"id": 1, "item": "a", "qty": 1})]
+    table.change_type("qty", dbz.INT64)
+    records += [
+        table.insert({"id": 2, "item": "b", "qty": 2}),
+        table.insert({"id": 3, "item": "c", "qty": 2**40}),
+    ]
+    produce(kafka_bootstrap, topic, [v for _, v in records], keys=[k for k, _ in records])
+    sink = MemorySink()
+    sink.refuse_tags = {"alter.column.type"}  # the sink refuses the widening when it is applied
+    job = load_job_text(
+        job_yaml(
+            kafka_bootstrap, topic, tmp_path, group_id, pipeline_extra="  schema.change.behavior: TRY_EVOLVE"
+        )
+    )
+    runner = build_runner(job, sink=sink)
+    runner.run()
+
+    assert sorted(r["id"] for r in sink.rows(TableId.parse("inventory.orders"))) == [1, 2]
+    [dead] = read_all(kafka_bootstrap, f"{group_id}.dlq", expected=1)
+    headers = dict(dead.headers())
+    assert headers["ferry.offset"] == b"2" and headers["ferry.topic"].decode() == topic
+    assert "column 'qty': value 1099511627776 cannot be cast to INT" in headers["ferry.reason"].decode()
+    history = runner.state.schema_history(group_id)
+    assert any(
+        h.change.startswith("alter.column.type") and h.outcome == "skip" and "refused" in h.reason
+        for h in history
+    )

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from ferry.pipeline.schema import TableId
 
@@ -21,12 +21,13 @@ class Route:
     sink_table: str
     replace_symbol: str | None = None
     description: str | None = None
+    _pattern: re.Pattern[str] = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "_pattern", re.compile(self.source_table))
 
     def target(self, source: TableId) -> TableId | None:
-        match = self._pattern.fullmatch(str(source))  # type: ignore[attr-defined]
+        match = self._pattern.fullmatch(str(source))
         if match is None:
             return None
         name = self.sink_table
