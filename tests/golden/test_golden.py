@@ -9,6 +9,7 @@ and the dead-letter reasons.
 
 from __future__ import annotations
 
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +25,7 @@ from ferry.pipeline.runner import PipelineRunner, RunnerSettings
 from ferry.pipeline.schema import TableId
 from ferry.pipeline.state import StateStore
 from ferry.sinks.capabilities import CAPABILITIES
+from ferry.sinks.hologres.types import TypeNormalizeStrategy, hologres_type
 from ferry.sinks.memory import MemorySink
 from ferry.worker import accepted_schema_changes
 
@@ -52,14 +54,22 @@ def events_of(spec: list[dict[str, Any]]) -> list[E.Event]:
 def test_golden(path: Path, tmp_path: Path) -> None:
     case = yaml.safe_load(path.read_text())
     kind = case["sink"]
-    sink = MemorySink(capabilities=CAPABILITIES.get(kind), kind=kind)
+    strategy = case.get("type-normalize-strategy")
+    sink = MemorySink(
+        capabilities=CAPABILITIES.get(kind),
+        kind=kind,
+        type_mapping=None
+        if strategy is None
+        else partial(hologres_type, strategy=TypeNormalizeStrategy(strategy)),
+        pending_polls=case.get("pending-polls", 0),
+    )
     sink.refuse_tags = set(case.get("refuse", []))
     dead_letter = MemoryDeadLetter()
     routes = [
         Route(r["source-table"], r["sink-table"], r.get("replace-symbol")) for r in case.get("routes", [])
     ]
     runner = PipelineRunner(
-        settings=RunnerSettings(name="golden", tune_gc=False),
+        settings=RunnerSettings(name="golden", tune_gc=False, schema_change_poll_s=0.01),
         source=MemorySource(),
         decode=lambda records: [],
         sink=sink,
@@ -93,3 +103,5 @@ def test_golden(path: Path, tmp_path: Path) -> None:
         assert list(schema.names) == table["columns"]
         assert sorted(sink.rows(name), key=lambda r: str(r[table["columns"][0]])) == table["rows"]
     assert [d.reason for d in dead_letter.records] == expect.get("dead-letter", [])
+    if "polls" in expect:
+        assert sink.polls == expect["polls"]

@@ -53,7 +53,7 @@ from ferry.pipeline.router import Action, Decision, SchemaChangeRouter
 from ferry.pipeline.schema import Schema, TableId, widen_schemas
 from ferry.pipeline.state import SchemaHistoryEntry, StateStore, now_ms
 from ferry.pipeline.tracker import SchemaTracker, diff_schemas
-from ferry.sinks.base import OffsetCommitting, Sink
+from ferry.sinks.base import AsyncSchemaChanges, OffsetCommitting, Sink
 from ferry.sinks.exceptions import SinkTerminalError
 
 log = logging.getLogger(__name__)
@@ -95,6 +95,8 @@ class RunnerSettings:
     schema_change_timeout_s: float = 180.0
     fail_on_bad_record: bool = False
     status_interval_s: float = 1.0
+    #: How often a background schema change at the sink is polled.
+    schema_change_poll_s: float = 0.2
     #: Raise the garbage collector's thresholds while running (see :func:`tune_garbage_collector`).
     tune_gc: bool = True
 
@@ -395,6 +397,7 @@ class PipelineRunner:
                         partial(self.sink.apply_schema_change, decision.change, after),
                         f"applying {decision.change}",
                     )
+                    self._await_schema_change(sink_table, decision.change)
                 except SinkTerminalError as e:
                     decision = self.router.on_refused(decision, e)
                 self._sink_schemas.pop(sink_table, None)
@@ -409,6 +412,21 @@ class PipelineRunner:
             self._adapters.pop(source, None)
         if self.tracker.schema(source_table) is None:
             self._buffers.pop(source_table, None)
+
+    def _await_schema_change(self, sink_table: TableId, change: SchemaChange) -> None:
+        """Wait until a sink whose ALTERs run in the background has finished this one."""
+        if not isinstance(self.sink, AsyncSchemaChanges):
+            return
+        timeout = self.settings.schema_change_timeout_s
+        started = time.monotonic()
+        self.detail = f"waiting for {self.sink.kind} to finish {change} (since {now_ms()} ms)"
+        while self.sink.schema_change_pending(sink_table):
+            if time.monotonic() - started > timeout:
+                raise SchemaChangeTimeoutError(
+                    f"{self.sink.kind} did not finish {change} on {sink_table} within {timeout:g} s "
+                    "(schema.operator.rpc-timeout)"
+                )
+            time.sleep(self.settings.schema_change_poll_s)
 
     def _sink_changes(
         self, source_table: TableId, sink_table: TableId, change: SchemaChange, sink_schema: Schema | None

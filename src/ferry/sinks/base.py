@@ -116,3 +116,13 @@ class OffsetCommitting(Protocol):
     def committed_offsets(self, table_id: TableId) -> dict[tuple[str, int], int]:
         """Per (topic, partition), the next offset not yet committed to this table."""
         ...
+
+
+@runtime_checkable
+class AsyncSchemaChanges(Protocol):
+    """A sink whose ALTERs finish in the background (StarRocks, SelectDB in batch mode): rows are
+    written only once the change is done, and the wait is bounded by the pipeline."""
+
+    def schema_change_pending(self, table_id: TableId) -> bool:
+        """True while a schema change the sink accepted for this table is still running."""
+        ...

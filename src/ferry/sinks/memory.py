@@ -7,8 +7,8 @@ to fail (fault injection). :class:`NullSink` counts rows and keeps nothing.
 
 from __future__ import annotations
 
-from collections.abc import Sequence
-from dataclasses import dataclass, field
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from ferry.config.base import SinkConfigBase
@@ -16,6 +16,7 @@ from ferry.pipeline.apply import apply_schema_change
 from ferry.pipeline.events import DataChange, Op, SchemaChange
 from ferry.pipeline.router import change_kind
 from ferry.pipeline.schema import Schema, TableId
+from ferry.pipeline.types import DataType
 from ferry.sinks.base import ChangeKind, Offsets, Sink, SinkCapabilities, Support
 from ferry.sinks.exceptions import SinkTerminalError, SinkTransientError
 
@@ -56,6 +57,8 @@ class MemorySink(Sink):
         pipeline: str = "ferry",
         capabilities: SinkCapabilities | None = None,
         kind: str | None = None,
+        type_mapping: Callable[[DataType], DataType] | None = None,
+        pending_polls: int = 0,
     ) -> None:
         self.config = config or MemorySinkConfig()
         self.pipeline = pipeline
@@ -63,6 +66,12 @@ class MemorySink(Sink):
             self.capabilities = capabilities
         if kind is not None:
             self.kind = kind  # stands in for that sink: errors and history name it
+        #: Standing in for a sink with its own types: what it stores for each source type.
+        self.type_mapping = type_mapping
+        #: Standing in for a sink whose ALTERs run asynchronously: polls before one is done.
+        self.pending_polls = pending_polls
+        self.altering: dict[TableId, int] = {}
+        self.polls = 0
         self.tables: dict[TableId, MemoryTable] = {}
         self.pending: dict[TableId, list[DataChange]] = {}
         self.applied: list[SchemaChange] = []
@@ -82,6 +91,10 @@ class MemorySink(Sink):
             raise SinkTerminalError(f"refuses {change}", sink=self.kind, table=str(change.table_id))
         current = self.table_schema(change.table_id)
         after = apply_schema_change(current, change)
+        if after is not None and self.type_mapping is not None:
+            after = after.with_columns(replace(c, type=self.type_mapping(c.type)) for c in after.columns)
+        if self.pending_polls:
+            self.altering[change.table_id] = self.pending_polls
         # standing in for a sink that keeps no schema (Kafka), rows stay as they were written
         keeps_rows = self.capabilities.support(change_kind(change, current)) is Support.IGNORED
         if after is None:
@@ -131,6 +144,17 @@ class MemorySink(Sink):
         self.pending.clear()
         self.flushed_offsets = dict(offsets)
         self.flush_count += 1
+
+    def sink_type(self, source_type: DataType) -> DataType:
+        return source_type if self.type_mapping is None else self.type_mapping(source_type)
+
+    def schema_change_pending(self, table_id: TableId) -> bool:
+        """Standing in for an asynchronous ALTER: pending for ``pending_polls`` polls after each change."""
+        self.polls += 1
+        left = self.altering.get(table_id, 0)
+        if left:
+            self.altering[table_id] = left - 1
+        return left > 0
 
     def rows(self, table_id: TableId | str) -> list[dict[str, Any]]:
         tid = TableId.parse(table_id) if isinstance(table_id, str) else table_id

@@ -49,8 +49,10 @@ from pyiceberg.expressions import (
     Or,
 )
 from pyiceberg.io.pyarrow import ArrowScan, _dataframe_to_data_files
+from pyiceberg.manifest import ManifestEntryStatus
 from pyiceberg.schema import Schema as IcebergSchema
 from pyiceberg.table import Table, Transaction
+from pyiceberg.table.refs import MAIN_BRANCH
 from pyiceberg.table.snapshots import ancestors_of
 from pyiceberg.table.update.snapshot import ExpireSnapshots
 
@@ -329,7 +331,8 @@ class IcebergSink(Sink):
                     tx.delete(delete_filter, snapshot_properties=properties)
             # always an append, even an empty one: the newest snapshot then carries the offsets
             tx.append(data, snapshot_properties=properties)
-            self._expire_snapshots(table, tx)
+            garbage = self._expire_snapshots(table, tx)
+        self._delete_files(table, garbage)
 
     def _key_columns(self, table_id: TableId, schema: IcebergSchema) -> tuple[str, ...]:
         """The identifier fields, or the primary key the pipeline knows when the table has none."""
@@ -343,14 +346,26 @@ class IcebergSink(Sink):
             return written.primary_keys
         return ()
 
-    def _expire_snapshots(self, table: Table, tx: Transaction) -> None:
-        """Expire, in the same commit, the snapshots older than the ``snapshot.retain`` newest."""
+    def _expire_snapshots(self, table: Table, tx: Transaction) -> list[str]:
+        """Expire, in the same commit, the snapshots older than the ``snapshot.retain`` newest.
+
+        Returns the files that only the expired snapshots reference, to delete once the commit
+        has succeeded (pyiceberg's expiry removes snapshots from the metadata, not their files).
+        """
         retain = self.config.snapshot_retain
         snapshots = table.metadata.snapshots
         if len(snapshots) <= retain:
-            return
+            return []
         cutoff = sorted(s.timestamp_ms for s in snapshots)[-retain]
         ExpireSnapshots(tx).older_than(datetime.fromtimestamp(cutoff / 1000, UTC)).commit()
+        return _files_of_expired(table, cutoff)
+
+    def _delete_files(self, table: Table, paths: list[str]) -> None:
+        for path in paths:
+            try:
+                table.io.delete(path)
+            except OSError as e:  # already gone, or not ours to delete: it stays an orphan
+                log.debug("could not delete %s: %s", path, e)
 
     def _maybe_compact(self, table_id: TableId, properties: dict[str, str]) -> None:
         if not self.config.compaction_enabled:
@@ -390,7 +405,8 @@ class IcebergSink(Sink):
                     tx.table_metadata, data, table.io, write_uuid=rewrite.commit_uuid
                 ):
                     rewrite.append_data_file(data_file)
-            self._expire_snapshots(table, tx)
+            garbage = self._expire_snapshots(table, tx)
+        self._delete_files(table, garbage)
         log.debug("%s: compacted %d small files (%d rows)", table_id, len(tasks), data.num_rows)
         return len(tasks)
 
@@ -445,6 +461,41 @@ class IcebergSink(Sink):
 
 def _read_schema(table: Table) -> Schema:
     return to_ferry_schema(table.schema(), table.properties.get(COMMENT_PROPERTY))
+
+
+def _files_of_expired(table: Table, cutoff_ms: int) -> list[str]:
+    """The files that only the snapshots older than ``cutoff_ms`` reference.
+
+    The table's history is a single chain (only ``main``, checked), and expiry removes its oldest
+    part, so: a data file deleted by a snapshot whose parent is expired is live in no remaining
+    snapshot; a manifest of an expired snapshot that the oldest remaining one does not list is
+    listed by no remaining snapshot (a manifest is listed by consecutive snapshots). Each snapshot's
+    deletions are collected once, when its parent expires.
+    """
+    metadata = table.metadata
+    if set(metadata.refs) != {MAIN_BRANCH}:
+        return []  # a tag or a branch keeps older snapshots' files alive: leave them
+    io = table.io
+    expired = [s for s in metadata.snapshots if s.timestamp_ms < cutoff_ms]
+    expired_ids = {s.snapshot_id for s in expired}
+    orphaned_by = [s for s in metadata.snapshots if s.parent_snapshot_id in expired_ids]
+    kept_manifests = {
+        m.manifest_path for s in orphaned_by if s.snapshot_id not in expired_ids for m in s.manifests(io)
+    }
+    garbage = {s.manifest_list for s in expired}
+    garbage.update(
+        m.manifest_path for s in expired for m in s.manifests(io) if m.manifest_path not in kept_manifests
+    )
+    for snapshot in orphaned_by:
+        for manifest in snapshot.manifests(io):
+            if manifest.added_snapshot_id != snapshot.snapshot_id or manifest.deleted_files_count == 0:
+                continue
+            garbage.update(
+                entry.data_file.file_path
+                for entry in manifest.fetch_manifest_entry(io, discard_deleted=False)
+                if entry.status == ManifestEntryStatus.DELETED
+            )
+    return sorted(garbage)
 
 
 def _incompatibilities(existing: IcebergSchema, wanted: Schema) -> list[str]:
