@@ -53,22 +53,30 @@ class UnsupportedOptionError(TerminalError):
     """A job file asks for something this version of ferry does not do yet."""
 
 
+def behavior_refusal(sink_kind: str, behavior: SchemaChangeBehavior) -> str | None:
+    """Why a sink does not take a behaviour (Hologres refuses TRY_EVOLVE), or None."""
+    capabilities = CAPABILITIES.get(sink_kind)
+    if (
+        behavior is SchemaChangeBehavior.TRY_EVOLVE
+        and capabilities is not None
+        and not capabilities.try_evolve
+    ):
+        return (
+            f"pipeline.schema.change.behavior: the {sink_kind} sink does not take TRY_EVOLVE "
+            "(a refused change would leave its table behind the source); use LENIENT or EVOLVE"
+        )
+    return None
+
+
 def check_supported(job: JobConfig) -> None:
     """Refuse, before anything starts, what the job asks for and ferry would otherwise ignore."""
     if job.transform:
         raise UnsupportedOptionError(
             "transform: projections and filters are not supported yet; remove the transform block"
         )
-    capabilities = CAPABILITIES.get(job.sink.type)
-    if (
-        job.pipeline.schema_change_behavior is SchemaChangeBehavior.TRY_EVOLVE
-        and capabilities is not None
-        and not capabilities.try_evolve
-    ):
-        raise UnsupportedOptionError(
-            f"pipeline.schema.change.behavior: the {job.sink.type} sink does not take TRY_EVOLVE "
-            "(a refused change would leave its table behind the source); use LENIENT or EVOLVE"
-        )
+    refusal = behavior_refusal(job.sink.type, job.pipeline.schema_change_behavior)
+    if refusal is not None:
+        raise UnsupportedOptionError(refusal)
     if job.pipeline.parallelism != 1:
         raise UnsupportedOptionError(
             "pipeline.parallelism: a worker runs one pipeline thread; to scale out, start more workers "

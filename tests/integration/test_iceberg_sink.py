@@ -370,6 +370,43 @@ def test_old_snapshots_are_expired(warehouse: Path) -> None:
         sink.close()
 
 
+def test_files_only_expired_snapshots_used_are_deleted(warehouse: Path) -> None:
+    options = {
+        "snapshot.retain": 3,
+        "sink.compaction.commit-interval": 5,
+        "sink.compaction.min-input-files": 2,
+    }
+    sink = IcebergSink(make_config(warehouse, **options), pipeline="p1")
+    try:
+        feed = Feed()
+        create(sink, ORDERS)
+        for i in range(20):
+            # each flush rewrites the file holding row 0 (copy-on-write) and adds one
+            write(sink, ORDERS, feed, feed.insert(order(i + 1)), feed.update(order(0), order(0, qty=i)))
+        table = sink.load_table(T)
+        assert table is not None
+        io, snapshots = table.io, table.snapshots()
+        assert len(snapshots) <= 5
+        data_files = {
+            t.file.file_path for s in snapshots for t in table.scan(snapshot_id=s.snapshot_id).plan_files()
+        }
+        metadata_files = {s.manifest_list for s in snapshots} | {
+            m.manifest_path for s in snapshots for m in s.manifests(io)
+        }
+        location = Path(table.location().removeprefix("file://"))
+        assert {p.as_uri() for p in location.rglob("*.parquet")} == {
+            Path(f.removeprefix("file://")).as_uri() for f in data_files
+        }
+        assert {p.as_uri() for p in location.rglob("*.avro")} == {
+            Path(f.removeprefix("file://")).as_uri() for f in metadata_files
+        }
+        for snapshot in snapshots:  # every snapshot kept can still be read
+            table.scan(snapshot_id=snapshot.snapshot_id).to_arrow()
+        assert read(sink) == [order(0, qty=19), *(order(i) for i in range(1, 21))]
+    finally:
+        sink.close()
+
+
 def test_small_files_are_compacted(warehouse: Path) -> None:
     options = {"sink.compaction.commit-interval": 4, "sink.compaction.min-input-files": 3}
     sink = IcebergSink(make_config(warehouse, **options), pipeline="p1")

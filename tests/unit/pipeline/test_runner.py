@@ -65,3 +65,42 @@ def test_rows_before_a_change_are_flushed_with_the_old_schema_first(tmp_path: Pa
     assert checkpoint.schemas["tables"]["db.t"]["schema"]["columns"] == [
         {"name": "id", "type": "INT NOT NULL"}
     ]
+
+
+def test_a_restart_in_the_middle_of_a_schema_change_applies_it_once(tmp_path: Path) -> None:
+    sink = MemorySink()
+    first = runner_for(sink, tmp_path)
+    change = E.AddColumn(TID, Column("x", T.INT()), E.FIRST)
+    first.process(
+        [
+            E.SchemaHint(TID, (E.CreateTable(TID, SCHEMA),), "CREATE", True, at(0)),
+            E.DataChange(TID, E.Op.INSERT, None, {"id": 1}, at(1)),
+            E.SchemaHint(TID, (change,), "ALTER", True, at(2)),
+        ],
+        [],
+    )
+    # the sink applied the change; the process dies before the next checkpoint records it
+    assert sink.applied[-1] == change
+    checkpoint = first.state.latest_checkpoint("unit")
+    assert checkpoint is not None and checkpoint.offsets == {("t", 0): 2}
+    second = runner_for(sink, tmp_path)  # restarts from the same state store
+    second.process(
+        [
+            E.SchemaHint(TID, (change,), "ALTER", True, at(2)),
+            E.DataChange(TID, E.Op.INSERT, None, {"x": 5, "id": 2}, at(3)),
+        ],
+        [],
+    )
+    second.checkpoint()
+    assert sink.applied.count(change) == 1
+    assert sorted(sink.rows(TID), key=lambda r: r["id"]) == [{"x": None, "id": 1}, {"x": 5, "id": 2}]
+    history = second.state.schema_history("unit")
+    assert [h.outcome for h in history if h.change.startswith("add.column")] == ["apply", "skip"]
+
+
+def test_hologres_refuses_try_evolve_before_start() -> None:
+    from ferry.worker import behavior_refusal
+
+    assert "does not take TRY_EVOLVE" in (behavior_refusal("hologres", SchemaChangeBehavior.TRY_EVOLVE) or "")
+    assert behavior_refusal("hologres", SchemaChangeBehavior.LENIENT) is None
+    assert behavior_refusal("iceberg", SchemaChangeBehavior.TRY_EVOLVE) is None
