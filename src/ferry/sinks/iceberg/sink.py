@@ -588,7 +588,7 @@ def key_filter(keys: tuple[str, ...], values: list[Hashable]) -> BooleanExpressi
         low, high = min(firsts), max(firsts)
     except TypeError:  # values of mixed types have no order: no range
         return exact
-    return And(exact, GreaterThanOrEqual(keys[0], low), LessThanOrEqual(keys[0], high))  # type: ignore[call-arg, misc]
+    return And(exact, GreaterThanOrEqual(keys[0], low), LessThanOrEqual(keys[0], high))  # type: ignore[call-arg]
 
 
 def _parts(value: Hashable) -> tuple[Any, ...]:
@@ -597,7 +597,7 @@ def _parts(value: Hashable) -> tuple[Any, ...]:
 
 
 def _equal_to(name: str, value: Any) -> BooleanExpression:
-    return EqualTo(name, value)  # type: ignore[call-arg, misc]
+    return EqualTo(name, value)  # type: ignore[call-arg]
 
 
 def _to_arrow(table_id: TableId, schema: IcebergSchema, rows: list[Row]) -> pa.Table:
