@@ -277,6 +277,41 @@ def test_a_composite_primary_key(sink: IcebergSink) -> None:
     ]
 
 
+def test_keys_of_string_date_and_decimal_columns(sink: IcebergSink) -> None:
+    prices = TableId(None, "shop", "prices")
+    schema = Schema.of(
+        [
+            Column("sku", STRING()),
+            Column("day", DATE()),
+            Column("band", DECIMAL(5, 2)),
+            Column("price", DOUBLE()),
+        ],
+        ["sku", "day", "band"],
+    )
+    feed = Feed(prices)
+    create(sink, schema, prices)
+
+    def price(sku: str, day: int, band: str, value: float) -> dict[str, Any]:
+        return {"sku": sku, "day": date(2024, 1, day), "band": Decimal(band), "price": value}
+
+    write(sink, schema, feed, *(feed.insert(price(s, d, "1.00", 1.0)) for s in ("a", "b") for d in (1, 2)))
+    write(
+        sink,
+        schema,
+        feed,
+        feed.update(price("a", 2, "1.00", 1.0), price("a", 2, "1.00", 2.0)),
+        feed.delete(price("b", 1, "1.00", 1.0)),
+        feed.insert(price("b", 1, "1.50", 3.0)),  # the same sku and day in another band is another key
+    )
+    rows = sorted(read(sink, prices, "sku"), key=lambda r: (r["sku"], r["day"], r["band"]))
+    assert rows == [
+        price("a", 1, "1.00", 1.0),
+        price("a", 2, "1.00", 2.0),
+        price("b", 1, "1.50", 3.0),
+        price("b", 2, "1.00", 1.0),
+    ]
+
+
 def test_a_table_without_primary_key_is_append_only(sink: IcebergSink) -> None:
     events = TableId(None, "app", "events")
     schema = Schema.of([Column("id", BIGINT().not_null()), Column("payload", STRING())])

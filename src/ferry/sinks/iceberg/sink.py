@@ -16,9 +16,9 @@ grows.
 
 from __future__ import annotations
 
+import itertools
 import json
 import logging
-import warnings
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
@@ -26,6 +26,7 @@ from operator import itemgetter
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 import sqlalchemy.exc
 from pyiceberg.catalog import Catalog, load_catalog
 from pyiceberg.catalog.sql import SqlCatalog
@@ -37,19 +38,18 @@ from pyiceberg.exceptions import (
     ServerError,
     ServiceUnavailableError,
     TableAlreadyExistsError,
+    ValidationException,
 )
 from pyiceberg.expressions import (
     AlwaysTrue,
     And,
     BooleanExpression,
-    EqualTo,
     GreaterThanOrEqual,
     In,
     LessThanOrEqual,
-    Or,
 )
 from pyiceberg.io.pyarrow import ArrowScan, _dataframe_to_data_files
-from pyiceberg.manifest import ManifestEntryStatus
+from pyiceberg.manifest import DataFile, ManifestEntryStatus
 from pyiceberg.schema import Schema as IcebergSchema
 from pyiceberg.table import Table, Transaction
 from pyiceberg.table.refs import MAIN_BRANCH
@@ -102,13 +102,16 @@ COMMENT_PROPERTY = "comment"
 _TRANSIENT = (
     CommitFailedException,
     CommitStateUnknownException,
+    ValidationException,  # a concurrent commit changed the files this one rewrites
     ServiceUnavailableError,
     ServerError,
     sqlalchemy.exc.OperationalError,
     ConnectionError,
     TimeoutError,
 )
-_NO_MATCH_WARNING = "Delete operation did not match any records"
+_ROW = "__ferry_row"
+#: pyiceberg skips files by an ``IN`` only up to this many values.
+_IN_PRUNING_LIMIT = 200
 
 
 class IcebergSink(Sink):
@@ -311,12 +314,12 @@ class IcebergSink(Sink):
         table = self._require_table(table_id)
         schema = table.schema()
         keys = self._key_columns(table_id, schema)
-        delete_filter: BooleanExpression | None = None
+        touched: list[Hashable] = []
         if keys:
             state = collapse(changes, _key_getter(keys))
             rows = [row for row in state.values() if row is not None]
-            if state and table.current_snapshot() is not None:
-                delete_filter = key_filter(keys, list(state))
+            if table.current_snapshot() is not None:
+                touched = list(state)
         else:
             rows = [c.after for c in changes if c.op is not Op.DELETE and c.after is not None]
             deletes = sum(1 for c in changes if c.op is Op.DELETE)
@@ -325,10 +328,8 @@ class IcebergSink(Sink):
                 log.warning("%s has no primary key: %d deletes not applied (append-only)", table_id, deletes)
         data = _to_arrow(table_id, schema, rows)
         with table.transaction() as tx:
-            if delete_filter is not None:
-                with warnings.catch_warnings():
-                    warnings.filterwarnings("ignore", message=_NO_MATCH_WARNING)
-                    tx.delete(delete_filter, snapshot_properties=properties)
+            if touched:
+                delete_keys(table, tx, keys, touched, properties)
             # always an append, even an empty one: the newest snapshot then carries the offsets
             tx.append(data, snapshot_properties=properties)
             garbage = self._expire_snapshots(table, tx)
@@ -565,39 +566,64 @@ def collapse(changes: Sequence[DataChange], key: Callable[[Row], Hashable]) -> d
     return state
 
 
-def key_filter(keys: tuple[str, ...], values: list[Hashable]) -> BooleanExpression:
-    """A filter matching the rows with these key values (``values`` are tuples for a composite key).
-
-    It also bounds the first key column by the smallest and largest value: pyiceberg does not use
-    an ``IN`` of more than 200 values to skip data files, a range lets it skip every file whose
-    key bounds lie outside (with keys that grow, as most do, that is all but the newest files).
-    """
-    if len(keys) == 1:
-        exact: BooleanExpression = In(term=keys[0], literals=values)
-        firsts: list[Any] = values
-    else:
-        terms: list[BooleanExpression] = [
-            And(*(_equal_to(name, part) for name, part in zip(keys, _parts(value), strict=True)))
-            for value in values
-        ]
-        exact = terms[0] if len(terms) == 1 else Or(*terms)
-        firsts = [_parts(value)[0] for value in values]
-    if len(values) < 2:
-        return exact
+def _bounds(column: str, values: list[Any]) -> BooleanExpression | None:
     try:
-        low, high = min(firsts), max(firsts)
-    except TypeError:  # values of mixed types have no order: no range
-        return exact
-    return And(exact, GreaterThanOrEqual(keys[0], low), LessThanOrEqual(keys[0], high))  # type: ignore[call-arg]
+        low, high = min(values), max(values)
+    except (TypeError, ValueError):  # no values, or values of mixed types: no order
+        return None
+    return And(GreaterThanOrEqual(column, low), LessThanOrEqual(column, high))  # type: ignore[call-arg, misc]
+
+
+def delete_keys(
+    table: Table, tx: Transaction, keys: tuple[str, ...], values: list[Hashable], properties: dict[str, str]
+) -> None:
+    """Rewrite, in ``tx``, the data files holding any of these keys without those rows (copy-on-write).
+
+    ``values`` are tuples for a composite key. The files are pruned with each key column's bounds
+    (and its values, when few), then each file is read and its matching rows found with one hash
+    join on the key columns.
+    """
+    columns = [values] if len(keys) == 1 else [[_parts(v)[i] for v in values] for i in range(len(keys))]
+    schema = table.schema()
+    arrow_schema = schema.as_arrow()
+    wanted = pa.table(
+        {k: pa.array(vals, type=arrow_schema.field(k).type) for k, vals in zip(keys, columns, strict=True)}
+    )
+    prune = [_prune_filter(k, vals) for k, vals in zip(keys, columns, strict=True)]
+    rewritten: list[tuple[DataFile, pa.Table]] = []
+    for task in table.scan(row_filter=prune[0] if len(prune) == 1 else And(*prune)).plan_files():
+        data = ArrowScan(table.metadata, table.io, schema, AlwaysTrue()).to_table([task])
+        positions = pa.array(range(data.num_rows), type=pa.int64())
+        index = pa.table({**{k: data[k] for k in keys}, _ROW: positions})
+        hits = index.join(wanted, keys=list(keys), join_type="left semi")[_ROW]
+        if len(hits):
+            gone = pc.is_in(positions, value_set=hits.combine_chunks())
+            rewritten.append((task.file, data.filter(pc.invert(gone))))
+    if not rewritten:
+        return
+    counter = itertools.count()
+    with tx.update_snapshot(snapshot_properties=properties).overwrite() as rewrite:
+        for old_file, kept in rewritten:
+            rewrite.delete_data_file(old_file)
+            if kept.num_rows:
+                for new_file in _dataframe_to_data_files(
+                    tx.table_metadata, kept, table.io, write_uuid=rewrite.commit_uuid, counter=counter
+                ):
+                    rewrite.append_data_file(new_file)
+
+
+def _prune_filter(column: str, values: list[Any]) -> BooleanExpression:
+    """What the key values of one column tell about the files that may hold them."""
+    bounds = _bounds(column, values)
+    if len(set(values)) <= _IN_PRUNING_LIMIT:
+        exact: BooleanExpression = In(term=column, literals=values)
+        return exact if bounds is None else And(exact, bounds)
+    return AlwaysTrue() if bounds is None else bounds
 
 
 def _parts(value: Hashable) -> tuple[Any, ...]:
     assert isinstance(value, tuple)
     return value
-
-
-def _equal_to(name: str, value: Any) -> BooleanExpression:
-    return EqualTo(name, value)  # type: ignore[call-arg]
 
 
 def _to_arrow(table_id: TableId, schema: IcebergSchema, rows: list[Row]) -> pa.Table:
