@@ -8,50 +8,15 @@ from pathlib import Path
 import pytest
 
 from ferry.config.loader import load_job_text
-from ferry.pipeline.runner import PipelineRunner
 from ferry.pipeline.schema import TableId
 from ferry.pipeline.types import BIGINT, DECIMAL, INT, STRING
 from ferry.sinks.memory import MemorySink
 from ferry.testing import debezium as dbz
 from ferry.testing.kafka_broker import TopicFactory, produce
 from ferry.worker import build_runner
+from tests.integration.helpers import job_yaml, orders_table
 
 pytestmark = pytest.mark.integration
-
-
-def job_yaml(bootstrap: str, topic: str, tmp_path: Path, name: str, extra: str = "") -> str:
-    return f"""
-source:
-  type: kafka
-  properties.bootstrap.servers: {bootstrap}
-  topic: {topic}
-  value.format: debezium-json
-  scan.startup.mode: earliest-offset
-  scan.bounded.mode: latest-offset
-sink:
-  type: memory
-pipeline:
-  name: {name}
-  state.url: sqlite:///{tmp_path}/state.db
-  checkpoint.interval: 200ms
-{extra}"""
-
-
-def orders_table() -> dbz.DebeziumTable:
-    return dbz.DebeziumTable(
-        "shop",
-        "inventory",
-        "orders",
-        [
-            dbz.ConnectColumn("id", dbz.INT32, optional=False),
-            dbz.ConnectColumn("item", dbz.STRING),
-            dbz.ConnectColumn("qty", dbz.INT32),
-        ],
-    )
-
-
-def run(runner: PipelineRunner) -> None:
-    runner.run()
 
 
 def test_rows_and_schema_changes_reach_the_sink(
@@ -74,7 +39,7 @@ def test_rows_and_schema_changes_reach_the_sink(
     sink = MemorySink()
     job = load_job_text(job_yaml(kafka_bootstrap, topic, tmp_path, group_id))
     runner = build_runner(job, sink=sink)
-    run(runner)
+    runner.run()
 
     tid = TableId.parse("inventory.orders")
     schema = sink.table_schema(tid)
