@@ -15,6 +15,7 @@ from ferry.testing.kafka_broker import (
     create_topic,
     delete_topic,
 )
+from ferry.testing.postgres import PostgresServer
 
 
 @pytest.fixture(scope="session")
@@ -51,3 +52,13 @@ def topic_factory(kafka_bootstrap: str) -> Iterator[TopicFactory]:
 def group_id() -> str:
     """A consumer group id no other test uses."""
     return f"g-{uuid.uuid4().hex}"
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """A PostgreSQL server on 127.0.0.1 in a temporary directory, shared by the whole session.
+
+    Its database ``ferry`` is owned by the password user ``ferry``: ``postgres_server.conninfo``.
+    """
+    with PostgresServer() as server:
+        yield server

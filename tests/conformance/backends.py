@@ -25,6 +25,8 @@ class Context:
     pipeline: str
     #: The session's Kafka broker, started only when a backend asks for it.
     kafka_bootstrap: Callable[[], str]
+    #: The session's PostgreSQL server (``ferry.testing.postgres.PostgresServer``), likewise.
+    postgres: Callable[[], Any]
 
 
 @dataclass
@@ -107,6 +109,36 @@ def kafka_backend(context: Context) -> Backend:
         return [r for r in state.values() if r is not None]
 
     return Backend("kafka", sink, rows, real=True)
+
+
+def hologres_backend(context: Context) -> Backend:
+    """Hologres's PostgreSQL protocol on a real PostgreSQL server (Hologres-only statements off)."""
+    import psycopg
+
+    from ferry.sinks.hologres.config import HologresSinkConfig
+    from ferry.sinks.hologres.sink import HologresSink
+
+    server = context.postgres()
+    with psycopg.connect(server.conninfo, autocommit=True) as conn:
+        conn.execute("DROP SCHEMA IF EXISTS db CASCADE")
+    config = HologresSinkConfig.model_validate(
+        {
+            "type": "hologres",
+            "endpoint": f"{server.host}:{server.port}",
+            "dbname": server.database,
+            "username": server.user,
+            "password": server.password,
+        }
+    )
+    sink = HologresSink(config, pipeline=context.pipeline, hologres_only_statements=False)
+
+    def rows(table_id: TableId) -> list[dict[str, Any]]:
+        with psycopg.connect(server.conninfo) as conn, conn.cursor() as cursor:
+            cursor.execute(f'SELECT * FROM "{table_id.schema_name}"."{table_id.table_name}"')
+            names = [d.name for d in cursor.description or ()]
+            return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+
+    return Backend("hologres", sink, rows, real=True)
 
 
 #: Sink type → how to build it for one test.

@@ -173,7 +173,12 @@ def expected_names(case: Case, change: E.SchemaChange) -> tuple[str, ...] | None
 
 
 def context(tmp_path: Path, request: pytest.FixtureRequest) -> Context:
-    return Context(tmp_path, "conformance", lambda: str(request.getfixturevalue("kafka_bootstrap")))
+    return Context(
+        tmp_path,
+        "conformance",
+        lambda: str(request.getfixturevalue("kafka_bootstrap")),
+        lambda: request.getfixturevalue("postgres_server"),
+    )
 
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)

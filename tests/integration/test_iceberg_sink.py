@@ -161,10 +161,7 @@ def test_create_table_with_a_primary_key(sink: IcebergSink) -> None:
 
 def test_a_nullable_primary_key_column_becomes_required(sink: IcebergSink) -> None:
     create(sink, Schema.of([Column("id", INT()), Column("v", STRING())], ["id"]))
-    schema = sink.table_schema(T)
-    assert schema is not None
-    assert schema.column("id").type == INT().not_null()
-    assert schema.primary_keys == ("id",)
+    assert sink.table_schema(T) == Schema.of([Column("id", INT().not_null()), Column("v", STRING())], ["id"])
 
 
 def test_a_table_without_schema_part_goes_to_the_configured_namespace(warehouse: Path) -> None:
@@ -488,10 +485,7 @@ def test_add_columns_first_after_before_and_last(sink: IcebergSink) -> None:
     # applying the same change again (a replay) changes nothing
     sink.apply_schema_change(changes[0], None)
     assert sink.table_schema(T) == schema
-
-
-def test_add_column_after_a_column_the_sink_lacks_goes_last(sink: IcebergSink) -> None:
-    create(sink, ORDERS)
+    # after a column the sink lacks (its add was skipped): last
     sink.apply_schema_change(AddColumn(T, Column("x", INT()), after("nowhere")), None)
     schema = sink.table_schema(T)
     assert schema is not None and schema.names[-1] == "x"

@@ -12,6 +12,7 @@ from typing import Annotated, get_args
 from pydantic import Field
 
 from ferry.config.base import SinkConfigBase
+from ferry.sinks.hologres.config import HologresSinkConfig
 from ferry.sinks.iceberg.config import IcebergSinkConfig
 from ferry.sinks.kafka.config import KafkaSinkConfig
 from ferry.sinks.memory import MemorySinkConfig, NullSinkConfig
@@ -19,7 +20,12 @@ from ferry.sinks.paimon.config import PaimonSinkConfig
 
 #: Every sink config, keyed on ``type`` (a ``Literal``) in the job file.
 SinkConfig = Annotated[
-    IcebergSinkConfig | KafkaSinkConfig | MemorySinkConfig | NullSinkConfig | PaimonSinkConfig,
+    HologresSinkConfig
+    | IcebergSinkConfig
+    | KafkaSinkConfig
+    | MemorySinkConfig
+    | NullSinkConfig
+    | PaimonSinkConfig,
     Field(discriminator="type"),
 ]
 
@@ -32,6 +38,7 @@ def sink_config_classes() -> dict[str, type[SinkConfigBase]]:
 
 
 __all__ = [
+    "HologresSinkConfig",
     "IcebergSinkConfig",
     "KafkaSinkConfig",
     "MemorySinkConfig",

@@ -10,6 +10,7 @@ from ferry.sinks.exceptions import MissingExtraError, SinkError
 
 #: sink type (as written in the job file) → (module, class, pip extra that brings its client library)
 SINK_CLASSES: dict[str, tuple[str, str, str | None]] = {
+    "hologres": ("ferry.sinks.hologres.sink", "HologresSink", "hologres"),
     "iceberg": ("ferry.sinks.iceberg.sink", "IcebergSink", "iceberg"),
     "kafka": ("ferry.sinks.kafka.sink", "KafkaSink", None),
     "memory": ("ferry.sinks.memory", "MemorySink", None),

@@ -28,6 +28,7 @@ _LAKE = {
 
 ICEBERG = SinkCapabilities(
     changes=_LAKE,
+    nullable_added_columns=True,
     notes={
         K.ALTER_COLUMN_TYPE: "Iceberg's promotions (int → long, float → double, decimal precision); "
         "other type changes are refused when applied",

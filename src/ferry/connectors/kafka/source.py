@@ -163,6 +163,9 @@ class KafkaSource:
         return out
 
     def finished(self) -> bool:
+        """All partitions of the read topics reached their end: the ones assigned here by position,
+        the others (held by another worker, or by one that died and still holds them) by the offsets
+        the group committed for them."""
         if self.end.mode == "unbounded" or self.consumer is None or not self.assigned:
             return False
         if self._finished:
@@ -171,14 +174,32 @@ class KafkaSource:
         if now - self._last_end_check < 0.5:
             return False
         self._last_end_check = now
-        positions = self.consumer.position([TopicPartition(t, p) for t, p in self.assigned])
+        consumer = self.consumer
+        positions = consumer.position([TopicPartition(t, p) for t, p in self.assigned])
         for tp in positions:
             key = (tp.topic, tp.partition)
             position = tp.offset if tp.offset >= 0 else self._start_offsets.get(key, 0)
             if position < self.end_offsets.get(key, 0):
                 return False
+        others = [TopicPartition(t, p) for t, p in sorted(self._topic_partitions() - set(self.assigned))]
+        if others:
+            self._fix_end_offsets(consumer, others)
+            for tp in consumer.committed(others, timeout=10):
+                if tp.offset < self.end_offsets[(tp.topic, tp.partition)]:
+                    return False
         self._finished = True
         return True
+
+    def _topic_partitions(self) -> set[tuple[str, int]]:
+        """Every partition of the topics this source reads (those seen assigned, for a pattern)."""
+        assert self.consumer is not None
+        topics = {t for t, _ in self.assigned} | {t for t in self.subscription if not t.startswith("^")}
+        out: set[tuple[str, int]] = set()
+        for topic in topics:
+            metadata = self.consumer.list_topics(topic, timeout=10).topics.get(topic)
+            if metadata is not None and metadata.error is None:
+                out |= {(topic, p) for p in metadata.partitions}
+        return out
 
     def close(self) -> None:
         if self.consumer is not None:
@@ -273,12 +294,12 @@ class KafkaSource:
                 continue
             _low, high = consumer.get_watermark_offsets(tp, timeout=10, cached=False)
             if self.end.mode == "latest-offset":
-                self.end_offsets[key] = high
+                self.end_offsets[key] = int(high)
             elif self.end.mode == "timestamp":
                 assert self.end.timestamp_ms is not None
                 found = consumer.offsets_for_times(
                     [TopicPartition(tp.topic, tp.partition, self.end.timestamp_ms)], timeout=10
                 )
-                self.end_offsets[key] = found[0].offset if found[0].offset >= 0 else high
+                self.end_offsets[key] = int(found[0].offset) if found[0].offset >= 0 else int(high)
             else:
-                self.end_offsets[key] = self.end.specific_offsets.get(tp.partition, high)
+                self.end_offsets[key] = int(self.end.specific_offsets.get(tp.partition, high))

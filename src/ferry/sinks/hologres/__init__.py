@@ -1,1 +1,1 @@
-"""Hologres: type normalisation strategies (the writer over the PostgreSQL protocol is not written yet)."""
+"""Hologres: the sink over the PostgreSQL protocol (psycopg 3), its dialect and type strategies."""

@@ -53,10 +53,11 @@ class IcebergSinkConfig(SinkConfigBase):
     compaction_enabled: bool = Field(default=True, alias="sink.compaction.enabled")
     #: Look for small files to compact every N commits of a table.
     compaction_commit_interval: int = Field(default=10, ge=1, alias="sink.compaction.commit-interval")
-    #: Data files below this size are compacted, once a table has at least this many of them.
+    #: Data files smaller than this are the ones compacted ...
     compaction_small_file_bytes: int = Field(
         default=32 * 1024 * 1024, ge=1, alias="sink.compaction.small-file-bytes"
     )
+    #: ... once a table has at least this many of them.
     compaction_min_files: int = Field(default=8, ge=2, alias="sink.compaction.min-input-files")
 
     @model_validator(mode="before")

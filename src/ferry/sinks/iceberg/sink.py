@@ -571,7 +571,7 @@ def _bounds(column: str, values: list[Any]) -> BooleanExpression | None:
         low, high = min(values), max(values)
     except (TypeError, ValueError):  # no values, or values of mixed types: no order
         return None
-    return And(GreaterThanOrEqual(column, low), LessThanOrEqual(column, high))  # type: ignore[call-arg, misc]
+    return And(GreaterThanOrEqual(column, low), LessThanOrEqual(column, high))  # type: ignore[call-arg]
 
 
 def delete_keys(

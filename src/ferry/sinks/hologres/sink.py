@@ -1,0 +1,99 @@
+"""The Hologres sink: PostgreSQL protocol through psycopg 3, DDL and upserts from the SQL sink base.
+
+What Hologres stores for a source type follows ``sink.type-normalize-strategy``
+(:func:`~ferry.sinks.hologres.types.hologres_type`). A column added NOT NULL is added nullable (the
+rows already in the table have no value for it). New tables get ``table_property.*`` through
+``CALL set_table_property`` in the transaction that creates them; these calls exist only in
+Hologres, so a sink pointed at a plain PostgreSQL server (``hologres_only_statements=False``) leaves
+them out and runs everything else unchanged.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import psycopg
+
+from ferry.pipeline import types as ft
+from ferry.pipeline.schema import Schema
+from ferry.pipeline.types import DataType, TypeRoot
+from ferry.sinks.base import SinkCapabilities
+from ferry.sinks.capabilities import CAPABILITIES
+from ferry.sinks.hologres.config import HologresSinkConfig
+from ferry.sinks.hologres.dialect import ARRAY_ELEMENTS, HologresDialect
+from ferry.sinks.hologres.types import hologres_type
+from ferry.sinks.sql.dialect import SqlTable
+from ferry.sinks.sql.sink import DbConnection, SqlSink
+
+#: SQLSTATE classes of errors that may pass on retry: connection exceptions, transaction rollbacks
+#: (serialization failures, deadlocks), insufficient resources, operator intervention.
+_TRANSIENT_SQLSTATE_CLASSES = ("08", "40", "53", "57")
+#: What the server says when it refuses a login (no retry changes that).
+_LOGIN_REFUSALS = ("authentication failed", "no pg_hba.conf entry", "does not exist", "permission denied")
+_TIMES = (TypeRoot.TIME, TypeRoot.TIMESTAMP, TypeRoot.TIMESTAMP_LTZ, TypeRoot.TIMESTAMP_TZ)
+_ARRAY_ELEMENT = {TypeRoot.TINYINT: ft.INT(), TypeRoot.SMALLINT: ft.INT(), TypeRoot.VARCHAR: ft.STRING()}
+
+
+class HologresSink(SqlSink):
+    """Writes change events into Hologres (or, without the Hologres-only statements, PostgreSQL)."""
+
+    kind: str = "hologres"
+    capabilities: SinkCapabilities = CAPABILITIES["hologres"]
+    dialect: HologresDialect = HologresDialect()
+
+    def __init__(
+        self, config: HologresSinkConfig, *, pipeline: str, hologres_only_statements: bool = True
+    ) -> None:
+        super().__init__(default_schema=config.target_schema, table_properties=config.table_properties)
+        self.config = config
+        self.pipeline = pipeline
+        #: Whether the statements only Hologres knows (``set_table_property``) are run.
+        self.hologres_only_statements = hologres_only_statements
+
+    def connect(self) -> DbConnection:
+        c = self.config
+        connection = psycopg.connect(
+            host=c.host,
+            port=c.port,
+            dbname=c.dbname,
+            user=c.username,
+            password=c.password.get_secret_value(),
+            connect_timeout=c.connect_timeout,
+            application_name=f"ferry {self.pipeline}"[:63],
+        )
+        return connection
+
+    def is_transient(self, error: Exception) -> bool:
+        if isinstance(error, psycopg.Error):
+            state = error.sqlstate
+            if state is None:  # the connection failed: transient unless the server refused the login
+                message = str(error)
+                return isinstance(error, psycopg.OperationalError) and not any(
+                    refusal in message for refusal in _LOGIN_REFUSALS
+                )
+            return state[:2] in _TRANSIENT_SQLSTATE_CLASSES
+        return super().is_transient(error)
+
+    def secrets(self) -> Sequence[str]:
+        return (self.config.password.get_secret_value(),)
+
+    def sink_type(self, source_type: DataType) -> DataType:
+        mapped = hologres_type(source_type, self.config.type_normalize_strategy)
+        root = mapped.root
+        if root in _TIMES:
+            mapped = DataType(root, nullable=mapped.nullable, precision=6)
+        elif root is TypeRoot.ARRAY:
+            assert mapped.element is not None
+            element = _ARRAY_ELEMENT.get(mapped.element.root, mapped.element.with_nullable(True))
+            mapped = (
+                ft.ARRAY(element).with_nullable(mapped.nullable)
+                if element.root in ARRAY_ELEMENTS
+                else ft.STRING().with_nullable(mapped.nullable)
+            )
+        return mapped
+
+    def create_table_statements(self, table: SqlTable, schema: Schema) -> list[str]:
+        statements = super().create_table_statements(table, schema)
+        if self.hologres_only_statements:
+            statements += self.dialect.table_property_statements(table, self.table_properties)
+        return statements

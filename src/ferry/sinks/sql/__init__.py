@@ -1,0 +1,12 @@
+"""The base of the SQL-speaking sinks (Hologres; StarRocks and SelectDB to come): one DDL base
+(:class:`~ferry.sinks.sql.dialect.SqlDialect`) with small dialect hooks, and one writer
+(:class:`~ferry.sinks.sql.sink.SqlSink`) over a DB-API connection.
+
+Importing this package imports no database driver.
+"""
+
+from __future__ import annotations
+
+from ferry.sinks.sql.dialect import CatalogColumn, SqlDialect, SqlTable
+
+__all__ = ["CatalogColumn", "SqlDialect", "SqlTable"]
