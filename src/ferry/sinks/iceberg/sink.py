@@ -19,10 +19,9 @@ from __future__ import annotations
 import itertools
 import json
 import logging
-from collections.abc import Callable, Hashable, Iterator, Sequence
+from collections.abc import Hashable, Iterator, Sequence
 from contextlib import contextmanager
 from datetime import UTC, datetime
-from operator import itemgetter
 from typing import Any
 
 import pyarrow as pa
@@ -89,6 +88,7 @@ from ferry.sinks.iceberg.types import (
     to_iceberg_schema,
     to_iceberg_type,
 )
+from ferry.sinks.rows import collapse, key_getter
 
 log = logging.getLogger(__name__)
 
@@ -316,7 +316,7 @@ class IcebergSink(Sink):
         keys = self._key_columns(table_id, schema)
         touched: list[Hashable] = []
         if keys:
-            state = collapse(changes, _key_getter(keys))
+            state = collapse(changes, key_getter(keys, self.kind))
             rows = [row for row in state.values() if row is not None]
             if table.current_snapshot() is not None:
                 touched = list(state)
@@ -526,44 +526,6 @@ def _incompatibilities(existing: IcebergSchema, wanted: Schema) -> list[str]:
         if f.required and f.name not in wanted_names
     ]
     return problems
-
-
-def _key_getter(keys: tuple[str, ...]) -> Callable[[Row], Hashable]:
-    getter = itemgetter(*keys)
-
-    def key(row: Row) -> Hashable:
-        try:
-            value: Hashable = getter(row)
-        except KeyError as e:
-            raise SinkTerminalError(
-                f"a row has no value for primary key column {e}", sink="iceberg"
-            ) from None
-        return value
-
-    return key
-
-
-def collapse(changes: Sequence[DataChange], key: Callable[[Row], Hashable]) -> dict[Hashable, Row | None]:
-    """The last state of every key the changes touch: its row, or ``None`` when it is deleted.
-
-    An update that changes the key deletes the old key.
-    """
-    state: dict[Hashable, Row | None] = {}
-    for change in changes:
-        if change.op is Op.DELETE:
-            if change.before is not None:
-                state[key(change.before)] = None
-            continue
-        after = change.after
-        if after is None:
-            continue
-        new_key = key(after)
-        if change.op is Op.UPDATE and change.before is not None:
-            old_key = key(change.before)
-            if old_key != new_key:
-                state[old_key] = None
-        state[new_key] = after
-    return state
 
 
 def _bounds(column: str, values: list[Any]) -> BooleanExpression | None:

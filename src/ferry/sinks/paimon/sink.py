@@ -27,7 +27,6 @@ from dataclasses import replace
 from datetime import UTC, date, datetime
 from datetime import time as dt_time
 from decimal import Decimal
-from operator import itemgetter
 from typing import Any
 
 import pyarrow as pa
@@ -74,6 +73,7 @@ from ferry.sinks.paimon.types import (
     to_paimon_fields,
     to_paimon_type,
 )
+from ferry.sinks.rows import key_getter
 
 log = logging.getLogger(__name__)
 
@@ -297,7 +297,7 @@ class PaimonSink(Sink):
         keys = tuple(table.primary_keys)
         rowkind = table.table_schema.options.get(ROWKIND_OPTION) if keys else None
         if keys:
-            state = collapse(changes, _key_getter(keys))
+            state = collapse(changes, key_getter(keys, self.kind))
             if rowkind is None:
                 deletes = sum(1 for kind, _ in state.values() if kind == ROW_KINDS[Op.DELETE])
                 if deletes:
@@ -467,19 +467,6 @@ def _incompatibilities(existing: Schema, wanted: Schema) -> list[str]:
         if not c.type.nullable and c.name.lower() not in wanted_names
     ]
     return problems
-
-
-def _key_getter(keys: tuple[str, ...]) -> Callable[[Row], Hashable]:
-    getter = itemgetter(*keys)
-
-    def key(row: Row) -> Hashable:
-        try:
-            value: Hashable = getter(row)
-        except KeyError as e:
-            raise SinkTerminalError(f"a row has no value for primary key column {e}", sink="paimon") from None
-        return value
-
-    return key
 
 
 def collapse(

@@ -19,10 +19,9 @@ from __future__ import annotations
 import json
 import logging
 from abc import abstractmethod
-from collections.abc import Callable, Hashable, Iterator, Mapping, Sequence
+from collections.abc import Hashable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import replace
-from operator import itemgetter
 from typing import Any, Protocol
 
 from ferry.pipeline.apply import is_applied
@@ -45,6 +44,7 @@ from ferry.pipeline.schema import Column, Schema, TableId
 from ferry.pipeline.types import DataType, TypeRoot
 from ferry.sinks.base import Offsets, Sink
 from ferry.sinks.exceptions import SinkError, SinkTerminalError, SinkTransientError
+from ferry.sinks.rows import collapse, key_getter
 from ferry.sinks.sql.dialect import CatalogColumn, SqlDialect, SqlTable
 
 log = logging.getLogger(__name__)
@@ -259,7 +259,7 @@ class SqlSink(Sink):
             if rows:
                 cursor.executemany(self.dialect.insert(table, names), rows)
             return
-        state = collapse(changes, key_getter(keys))
+        state = collapse(changes, key_getter(keys, self.kind))
         gone = [list(_parts(k, len(keys))) for k, row in state.items() if row is None]
         kept = [values(row) for row in state.values() if row is not None]
         if gone:
@@ -350,42 +350,6 @@ def adapt_value(value: Any, sink_type: DataType) -> Any:
             return json.dumps(value, default=str, ensure_ascii=False)
         return str(value)
     return value
-
-
-def key_getter(keys: tuple[str, ...]) -> Callable[[Row], Hashable]:
-    getter = itemgetter(*keys)
-
-    def key(row: Row) -> Hashable:
-        try:
-            value: Hashable = getter(row)
-        except KeyError as e:
-            raise SinkTerminalError(f"a row has no value for primary key column {e}", sink="sql") from None
-        return value
-
-    return key
-
-
-def collapse(changes: Sequence[DataChange], key: Callable[[Row], Hashable]) -> dict[Hashable, Row | None]:
-    """The last state of every key the changes touch: its row, or ``None`` when it is deleted.
-
-    An update that changes the key deletes the old key.
-    """
-    state: dict[Hashable, Row | None] = {}
-    for change in changes:
-        if change.op is Op.DELETE:
-            if change.before is not None:
-                state[key(change.before)] = None
-            continue
-        after = change.after
-        if after is None:
-            continue
-        new_key = key(after)
-        if change.op is Op.UPDATE and change.before is not None:
-            old_key = key(change.before)
-            if old_key != new_key:
-                state[old_key] = None
-        state[new_key] = after
-    return state
 
 
 def _parts(key: Hashable, width: int) -> tuple[Any, ...]:

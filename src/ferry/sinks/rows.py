@@ -1,0 +1,46 @@
+"""Row helpers shared by the sinks that write by primary key."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Hashable, Sequence
+from operator import itemgetter
+
+from ferry.pipeline.events import DataChange, Op, Row
+from ferry.sinks.exceptions import SinkTerminalError
+
+
+def key_getter(keys: tuple[str, ...], sink: str) -> Callable[[Row], Hashable]:
+    """A function giving a row's primary-key value (a tuple for a composite key)."""
+    getter = itemgetter(*keys)
+
+    def key(row: Row) -> Hashable:
+        try:
+            value: Hashable = getter(row)
+        except KeyError as e:
+            raise SinkTerminalError(f"a row has no value for primary key column {e}", sink=sink) from None
+        return value
+
+    return key
+
+
+def collapse(changes: Sequence[DataChange], key: Callable[[Row], Hashable]) -> dict[Hashable, Row | None]:
+    """The last state of every key the changes touch: its row, or ``None`` when it is deleted.
+
+    An update that changes the key deletes the old key.
+    """
+    state: dict[Hashable, Row | None] = {}
+    for change in changes:
+        if change.op is Op.DELETE:
+            if change.before is not None:
+                state[key(change.before)] = None
+            continue
+        after = change.after
+        if after is None:
+            continue
+        new_key = key(after)
+        if change.op is Op.UPDATE and change.before is not None:
+            old_key = key(change.before)
+            if old_key != new_key:
+                state[old_key] = None
+        state[new_key] = after
+    return state
