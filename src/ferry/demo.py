@@ -16,7 +16,7 @@ import sys
 from pathlib import Path
 
 from ferry.testing import debezium as dbz
-from ferry.testing.kafka_broker import KafkaBroker, create_topic, produce
+from ferry.testing.kafka_broker import KafkaBroker, create_topic, produce, wait_for_group_coordinator
 
 ROOT = Path(__file__).resolve().parents[2]
 JOB = ROOT / "configs" / "demo.yaml"
@@ -144,6 +144,7 @@ def main() -> int:
         bootstrap = broker.bootstrap_servers
         print(f"broker at {bootstrap}; producing a Debezium stream with schema changes ...", flush=True)
         count = sample_stream(bootstrap)
+        wait_for_group_coordinator(bootstrap, "shop")
         print(f"{count} change events produced; running {JOB.relative_to(ROOT)} ...", flush=True)
         env = {**os.environ, "KAFKA_BOOTSTRAP_SERVERS": bootstrap, "FERRY_VAR": str(VAR.resolve())}
         job = load_job(JOB, env=env)

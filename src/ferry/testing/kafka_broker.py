@@ -42,7 +42,7 @@ from pathlib import Path
 from types import TracebackType
 from typing import Any, Protocol
 
-from confluent_kafka import KafkaError, KafkaException, Producer
+from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from ferry.exceptions import FerryError
@@ -915,3 +915,23 @@ def main(argv: Sequence[str] | None = None) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+def wait_for_group_coordinator(bootstrap: str, topic: str, timeout: float = 60.0) -> None:
+    """Block until consumer groups work: the first offset commit makes a fresh broker create its
+    offsets topic, which clients otherwise meet as ``GroupCoordinatorNotAvailable`` for a while."""
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": "ferry-warm-up", "enable.auto.commit": False}
+    )
+    deadline = time.monotonic() + timeout
+    try:
+        while True:
+            try:
+                consumer.commit(offsets=[TopicPartition(topic, 0, 0)], asynchronous=False)
+                return
+            except KafkaException:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
+    finally:
+        consumer.close()
