@@ -17,10 +17,8 @@ grows.
 from __future__ import annotations
 
 import itertools
-import json
 import logging
-from collections.abc import Hashable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Hashable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -55,7 +53,6 @@ from pyiceberg.table.refs import MAIN_BRANCH
 from pyiceberg.table.snapshots import ancestors_of
 from pyiceberg.table.update.snapshot import ExpireSnapshots
 
-from ferry.pipeline.apply import is_applied
 from ferry.pipeline.events import (
     AddColumn,
     AlterColumnComment,
@@ -65,18 +62,16 @@ from ferry.pipeline.events import (
     CreateTable,
     DataChange,
     DropColumn,
-    DropTable,
     Op,
     RenameColumn,
     Row,
     SchemaChange,
-    TruncateTable,
 )
 from ferry.pipeline.schema import Schema, TableId
 from ferry.pipeline.types import DataType
-from ferry.sinks.base import Offsets, Sink, SinkCapabilities
+from ferry.sinks.base import SinkCapabilities
 from ferry.sinks.capabilities import CAPABILITIES as ALL_CAPABILITIES
-from ferry.sinks.exceptions import SinkError, SinkTerminalError, SinkTransientError
+from ferry.sinks.exceptions import SinkTerminalError, SinkTransientError
 from ferry.sinks.iceberg.config import IcebergSinkConfig
 from ferry.sinks.iceberg.types import (
     IcebergTypeError,
@@ -89,13 +84,13 @@ from ferry.sinks.iceberg.types import (
     to_iceberg_type,
 )
 from ferry.sinks.rows import collapse, key_getter
+from ferry.sinks.table_format import TableFormatSink
 
 log = logging.getLogger(__name__)
 
 CAPABILITIES = ALL_CAPABILITIES["iceberg"]
 
 #: Snapshot summary key holding a pipeline's offsets: ``{"topic": {"partition": next offset}}``.
-OFFSETS_PROPERTY = "ferry.offsets.{pipeline}"
 #: Table property holding the table comment (Spark and Flink use the same key).
 COMMENT_PROPERTY = "comment"
 
@@ -114,21 +109,17 @@ _ROW = "__ferry_row"
 _IN_PRUNING_LIMIT = 200
 
 
-class IcebergSink(Sink):
+class IcebergSink(TableFormatSink):
     """Writes change events into Iceberg tables through a pyiceberg catalog."""
+
+    format_name = "Iceberg"
 
     kind: str = "iceberg"
     capabilities: SinkCapabilities = CAPABILITIES
 
     def __init__(self, config: IcebergSinkConfig, *, pipeline: str) -> None:
+        super().__init__(pipeline=pipeline)
         self.config = config
-        self.pipeline = pipeline
-        self.offsets_property = OFFSETS_PROPERTY.format(pipeline=pipeline)
-        #: Deletes received for tables without a primary key, which an append-only table cannot apply.
-        self.skipped_deletes: dict[TableId, int] = {}
-        self._schemas: dict[TableId, Schema | None] = {}
-        self._buffers: dict[TableId, list[DataChange]] = {}
-        self._written_schemas: dict[TableId, Schema] = {}
         self._commits_since_compaction: dict[TableId, int] = {}
         warehouse = config.warehouse_dir()
         try:
@@ -153,47 +144,18 @@ class IcebergSink(Sink):
         except (NoSuchTableError, NoSuchNamespaceError):
             return None
 
-    def _require_table(self, table_id: TableId) -> Table:
-        table = self.load_table(table_id)
-        if table is None:
-            raise SinkTerminalError(
-                f"table does not exist (Iceberg {'.'.join(self.identifier(table_id))})",
-                sink=self.kind,
-                table=str(table_id),
-            )
-        return table
-
     # ------------------------------------------------------------------------------- schemas
-
-    def table_schema(self, table_id: TableId) -> Schema | None:
-        if table_id not in self._schemas:
-            with self._errors(table_id, "reading the schema"):
-                table = self.load_table(table_id)
-                self._schemas[table_id] = None if table is None else _read_schema(table)
-        return self._schemas[table_id]
 
     def sink_type(self, source_type: DataType) -> DataType:
         return sink_type(source_type)
 
-    def apply_schema_change(self, change: SchemaChange, schema_after: Schema | None) -> None:
-        table_id = change.table_id
-        self._schemas.pop(table_id, None)
-        with self._errors(table_id, f"applying {change.tag}"):
-            if isinstance(change, CreateTable):
-                self._create_table(change)
-            elif isinstance(change, DropTable | TruncateTable):
-                raise SinkTerminalError(
-                    f"{change.tag} is not supported: the sink never drops or truncates an Iceberg table",
-                    sink=self.kind,
-                    table=str(table_id),
-                )
-            else:
-                table = self._require_table(table_id)
-                if not is_applied(_read_schema(table), change):
-                    self._alter(table, change)
-        self._schemas.pop(table_id, None)
+    def read_schema(self, table: Table) -> Schema:
+        return _read_schema(table)
 
-    def _create_table(self, change: CreateTable) -> None:
+    def alter_table(self, change: SchemaChange) -> None:
+        self._alter(self.require_table(change.table_id), change)
+
+    def create_table(self, change: CreateTable) -> None:
         namespace, name = self.identifier(change.table_id)
         table = self.load_table(change.table_id)
         if table is None:
@@ -207,7 +169,7 @@ class IcebergSink(Sink):
                 )
                 return
             except TableAlreadyExistsError:
-                table = self._require_table(change.table_id)
+                table = self.require_table(change.table_id)
         problems = _incompatibilities(table.schema(), change.schema)
         if problems:
             raise SinkTerminalError(
@@ -293,25 +255,8 @@ class IcebergSink(Sink):
 
     # ------------------------------------------------------------------------------- rows
 
-    def write(self, table_id: TableId, schema: Schema, changes: Sequence[DataChange]) -> None:
-        buffer = self._buffers.get(table_id)
-        if buffer is None:
-            self._buffers[table_id] = list(changes)
-        else:
-            buffer.extend(changes)
-        self._written_schemas[table_id] = schema
-
-    def flush(self, offsets: Offsets) -> None:
-        properties = {self.offsets_property: encode_offsets(offsets)}
-        for table_id in [t for t, changes in self._buffers.items() if changes]:
-            with self._errors(table_id, "committing rows"):
-                self._commit(table_id, self._buffers[table_id], properties)
-            del self._buffers[table_id]
-            self._maybe_compact(table_id, properties)
-        self._buffers.clear()
-
-    def _commit(self, table_id: TableId, changes: list[DataChange], properties: dict[str, str]) -> None:
-        table = self._require_table(table_id)
+    def commit(self, table_id: TableId, changes: list[DataChange], properties: dict[str, str]) -> None:
+        table = self.require_table(table_id)
         schema = table.schema()
         keys = self._key_columns(table_id, schema)
         touched: list[Hashable] = []
@@ -368,7 +313,7 @@ class IcebergSink(Sink):
             except OSError as e:  # already gone, or not ours to delete: it stays an orphan
                 log.debug("could not delete %s: %s", path, e)
 
-    def _maybe_compact(self, table_id: TableId, properties: dict[str, str]) -> None:
+    def after_commit(self, table_id: TableId, properties: dict[str, str]) -> None:
         if not self.config.compaction_enabled:
             return
         count = self._commits_since_compaction.get(table_id, 0) + 1
@@ -377,7 +322,7 @@ class IcebergSink(Sink):
             return
         self._commits_since_compaction[table_id] = 0
         try:
-            with self._errors(table_id, "compacting small files"):
+            with self.errors(table_id, "compacting small files"):
                 self.compact(table_id, properties)
         except SinkTransientError as e:
             # the rows are committed; a compaction that lost a race is tried again later
@@ -390,7 +335,7 @@ class IcebergSink(Sink):
         ``sink.compaction.small-file-bytes``. The rows do not change, so the snapshot carries the
         same offsets as the commit before it.
         """
-        table = self._require_table(table_id)
+        table = self.require_table(table_id)
         small = self.config.compaction_small_file_bytes
         tasks = [
             t for t in table.scan().plan_files() if t.file.file_size_in_bytes < small and not t.delete_files
@@ -413,48 +358,19 @@ class IcebergSink(Sink):
 
     # ------------------------------------------------------------------------------- offsets
 
-    def committed_offsets(self, table_id: TableId) -> dict[tuple[str, int], int]:
-        """The offsets in the newest snapshot (walking back the ancestry) that carries this pipeline's."""
-        with self._errors(table_id, "reading committed offsets"):
-            table = self.load_table(table_id)
-            if table is None:
-                return {}
-            for snapshot in ancestors_of(table.current_snapshot(), table.metadata):
-                value = (
-                    snapshot.summary.additional_properties.get(self.offsets_property)
-                    if snapshot.summary
-                    else None
-                )
-                if value is not None:
-                    return decode_offsets(value)
-        return {}
+    def snapshot_properties(self, table: Table) -> Iterator[dict[str, str]]:
+        for snapshot in ancestors_of(table.current_snapshot(), table.metadata):
+            yield snapshot.summary.additional_properties if snapshot.summary else {}
 
     # ------------------------------------------------------------------------------- lifecycle
 
     def close(self) -> None:
-        if self._buffers:
-            log.warning("closing with unflushed rows for %s", ", ".join(str(t) for t in self._buffers))
+        super().close()
         if isinstance(self.catalog, SqlCatalog):
             self.catalog.engine.dispose()
 
-    @contextmanager
-    def _errors(self, table_id: TableId, action: str) -> Iterator[None]:
-        """Turn pyiceberg's errors into sink errors naming the table; forget the cached schema."""
-        try:
-            yield
-        except SinkError:
-            self._schemas.pop(table_id, None)
-            raise
-        except _TRANSIENT as e:
-            self._schemas.pop(table_id, None)
-            raise SinkTransientError(
-                f"{action}: {type(e).__name__}: {e}", sink=self.kind, table=str(table_id)
-            ) from e
-        except Exception as e:
-            self._schemas.pop(table_id, None)
-            raise SinkTerminalError(
-                f"{action}: {type(e).__name__}: {e}", sink=self.kind, table=str(table_id)
-            ) from e
+    def is_transient(self, error: Exception) -> bool:
+        return isinstance(error, _TRANSIENT)
 
 
 # ----------------------------------------------------------------------------------- helpers
@@ -616,16 +532,3 @@ def _explain_bad_value(arrow_schema: Any, rows: list[Row], error: Exception) -> 
             except (pa.ArrowException, TypeError, ValueError, OverflowError) as e:
                 return f"column {field.name}: value {value!r} does not fit {field.type} ({e})"
     return f"rows do not fit the table's schema ({error})"
-
-
-def encode_offsets(offsets: Offsets) -> str:
-    """``{"topic": {"partition": next_offset}}`` as compact JSON."""
-    nested: dict[str, dict[str, int]] = {}
-    for (topic, partition), offset in sorted(offsets.items()):
-        nested.setdefault(topic, {})[str(partition)] = offset
-    return json.dumps(nested, separators=(",", ":"))
-
-
-def decode_offsets(text: str) -> dict[tuple[str, int], int]:
-    nested: dict[str, dict[str, int]] = json.loads(text)
-    return {(topic, int(p)): int(o) for topic, parts in nested.items() for p, o in parts.items()}

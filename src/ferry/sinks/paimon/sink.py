@@ -18,11 +18,9 @@ Column names are matched ignoring case: a change naming a column the table spell
 
 from __future__ import annotations
 
-import json
 import logging
 import time
 from collections.abc import Callable, Hashable, Iterator, Sequence
-from contextlib import contextmanager
 from dataclasses import replace
 from datetime import UTC, date, datetime
 from datetime import time as dt_time
@@ -51,18 +49,16 @@ from ferry.pipeline.events import (
     CreateTable,
     DataChange,
     DropColumn,
-    DropTable,
     Op,
     RenameColumn,
     Row,
     SchemaChange,
-    TruncateTable,
 )
 from ferry.pipeline.schema import Schema, TableId
 from ferry.pipeline.types import DataType
-from ferry.sinks.base import Offsets, Sink, SinkCapabilities
+from ferry.sinks.base import SinkCapabilities
 from ferry.sinks.capabilities import CAPABILITIES as ALL_CAPABILITIES
-from ferry.sinks.exceptions import SinkError, SinkTerminalError, SinkTransientError
+from ferry.sinks.exceptions import SinkTerminalError
 from ferry.sinks.paimon.config import PaimonSinkConfig
 from ferry.sinks.paimon.types import (
     PaimonTypeError,
@@ -74,13 +70,13 @@ from ferry.sinks.paimon.types import (
     to_paimon_type,
 )
 from ferry.sinks.rows import key_getter
+from ferry.sinks.table_format import TableFormatSink
 
 log = logging.getLogger(__name__)
 
 CAPABILITIES = ALL_CAPABILITIES["paimon"]
 
 #: Snapshot property holding a pipeline's offsets: ``{"topic": {"partition": next offset}}``.
-OFFSETS_PROPERTY = "ferry.offsets.{pipeline}"
 #: The table option naming the row-kind column of a primary-key table.
 ROWKIND_OPTION = "rowkind.field"
 #: Row kind of each operation, in the row-kind column.
@@ -89,21 +85,18 @@ ROW_KINDS: dict[Op, str] = {Op.INSERT: "+I", Op.READ: "+I", Op.UPDATE: "+U", Op.
 _TRANSIENT = (ConnectionError, TimeoutError)
 
 
-class PaimonSink(Sink):
+class PaimonSink(TableFormatSink):
     """Writes change events into Paimon tables through a pypaimon catalog."""
+
+    format_name = "Paimon"
 
     kind: str = "paimon"
     capabilities: SinkCapabilities = CAPABILITIES
 
     def __init__(self, config: PaimonSinkConfig, *, pipeline: str) -> None:
+        super().__init__(pipeline=pipeline)
         self.config = config
-        self.pipeline = pipeline
         self.commit_user = config.resolved_commit_user(pipeline)
-        self.offsets_property = OFFSETS_PROPERTY.format(pipeline=pipeline)
-        #: Deletes received for tables without a primary key, which an append-only table cannot apply.
-        self.skipped_deletes: dict[TableId, int] = {}
-        self._schemas: dict[TableId, Schema | None] = {}
-        self._buffers: dict[TableId, list[DataChange]] = {}
         self._last_identifier = 0
         warehouse = config.warehouse_dir()
         try:
@@ -126,45 +119,22 @@ class PaimonSink(Sink):
         except (TableNotExistException, DatabaseNotExistException):
             return None
 
-    def _require_table(self, table_id: TableId) -> Any:
-        table = self.load_table(table_id)
-        if table is None:
-            raise SinkTerminalError(
-                f"table does not exist (Paimon {self.identifier(table_id)})",
-                sink=self.kind,
-                table=str(table_id),
-            )
-        return table
-
     # ------------------------------------------------------------------------------- schemas
-
-    def table_schema(self, table_id: TableId) -> Schema | None:
-        if table_id not in self._schemas:
-            with self._errors(table_id, "reading the schema"):
-                table = self.load_table(table_id)
-                self._schemas[table_id] = None if table is None else _read_schema(table)
-        return self._schemas[table_id]
 
     def sink_type(self, source_type: DataType) -> DataType:
         return sink_type(source_type)
 
-    def apply_schema_change(self, change: SchemaChange, schema_after: Schema | None) -> None:
-        table_id = change.table_id
-        self._schemas.pop(table_id, None)
-        with self._errors(table_id, f"applying {change.tag}"):
-            if isinstance(change, CreateTable):
-                self._create_table(change)
-            elif isinstance(change, DropTable | TruncateTable):
-                raise SinkTerminalError(
-                    f"{change.tag} is not supported: the sink never drops or truncates a Paimon table",
-                    sink=self.kind,
-                    table=str(table_id),
-                )
-            else:
-                self._alter_with_retry(change)
-        self._schemas.pop(table_id, None)
+    def read_schema(self, table: Any) -> Schema:
+        return _read_schema(table)
 
-    def _create_table(self, change: CreateTable) -> None:
+    def already_applied(self, change: SchemaChange) -> bool:
+        # column names match ignoring case here: the retry with the table's spelling decides
+        return False
+
+    def alter_table(self, change: SchemaChange) -> None:
+        self._alter_with_retry(change)
+
+    def create_table(self, change: CreateTable) -> None:
         database, _ = self.identifier(change.table_id).split(".", 1)
         table = self.load_table(change.table_id)
         if table is None:
@@ -194,7 +164,7 @@ class PaimonSink(Sink):
                 self.catalog.create_table(self.identifier(change.table_id), paimon_schema, False)
                 return
             except TableAlreadyExistException:
-                table = self._require_table(change.table_id)
+                table = self.require_table(change.table_id)
         existing = _read_schema(table)
         problems = _incompatibilities(existing, change.schema)
         if problems:
@@ -209,7 +179,7 @@ class PaimonSink(Sink):
     def _alter_with_retry(self, change: SchemaChange) -> None:
         """Apply a change; one that fails on a column spelled otherwise at the table is retried so."""
         table_id = change.table_id
-        current = _read_schema(self._require_table(table_id))
+        current = _read_schema(self.require_table(table_id))
         respelled = respell(change, current)
         if is_applied(current, respelled) or _added_ignoring_case(current, change):
             return
@@ -276,23 +246,8 @@ class PaimonSink(Sink):
 
     # ------------------------------------------------------------------------------- rows
 
-    def write(self, table_id: TableId, schema: Schema, changes: Sequence[DataChange]) -> None:
-        buffer = self._buffers.get(table_id)
-        if buffer is None:
-            self._buffers[table_id] = list(changes)
-        else:
-            buffer.extend(changes)
-
-    def flush(self, offsets: Offsets) -> None:
-        properties = {self.offsets_property: encode_offsets(offsets)}
-        for table_id in [t for t, changes in self._buffers.items() if changes]:
-            with self._errors(table_id, "committing rows"):
-                self._commit(table_id, self._buffers[table_id], properties)
-            del self._buffers[table_id]
-        self._buffers.clear()
-
-    def _commit(self, table_id: TableId, changes: list[DataChange], properties: dict[str, str]) -> None:
-        table = self._require_table(table_id)
+    def commit(self, table_id: TableId, changes: list[DataChange], properties: dict[str, str]) -> None:
+        table = self.require_table(table_id)
         fields = table.table_schema.fields
         keys = tuple(table.primary_keys)
         rowkind = table.table_schema.options.get(ROWKIND_OPTION) if keys else None
@@ -341,44 +296,15 @@ class PaimonSink(Sink):
 
     # ------------------------------------------------------------------------------- offsets
 
-    def committed_offsets(self, table_id: TableId) -> dict[tuple[str, int], int]:
-        """The offsets in the newest snapshot that carries this pipeline's."""
-        with self._errors(table_id, "reading committed offsets"):
-            table = self.load_table(table_id)
-            if table is None:
-                return {}
-            snapshots = table.snapshot_manager()
-            snapshot = snapshots.get_latest_snapshot()
-            while snapshot is not None:
-                value = (snapshot.properties or {}).get(self.offsets_property)
-                if value is not None:
-                    return decode_offsets(value)
-                snapshot = snapshots.get_snapshot_by_id(snapshot.id - 1) if snapshot.id > 1 else None
-        return {}
+    def snapshot_properties(self, table: Any) -> Iterator[dict[str, str]]:
+        snapshots = table.snapshot_manager()
+        snapshot = snapshots.get_latest_snapshot()
+        while snapshot is not None:
+            yield snapshot.properties or {}
+            snapshot = snapshots.get_snapshot_by_id(snapshot.id - 1) if snapshot.id > 1 else None
 
-    # ------------------------------------------------------------------------------- lifecycle
-
-    def close(self) -> None:
-        if self._buffers:
-            log.warning("closing with unflushed rows for %s", ", ".join(str(t) for t in self._buffers))
-
-    @contextmanager
-    def _errors(self, table_id: TableId, action: str) -> Iterator[None]:
-        """Turn pypaimon's errors into sink errors naming the table; forget the cached schema."""
-        try:
-            yield
-        except SinkError:
-            self._schemas.pop(table_id, None)
-            raise
-        except _TRANSIENT as e:
-            self._schemas.pop(table_id, None)
-            raise SinkTransientError(
-                f"{action}: {type(e).__name__}: {e}", sink=self.kind, table=str(table_id)
-            ) from e
-        except Exception as e:
-            self._schemas.pop(table_id, None)
-            error = SinkTransientError if _is_commit_conflict(e) else SinkTerminalError
-            raise error(f"{action}: {type(e).__name__}: {e}", sink=self.kind, table=str(table_id)) from e
+    def is_transient(self, error: Exception) -> bool:
+        return isinstance(error, _TRANSIENT) or _is_commit_conflict(error)
 
 
 # ----------------------------------------------------------------------------------- helpers
@@ -554,16 +480,3 @@ def _explain_bad_value(arrow_schema: Any, rows: list[Row], error: Exception) -> 
             except (pa.ArrowException, TypeError, ValueError, OverflowError) as e:
                 return f"column {field.name}: value {value!r} does not fit {field.type} ({e})"
     return f"rows do not fit the table's schema ({error})"
-
-
-def encode_offsets(offsets: Offsets) -> str:
-    """``{"topic": {"partition": next_offset}}`` as compact JSON."""
-    nested: dict[str, dict[str, int]] = {}
-    for (topic, partition), offset in sorted(offsets.items()):
-        nested.setdefault(topic, {})[str(partition)] = offset
-    return json.dumps(nested, separators=(",", ":"))
-
-
-def decode_offsets(text: str) -> dict[tuple[str, int], int]:
-    nested: dict[str, dict[str, int]] = json.loads(text)
-    return {(topic, int(p)): int(o) for topic, parts in nested.items() for p, o in parts.items()}

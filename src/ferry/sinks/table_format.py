@@ -1,0 +1,179 @@
+"""What the sinks of open table formats (Iceberg, Paimon) have in common.
+
+Both keep tables in a catalog, apply schema changes through the catalog, buffer rows until a
+checkpoint and then commit one snapshot per table that also records the source offsets, so that
+a restart skips what a table already holds. A subclass says how to load a table, read its schema,
+create and alter it, commit rows, and walk its snapshots' properties.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+from abc import abstractmethod
+from collections.abc import Iterable, Iterator, Sequence
+from contextlib import contextmanager
+from typing import Any, ClassVar
+
+from ferry.pipeline.apply import is_applied
+from ferry.pipeline.events import CreateTable, DataChange, DropTable, SchemaChange, TruncateTable
+from ferry.pipeline.schema import Schema, TableId
+from ferry.sinks.base import Offsets, Sink
+from ferry.sinks.exceptions import SinkError, SinkTerminalError, SinkTransientError
+
+log = logging.getLogger(__name__)
+
+#: The snapshot property holding a pipeline's offsets.
+OFFSETS_PROPERTY = "ferry.offsets.{pipeline}"
+
+
+def encode_offsets(offsets: Offsets) -> str:
+    """``{"topic": {"partition": next_offset}}`` as compact JSON."""
+    nested: dict[str, dict[str, int]] = {}
+    for (topic, partition), offset in sorted(offsets.items()):
+        nested.setdefault(topic, {})[str(partition)] = offset
+    return json.dumps(nested, separators=(",", ":"))
+
+
+def decode_offsets(text: str) -> dict[tuple[str, int], int]:
+    nested: dict[str, dict[str, int]] = json.loads(text)
+    return {(topic, int(p)): int(o) for topic, parts in nested.items() for p, o in parts.items()}
+
+
+class TableFormatSink(Sink):
+    """The common part of the Iceberg and Paimon sinks (see the module documentation)."""
+
+    #: The format's name in messages ("Iceberg").
+    format_name: ClassVar[str]
+
+    def __init__(self, *, pipeline: str) -> None:
+        self.pipeline = pipeline
+        self.offsets_property = OFFSETS_PROPERTY.format(pipeline=pipeline)
+        #: Deletes received for tables without a primary key, which an append-only table cannot apply.
+        self.skipped_deletes: dict[TableId, int] = {}
+        self._schemas: dict[TableId, Schema | None] = {}
+        self._buffers: dict[TableId, list[DataChange]] = {}
+        self._written_schemas: dict[TableId, Schema] = {}
+
+    # ------------------------------------------------------------------------------- what a format says
+
+    @abstractmethod
+    def identifier(self, table_id: TableId) -> Any:
+        """The format's name for a ferry table."""
+
+    @abstractmethod
+    def load_table(self, table_id: TableId) -> Any | None:
+        """The table as the catalog has it now, or ``None`` when it does not exist."""
+
+    @abstractmethod
+    def read_schema(self, table: Any) -> Schema:
+        """A table's schema as ferry types."""
+
+    @abstractmethod
+    def create_table(self, change: CreateTable) -> None:
+        """Create the table, or check that the existing one can take the rows."""
+
+    @abstractmethod
+    def alter_table(self, change: SchemaChange) -> None:
+        """Apply a column or comment change to an existing table."""
+
+    @abstractmethod
+    def commit(self, table_id: TableId, changes: list[DataChange], properties: dict[str, str]) -> None:
+        """One snapshot with these changes, carrying ``properties`` (the offsets)."""
+
+    @abstractmethod
+    def snapshot_properties(self, table: Any) -> Iterable[dict[str, str]]:
+        """The properties of the table's snapshots, newest first."""
+
+    def already_applied(self, change: SchemaChange) -> bool:
+        """Whether the table already shows the change (a replay); names compared exactly."""
+        return is_applied(self.read_schema(self.require_table(change.table_id)), change)
+
+    def is_transient(self, error: Exception) -> bool:
+        """Whether an error of the format's library may go away on retry."""
+        return False
+
+    def after_commit(self, table_id: TableId, properties: dict[str, str]) -> None:
+        """Work that follows a table's commit (compaction); nothing by default."""
+
+    # ------------------------------------------------------------------------------- Sink
+
+    def require_table(self, table_id: TableId) -> Any:
+        table = self.load_table(table_id)
+        if table is None:
+            raise SinkTerminalError(
+                f"table does not exist ({self.format_name} {self.identifier(table_id)})",
+                sink=self.kind,
+                table=str(table_id),
+            )
+        return table
+
+    def table_schema(self, table_id: TableId) -> Schema | None:
+        if table_id not in self._schemas:
+            with self.errors(table_id, "reading the schema"):
+                table = self.load_table(table_id)
+                self._schemas[table_id] = None if table is None else self.read_schema(table)
+        return self._schemas[table_id]
+
+    def apply_schema_change(self, change: SchemaChange, schema_after: Schema | None) -> None:
+        table_id = change.table_id
+        self._schemas.pop(table_id, None)
+        with self.errors(table_id, f"applying {change.tag}"):
+            if isinstance(change, CreateTable):
+                self.create_table(change)
+            elif isinstance(change, DropTable | TruncateTable):
+                raise SinkTerminalError(
+                    f"{change.tag} is not supported: the sink never drops or truncates "
+                    f"a {self.format_name} table",
+                    sink=self.kind,
+                    table=str(table_id),
+                )
+            elif not self.already_applied(change):
+                self.alter_table(change)
+        self._schemas.pop(table_id, None)
+
+    def write(self, table_id: TableId, schema: Schema, changes: Sequence[DataChange]) -> None:
+        buffer = self._buffers.get(table_id)
+        if buffer is None:
+            self._buffers[table_id] = list(changes)
+        else:
+            buffer.extend(changes)
+        self._written_schemas[table_id] = schema
+
+    def flush(self, offsets: Offsets) -> None:
+        properties = {self.offsets_property: encode_offsets(offsets)}
+        for table_id in [t for t, changes in self._buffers.items() if changes]:
+            with self.errors(table_id, "committing rows"):
+                self.commit(table_id, self._buffers[table_id], properties)
+            del self._buffers[table_id]
+            self.after_commit(table_id, properties)
+        self._buffers.clear()
+
+    def committed_offsets(self, table_id: TableId) -> dict[tuple[str, int], int]:
+        """The offsets of the newest snapshot that carries this pipeline's."""
+        with self.errors(table_id, "reading committed offsets"):
+            table = self.load_table(table_id)
+            if table is None:
+                return {}
+            for properties in self.snapshot_properties(table):
+                value = properties.get(self.offsets_property)
+                if value is not None:
+                    return decode_offsets(value)
+        return {}
+
+    def close(self) -> None:
+        if self._buffers:
+            log.warning("closing with unflushed rows for %s", ", ".join(str(t) for t in self._buffers))
+
+    @contextmanager
+    def errors(self, table_id: TableId, action: str) -> Iterator[None]:
+        """Turn the library's errors into sink errors naming the table; forget the cached schema."""
+        try:
+            yield
+        except SinkError:
+            self._schemas.pop(table_id, None)
+            raise
+        except Exception as e:
+            self._schemas.pop(table_id, None)
+            error = SinkTransientError if self.is_transient(e) else SinkTerminalError
+            raise error(f"{action}: {type(e).__name__}: {e}", sink=self.kind, table=str(table_id)) from e
