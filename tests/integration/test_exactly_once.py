@@ -11,6 +11,7 @@ from pathlib import Path
 
 import pytest
 
+from ferry.pipeline.state import StateStore
 from ferry.testing import debezium as dbz
 from ferry.testing.kafka_broker import TopicFactory, produce
 
@@ -36,6 +37,11 @@ def start(job: Path, cwd: Path, log: Path) -> subprocess.Popen[bytes]:
             stdout=subprocess.DEVNULL,
             stderr=stderr,
         )
+
+
+def checkpoint_id(state: StateStore, pipeline: str) -> int:
+    checkpoint = state.latest_checkpoint(pipeline)
+    return 0 if checkpoint is None else checkpoint.id
 
 
 def iceberg_rows(warehouse: Path, name: str) -> list[dict[str, object]]:
@@ -87,10 +93,18 @@ pipeline:
   batch.size: 400
 """)
     log = tmp_path / "ferry.log"
+    state = StateStore(f"sqlite:///{tmp_path}/state.db")
     kills = 0
-    for delay in (2.5, 1.5, 1.0, 0.7):
+    # each run is killed once it has made progress (a new checkpoint), at a varying moment after it
+    for pause in (0.0, 0.05, 0.13, 0.21):
+        seen = checkpoint_id(state, group_id)
         process = start(job, tmp_path, log)
-        time.sleep(delay)
+        deadline = time.monotonic() + 60
+        while (
+            checkpoint_id(state, group_id) == seen and process.poll() is None and time.monotonic() < deadline
+        ):
+            time.sleep(0.02)
+        time.sleep(pause)
         if process.poll() is None:
             os.kill(process.pid, signal.SIGKILL)
             kills += 1
@@ -100,7 +114,7 @@ pipeline:
     final.wait(timeout=300)
     assert final.returncode == 0, log.read_text()[-3000:]
     print(f"final run: {time.monotonic() - started:.1f} s")
-    assert kills >= 2, "the pipeline finished before it could be killed twice: produce more events"
+    assert kills == 4, "the pipeline finished before it could be killed four times: produce more events"
 
     rows = iceberg_rows(warehouse, "app.events")
     ids = [r["id"] for r in rows]
