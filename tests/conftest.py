@@ -15,6 +15,7 @@ from ferry.testing.kafka_broker import (
     create_topic,
     delete_topic,
 )
+from ferry.testing.mariadb import MariaDbServer
 from ferry.testing.postgres import PostgresServer
 
 
@@ -61,4 +62,14 @@ def postgres_server() -> Iterator[PostgresServer]:
     Its database ``ferry`` is owned by the password user ``ferry``: ``postgres_server.conninfo``.
     """
     with PostgresServer() as server:
+        yield server
+
+
+@pytest.fixture(scope="session")
+def mariadb_server() -> Iterator[MariaDbServer]:
+    """A MariaDB server on 127.0.0.1 in a temporary directory, shared by the whole session.
+
+    Its password user ``mariadb_server.user`` has every privilege, on ``ferry`` and new databases.
+    """
+    with MariaDbServer() as server:
         yield server

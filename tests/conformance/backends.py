@@ -27,6 +27,10 @@ class Context:
     kafka_bootstrap: Callable[[], str]
     #: The session's PostgreSQL server (``ferry.testing.postgres.PostgresServer``), likewise.
     postgres: Callable[[], Any]
+    #: The session's MariaDB server (``ferry.testing.mariadb.MariaDbServer``), likewise.
+    mariadb: Callable[[], Any]
+    #: Registers a clean-up to run after the test.
+    cleanup: Callable[[Callable[[], None]], None]
 
 
 @dataclass
@@ -139,6 +143,64 @@ def hologres_backend(context: Context) -> Backend:
             return [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
 
     return Backend("hologres", sink, rows, real=True)
+
+
+def mysql_protocol_backend(kind: str) -> Callable[[Context], Backend]:
+    """StarRocks or SelectDB: DDL over the MySQL protocol on a real MariaDB server, rows through the
+    local Stream Load endpoint (``ferry.testing.stream_load``) into the same server."""
+
+    def make(context: Context) -> Backend:
+        import pymysql
+
+        from ferry.sinks.selectdb.config import SelectDbSinkConfig
+        from ferry.sinks.selectdb.sink import SelectDbSink
+        from ferry.sinks.starrocks.config import StarRocksSinkConfig
+        from ferry.sinks.starrocks.sink import StarRocksSink
+        from ferry.testing.stream_load import StreamLoadServer
+
+        server = context.mariadb()
+        server.admin_sql("DROP DATABASE IF EXISTS `db`", "CREATE DATABASE `db`")
+        load = StreamLoadServer(mysql_host=server.host, mysql_port=server.port).__enter__()
+        context.cleanup(lambda: load.__exit__(None, None, None))
+        options = {
+            "type": kind,
+            "jdbc-url": f"jdbc:mysql://{server.host}:{server.port}/db",
+            "username": server.user,
+            "password": server.password,
+            "load-url" if kind == "starrocks" else "fenodes": load.url,
+        }
+        sink: Sink
+        if kind == "starrocks":
+            sink = StarRocksSink(
+                StarRocksSinkConfig.model_validate(options),
+                pipeline=context.pipeline,
+                vendor_only_statements=False,
+            )
+        else:
+            sink = SelectDbSink(
+                SelectDbSinkConfig.model_validate(options),
+                pipeline=context.pipeline,
+                vendor_only_statements=False,
+            )
+
+        def rows(table_id: TableId) -> list[dict[str, Any]]:
+            connection = pymysql.connect(
+                host=server.host,
+                port=server.port,
+                user=server.user,
+                password=server.password,
+                cursorclass=pymysql.cursors.DictCursor,
+            )
+            try:
+                with connection.cursor() as cursor:
+                    cursor.execute(f"SELECT * FROM `{table_id.schema_name}`.`{table_id.table_name}`")
+                    return list(cursor.fetchall())
+            finally:
+                connection.close()
+
+        return Backend(kind, sink, rows, real=True)
+
+    return make
 
 
 #: Sink type → how to build it for one test.

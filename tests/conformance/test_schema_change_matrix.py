@@ -178,6 +178,8 @@ def context(tmp_path: Path, request: pytest.FixtureRequest) -> Context:
         "conformance",
         lambda: str(request.getfixturevalue("kafka_bootstrap")),
         lambda: request.getfixturevalue("postgres_server"),
+        lambda: request.getfixturevalue("mariadb_server"),
+        request.addfinalizer,
     )
 
 

@@ -17,6 +17,8 @@ from ferry.sinks.iceberg.config import IcebergSinkConfig
 from ferry.sinks.kafka.config import KafkaSinkConfig
 from ferry.sinks.memory import MemorySinkConfig, NullSinkConfig
 from ferry.sinks.paimon.config import PaimonSinkConfig
+from ferry.sinks.selectdb.config import SelectDbSinkConfig
+from ferry.sinks.starrocks.config import StarRocksSinkConfig
 
 #: Every sink config, keyed on ``type`` (a ``Literal``) in the job file.
 SinkConfig = Annotated[
@@ -25,7 +27,9 @@ SinkConfig = Annotated[
     | KafkaSinkConfig
     | MemorySinkConfig
     | NullSinkConfig
-    | PaimonSinkConfig,
+    | PaimonSinkConfig
+    | SelectDbSinkConfig
+    | StarRocksSinkConfig,
     Field(discriminator="type"),
 ]
 
@@ -44,6 +48,8 @@ __all__ = [
     "MemorySinkConfig",
     "NullSinkConfig",
     "PaimonSinkConfig",
+    "SelectDbSinkConfig",
     "SinkConfig",
+    "StarRocksSinkConfig",
     "sink_config_classes",
 ]

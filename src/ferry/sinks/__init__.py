@@ -16,6 +16,8 @@ SINK_CLASSES: dict[str, tuple[str, str, str | None]] = {
     "memory": ("ferry.sinks.memory", "MemorySink", None),
     "null": ("ferry.sinks.memory", "NullSink", None),
     "paimon": ("ferry.sinks.paimon.sink", "PaimonSink", "paimon"),
+    "selectdb": ("ferry.sinks.selectdb.sink", "SelectDbSink", "selectdb"),
+    "starrocks": ("ferry.sinks.starrocks.sink", "StarRocksSink", "starrocks"),
 }
 
 

@@ -1,0 +1,1 @@
+"""The StarRocks sink: DDL over the MySQL protocol, rows through Stream Load."""

@@ -1,0 +1,107 @@
+"""Options of the StarRocks sink, in the spelling of Flink CDC's StarRocks pipeline connector.
+
+This module imports no driver, so a job file validates without the ``starrocks`` extra.
+
+.. code-block:: yaml
+
+    sink:
+      type: starrocks
+      jdbc-url: jdbc:mysql://fe-host:9030          # DDL and metadata (MySQL protocol)
+      load-url: fe-host:8030                       # Stream Load (HTTP); without it rows are INSERTed
+      username: ${STARROCKS_USER}
+      password: ${STARROCKS_PASSWORD}
+      sink.label-prefix: ferry                     # Stream Load labels: <prefix>_<db>_<table>_<n>
+      table.create.properties.replication_num: 3   # PROPERTIES of the tables the sink creates
+      schema.evolution.timeout: 30s                # how long to wait for an asynchronous ALTER
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Literal
+
+from pydantic import Field, SecretStr, field_validator, model_validator
+
+from ferry.config.base import SinkConfigBase, fold_prefixed
+
+_JDBC_URL = re.compile(r"^jdbc:mysql://(?P<host>[^:/?]+)(?::(?P<port>\d+))?(?:/(?P<db>[^?]*))?(?:\?.*)?$")
+#: The FE's MySQL port when ``jdbc-url`` names none.
+DEFAULT_QUERY_PORT = 9030
+
+
+def _seconds(value: Any) -> Any:
+    if isinstance(value, str) and not value.strip().replace(".", "", 1).isdigit():
+        from ferry.config.job import parse_duration  # noqa: PLC0415 - ferry.config.job imports this module
+
+        return parse_duration(value).total_seconds()
+    return value
+
+
+class MySqlProtocolSinkConfig(SinkConfigBase):
+    """What StarRocks and SelectDB sinks share: a MySQL-protocol FE and an HTTP Stream Load endpoint."""
+
+    #: ``jdbc:mysql://host:port[/database]`` of the frontend's MySQL protocol.
+    jdbc_url: str = Field(alias="jdbc-url", min_length=1)
+    #: ``host:port`` (or ``http://host:port``) of the Stream Load endpoint; several are ``;``-separated.
+    load_url: str | None = Field(default=None, alias="load-url")
+    username: str = Field(min_length=1)
+    password: SecretStr = SecretStr("")
+    #: Prefix of the Stream Load label of every batch.
+    label_prefix: str = Field(default="ferry", alias="sink.label-prefix", pattern=r"^[A-Za-z0-9_\-]+$")
+    #: ``PROPERTIES`` of the tables the sink creates (``table.create.properties.*``).
+    table_properties: dict[str, str] = Field(default_factory=dict)
+    #: The database of tables whose id has no schema part (else the database of ``jdbc-url``).
+    database: str | None = Field(default=None, min_length=1)
+    #: Seconds to wait for an asynchronous schema change to finish before writing rows.
+    schema_evolution_timeout: float = Field(default=60.0, gt=0, alias="schema.evolution.timeout")
+    #: Seconds to wait for a connection or a Stream Load answer.
+    connect_timeout: int = Field(default=30, ge=1, alias="sink.connect.timeout-s")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _fold(cls, data: Any) -> Any:
+        return fold_prefixed(data, "table.create.properties", "table_properties")
+
+    @field_validator("schema_evolution_timeout", mode="before")
+    @classmethod
+    def _duration(cls, value: Any) -> Any:
+        return _seconds(value)
+
+    @field_validator("jdbc_url")
+    @classmethod
+    def _check_jdbc_url(cls, value: str) -> str:
+        if _JDBC_URL.match(value) is None:
+            raise ValueError("jdbc-url is written jdbc:mysql://host:port[/database]")
+        return value
+
+    def _jdbc(self) -> re.Match[str]:
+        match = _JDBC_URL.match(self.jdbc_url)
+        assert match is not None
+        return match
+
+    @property
+    def host(self) -> str:
+        return self._jdbc()["host"]
+
+    @property
+    def port(self) -> int:
+        port = self._jdbc()["port"]
+        return int(port) if port else DEFAULT_QUERY_PORT
+
+    @property
+    def default_database(self) -> str | None:
+        return self.database or self._jdbc()["db"] or None
+
+    @property
+    def load_urls(self) -> list[str]:
+        """The Stream Load base URLs (``http://host:port``), in the order to try them."""
+        if not self.load_url:
+            return []
+        urls = [u.strip() for u in self.load_url.split(";") if u.strip()]
+        return [u.rstrip("/") if "://" in u else f"http://{u}" for u in urls]
+
+
+class StarRocksSinkConfig(MySqlProtocolSinkConfig):
+    """The StarRocks sink's options."""
+
+    type: Literal["starrocks"] = "starrocks"

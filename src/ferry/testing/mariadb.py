@@ -1,0 +1,236 @@
+"""A real, throw-away MariaDB server for tests: ``mariadb-install-db`` into a temporary directory.
+
+The server listens on a free port of 127.0.0.1, with its unix socket in the same temporary
+directory. ``root`` logs in only through that socket; a database and a password user with every
+privilege on it are created for the tests (:attr:`MariaDbServer.user`, :attr:`MariaDbServer.password`,
+:attr:`MariaDbServer.database`). The user may also create databases (``CREATE DATABASE``), so a test
+can take a fresh one. Leaving the ``with`` block stops the server and deletes the directory.
+
+The binaries (``mariadb-install-db`` or ``mysql_install_db``, and ``mariadbd`` or ``mysqld``) come from
+``$FERRY_MARIADB_BIN``, else the ``PATH``, else ``/usr/sbin`` and ``/usr/bin``. Running as root, the
+server is started with ``--user=root``. The server favours speed over durability::
+
+    with MariaDbServer() as db:
+        pymysql.connect(host=db.host, port=db.port, user=db.user, password=db.password, database=db.database)
+"""
+
+from __future__ import annotations
+
+import contextlib
+import os
+import secrets
+import shutil
+import socket
+import subprocess
+import tempfile
+import time
+from pathlib import Path
+from types import TracebackType
+
+from ferry.exceptions import FerryError
+
+__all__ = ["BIN_ENV", "MariaDbServer", "MariaDbServerError", "find_binary"]
+
+BIN_ENV = "FERRY_MARIADB_BIN"
+"""Environment variable naming the directory of ``mariadb-install-db`` and ``mariadbd``."""
+
+HOST = "127.0.0.1"
+_START_ATTEMPTS = 3
+
+
+class MariaDbServerError(FerryError):
+    """The local MariaDB server could not be set up, started or stopped."""
+
+
+def find_binary(*names: str) -> Path:
+    """The first of ``names`` found in ``$FERRY_MARIADB_BIN``, on the ``PATH`` or in the sbin folders."""
+    configured = os.environ.get(BIN_ENV)
+    folders = [Path(configured)] if configured else []
+    for name in names:
+        for folder in folders:
+            if (folder / name).is_file():
+                return folder / name
+        found = shutil.which(name)
+        if found is not None:
+            return Path(found)
+        for folder in (Path("/usr/sbin"), Path("/usr/bin"), Path("/usr/local/sbin"), Path("/usr/local/bin")):
+            if (folder / name).is_file():
+                return folder / name
+    raise MariaDbServerError(
+        f"no MariaDB binary ({' or '.join(names)}) found; set {BIN_ENV} to its directory"
+    )
+
+
+def _free_port() -> int:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((HOST, 0))
+        port: int = s.getsockname()[1]
+        return port
+
+
+def _quote_string(value: str) -> str:
+    return "'" + value.replace("\\", "\\\\").replace("'", "''") + "'"
+
+
+def _quote_name(value: str) -> str:
+    return "`" + value.replace("`", "``") + "`"
+
+
+class MariaDbServer:
+    """A MariaDB server in a temporary directory, with one database and one password user."""
+
+    def __init__(
+        self,
+        *,
+        database: str = "ferry",
+        user: str = "ferry",
+        password: str | None = None,
+        start_timeout: float = 60.0,
+    ) -> None:
+        self.database = database
+        self.user = user
+        self.password = password or secrets.token_urlsafe(16)
+        self.host = HOST
+        self.port = 0
+        self.start_timeout = start_timeout
+        self._dir: Path | None = None
+        self._process: subprocess.Popen[bytes] | None = None
+
+    @property
+    def directory(self) -> Path:
+        if self._dir is None:
+            raise MariaDbServerError("the server is not started")
+        return self._dir
+
+    @property
+    def socket_path(self) -> Path:
+        return self.directory / "mariadb.sock"
+
+    def __enter__(self) -> MariaDbServer:
+        self.start()
+        return self
+
+    def __exit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        self.stop()
+
+    def _user_option(self) -> list[str]:
+        return ["--user=root"] if os.geteuid() == 0 else []
+
+    def start(self) -> None:
+        install = find_binary("mariadb-install-db", "mysql_install_db")
+        server = find_binary("mariadbd", "mysqld")
+        self._dir = Path(tempfile.mkdtemp(prefix="ferry-mariadb-"))
+        try:
+            result = subprocess.run(
+                [
+                    str(install),
+                    "--no-defaults",
+                    f"--datadir={self._dir / 'data'}",
+                    "--auth-root-authentication-method=socket",
+                    "--skip-test-db",
+                    *self._user_option(),
+                ],
+                capture_output=True,
+                text=True,
+                check=False,
+                cwd=self._dir,
+            )
+            if result.returncode != 0:
+                raise MariaDbServerError(
+                    f"{install.name} failed (exit {result.returncode}): "
+                    f"{(result.stderr or result.stdout).strip()[-2000:]}"
+                )
+            self._start_server(server)
+            self._create_database()
+        except BaseException:
+            self.stop()
+            raise
+
+    def _start_server(self, server: Path) -> None:
+        directory = self.directory
+        log = directory / "server.log"
+        for attempt in range(_START_ATTEMPTS):
+            self.port = _free_port()
+            self._process = subprocess.Popen(
+                [
+                    str(server),
+                    "--no-defaults",
+                    f"--datadir={directory / 'data'}",
+                    f"--socket={self.socket_path}",
+                    f"--pid-file={directory / 'mariadb.pid'}",
+                    f"--log-error={log}",
+                    f"--port={self.port}",
+                    f"--bind-address={HOST}",
+                    "--skip-log-bin",
+                    "--skip-name-resolve",
+                    "--innodb-flush-log-at-trx-commit=0",
+                    "--innodb-doublewrite=0",
+                    "--character-set-server=utf8mb4",
+                    "--collation-server=utf8mb4_bin",
+                    *self._user_option(),
+                ],
+                stdout=subprocess.DEVNULL,
+                stderr=subprocess.DEVNULL,
+                cwd=directory,
+            )
+            deadline = time.monotonic() + self.start_timeout
+            while time.monotonic() < deadline:
+                if self._process.poll() is not None:
+                    break
+                if self._accepts_connections():
+                    return
+                time.sleep(0.05)
+            server_log = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
+            self._kill()
+            if "Address already in use" not in server_log or attempt == _START_ATTEMPTS - 1:
+                raise MariaDbServerError(f"mariadbd did not start:\n{server_log[-2000:]}")
+
+    def _accepts_connections(self) -> bool:
+        if not self.socket_path.exists():
+            return False
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.settimeout(0.5)
+            return s.connect_ex((HOST, self.port)) == 0
+
+    def admin_sql(self, *statements: str) -> None:
+        """Run statements as ``root`` through the unix socket."""
+        import pymysql  # noqa: PLC0415 - pymysql is a pip extra
+
+        connection = pymysql.connect(unix_socket=str(self.socket_path), user="root", autocommit=True)
+        try:
+            with connection.cursor() as cursor:
+                for statement in statements:
+                    cursor.execute(statement)
+        finally:
+            connection.close()
+
+    def _create_database(self) -> None:
+        user = f"{_quote_string(self.user)}@'%'"
+        self.admin_sql(
+            f"CREATE DATABASE {_quote_name(self.database)}",
+            f"CREATE USER {user} IDENTIFIED BY {_quote_string(self.password)}",
+            f"GRANT ALL PRIVILEGES ON *.* TO {user}",
+        )
+
+    def _kill(self) -> None:
+        process, self._process = self._process, None
+        if process is None:
+            return
+        if process.poll() is None:
+            process.kill()
+        with contextlib.suppress(subprocess.TimeoutExpired):
+            process.wait(timeout=10)
+
+    def stop(self) -> None:
+        """Stop the server (killed: nothing in it is kept) and delete its directory."""
+        directory = self._dir
+        if directory is None:
+            return
+        try:
+            self._kill()
+        finally:
+            self._dir = None
+            with contextlib.suppress(OSError):
+                shutil.rmtree(directory)
