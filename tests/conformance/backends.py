@@ -102,6 +102,7 @@ def kafka_backend(context: Context) -> Backend:
         {"type": "kafka", "properties.bootstrap.servers": bootstrap, "topic": topic}
     )
     sink = KafkaSink(config, pipeline=context.pipeline)
+    context.cleanup(sink.close)
 
     def rows(table_id: TableId) -> list[dict[str, Any]]:
         records = read_all(bootstrap, topic, expected=sink.delivered, timeout=10)
@@ -135,6 +136,7 @@ def hologres_backend(context: Context) -> Backend:
         }
     )
     sink = HologresSink(config, pipeline=context.pipeline, hologres_only_statements=False)
+    context.cleanup(sink.close)
 
     def rows(table_id: TableId) -> list[dict[str, Any]]:
         with psycopg.connect(server.conninfo) as conn, conn.cursor() as cursor:
@@ -182,6 +184,8 @@ def mysql_protocol_backend(kind: str) -> Callable[[Context], Backend]:
                 pipeline=context.pipeline,
                 vendor_only_statements=False,
             )
+
+        context.cleanup(sink.close)
 
         def rows(table_id: TableId) -> list[dict[str, Any]]:
             connection = pymysql.connect(

@@ -75,3 +75,4 @@ def test_a_pipeline_keeps_its_state_in_postgresql(
     assert checkpoint is not None and checkpoint.offsets == {(topic, 0): 5}
     assert checkpoint.schemas["tables"]["inventory.orders"]["version"] == 1
     assert store.get_status(group_id)["phase"] == "STOPPED"  # type: ignore[index]
+    store.close()

@@ -210,7 +210,7 @@ class PipelineRunner:
 
     def close(self) -> None:
         self._executor.shutdown(wait=False)
-        for closable in (self.source, self.dead_letter, self.sink):
+        for closable in (self.source, self.dead_letter, self.sink, self.state):
             try:
                 closable.close()
             except Exception:
