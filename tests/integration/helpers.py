@@ -7,6 +7,8 @@ from typing import Any
 
 from confluent_kafka import Consumer, TopicPartition
 
+from ferry.pipeline.events import DataChange, Op, SourcePosition
+from ferry.pipeline.schema import TableId
 from ferry.testing import debezium as dbz
 
 
@@ -77,3 +79,32 @@ def read_all(bootstrap: str, topic: str, expected: int, timeout: float = 20.0) -
         out += [m for m in consumer.consume(100, timeout=0.5) if m.error() is None]
     consumer.close()
     return out
+
+
+#: The topic the sink tests' changes claim to come from.
+SINK_TEST_TOPIC = "dbserver.shop.orders"
+
+
+class Feed:
+    """Builds data changes for one table with increasing offsets on one partition."""
+
+    def __init__(self, table_id: TableId, partition: int = 0) -> None:
+        self.table_id = table_id
+        self.partition = partition
+        self.offset = 0
+
+    def _position(self) -> SourcePosition:
+        self.offset += 1
+        return SourcePosition(SINK_TEST_TOPIC, self.partition, self.offset - 1)
+
+    def insert(self, row: dict[str, Any]) -> DataChange:
+        return DataChange(self.table_id, Op.INSERT, None, row, self._position())
+
+    def update(self, old: dict[str, Any], new: dict[str, Any]) -> DataChange:
+        return DataChange(self.table_id, Op.UPDATE, old, new, self._position())
+
+    def delete(self, row: dict[str, Any]) -> DataChange:
+        return DataChange(self.table_id, Op.DELETE, row, None, self._position())
+
+    def offsets(self) -> dict[tuple[str, int], int]:
+        return {(SINK_TEST_TOPIC, self.partition): self.offset}

@@ -24,9 +24,7 @@ from ferry.pipeline.events import (
     DataChange,
     DropColumn,
     DropTable,
-    Op,
     RenameColumn,
-    SourcePosition,
     TruncateTable,
 )
 from ferry.pipeline.schema import Column, Schema, TableId
@@ -36,10 +34,10 @@ from ferry.sinks.exceptions import SinkTerminalError, SinkTransientError
 from ferry.sinks.hologres.config import HologresSinkConfig
 from ferry.sinks.hologres.sink import HologresSink
 from ferry.testing.postgres import PostgresServer
+from tests.integration.helpers import Feed
 
 pytestmark = pytest.mark.integration
 
-TOPIC = "dbserver.shop.orders"
 PASSWORD_MARK = "pw-not-to-be-seen"
 
 
@@ -72,28 +70,6 @@ def sink(postgres_server: PostgresServer, schema_name: str) -> Iterator[Hologres
     )
     yield s
     s.close()
-
-
-class Feed:
-    def __init__(self, table_id: TableId) -> None:
-        self.table_id = table_id
-        self.offset = 0
-
-    def _position(self) -> SourcePosition:
-        self.offset += 1
-        return SourcePosition(TOPIC, 0, self.offset - 1)
-
-    def insert(self, row: dict[str, Any]) -> DataChange:
-        return DataChange(self.table_id, Op.INSERT, None, row, self._position())
-
-    def update(self, old: dict[str, Any], new: dict[str, Any]) -> DataChange:
-        return DataChange(self.table_id, Op.UPDATE, old, new, self._position())
-
-    def delete(self, row: dict[str, Any]) -> DataChange:
-        return DataChange(self.table_id, Op.DELETE, row, None, self._position())
-
-    def offsets(self) -> dict[tuple[str, int], int]:
-        return {(TOPIC, 0): self.offset}
 
 
 T = TableId(None, None, "orders")

@@ -22,7 +22,6 @@ from ferry.pipeline.events import (
     DropTable,
     Op,
     RenameColumn,
-    SourcePosition,
     TruncateTable,
     after,
     before,
@@ -60,11 +59,12 @@ from ferry.sinks.exceptions import SinkTerminalError
 from ferry.sinks.iceberg.config import IcebergSinkConfig
 from ferry.sinks.iceberg.sink import IcebergSink
 from ferry.sinks.iceberg.types import sink_schema
+from tests.integration.helpers import SINK_TEST_TOPIC as TOPIC
+from tests.integration.helpers import Feed
 
 pytestmark = pytest.mark.integration
 
 T = TableId(None, "shop", "orders")
-TOPIC = "dbserver.shop.orders"
 
 
 def make_config(warehouse: Path, **options: Any) -> IcebergSinkConfig:
@@ -83,31 +83,6 @@ def sink(warehouse: Path) -> Iterator[IcebergSink]:
     s = IcebergSink(make_config(warehouse), pipeline="p1")
     yield s
     s.close()
-
-
-class Feed:
-    """Builds data changes with increasing offsets on one partition."""
-
-    def __init__(self, table_id: TableId = T, partition: int = 0) -> None:
-        self.table_id = table_id
-        self.partition = partition
-        self.offset = 0
-
-    def _position(self) -> SourcePosition:
-        self.offset += 1
-        return SourcePosition(TOPIC, self.partition, self.offset - 1)
-
-    def insert(self, row: dict[str, Any]) -> DataChange:
-        return DataChange(self.table_id, Op.INSERT, None, row, self._position())
-
-    def update(self, old: dict[str, Any], new: dict[str, Any]) -> DataChange:
-        return DataChange(self.table_id, Op.UPDATE, old, new, self._position())
-
-    def delete(self, row: dict[str, Any]) -> DataChange:
-        return DataChange(self.table_id, Op.DELETE, row, None, self._position())
-
-    def offsets(self) -> dict[tuple[str, int], int]:
-        return {(TOPIC, self.partition): self.offset}
 
 
 def create(sink: IcebergSink, schema: Schema, table_id: TableId = T) -> None:
@@ -176,7 +151,7 @@ def test_a_table_without_schema_part_goes_to_the_configured_namespace(warehouse:
 
 
 def test_a_repeated_create_table_is_a_no_op(sink: IcebergSink) -> None:
-    feed = Feed()
+    feed = Feed(T)
     create(sink, ORDERS)
     write(sink, ORDERS, feed, feed.insert(order(1)))
     create(sink, ORDERS)
@@ -203,7 +178,7 @@ def test_an_incompatible_existing_table_is_refused_showing_both_schemas(sink: Ic
 
 
 def test_insert_update_delete_read_back_exactly(sink: IcebergSink) -> None:
-    feed = Feed()
+    feed = Feed(T)
     create(sink, ORDERS)
     write(sink, ORDERS, feed, *(feed.insert(order(i)) for i in range(1, 6)))
     assert read(sink) == [order(i) for i in range(1, 6)]
@@ -232,7 +207,7 @@ def test_insert_update_delete_read_back_exactly(sink: IcebergSink) -> None:
 
 
 def test_snapshot_rows_and_replays_are_idempotent(sink: IcebergSink) -> None:
-    feed = Feed()
+    feed = Feed(T)
     create(sink, ORDERS)
     snapshot = [DataChange(T, Op.READ, None, order(i), None) for i in range(3)]
     write(sink, ORDERS, feed, *snapshot)
@@ -321,7 +296,7 @@ def test_a_table_without_primary_key_is_append_only(sink: IcebergSink) -> None:
 
 
 def test_a_required_column_without_value_is_refused_naming_it(sink: IcebergSink) -> None:
-    feed = Feed()
+    feed = Feed(T)
     schema = Schema.of([Column("id", INT().not_null()), Column("code", STRING().not_null())], ["id"])
     create(sink, schema)
     sink.write(T, schema, [feed.insert({"id": 1, "code": None})])
@@ -330,7 +305,7 @@ def test_a_required_column_without_value_is_refused_naming_it(sink: IcebergSink)
 
 
 def test_a_value_of_the_wrong_type_is_refused_naming_the_column(sink: IcebergSink) -> None:
-    feed = Feed()
+    feed = Feed(T)
     create(sink, ORDERS)
     sink.write(T, ORDERS, [feed.insert({"id": 1, "qty": "many"})])
     with pytest.raises(SinkTerminalError, match="column qty: value 'many'"):
@@ -342,7 +317,7 @@ def test_a_value_of_the_wrong_type_is_refused_naming_the_column(sink: IcebergSin
 
 def test_committed_offsets_are_those_of_the_last_flush(warehouse: Path, sink: IcebergSink) -> None:
     assert isinstance(sink, OffsetCommitting)
-    feed = Feed()
+    feed = Feed(T)
     create(sink, ORDERS)
     assert sink.committed_offsets(T) == {}
     write(sink, ORDERS, feed, feed.insert(order(1)), feed.insert(order(2)))
@@ -373,7 +348,7 @@ def test_committed_offsets_are_those_of_the_last_flush(warehouse: Path, sink: Ic
 
 
 def test_committed_offsets_walk_back_past_other_writers(warehouse: Path, sink: IcebergSink) -> None:
-    feed = Feed()
+    feed = Feed(T)
     create(sink, ORDERS)
     write(sink, ORDERS, feed, feed.insert(order(1)))
     other = IcebergSink(make_config(warehouse), pipeline="p2")
@@ -389,7 +364,7 @@ def test_committed_offsets_walk_back_past_other_writers(warehouse: Path, sink: I
 def test_old_snapshots_are_expired(warehouse: Path) -> None:
     sink = IcebergSink(make_config(warehouse, **{"snapshot.retain": 3}), pipeline="p1")
     try:
-        feed = Feed()
+        feed = Feed(T)
         create(sink, ORDERS)
         for i in range(8):
             write(sink, ORDERS, feed, feed.insert(order(i)), feed.update(order(0), order(0, qty=i)))
@@ -410,7 +385,7 @@ def test_files_only_expired_snapshots_used_are_deleted(warehouse: Path) -> None:
     }
     sink = IcebergSink(make_config(warehouse, **options), pipeline="p1")
     try:
-        feed = Feed()
+        feed = Feed(T)
         create(sink, ORDERS)
         for i in range(20):
             # each flush rewrites the file holding row 0 (copy-on-write) and adds one
@@ -443,7 +418,7 @@ def test_small_files_are_compacted(warehouse: Path) -> None:
     options = {"sink.compaction.commit-interval": 4, "sink.compaction.min-input-files": 3}
     sink = IcebergSink(make_config(warehouse, **options), pipeline="p1")
     try:
-        feed = Feed()
+        feed = Feed(T)
         create(sink, ORDERS)
         for i in range(3):
             write(sink, ORDERS, feed, feed.insert(order(i)))
@@ -462,7 +437,7 @@ def test_small_files_are_compacted(warehouse: Path) -> None:
 
 
 def test_add_columns_first_after_before_and_last(sink: IcebergSink) -> None:
-    feed = Feed()
+    feed = Feed(T)
     create(sink, ORDERS)
     write(sink, ORDERS, feed, feed.insert(order(1)))
     changes = [
@@ -492,7 +467,7 @@ def test_add_columns_first_after_before_and_last(sink: IcebergSink) -> None:
 
 
 def test_rename_column_keeps_rows_before_and_after(sink: IcebergSink) -> None:
-    feed = Feed()
+    feed = Feed(T)
     create(sink, ORDERS)
     write(sink, ORDERS, feed, feed.insert(order(1, "ada")))
     sink.apply_schema_change(RenameColumn(T, "customer", "buyer"), None)
@@ -509,7 +484,7 @@ def test_rename_column_keeps_rows_before_and_after(sink: IcebergSink) -> None:
 
 
 def test_drop_column(sink: IcebergSink) -> None:
-    feed = Feed()
+    feed = Feed(T)
     create(sink, ORDERS)
     write(sink, ORDERS, feed, feed.insert(order(1)))
     sink.apply_schema_change(DropColumn(T, "qty"), None)
@@ -521,7 +496,7 @@ def test_drop_column(sink: IcebergSink) -> None:
 
 
 def test_widen_int_float_and_decimal_keeps_values(sink: IcebergSink) -> None:
-    feed = Feed()
+    feed = Feed(T)
     schema = Schema.of(
         [
             Column("id", INT().not_null()),
@@ -593,7 +568,7 @@ def test_an_illegal_type_change_names_table_column_and_types(
 
 
 def test_relax_nullability(sink: IcebergSink) -> None:
-    feed = Feed()
+    feed = Feed(T)
     schema = Schema.of([Column("id", INT().not_null()), Column("code", STRING().not_null())], ["id"])
     create(sink, schema)
     write(sink, schema, feed, feed.insert({"id": 1, "code": "a"}))
@@ -609,7 +584,7 @@ def test_relax_nullability(sink: IcebergSink) -> None:
 
 
 def test_nested_types_widen_inside(sink: IcebergSink) -> None:
-    feed = Feed()
+    feed = Feed(T)
     point = ROW(Field("x", INT()), Field("y", INT()))
     schema = Schema.of(
         [
@@ -731,7 +706,7 @@ STORED = {
 
 
 def test_every_type_round_trips(sink: IcebergSink) -> None:
-    feed = Feed()
+    feed = Feed(T)
     create(sink, ALL_TYPES)
     schema = sink.table_schema(T)
     assert schema is not None

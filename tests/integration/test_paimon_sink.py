@@ -19,9 +19,7 @@ from ferry.pipeline.events import (
     DataChange,
     DropColumn,
     DropTable,
-    Op,
     RenameColumn,
-    SourcePosition,
     after,
     before,
 )
@@ -57,11 +55,12 @@ from ferry.sinks.base import ChangeKind, Support
 from ferry.sinks.exceptions import SinkTerminalError
 from ferry.sinks.paimon.config import DEFAULT_ROWKIND_COLUMN, PaimonSinkConfig
 from ferry.sinks.paimon.sink import PaimonSink
+from tests.integration.helpers import SINK_TEST_TOPIC as TOPIC
+from tests.integration.helpers import Feed
 
 pytestmark = pytest.mark.integration
 
 T = TableId(None, "shop", "orders")
-TOPIC = "dbserver.shop.orders"
 
 
 def make_config(warehouse: Path, **options: Any) -> PaimonSinkConfig:
@@ -80,31 +79,6 @@ def sink(warehouse: Path) -> Iterator[PaimonSink]:
     s = PaimonSink(make_config(warehouse), pipeline="p1")
     yield s
     s.close()
-
-
-class Feed:
-    """Builds data changes with increasing offsets on one partition."""
-
-    def __init__(self, table_id: TableId = T, partition: int = 0) -> None:
-        self.table_id = table_id
-        self.partition = partition
-        self.offset = 0
-
-    def _position(self) -> SourcePosition:
-        self.offset += 1
-        return SourcePosition(TOPIC, self.partition, self.offset - 1)
-
-    def insert(self, row: dict[str, Any]) -> DataChange:
-        return DataChange(self.table_id, Op.INSERT, None, row, self._position())
-
-    def update(self, old: dict[str, Any], new: dict[str, Any]) -> DataChange:
-        return DataChange(self.table_id, Op.UPDATE, old, new, self._position())
-
-    def delete(self, row: dict[str, Any]) -> DataChange:
-        return DataChange(self.table_id, Op.DELETE, row, None, self._position())
-
-    def offsets(self) -> dict[tuple[str, int], int]:
-        return {(TOPIC, self.partition): self.offset}
 
 
 def create(sink: PaimonSink, schema: Schema, table_id: TableId = T) -> None:
@@ -200,7 +174,7 @@ def test_create_table_with_primary_key_reads_back(sink: PaimonSink) -> None:
 
 def test_insert_update_delete_read_back_exactly(sink: PaimonSink) -> None:
     create(sink, ORDERS)
-    feed = Feed()
+    feed = Feed(T)
     r1 = {"id": 1, "customer": "ann", "qty": 1, "price": Decimal("1.50")}
     r2 = {"id": 2, "customer": "bob", "qty": 2, "price": Decimal("2.50")}
     r3 = {"id": 3, "customer": "cy", "qty": 3, "price": None}
@@ -228,7 +202,7 @@ def test_insert_update_delete_read_back_exactly(sink: PaimonSink) -> None:
 def test_delete_of_a_row_with_not_null_columns_needs_only_its_key(sink: PaimonSink) -> None:
     schema = Schema.of([Column("id", INT().not_null()), Column("name", STRING().not_null())], ["id"])
     create(sink, schema)
-    feed = Feed()
+    feed = Feed(T)
     write(sink, schema, feed, feed.insert({"id": 1, "name": "a"}), feed.insert({"id": 2, "name": "b"}))
     write(sink, schema, feed, feed.delete({"id": 1}))
     assert read(sink) == [{"id": 2, "name": "b"}]
@@ -238,7 +212,7 @@ def test_table_without_primary_key_is_append_only(sink: PaimonSink) -> None:
     schema = Schema.of([Column("id", INT()), Column("name", STRING())])
     create(sink, schema)
     assert sink.table_schema(T) == schema
-    feed = Feed()
+    feed = Feed(T)
     write(sink, schema, feed, feed.insert({"id": 1, "name": "a"}), feed.insert({"id": 2, "name": "b"}))
     write(sink, schema, feed, feed.delete({"id": 1, "name": "a"}))
     assert read(sink) == [{"id": 1, "name": "a"}, {"id": 2, "name": "b"}]
@@ -247,7 +221,7 @@ def test_table_without_primary_key_is_append_only(sink: PaimonSink) -> None:
 
 def test_add_column_first_after_before_last_with_old_rows_null(sink: PaimonSink) -> None:
     create(sink, ORDERS)
-    feed = Feed()
+    feed = Feed(T)
     old = {"id": 1, "customer": "ann", "qty": 1, "price": Decimal("1.50")}
     write(sink, ORDERS, feed, feed.insert(old))
     changes = [
@@ -284,7 +258,7 @@ def test_add_column_first_after_before_last_with_old_rows_null(sink: PaimonSink)
 
 def test_drop_and_rename_column_keep_rows(sink: PaimonSink) -> None:
     create(sink, ORDERS)
-    feed = Feed()
+    feed = Feed(T)
     write(sink, ORDERS, feed, feed.insert({"id": 1, "customer": "ann", "qty": 1, "price": Decimal("1.50")}))
     sink.apply_schema_change(DropColumn(T, "customer"), None)
     sink.apply_schema_change(RenameColumn(T, "qty", "quantity"), None)
@@ -311,7 +285,7 @@ def test_widening_types_keeps_old_rows(sink: PaimonSink) -> None:
         ["id"],
     )
     create(sink, schema)
-    feed = Feed()
+    feed = Feed(T)
     write(sink, schema, feed, feed.insert({"id": 1, "n": 7, "f": 1.5, "d": Decimal("12345678.91")}))
     for change in (
         AlterColumnType(T, "n", BIGINT()),
@@ -346,7 +320,7 @@ def test_narrowing_a_type_is_refused_naming_the_table(sink: PaimonSink) -> None:
 def test_relax_nullability(sink: PaimonSink) -> None:
     schema = Schema.of([Column("id", INT().not_null()), Column("name", STRING().not_null())], ["id"])
     create(sink, schema)
-    feed = Feed()
+    feed = Feed(T)
     write(sink, schema, feed, feed.insert({"id": 1, "name": "a"}))
     sink.apply_schema_change(AlterColumnType(T, "name", STRING(), STRING().not_null()), None)
     relaxed = sink.table_schema(T)
@@ -361,7 +335,7 @@ def test_a_change_failing_on_case_is_retried_with_the_table_spelling(
 ) -> None:
     create(sink, ORDERS)
     caplog.set_level(logging.INFO, logger="ferry.sinks.paimon.sink")
-    feed = Feed()
+    feed = Feed(T)
     write(sink, ORDERS, feed, feed.insert({"id": 1, "customer": "ann", "qty": 1, "price": None}))
     sink.apply_schema_change(AlterColumnType(T, "Qty", BIGINT()), None)
     sink.apply_schema_change(AddColumn(T, Column("sku", STRING()), after("Qty")), None)
@@ -387,7 +361,7 @@ def test_a_change_failing_on_case_is_retried_with_the_table_spelling(
 
 def test_repeated_create_table_is_a_no_op(sink: PaimonSink) -> None:
     create(sink, ORDERS)
-    feed = Feed()
+    feed = Feed(T)
     row = {"id": 1, "customer": "ann", "qty": 1, "price": None}
     write(sink, ORDERS, feed, feed.insert(row))
     create(sink, ORDERS)
@@ -423,7 +397,7 @@ def test_committed_offsets_across_flushes_and_restarts(sink: PaimonSink) -> None
     assert isinstance(sink, OffsetCommitting)
     create(sink, ORDERS)
     assert sink.committed_offsets(T) == {}
-    feed = Feed()
+    feed = Feed(T)
     write(sink, ORDERS, feed, feed.insert({"id": 1, "customer": "a", "qty": 1, "price": None}))
     assert sink.committed_offsets(T) == {(TOPIC, 0): 1}
     sink.write(T, ORDERS, [feed.insert({"id": 2, "customer": "b", "qty": 2, "price": None})])
@@ -477,7 +451,7 @@ def test_every_paimon_type_round_trips(sink: PaimonSink) -> None:
     assert all(sink.sink_type(t) == t for t, _ in TYPES)
     row = {"id": 1} | {f"c{i}": value for i, (_, value) in enumerate(TYPES)}
     empty = {"id": 2} | {f"c{i}": None for i in range(len(TYPES))}
-    feed = Feed()
+    feed = Feed(T)
     write(sink, schema, feed, feed.insert(row), feed.insert(empty))
     assert read(sink) == [row, empty]
 

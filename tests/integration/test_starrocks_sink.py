@@ -27,9 +27,7 @@ from ferry.pipeline.events import (
     DataChange,
     DropColumn,
     DropTable,
-    Op,
     RenameColumn,
-    SourcePosition,
     TruncateTable,
     before,
 )
@@ -44,10 +42,9 @@ from ferry.sinks.starrocks.sink import MySqlProtocolSink, StarRocksSink
 from ferry.sinks.starrocks.stream_load import stream_load
 from ferry.testing.mariadb import MariaDbServer
 from ferry.testing.stream_load import StreamLoadServer
+from tests.integration.helpers import Feed
 
 pytestmark = pytest.mark.integration
-
-TOPIC = "dbserver.shop.orders"
 
 
 def q(name: str) -> str:
@@ -104,28 +101,6 @@ def sink(
     s = starrocks(mariadb_server, database, load_server)
     yield s
     s.close()
-
-
-class Feed:
-    def __init__(self, table_id: TableId) -> None:
-        self.table_id = table_id
-        self.offset = 0
-
-    def _position(self) -> SourcePosition:
-        self.offset += 1
-        return SourcePosition(TOPIC, 0, self.offset - 1)
-
-    def insert(self, row: dict[str, Any]) -> DataChange:
-        return DataChange(self.table_id, Op.INSERT, None, row, self._position())
-
-    def update(self, old: dict[str, Any], new: dict[str, Any]) -> DataChange:
-        return DataChange(self.table_id, Op.UPDATE, old, new, self._position())
-
-    def delete(self, row: dict[str, Any]) -> DataChange:
-        return DataChange(self.table_id, Op.DELETE, row, None, self._position())
-
-    def offsets(self) -> dict[tuple[str, int], int]:
-        return {(TOPIC, 0): self.offset}
 
 
 ORDERS = Schema.of(
