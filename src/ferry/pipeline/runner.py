@@ -51,7 +51,7 @@ from ferry.pipeline.exceptions import CheckpointError, SchemaChangeRefusedError
 from ferry.pipeline.route import TableRouter
 from ferry.pipeline.router import Action, Decision, SchemaChangeRouter
 from ferry.pipeline.schema import Schema, TableId, widen_schemas
-from ferry.pipeline.state import SchemaHistoryEntry, StateStore, now_ms
+from ferry.pipeline.state import SchemaHistoryEntry, StateStore, encode_offsets, now_ms
 from ferry.pipeline.tracker import SchemaTracker, diff_schemas
 from ferry.sinks.base import AsyncSchemaChanges, OffsetCommitting, Sink
 from ferry.sinks.exceptions import SinkTerminalError
@@ -589,20 +589,13 @@ class PipelineRunner:
         if now - since >= 1.0:
             self.metrics.throughput_eps = round((self.metrics.records_read - count) / (now - since), 1)
             self._window = (now, self.metrics.records_read)
-        self.metrics.offsets = _nest(self._offsets)
+        self.metrics.offsets = encode_offsets(self._offsets)
         try:
-            self.metrics.lag = _nest(self.source.lag())
+            self.metrics.lag = encode_offsets(self.source.lag())
         except Exception:
             log.debug("lag not available", exc_info=True)
         self.state.set_status(self.settings.name, self.phase, self.detail, self.metrics.as_dict())
         self._last_status = now
-
-
-def _nest(offsets: Mapping[tuple[str, int], int]) -> dict[str, dict[str, int]]:
-    out: dict[str, dict[str, int]] = {}
-    for (topic, partition), value in sorted(offsets.items()):
-        out.setdefault(topic, {})[str(partition)] = value
-    return out
 
 
 def _change_bytes(change: DataChange) -> bytes:

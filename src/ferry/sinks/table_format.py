@@ -18,6 +18,8 @@ from typing import Any, ClassVar
 from ferry.pipeline.apply import is_applied
 from ferry.pipeline.events import CreateTable, DataChange, DropTable, SchemaChange, TruncateTable
 from ferry.pipeline.schema import Schema, TableId
+from ferry.pipeline.state import decode_offsets as from_nested_offsets
+from ferry.pipeline.state import encode_offsets as nested_offsets
 from ferry.sinks.base import Offsets, Sink
 from ferry.sinks.exceptions import SinkError, SinkTerminalError, SinkTransientError
 
@@ -29,15 +31,11 @@ OFFSETS_PROPERTY = "ferry.offsets.{pipeline}"
 
 def encode_offsets(offsets: Offsets) -> str:
     """``{"topic": {"partition": next_offset}}`` as compact JSON."""
-    nested: dict[str, dict[str, int]] = {}
-    for (topic, partition), offset in sorted(offsets.items()):
-        nested.setdefault(topic, {})[str(partition)] = offset
-    return json.dumps(nested, separators=(",", ":"))
+    return json.dumps(nested_offsets(offsets), separators=(",", ":"))
 
 
 def decode_offsets(text: str) -> dict[tuple[str, int], int]:
-    nested: dict[str, dict[str, int]] = json.loads(text)
-    return {(topic, int(p)): int(o) for topic, parts in nested.items() for p, o in parts.items()}
+    return from_nested_offsets(json.loads(text))
 
 
 class TableFormatSink(Sink):
