@@ -15,6 +15,7 @@ from ferry.testing.kafka_broker import (
     create_topic,
     delete_topic,
 )
+from ferry.testing.fluss import FlussCluster, shared_cluster, stop_shared_cluster
 from ferry.testing.mariadb import MariaDbServer
 from ferry.testing.postgres import PostgresServer
 
@@ -73,3 +74,11 @@ def mariadb_server() -> Iterator[MariaDbServer]:
     """
     with MariaDbServer() as server:
         yield server
+
+
+@pytest.fixture(scope="session")
+def fluss_cluster() -> Iterator[FlussCluster]:
+    """A real Apache Fluss cluster (ZooKeeper, CoordinatorServer, TabletServer) on 127.0.0.1, shared by
+    the whole session (and by the conformance suite's Fluss backend): ``fluss_cluster.bootstrap_servers``."""
+    yield shared_cluster()
+    stop_shared_cluster()

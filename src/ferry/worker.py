@@ -18,7 +18,7 @@ import queue
 import threading
 import time
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from ferry.config.job import JobConfig, expand_schema_change_tags
 from ferry.connectors.formats import decoder_for
@@ -33,6 +33,9 @@ from ferry.pipeline.runner import HintSource, PipelineRunner, RunnerSettings
 from ferry.pipeline.state import StateStore
 from ferry.sinks import Sink, sink_class
 from ferry.sinks.capabilities import CAPABILITIES
+
+if TYPE_CHECKING:
+    from ferry.pipeline.transform import TableTransforms
 
 log = logging.getLogger(__name__)
 
@@ -71,9 +74,11 @@ def behavior_refusal(sink_kind: str, behavior: SchemaChangeBehavior) -> str | No
 def check_supported(job: JobConfig) -> None:
     """Refuse, before anything starts, what the job asks for and ferry would otherwise ignore."""
     if job.transform:
-        raise UnsupportedOptionError(
-            "transform: projections and filters are not supported yet; remove the transform block"
-        )
+        from ferry.pipeline.transform import stateful_reason, unsupported_reason  # noqa: PLC0415
+
+        reason = stateful_reason(job) or unsupported_reason(job)
+        if reason is not None:
+            raise UnsupportedOptionError(reason)
     refusal = behavior_refusal(job.sink.type, job.pipeline.schema_change_behavior)
     if refusal is not None:
         raise UnsupportedOptionError(refusal)
@@ -82,6 +87,15 @@ def check_supported(job: JobConfig) -> None:
             "pipeline.parallelism: a worker runs one pipeline thread; to scale out, start more workers "
             "with the same job file (they share the partitions through the consumer group)"
         )
+
+
+def _transforms(job: JobConfig) -> TableTransforms | None:
+    """The runner's transform step, or None without transforms (sqlglot is then not loaded)."""
+    if not job.transform:
+        return None
+    from ferry.pipeline.transform import TableTransforms  # noqa: PLC0415
+
+    return TableTransforms(job.transform)
 
 
 def build_runner(
@@ -148,6 +162,7 @@ def build_runner(
         tables=tables,
         dead_letter=dead_letter,
         hints=hints,
+        transforms=_transforms(job),
     )
 
 

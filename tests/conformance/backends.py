@@ -207,9 +207,72 @@ def mysql_protocol_backend(kind: str) -> Callable[[Context], Backend]:
     return make
 
 
+def fluss_backend(context: Context) -> Backend:
+    """A real Fluss cluster (the session's, started on first use); each test starts from no database
+    ``db``. Columns are added through the Java client the cluster's jars include."""
+    from ferry.sinks.fluss.config import FlussSinkConfig
+    from ferry.sinks.fluss.sink import FlussSink
+    from ferry.testing.fluss import client_classpath, drop_database, read_rows, shared_cluster
+
+    cluster = shared_cluster()
+    config = FlussSinkConfig.model_validate(
+        {
+            "type": "fluss",
+            "bootstrap.servers": cluster.bootstrap_servers,
+            "alter-table.classpath": [str(jar) for jar in client_classpath()],
+        }
+    )
+    drop_database(cluster.bootstrap_servers, "db")
+    sink = FlussSink(config, pipeline=context.pipeline)
+    context.cleanup(sink.close)
+
+    def rows(table_id: TableId) -> list[dict[str, Any]]:
+        path = sink.table_path(table_id)
+        return read_rows(cluster.bootstrap_servers, path.database_name, path.table_name)
+
+    return Backend("fluss", sink, rows, real=True)
+
+
+def maxcompute_backend(context: Context) -> Backend:
+    """MaxCompute through pyodps (its REST and Tunnel clients, unmodified) against the local endpoint
+    speaking both protocols (``ferry.testing.maxcompute``); rows are read back through pyodps too."""
+    from odps import ODPS
+
+    from ferry.sinks.maxcompute.config import MaxComputeSinkConfig
+    from ferry.sinks.maxcompute.sink import MaxComputeSink
+    from ferry.testing.maxcompute import MaxComputeServer
+
+    server = MaxComputeServer().__enter__()
+    context.cleanup(lambda: server.__exit__(None, None, None))
+    config = MaxComputeSinkConfig.model_validate(
+        {
+            "type": "maxcompute",
+            "endpoint": server.endpoint,
+            "project": server.project,
+            "access-id": server.access_id,
+            "access-key": server.access_key,
+        }
+    )
+    sink = MaxComputeSink(config, pipeline=context.pipeline)
+    context.cleanup(sink.close)
+    reader = ODPS(server.access_id, server.access_key, server.project, endpoint=server.endpoint)
+
+    def rows(table_id: TableId) -> list[dict[str, Any]]:
+        if not reader.exist_table(table_id.table_name):
+            return []
+        table = reader.get_table(table_id.table_name)
+        names = [c.name for c in table.table_schema.simple_columns]
+        with table.open_reader() as records:
+            return [{name: record[name] for name in names} for record in records]
+
+    return Backend("maxcompute", sink, rows, real=True)
+
+
 #: Sink type → how to build it for one test.
 BACKENDS: dict[str, Callable[[Context], Backend]] = {kind: memory_backend(kind) for kind in CAPABILITIES} | {
     "iceberg": iceberg_backend,
     "paimon": paimon_backend,
     "kafka": kafka_backend,
+    "fluss": fluss_backend,
+    "maxcompute": maxcompute_backend,
 }

@@ -1,7 +1,7 @@
 """Golden specs that pin the router: DDL and rows in, the changes each sink received and its rows out.
 
 Each ``cases/*.yaml`` names a sink (its declared capabilities, enforced by the memory sink), a
-behaviour, optional routes and include/exclude lists, the events (DDL as SQL text, as Canal or
+behaviour, optional routes, transforms and include/exclude lists, the events (DDL as SQL text, as Canal or
 Maxwell carry it in order with the rows; rows as inserts, updates and deletes) and what must come
 out: the schema changes the sink applied, the failure (if any), the sink tables' columns and rows,
 and the dead-letter reasons.
@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
+from ferry.config.job import TransformConfig
 from ferry.connectors.formats.ddl import parse_ddl
 from ferry.connectors.memory import MemoryDeadLetter, MemorySource
 from ferry.pipeline import events as E
@@ -24,6 +25,7 @@ from ferry.pipeline.router import SchemaChangeBehavior, SchemaChangeRouter
 from ferry.pipeline.runner import PipelineRunner, RunnerSettings
 from ferry.pipeline.schema import TableId
 from ferry.pipeline.state import StateStore
+from ferry.pipeline.transform import TableTransforms
 from ferry.sinks.capabilities import CAPABILITIES
 from ferry.sinks.hologres.types import TypeNormalizeStrategy, hologres_type
 from ferry.sinks.memory import MemorySink
@@ -81,6 +83,9 @@ def test_golden(path: Path, tmp_path: Path) -> None:
         ),
         tables=TableRouter(routes),
         dead_letter=dead_letter,
+        transforms=TableTransforms([TransformConfig.model_validate(t) for t in case["transforms"]])
+        if "transforms" in case
+        else None,
     )
     runner.open()
     expect = case["expect"]

@@ -332,3 +332,57 @@ def test_an_unreachable_server_is_a_transient_error(postgres_server: PostgresSer
         assert PASSWORD_MARK not in str(e.value)
     finally:
         sink.close()
+
+
+def test_a_percent_in_names_survives_bound_parameters(
+    sink: HologresSink, postgres_server: PostgresServer, schema_name: str
+) -> None:
+    table = TableId(None, None, "t%s")
+    schema = Schema.of([Column("id", INT().not_null()), Column("50%", STRING()), Column("%s", INT())], ["id"])
+    feed = Feed(table)
+    apply(sink, CreateTable(table, schema))
+    write(sink, schema, feed, feed.insert({"id": 1, "50%": "a", "%s": 1}), feed.insert({"id": 2, "50%": "b"}))
+    write(sink, schema, feed, feed.update({"id": 1}, {"id": 1, "50%": "c", "%s": 3}), feed.delete({"id": 2}))
+    assert read(postgres_server, schema_name, "t%s") == [{"id": 1, "50%": "c", "%s": 3}]
+
+
+# ----------------------------------------------------------------------------------- mutatetype
+
+
+@pytest.mark.parametrize(
+    ("mutatetype", "row_1", "row_3"),
+    [
+        # the row in the table stays as it was
+        ("insertorignore", order(1), {**order(3, "cy"), "price": None}),
+        # the written columns change; the column the write lacks (price) keeps its value
+        ("insertorupdate", order(1, "bo", qty=2), {**order(3, "cy"), "price": None}),
+        # the whole row is replaced: the column the write lacks becomes NULL
+        ("insertorreplace", {**order(1, "bo", qty=2), "price": None}, {**order(3, "cy"), "price": None}),
+    ],
+)
+def test_mutatetype_decides_what_a_write_does_to_an_existing_key(
+    postgres_server: PostgresServer,
+    schema_name: str,
+    mutatetype: str,
+    row_1: dict[str, Any],
+    row_3: dict[str, Any],
+) -> None:
+    config = make_config(postgres_server, schema=schema_name, mutatetype=mutatetype)
+    sink = HologresSink(config, pipeline="p1", hologres_only_statements=False)
+    feed = Feed(T)
+    try:
+        apply(sink, CreateTable(T, ORDERS))
+        write(sink, ORDERS, feed, feed.insert(order(1)), feed.insert(order(2)))
+        # the source no longer sends price (a dropped column the table keeps): rows without it
+        narrow = Schema.of([c for c in ORDERS if c.name != "price"], ["id"])
+        write(
+            sink,
+            narrow,
+            feed,
+            feed.update({"id": 1, "customer": "ada", "qty": 1}, {"id": 1, "customer": "bo", "qty": 2}),
+            feed.insert({"id": 3, "customer": "cy", "qty": 1}),
+            feed.delete({"id": 2, "customer": "ada", "qty": 1}),
+        )
+        assert read(postgres_server, schema_name, "orders") == [row_1, row_3]
+    finally:
+        sink.close()

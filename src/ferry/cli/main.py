@@ -137,6 +137,11 @@ def _register_optional_commands() -> None:
     except ImportError:  # pragma: no cover - the check package is part of ferry
         return
     main.add_command(check)
+    from ferry.cli.control import serve, worker  # noqa: PLC0415
+    from ferry.cli.pipelines import pipeline, replay, savepoint  # noqa: PLC0415
+
+    for command in (worker, serve, pipeline, savepoint, replay):
+        main.add_command(command)
 
 
 _register_optional_commands()

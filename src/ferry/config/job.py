@@ -449,6 +449,16 @@ class TransformConfig(ConfigModel):
 
     _source_regex = field_validator("source_table")(_check_regex)
 
+    @field_validator("projection", "filter")
+    @classmethod
+    def _expression_syntax(cls, value: str | None, info: ValidationInfo) -> str | None:
+        if value is not None:
+            # sqlglot is loaded only for jobs with transforms
+            from ferry.pipeline.transform import parse_filter, parse_projection  # noqa: PLC0415
+
+            (parse_projection if info.field_name == "projection" else parse_filter)(value)
+        return value
+
     @field_validator("primary_keys", "partition_keys")
     @classmethod
     def _column_list(cls, value: str | None) -> str | None:

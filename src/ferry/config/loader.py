@@ -5,6 +5,9 @@ then turned into plain Python values (interpolating ``${VAR}`` and ``${VAR:-defa
 strings) and validated by :class:`~ferry.config.job.JobConfig`. Each pydantic error becomes one
 line ``file:line:col: key.path: what``, at the deepest key of its path that the file has. Input
 values are never echoed in messages: a secret option must not end up in a log.
+
+:func:`load_model_file` reads any other YAML file the same way into another model (the server
+file of ``ferry serve``).
 """
 
 from __future__ import annotations
@@ -15,7 +18,7 @@ import re
 import types
 from collections.abc import Mapping, Sequence
 from pathlib import Path
-from typing import Annotated, Any, Union, get_args, get_origin
+from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
 
 from pydantic import BaseModel, ValidationError
 from pydantic_core import ErrorDetails
@@ -33,6 +36,9 @@ Position = tuple[int, int]  # 0-based line and column, as ruamel keeps them
 
 _VARIABLE_RE = re.compile(r"\$\$\{|\$\{([^}]*)(\}?)")
 _REFERENCE_RE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(?::-(.*))?", re.DOTALL)
+_JOB_SHAPE = "a job file is a mapping with the sections source, sink, route, transform and pipeline"
+
+M = TypeVar("M", bound=BaseModel)
 
 
 def load_job(path: str | Path, *, env: Mapping[str, str] | None = None) -> JobConfig:
@@ -40,35 +46,47 @@ def load_job(path: str | Path, *, env: Mapping[str, str] | None = None) -> JobCo
 
     Raises :class:`ConfigError` listing every problem with its line and key.
     """
-    file = str(path)
-    try:
-        text = Path(path).read_text(encoding="utf-8")
-    except OSError as e:
-        raise ConfigError.at(file, f"cannot read the job file: {e.strerror or e}") from None
-    except UnicodeDecodeError:
-        raise ConfigError.at(file, "the job file is not UTF-8 text") from None
-    return load_job_text(text, file=file, env=env)
+    return load_model_file(path, JobConfig, what="job file", shape=_JOB_SHAPE, env=env)
 
 
 def load_job_text(text: str, *, file: str = "<string>", env: Mapping[str, str] | None = None) -> JobConfig:
     """Validate a job given as text; ``file`` only names it in error messages."""
+    return load_model_text(text, JobConfig, file=file, shape=_JOB_SHAPE, env=env)
+
+
+def load_model_file(
+    path: str | Path, model: type[M], *, what: str, shape: str, env: Mapping[str, str] | None = None
+) -> M:
+    """Read a YAML file into ``model`` as :func:`load_job` does (``what`` names the kind of file)."""
+    file = str(path)
+    try:
+        text = Path(path).read_text(encoding="utf-8")
+    except OSError as e:
+        raise ConfigError.at(file, f"cannot read the {what}: {e.strerror or e}") from None
+    except UnicodeDecodeError:
+        raise ConfigError.at(file, f"the {what} is not UTF-8 text") from None
+    return load_model_text(text, model, file=file, shape=shape, env=env)
+
+
+def load_model_text(
+    text: str, model: type[M], *, file: str, shape: str, env: Mapping[str, str] | None = None
+) -> M:
+    """Validate YAML text as ``model``: ``${ENV}`` resolved, errors at ``file:line:col: key``.
+
+    ``shape`` is the message for a document that is not a mapping.
+    """
     root = _parse(text, file)
     if not isinstance(root, CommentedMap):
-        raise ConfigError.at(
-            file,
-            "a job file is a mapping with the sections source, sink, route, transform and pipeline",
-            line=1,
-            column=1,
-        )
+        raise ConfigError.at(file, shape, line=1, column=1)
     problems: list[ConfigProblem] = []
     data = _Resolver(file, os.environ if env is None else env, problems).plain(root, (), _start(root))
     if problems:
         raise ConfigError(problems)
     try:
-        return JobConfig.model_validate(data)
+        return model.model_validate(data)
     except ValidationError as e:
         # Not chained: the text of a ValidationError shows input values, which may be secrets.
-        raise ConfigError(_problems(e, root, file)) from None
+        raise ConfigError(_problems(e, root, file, model)) from None
 
 
 def validate_command(path: str | Path, *, env: Mapping[str, str] | None = None) -> str:
@@ -244,7 +262,9 @@ def _scalar(value: Any) -> Any:
 # Validation errors → problems
 
 
-def _problems(error: ValidationError, root: CommentedMap, file: str) -> list[ConfigProblem]:
+def _problems(
+    error: ValidationError, root: CommentedMap, file: str, model: type[BaseModel]
+) -> list[ConfigProblem]:
     problems: dict[tuple[int, int, str, str], ConfigProblem] = {}
     for details in error.errors(include_input=False, include_url=False):
         loc: Loc = tuple(details["loc"])
@@ -253,17 +273,17 @@ def _problems(error: ValidationError, root: CommentedMap, file: str) -> list[Con
             loc = (*loc, *cause.path)
         key_path, position = _locate(root, loc)
         line, col = position
-        message = _message(details, loc)
+        message = _message(details, loc, model)
         problems[(line, col, key_path, message)] = ConfigProblem(file, line + 1, col + 1, key_path, message)
     return [problems[k] for k in sorted(problems)]
 
 
-def _message(details: ErrorDetails, loc: Loc) -> str:
+def _message(details: ErrorDetails, loc: Loc, root_model: type[BaseModel]) -> str:
     kind = details["type"]
     if kind == "missing":
         return "missing required key"
     if kind == "extra_forbidden":
-        return "unknown key" + _suggestion(loc)
+        return "unknown key" + _suggestion(loc, root_model)
     if kind in ("value_error", "assertion_error"):
         cause = details.get("ctx", {}).get("error")
         return str(cause) if cause is not None else details["msg"]
@@ -337,8 +357,8 @@ def _format_path(names: Sequence[str | int]) -> str:
     return text
 
 
-def _suggestion(loc: Loc) -> str:
-    model = _model_at(loc[:-1])
+def _suggestion(loc: Loc, root_model: type[BaseModel]) -> str:
+    model = _model_at(loc[:-1], root_model)
     if model is None or not isinstance(loc[-1], str):
         return ""
     key = loc[-1]
@@ -357,9 +377,9 @@ def _suggestion(loc: Loc) -> str:
     return f" (did you mean {close[0]!r}?)" if close else ""
 
 
-def _model_at(loc: Loc) -> type[BaseModel] | None:
+def _model_at(loc: Loc, root_model: type[BaseModel]) -> type[BaseModel] | None:
     """The model that validates the mapping at ``loc`` (to suggest the keys it allows)."""
-    annotation: Any = JobConfig
+    annotation: Any = root_model
     for part in loc:
         model = _as_model(annotation)
         if model is not None:

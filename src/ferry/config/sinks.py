@@ -12,9 +12,11 @@ from typing import Annotated, get_args
 from pydantic import Field
 
 from ferry.config.base import SinkConfigBase
+from ferry.sinks.fluss.config import FlussSinkConfig
 from ferry.sinks.hologres.config import HologresSinkConfig
 from ferry.sinks.iceberg.config import IcebergSinkConfig
 from ferry.sinks.kafka.config import KafkaSinkConfig
+from ferry.sinks.maxcompute.config import MaxComputeSinkConfig
 from ferry.sinks.memory import MemorySinkConfig, NullSinkConfig
 from ferry.sinks.paimon.config import PaimonSinkConfig
 from ferry.sinks.selectdb.config import SelectDbSinkConfig
@@ -22,9 +24,11 @@ from ferry.sinks.starrocks.config import StarRocksSinkConfig
 
 #: Every sink config, keyed on ``type`` (a ``Literal``) in the job file.
 SinkConfig = Annotated[
-    HologresSinkConfig
+    FlussSinkConfig
+    | HologresSinkConfig
     | IcebergSinkConfig
     | KafkaSinkConfig
+    | MaxComputeSinkConfig
     | MemorySinkConfig
     | NullSinkConfig
     | PaimonSinkConfig
@@ -42,9 +46,11 @@ def sink_config_classes() -> dict[str, type[SinkConfigBase]]:
 
 
 __all__ = [
+    "FlussSinkConfig",
     "HologresSinkConfig",
     "IcebergSinkConfig",
     "KafkaSinkConfig",
+    "MaxComputeSinkConfig",
     "MemorySinkConfig",
     "NullSinkConfig",
     "PaimonSinkConfig",

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import Any, Protocol
+from typing import Any, Protocol, runtime_checkable
 
 #: (topic, partition) → offset
 Offsets = Mapping[tuple[str, int], int]
@@ -33,6 +33,37 @@ class Source(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+class RebalanceListener(Protocol):
+    """Told when partitions move between the workers of one consumer group.
+
+    The calls come from inside :meth:`Source.poll`, on the thread that polls.
+    """
+
+    def checkpointed_offsets(self) -> Offsets:
+        """The offsets of the pipeline's latest checkpoint, read now (another worker may have moved
+        them since this one started)."""
+        ...
+
+    def partitions_assigned(self, starts: Offsets) -> None:
+        """These partitions are now read here, from these offsets."""
+        ...
+
+    def partitions_revoked(self, partitions: Sequence[tuple[str, int]]) -> None:
+        """These partitions go to another worker once this returns: checkpoint what was read."""
+        ...
+
+    def partitions_lost(self, partitions: Sequence[tuple[str, int]]) -> None:
+        """These partitions already belong to another worker: forget them, commit nothing."""
+        ...
+
+
+@runtime_checkable
+class Rebalancing(Protocol):
+    """A source whose partitions are shared with other workers and can move at any poll."""
+
+    def set_rebalance_listener(self, listener: RebalanceListener | None) -> None: ...
 
 
 class DeadLetter(Protocol):

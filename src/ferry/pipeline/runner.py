@@ -16,24 +16,37 @@ A schema change is a barrier: everything read before it is checkpointed first (w
 as they were before it), then the router decides and the sink applies. A restart at any point
 replays from the last checkpoint; rows a transactional sink already committed are skipped by
 their offsets, and a change the sink already shows is not applied again.
+
+Several workers run one pipeline by sharing its partitions (a Kafka consumer group). The runner
+owns the offsets of the partitions assigned to it, and only those: before partitions are revoked
+it checkpoints what it read from them, then forgets them; a checkpoint names only its own
+partitions and the state store merges it into the pipeline's latest. A newly assigned partition
+may hold rows another worker committed to a transactional sink after its last checkpoint: they
+are skipped by the sink's offsets, read again at each assignment. A schema change is applied
+under a lease of its sink table in the state store: the worker that takes it re-reads the sink's
+schema, so the second worker to see a change finds it applied and records it as such.
 """
 
 from __future__ import annotations
 
 import gc
 import logging
+import os
+import socket
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+import uuid
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
+from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from functools import partial
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
 import orjson
 
-from ferry.connectors.base import DeadLetter, Source
+from ferry.connectors.base import DeadLetter, Offsets, Rebalancing, Source
 from ferry.exceptions import FerryError, TerminalError, TransientError
 from ferry.pipeline.adapt import CastError, RowAdapter
 from ferry.pipeline.apply import apply_schema_change
@@ -53,8 +66,11 @@ from ferry.pipeline.router import Action, Decision, SchemaChangeRouter
 from ferry.pipeline.schema import Schema, TableId, widen_schemas
 from ferry.pipeline.state import SchemaHistoryEntry, StateStore, encode_offsets, now_ms
 from ferry.pipeline.tracker import SchemaTracker, diff_schemas
-from ferry.sinks.base import AsyncSchemaChanges, OffsetCommitting, Sink
+from ferry.sinks.base import AsyncSchemaChanges, OffsetCommitting, SchemaCaching, Sink
 from ferry.sinks.exceptions import SinkTerminalError
+
+if TYPE_CHECKING:
+    from ferry.pipeline.transform import TableTransforms
 
 log = logging.getLogger(__name__)
 
@@ -119,9 +135,20 @@ class Metrics:
     throughput_eps: float = 0.0
     offsets: dict[str, dict[str, int]] = field(default_factory=dict)
     lag: dict[str, dict[str, int]] = field(default_factory=dict)
+    #: This worker (``host:pid:random``) and the partitions assigned to it: ``{topic: [partition, ...]}``.
+    worker: str = ""
+    assigned: dict[str, list[int]] = field(default_factory=dict)
+    #: Records deleted by retention before they were read: ``{topic, partition, wanted, earliest}``.
+    lost_offsets: list[dict[str, Any]] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         return dict(self.__dict__)
+
+
+def worker_name() -> str:
+    """How a runner is known to the other workers of its pipeline: ``host:pid:random`` (a process
+    may run more than one)."""
+    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
 
 
 def tune_garbage_collector() -> None:
@@ -148,6 +175,7 @@ class PipelineRunner:
         tables: TableRouter,
         dead_letter: DeadLetter,
         hints: HintSource | None = None,
+        transforms: TableTransforms | None = None,
     ) -> None:
         self.settings = settings
         self.source = source
@@ -158,8 +186,10 @@ class PipelineRunner:
         self.tables = tables
         self.dead_letter = dead_letter
         self.hints = hints
+        self.transforms = transforms
         self.tracker = SchemaTracker()
-        self.metrics = Metrics()
+        self.worker = worker_name()
+        self.metrics = Metrics(worker=self.worker)
         self.phase = "PENDING"
         self.detail = "starting"
         self._offsets: dict[tuple[str, int], int] = {}
@@ -179,10 +209,16 @@ class PipelineRunner:
 
     def open(self) -> None:
         checkpoint = self.state.latest_checkpoint(self.settings.name)
+        starts: dict[tuple[str, int], int] = {}
         if checkpoint is not None:
             self.tracker = SchemaTracker.restore(checkpoint.schemas)
-            self._offsets = dict(checkpoint.offsets)
-        self.source.open(self._offsets)
+            starts = dict(checkpoint.offsets)
+        if isinstance(self.source, Rebalancing):
+            # partitions shared with other workers: offsets are owned from their assignment on
+            self.source.set_rebalance_listener(self)
+        else:
+            self._offsets = dict(starts)
+        self.source.open(starts)
         self._set_phase("RUNNING", "reading")
 
     def run(self, stop: threading.Event | None = None) -> None:
@@ -215,6 +251,72 @@ class PipelineRunner:
                 closable.close()
             except Exception:
                 log.exception("closing %s failed", closable)
+
+    # ------------------------------------------------------------------------------ rebalances
+
+    def checkpointed_offsets(self) -> Offsets:
+        checkpoint = self.state.latest_checkpoint(self.settings.name)
+        return {} if checkpoint is None else checkpoint.offsets
+
+    def partitions_revoked(self, partitions: Sequence[tuple[str, int]]) -> None:
+        """Checkpoint what was read from partitions that go to another worker, then forget them."""
+        if self.phase == "RUNNING":
+            self.detail = f"handing over {_partitions(partitions)}: checkpointing"
+            self.checkpoint()
+            self.detail = "reading"
+        self._forget(partitions)
+
+    def partitions_lost(self, partitions: Sequence[tuple[str, int]]) -> None:
+        """Partitions another worker already reads: their buffered rows are dropped unwritten (the
+        other worker reads them again from the last checkpoint) and nothing of them is committed."""
+        log.warning(
+            "%s went to another worker before a checkpoint: dropping their rows", _partitions(partitions)
+        )
+        lost = set(partitions)
+        for table_id, changes in self._buffers.items():
+            self._buffers[table_id] = [
+                c
+                for c in changes
+                if c.position is None or (c.position.topic, c.position.partition) not in lost
+            ]
+        self._buffered = sum(len(changes) for changes in self._buffers.values())
+        self._forget(partitions)
+
+    def partitions_assigned(self, starts: Offsets) -> None:
+        """Partitions read here from now on, from these offsets."""
+        self._offsets.update(starts)
+        self.metrics.assigned = _assigned(self._offsets)
+        # another worker may have changed the sink tables and committed rows of these partitions
+        self._sink_schemas.clear()
+        self._adapters.clear()
+        if isinstance(self.sink, SchemaCaching):
+            for sink_table in {self.tables.sink_table(t) for t in self._skip_checked}:
+                self.sink.forget_schema(sink_table)
+        self._skip_committed(starts)
+        self._update_status(time.monotonic())
+
+    def _forget(self, partitions: Sequence[tuple[str, int]]) -> None:
+        for tp in partitions:
+            self._offsets.pop(tp, None)
+            for marks in self._skip.values():
+                marks.pop(tp, None)
+        self._skip = {t: m for t, m in self._skip.items() if m}
+        self.metrics.assigned = _assigned(self._offsets)
+
+    def _skip_committed(self, starts: Offsets) -> None:
+        """Mark, in the tables already read, the rows of newly assigned partitions that the sink has
+        committed beyond where they start (tables read later are checked when first seen)."""
+        self._sink_marks.clear()
+        if not isinstance(self.sink, OffsetCommitting):
+            return
+        committed: dict[TableId, dict[tuple[str, int], int]] = {}
+        for table_id in self._skip_checked:
+            sink_table = self.tables.sink_table(table_id)
+            if sink_table not in committed:
+                committed[sink_table] = self.sink.committed_offsets(sink_table)
+            marks = {tp: o for tp, o in committed[sink_table].items() if tp in starts and o > starts[tp]}
+            if marks:
+                self._skip[table_id] = {**self._skip.get(table_id, {}), **marks}
 
     # ------------------------------------------------------------------------------ hot path
 
@@ -330,6 +432,7 @@ class PipelineRunner:
         self._advance(before)
         self.detail = f"schema change on {table_id}: flushing rows read before it"
         self._bounded(self.checkpoint, f"flush before a schema change on {table_id}")
+        sources = self.transforms.sources(self.tracker) if self.transforms is not None else {}
         try:
             if isinstance(event, SchemaObserved):
                 changes = self._hints_for(event) + self.tracker.observe(event)
@@ -349,6 +452,8 @@ class PipelineRunner:
                 ddl.encode() if ddl else None,
             )
             return
+        if self.transforms is not None:  # the router and the sink see the projected schemas
+            changes = self.transforms.schema_changes(changes, sources)
         for change in changes:
             self._route_change(change.table_id, change, position)
         self.metrics.schema_change_wait_ms += int((time.monotonic() - waited) * 1000)
@@ -387,31 +492,60 @@ class PipelineRunner:
         self, source_table: TableId, change: SchemaChange, position: SourcePosition | None
     ) -> None:
         sink_table = self.tables.sink_table(source_table)
-        sink_schema = self._sink_schema(sink_table)
-        for sink_change in self._sink_changes(source_table, sink_table, change, sink_schema):
-            decision = self.router.decide(sink_change, sink_schema)
-            if decision.action in (Action.APPLY, Action.IGNORED):
-                after = apply_schema_change(sink_schema, decision.change)
-                try:
-                    self._bounded(
-                        partial(self.sink.apply_schema_change, decision.change, after),
-                        f"applying {decision.change}",
+        with self._schema_lease(sink_table):
+            # another worker may have applied the change already: decide on the sink's schema as is
+            self._refresh_sink_schema(sink_table)
+            sink_schema = self._sink_schema(sink_table)
+            for sink_change in self._sink_changes(source_table, sink_table, change, sink_schema):
+                decision = self.router.decide(sink_change, sink_schema)
+                if decision.action in (Action.APPLY, Action.IGNORED):
+                    after = apply_schema_change(sink_schema, decision.change)
+                    try:
+                        self._retry(
+                            partial(
+                                self._bounded,
+                                partial(self.sink.apply_schema_change, decision.change, after),
+                                f"applying {decision.change}",
+                            ),
+                            f"applying {decision.change}",
+                        )
+                        self._await_schema_change(sink_table, decision.change)
+                    except SinkTerminalError as e:
+                        decision = self.router.on_refused(decision, e)
+                    self._refresh_sink_schema(sink_table)
+                    sink_schema = self._sink_schema(sink_table)
+                self._history(source_table, sink_table, decision, position)
+                if decision.action is Action.FAIL:
+                    raise SchemaChangeRefusedError(
+                        decision.reason,
+                        sink=self.sink.kind,
+                        table=str(sink_table),
+                        change=str(decision.change),
                     )
-                    self._await_schema_change(sink_table, decision.change)
-                except SinkTerminalError as e:
-                    decision = self.router.on_refused(decision, e)
-                self._sink_schemas.pop(sink_table, None)
-                sink_schema = self._sink_schema(sink_table)
-            self._history(source_table, sink_table, decision, position)
-            if decision.action is Action.FAIL:
-                raise SchemaChangeRefusedError(
-                    decision.reason, sink=self.sink.kind, table=str(sink_table), change=str(decision.change)
-                )
         self.metrics.schema_changes += 1
         for source in [source_table, *self.tables.sources_of(sink_table)]:
             self._adapters.pop(source, None)
         if self.tracker.schema(source_table) is None:
             self._buffers.pop(source_table, None)
+
+    @contextmanager
+    def _schema_lease(self, sink_table: TableId) -> Iterator[None]:
+        """Hold the pipeline's lease on a sink table's schema: one worker at a time changes it. A
+        worker that died holding it holds it for twice the schema-change timeout at most."""
+
+        def waiting(holder: str) -> None:
+            self.detail = f"waiting for worker {holder} to finish a schema change on {sink_table}"
+
+        ttl = 2 * self.settings.schema_change_timeout_s + 10
+        with self.state.lease(
+            self.settings.name, f"schema {sink_table}", self.worker, ttl_s=ttl, waiting=waiting
+        ):
+            yield
+
+    def _refresh_sink_schema(self, sink_table: TableId) -> None:
+        self._sink_schemas.pop(sink_table, None)
+        if isinstance(self.sink, SchemaCaching):
+            self.sink.forget_schema(sink_table)
 
     def _await_schema_change(self, sink_table: TableId, change: SchemaChange) -> None:
         """Wait until a sink whose ALTERs run in the background has finished this one."""
@@ -437,7 +571,7 @@ class PipelineRunner:
         others = [s for s in self.tables.sources_of(sink_table) if s != source_table]
         if not others or sink_schema is None:
             return [retargeted]
-        source_schema = self.tracker.schema(source_table)
+        source_schema = self._source_schema(source_table)
         if source_schema is None:
             return []
         wider = widen_schemas(sink_schema, source_schema)
@@ -530,7 +664,8 @@ class PipelineRunner:
                         _change_bytes(change),
                     )
                 continue
-            per_sink.setdefault(sink_table, []).extend(self._adapt(source_table, sink_schema, changes))
+            rows = self._transform(source_table, changes)
+            per_sink.setdefault(sink_table, []).extend(self._adapt(source_table, sink_schema, rows))
         for sink_table, changes in per_sink.items():
             sink_schema = self._sink_schema(sink_table)
             assert sink_schema is not None
@@ -541,12 +676,31 @@ class PipelineRunner:
         self._buffered = 0
         return written
 
+    def _source_schema(self, source_table: TableId) -> Schema | None:
+        """The schema a source table's rows have when they reach the sink: after its transform."""
+        schema = self.tracker.schema(source_table)
+        if self.transforms is None or schema is None:
+            return schema
+        return self.transforms.schema(source_table, schema)
+
+    def _transform(self, source_table: TableId, changes: list[DataChange]) -> list[DataChange]:
+        """A table's rows filtered and projected by its transform (none: the rows as they are); a
+        row an expression fails on goes to the dead-letter destination with the reason."""
+        schema = self.tracker.schema(source_table)
+        if self.transforms is None or schema is None:
+            return changes
+        return self.transforms.rows(source_table, schema, changes, self._transform_failed)
+
+    def _transform_failed(self, change: DataChange, reason: str) -> None:
+        assert change.position is not None
+        self._bad(reason, change.position, None, _change_bytes(change))
+
     def _adapt(
         self, source_table: TableId, sink_schema: Schema, changes: list[DataChange]
     ) -> list[DataChange]:
         adapter = self._adapters.get(source_table)
         if adapter is None:
-            source_schema = self.tracker.schema(source_table) or sink_schema
+            source_schema = self._source_schema(source_table) or sink_schema
             adapter = self._adapters[source_table] = RowAdapter(
                 source_schema, sink_schema, self.sink.sink_type
             )
@@ -590,12 +744,32 @@ class PipelineRunner:
             self.metrics.throughput_eps = round((self.metrics.records_read - count) / (now - since), 1)
             self._window = (now, self.metrics.records_read)
         self.metrics.offsets = encode_offsets(self._offsets)
+        self.metrics.assigned = _assigned(self._offsets)
+        lost = getattr(self.source, "lost", ())
+        if len(lost) != len(self.metrics.lost_offsets):
+            self.metrics.lost_offsets = [
+                {"topic": r.topic, "partition": r.partition, "wanted": r.wanted, "earliest": r.earliest}
+                for r in lost
+            ]
         try:
             self.metrics.lag = encode_offsets(self.source.lag())
         except Exception:
             log.debug("lag not available", exc_info=True)
-        self.state.set_status(self.settings.name, self.phase, self.detail, self.metrics.as_dict())
+        self.state.set_status(
+            self.settings.name, self.phase, self.detail, self.metrics.as_dict(), worker=self.worker
+        )
         self._last_status = now
+
+
+def _assigned(offsets: Offsets) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    for topic, partition in sorted(offsets):
+        out.setdefault(topic, []).append(partition)
+    return out
+
+
+def _partitions(partitions: Sequence[tuple[str, int]]) -> str:
+    return ", ".join(f"{topic}[{partition}]" for topic, partition in partitions)
 
 
 def _change_bytes(change: DataChange) -> bytes:

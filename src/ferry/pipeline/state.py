@@ -4,12 +4,21 @@ SQLite by default (one file), PostgreSQL for deployments: any SQLAlchemy URL. A 
 holds the offsets (per topic and partition, the next offset to read) and the tracked source
 schemas; the status row holds what ``ferry status`` shows (phase, detail, counters, lag) and the
 schema-change history has one row per change seen.
+
+Several workers run one pipeline, each reading some of its partitions. A worker's checkpoint
+names only the partitions it reads; it is merged into the pipeline's latest one (offsets replaced
+per partition, schemas merged per table by :func:`merge_schemas`), so that the latest checkpoint
+always holds every partition's offset. Writers of one pipeline's state are serialised: SQLite
+transactions that write start with ``BEGIN IMMEDIATE``, other databases lock the pipeline's row
+of ``ferry_locks`` (``SELECT ... FOR UPDATE``). Leases (:meth:`StateStore.lease`) let one worker
+at a time do what must happen once, such as applying a schema change at the sink.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
+from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -26,11 +35,15 @@ from sqlalchemy import (
     Text,
     create_engine,
     delete,
+    event,
     insert,
     select,
     update,
 )
-from sqlalchemy.engine import Engine
+from sqlalchemy.engine import Connection, Engine
+from sqlalchemy.exc import DBAPIError, IntegrityError
+
+from ferry.pipeline.tracker import SchemaTracker, TrackedTable
 
 metadata = MetaData()
 
@@ -68,7 +81,23 @@ schema_history = Table(
     Column("at_ms", BigInteger, nullable=False),
 )
 
+leases = Table(
+    "ferry_leases",
+    metadata,
+    Column("pipeline", String(200), primary_key=True),
+    Column("name", String(500), primary_key=True),
+    Column("holder", String(200), nullable=False),
+    Column("expires_ms", BigInteger, nullable=False),
+)
+
+#: One row per pipeline, locked by the transactions that read and then write its state.
+locks = Table("ferry_locks", metadata, Column("pipeline", String(200), primary_key=True))
+
 KEEP_CHECKPOINTS = 10
+#: A worker not heard from for this long leaves the status's list of workers.
+WORKER_FORGOTTEN_AFTER_MS = 10 * 60 * 1000
+#: Execution option asking for a transaction that writes (SQLite: ``BEGIN IMMEDIATE``).
+_WRITER = "ferry_writer"
 
 
 @dataclass(frozen=True, slots=True)
@@ -106,6 +135,57 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
+def merge_schemas(
+    stored: Mapping[str, Any], written: Mapping[str, Any], partitions: Collection[int]
+) -> dict[str, Any]:
+    """The tracked schemas once a worker reading ``partitions`` saved ``written`` over ``stored``.
+
+    Per table, each partition's last schema comes from the worker that reads it: ``written`` for
+    ``partitions`` and for partitions ``stored`` does not know, ``stored`` for the others. The
+    table's schema is the merge of its partitions' (the columns any of them has, types widened, as
+    :class:`~ferry.pipeline.tracker.SchemaTracker` merges them), ordered as on the side that
+    changed the table last, whose version and history are kept. A table only one side tracks is
+    kept as it is. Schemas not in the tracker's form are not merged: ``written`` replaces them.
+    """
+    if not stored.get("tables") or stored.get("tables") == written.get("tables"):
+        return dict(written)
+    try:
+        merged = SchemaTracker.restore(stored)
+        mine = SchemaTracker.restore(written)
+    except (KeyError, TypeError, ValueError, AttributeError):
+        return dict(written)
+    for table_id, ours in mine.tables.items():
+        theirs = merged.tables.get(table_id)
+        merged.pending_renames[table_id] = mine.pending_renames.get(table_id, [])
+        if theirs is None:
+            merged.tables[table_id] = ours
+            continue
+        parts = dict(theirs.partitions)
+        parts.update({p: s for p, s in ours.partitions.items() if p in partitions or p not in parts})
+        newer = ours if _changed_ms(ours) >= _changed_ms(theirs) else theirs
+        schema = SchemaTracker._merge(newer.schema, parts.values(), newer.schema) if parts else newer.schema
+        merged.tables[table_id] = TrackedTable(schema, newer.version, parts, newer.history)
+    return merged.snapshot()
+
+
+def _changed_ms(table: TrackedTable) -> int:
+    return table.history[-1].at_ms if table.history else 0
+
+
+def _serialise_sqlite_writers(engine: Engine) -> None:
+    """SQLAlchemy, not the driver, begins SQLite transactions, and those that write begin with
+    ``BEGIN IMMEDIATE``: two workers that read the latest checkpoint and then write the merged one
+    never interleave, and a writer waits (``timeout``) instead of failing on a lock upgrade."""
+
+    @event.listens_for(engine, "connect")
+    def _no_driver_transactions(dbapi_connection: Any, _record: Any) -> None:
+        dbapi_connection.isolation_level = None
+
+    @event.listens_for(engine, "begin")
+    def _begin(conn: Connection) -> None:
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.get_execution_options().get(_WRITER) else "BEGIN")
+
+
 class StateStore:
     """Checkpoints, status and schema history of pipelines, in one SQL database."""
 
@@ -113,15 +193,72 @@ class StateStore:
         if url.startswith("sqlite:///") and not url.startswith("sqlite:///:memory:"):
             Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
         self.url = url
-        self.engine: Engine = create_engine(url, json_serializer=lambda o: orjson.dumps(o).decode())
-        metadata.create_all(self.engine)
+        self._sqlite = url.startswith("sqlite")
+        self.engine: Engine = create_engine(
+            url,
+            json_serializer=lambda o: orjson.dumps(o).decode(),
+            **({"connect_args": {"timeout": 30}} if self._sqlite else {}),
+        )
+        if self._sqlite:
+            _serialise_sqlite_writers(self.engine)
+        self._create_tables()
+
+    def _create_tables(self) -> None:
+        """Create what is missing; workers starting together may race to it, and the loser retries."""
+        for attempt in range(3):
+            try:
+                with self.engine.connect() as conn:
+                    conn.execution_options(**{_WRITER: True})
+                    with conn.begin():
+                        metadata.create_all(conn)
+                return
+            except DBAPIError:
+                if attempt == 2:
+                    raise
+                time.sleep(0.2)
+
+    @contextmanager
+    def _serialised(self, pipeline: str) -> Iterator[Connection]:
+        """A transaction that no other writer of the pipeline's state runs beside."""
+        with self.engine.connect() as conn:
+            conn.execution_options(**{_WRITER: True})
+            with conn.begin():
+                if not self._sqlite:
+                    self._lock(conn, pipeline)
+                yield conn
+
+    @staticmethod
+    def _lock(conn: Connection, pipeline: str) -> None:
+        query = select(locks.c.pipeline).where(locks.c.pipeline == pipeline).with_for_update()
+        if conn.execute(query).first() is not None:
+            return
+        try:
+            with conn.begin_nested():
+                conn.execute(insert(locks).values(pipeline=pipeline))
+        except IntegrityError:
+            conn.execute(query)  # another writer created it first: wait for it
 
     # -------------------------------------------------------------------------- checkpoints
 
     def save_checkpoint(
-        self, pipeline: str, offsets: Mapping[tuple[str, int], int], schemas: Mapping[str, Any]
+        self,
+        pipeline: str,
+        offsets: Mapping[tuple[str, int], int],
+        schemas: Mapping[str, Any],
+        *,
+        merge: bool = True,
     ) -> int:
-        with self.engine.begin() as conn:
+        """Record a checkpoint; returns its id.
+
+        With ``merge`` (a worker's checkpoint), the new checkpoint is the latest one with the offsets
+        of these partitions replaced and the schemas merged (:func:`merge_schemas`): the offsets of
+        partitions another worker reads are kept. Without, it is exactly what is given (a restore).
+        """
+        with self._serialised(pipeline) as conn:
+            latest = self._latest(conn, pipeline) if merge else None
+            if latest is not None:
+                schemas = merge_schemas(latest.schemas, schemas, {p for _, p in offsets})
+                offsets = {**latest.offsets, **offsets}
             result = conn.execute(
                 insert(checkpoints).values(
                     pipeline=pipeline,
@@ -139,25 +276,68 @@ class StateStore:
         return new_id
 
     def latest_checkpoint(self, pipeline: str) -> Checkpoint | None:
+        """The pipeline's latest checkpoint: every partition's offset, whichever worker read it."""
         with self.engine.connect() as conn:
-            row = conn.execute(
-                select(checkpoints)
-                .where(checkpoints.c.pipeline == pipeline)
-                .order_by(checkpoints.c.id.desc())
-                .limit(1)
-            ).first()
+            return self._latest(conn, pipeline)
+
+    @staticmethod
+    def _latest(conn: Connection, pipeline: str) -> Checkpoint | None:
+        row = conn.execute(
+            select(checkpoints)
+            .where(checkpoints.c.pipeline == pipeline)
+            .order_by(checkpoints.c.id.desc())
+            .limit(1)
+        ).first()
         if row is None:
             return None
         return Checkpoint(row.id, row.pipeline, row.created_ms, decode_offsets(row.offsets), row.schemas)
 
     # -------------------------------------------------------------------------- status
 
-    def set_status(self, pipeline: str, phase: str, detail: str, metrics: Mapping[str, Any]) -> None:
-        values = {"phase": phase, "detail": detail, "updated_ms": now_ms(), "metrics": dict(metrics)}
-        with self.engine.begin() as conn:
-            done = conn.execute(update(status).where(status.c.pipeline == pipeline).values(**values)).rowcount
-            if not done:
-                conn.execute(insert(status).values(pipeline=pipeline, **values))
+    def set_status(
+        self,
+        pipeline: str,
+        phase: str,
+        detail: str,
+        metrics: Mapping[str, Any],
+        *,
+        worker: str | None = None,
+    ) -> None:
+        """Record what ``ferry status`` shows. With ``worker``, the status also keeps, under
+        ``metrics["workers"]``, what each worker of the pipeline last said: its phase, assigned
+        partitions and records read (a worker gone for 10 minutes is dropped)."""
+        now = now_ms()
+        values: dict[str, Any] = {
+            "phase": phase,
+            "detail": detail,
+            "updated_ms": now,
+            "metrics": dict(metrics),
+        }
+        if worker is None:
+            with self.engine.begin() as conn:
+                self._write_status(conn, pipeline, values)
+            return
+        with self._serialised(pipeline) as conn:
+            row = conn.execute(select(status.c.metrics).where(status.c.pipeline == pipeline)).first()
+            workers = dict((row.metrics or {}).get("workers", {})) if row is not None else {}
+            workers = {
+                w: s for w, s in workers.items() if now - s.get("updated_ms", 0) < WORKER_FORGOTTEN_AFTER_MS
+            }
+            workers[worker] = {
+                "phase": phase,
+                "updated_ms": now,
+                "assigned": metrics.get("assigned", {}),
+                "records_read": metrics.get("records_read", 0),
+                "throughput_eps": metrics.get("throughput_eps", 0.0),
+            }
+            values["metrics"] = {**values["metrics"], "workers": workers}
+            self._write_status(conn, pipeline, values)
+
+    @staticmethod
+    def _write_status(conn: Connection, pipeline: str, values: Mapping[str, Any]) -> None:
+        done = conn.execute(update(status).where(status.c.pipeline == pipeline).values(**values)).rowcount
+        if not done:
+            conn.execute(insert(status).values(pipeline=pipeline, **values))
 
     def get_status(self, pipeline: str) -> dict[str, Any] | None:
         with self.engine.connect() as conn:
@@ -201,6 +381,64 @@ class StateStore:
             )
             for r in rows
         ]
+
+    # -------------------------------------------------------------------------- leases
+
+    def take_lease(self, pipeline: str, name: str, holder: str, ttl_s: float) -> str | None:
+        """Take (or renew) lease ``name`` of a pipeline for ``ttl_s`` seconds.
+
+        Returns ``None`` when ``holder`` has it now, else the holder that has it (until it releases
+        it or it expires: a worker that died holding a lease holds it for ``ttl_s`` at most).
+        """
+        now = now_ms()
+        key = (leases.c.pipeline == pipeline) & (leases.c.name == name)
+        with self._serialised(pipeline) as conn:
+            row = conn.execute(select(leases.c.holder, leases.c.expires_ms).where(key)).first()
+            if row is not None and row.holder != holder and row.expires_ms > now:
+                return str(row.holder)
+            values = {"holder": holder, "expires_ms": now + int(ttl_s * 1000)}
+            if row is None:
+                conn.execute(insert(leases).values(pipeline=pipeline, name=name, **values))
+            else:
+                conn.execute(update(leases).where(key).values(**values))
+        return None
+
+    def release_lease(self, pipeline: str, name: str, holder: str) -> None:
+        """Give a lease up (nothing happens when ``holder`` does not have it)."""
+        with self.engine.begin() as conn:
+            conn.execute(
+                delete(leases).where(
+                    leases.c.pipeline == pipeline, leases.c.name == name, leases.c.holder == holder
+                )
+            )
+
+    @contextmanager
+    def lease(
+        self,
+        pipeline: str,
+        name: str,
+        holder: str,
+        *,
+        ttl_s: float,
+        poll_s: float = 0.1,
+        waiting: Callable[[str], None] | None = None,
+    ) -> Iterator[None]:
+        """Hold lease ``name`` for the block, waiting while another holder has it (``waiting`` is
+        told who, at each look)."""
+        while (other := self.take_lease(pipeline, name, holder, ttl_s)) is not None:
+            if waiting is not None:
+                waiting(other)
+            time.sleep(poll_s)
+        try:
+            yield
+        finally:
+            self.release_lease(pipeline, name, holder)
+
+    def forget(self, pipeline: str) -> None:
+        """Remove a pipeline's checkpoints, status and schema history (its name is reused)."""
+        with self.engine.begin() as conn:
+            for table in (checkpoints, status, schema_history):
+                conn.execute(delete(table).where(table.c.pipeline == pipeline))
 
     def close(self) -> None:
         self.engine.dispose()

@@ -10,9 +10,11 @@ from ferry.sinks.exceptions import MissingExtraError, SinkError
 
 #: sink type (as written in the job file) → (module, class, pip extra that brings its client library)
 SINK_CLASSES: dict[str, tuple[str, str, str | None]] = {
+    "fluss": ("ferry.sinks.fluss.sink", "FlussSink", "fluss"),
     "hologres": ("ferry.sinks.hologres.sink", "HologresSink", "hologres"),
     "iceberg": ("ferry.sinks.iceberg.sink", "IcebergSink", "iceberg"),
     "kafka": ("ferry.sinks.kafka.sink", "KafkaSink", None),
+    "maxcompute": ("ferry.sinks.maxcompute.sink", "MaxComputeSink", "maxcompute"),
     "memory": ("ferry.sinks.memory", "MemorySink", None),
     "null": ("ferry.sinks.memory", "NullSink", None),
     "paimon": ("ferry.sinks.paimon.sink", "PaimonSink", "paimon"),

@@ -119,6 +119,25 @@ class OffsetCommitting(Protocol):
 
 
 @runtime_checkable
+class TableDropping(Protocol):
+    """A sink that can drop a table for a replay to rebuild it (Iceberg, Paimon)."""
+
+    def drop_table(self, table_id: TableId) -> bool:
+        """Drop the table; False when it did not exist."""
+        ...
+
+
+@runtime_checkable
+class SchemaCaching(Protocol):
+    """A sink that keeps the schemas it read: told to read a table's again when another worker of
+    the pipeline may have changed it."""
+
+    def forget_schema(self, table_id: TableId) -> None:
+        """The next :meth:`Sink.table_schema` of this table reads it from the sink."""
+        ...
+
+
+@runtime_checkable
 class AsyncSchemaChanges(Protocol):
     """A sink whose ALTERs finish in the background (StarRocks, SelectDB in batch mode): rows are
     written only once the change is done, and the wait is bounded by the pipeline."""

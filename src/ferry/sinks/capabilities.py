@@ -126,6 +126,12 @@ MAXCOMPUTE = SinkCapabilities(
         K.TRUNCATE_TABLE: S.APPLY,
         **_COMMENTS_NOT_SYNCED,
     },
+    nullable_added_columns=True,
+    notes={
+        K.ADD_COLUMN_LAST: "a NOT NULL column is added as nullable (MaxCompute adds nullable columns)",
+        K.ALTER_COLUMN_TYPE: "MaxCompute's compatible changes (int → bigint, float → double, decimal "
+        "precision, ...); others are refused when applied",
+    },
 )
 
 KAFKA = SinkCapabilities(

@@ -4,15 +4,23 @@ Both keep tables in a catalog, apply schema changes through the catalog, buffer 
 checkpoint and then commit one snapshot per table that also records the source offsets, so that
 a restart skips what a table already holds. A subclass says how to load a table, read its schema,
 create and alter it, commit rows, and walk its snapshots' properties.
+
+Several workers of one pipeline commit to the same tables, each with the offsets of the partitions
+it reads. A commit therefore carries those offsets merged into the ones the table's newest
+snapshots carry (per partition, the highest): no worker's commit erases another's. A commit that
+loses the race to another writer is retried on the refreshed table, a bounded number of times,
+with the offsets merged again.
 """
 
 from __future__ import annotations
 
 import json
 import logging
+import random
+import time
 from abc import abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
-from contextlib import contextmanager
+from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any, ClassVar
 
 from ferry.pipeline.apply import is_applied
@@ -27,6 +35,12 @@ log = logging.getLogger(__name__)
 
 #: The snapshot property holding a pipeline's offsets.
 OFFSETS_PROPERTY = "ferry.offsets.{pipeline}"
+#: How many of a table's newest snapshots that carry the pipeline's offsets are read for them: a
+#: commit that raced another one (and was retried inside the format's library with the offsets
+#: merged before the other landed) may carry an older offset than its parent.
+OFFSET_SNAPSHOTS = 10
+#: How many times a commit that lost a race to another writer is tried.
+COMMIT_ATTEMPTS = 8
 
 
 def encode_offsets(offsets: Offsets) -> str:
@@ -91,6 +105,16 @@ class TableFormatSink(Sink):
         """Whether an error of the format's library may go away on retry."""
         return False
 
+    def is_conflict(self, error: BaseException | None) -> bool:
+        """Whether a commit failed because another writer committed first (retried on the table as
+        it is now)."""
+        return False
+
+    def commit_guard(self, table_id: TableId) -> AbstractContextManager[Any]:
+        """Held while the offsets are merged and the table committed; nothing by default (the
+        catalog detects conflicting commits)."""
+        return nullcontext()
+
     def after_commit(self, table_id: TableId, properties: dict[str, str]) -> None:
         """Work that follows a table's commit (compaction); nothing by default."""
 
@@ -105,6 +129,9 @@ class TableFormatSink(Sink):
                 table=str(table_id),
             )
         return table
+
+    def forget_schema(self, table_id: TableId) -> None:
+        self._schemas.pop(table_id, None)
 
     def table_schema(self, table_id: TableId) -> Schema | None:
         if table_id not in self._schemas:
@@ -139,25 +166,55 @@ class TableFormatSink(Sink):
         self._written_schemas[table_id] = schema
 
     def flush(self, offsets: Offsets) -> None:
-        properties = {self.offsets_property: encode_offsets(offsets)}
         for table_id in [t for t, changes in self._buffers.items() if changes]:
-            with self.errors(table_id, "committing rows"):
-                self.commit(table_id, self._buffers[table_id], properties)
+            properties = self._commit_merged(table_id, self._buffers[table_id], offsets)
             del self._buffers[table_id]
             self.after_commit(table_id, properties)
         self._buffers.clear()
 
+    def _commit_merged(
+        self, table_id: TableId, changes: list[DataChange], offsets: Offsets
+    ) -> dict[str, str]:
+        """Commit the rows with ``offsets`` merged into the table's; retry a commit another writer
+        beat (the table is loaded again for each attempt). Returns the properties committed."""
+        delay, attempt = 0.05, 1
+        while True:
+            try:
+                with self.errors(table_id, "committing rows"), self.commit_guard(table_id):
+                    merged = dict(self._committed(table_id))
+                    for tp, offset in offsets.items():
+                        merged[tp] = max(offset, merged.get(tp, offset))
+                    properties = {self.offsets_property: encode_offsets(merged)}
+                    self.commit(table_id, changes, properties)
+                return properties
+            except SinkTransientError as e:
+                if attempt >= COMMIT_ATTEMPTS or not self.is_conflict(e.__cause__):
+                    raise
+            log.info("%s: another writer committed first (attempt %d), retrying", table_id, attempt)
+            time.sleep(delay * (1 + random.random()))
+            delay, attempt = min(delay * 2, 2.0), attempt + 1
+
     def committed_offsets(self, table_id: TableId) -> dict[tuple[str, int], int]:
-        """The offsets of the newest snapshot that carries this pipeline's."""
+        """Per partition, the highest offset the newest snapshots carrying this pipeline's offsets have."""
         with self.errors(table_id, "reading committed offsets"):
-            table = self.load_table(table_id)
-            if table is None:
-                return {}
-            for properties in self.snapshot_properties(table):
-                value = properties.get(self.offsets_property)
-                if value is not None:
-                    return decode_offsets(value)
-        return {}
+            return self._committed(table_id)
+
+    def _committed(self, table_id: TableId) -> dict[tuple[str, int], int]:
+        table = self.load_table(table_id)
+        if table is None:
+            return {}
+        out: dict[tuple[str, int], int] = {}
+        seen = 0
+        for properties in self.snapshot_properties(table):
+            value = properties.get(self.offsets_property)
+            if value is None:
+                continue
+            for tp, offset in decode_offsets(value).items():
+                out[tp] = max(offset, out.get(tp, offset))
+            seen += 1
+            if seen == OFFSET_SNAPSHOTS:
+                break
+        return out
 
     def close(self) -> None:
         if self._buffers:

@@ -24,8 +24,6 @@ from __future__ import annotations
 import argparse
 import base64
 import contextlib
-import ctypes
-import ctypes.util
 import hashlib
 import json
 import os
@@ -46,6 +44,7 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from ferry.exceptions import FerryError
+from ferry.process import parent_death_hook
 
 __all__ = [
     "KafkaBroker",
@@ -72,7 +71,6 @@ REQUIRED_JAR_PREFIXES = ("kafka_2.13-", "kafka-server-", "kafka-clients-", "scal
 LOG_TAIL_LINES = 60
 HOST = "127.0.0.1"
 
-_PR_SET_PDEATHSIG = 1
 
 
 class KafkaBrokerError(FerryError):
@@ -256,24 +254,6 @@ def _cluster_id() -> str:
         text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode("ascii").rstrip("=")
         if not text.startswith("-"):
             return text
-
-
-def _parent_death_hook() -> Callable[[], None] | None:
-    """A pre-exec hook that makes the child get SIGTERM when this process dies (Linux only)."""
-    if not sys.platform.startswith("linux"):
-        return None
-    libc_name = ctypes.util.find_library("c")
-    if libc_name is None:
-        return None
-    libc = ctypes.CDLL(libc_name, use_errno=True)
-    parent = os.getpid()
-
-    def hook() -> None:
-        libc.prctl(_PR_SET_PDEATHSIG, signal.SIGTERM, 0, 0, 0)
-        if os.getppid() != parent:  # the parent already died between fork and prctl
-            os.kill(os.getpid(), signal.SIGTERM)
-
-    return hook
 
 
 def _pid_alive(pid: int) -> bool:
@@ -597,7 +577,7 @@ class KafkaBroker:
                 stderr=subprocess.STDOUT,
                 cwd=self.data_dir,
                 start_new_session=True,
-                preexec_fn=None if self.detached else _parent_death_hook(),  # noqa: PLW1509
+                preexec_fn=None if self.detached else parent_death_hook(),  # noqa: PLW1509
             )
         self.pid = self._process.pid
         self._wait_ready()

@@ -137,7 +137,7 @@ def test_drop_rename_alter_truncate_drop_table() -> None:
 def test_upsert_and_delete_by_key() -> None:
     assert D.upsert(ORDERS, ["id", "qty", "note"], ["id"]) == (
         'INSERT INTO "public"."orders" ("id", "qty", "note") VALUES (%s, %s, %s) '
-        'ON CONFLICT ("id") DO UPDATE SET "qty" = EXCLUDED."qty", "note" = EXCLUDED."note"'
+        'ON CONFLICT ("id") DO UPDATE SET "qty" = "excluded"."qty", "note" = "excluded"."note"'
     )
     assert D.upsert(ORDERS, ["a", "b"], ["a", "b"]) == (
         'INSERT INTO "public"."orders" ("a", "b") VALUES (%s, %s) ON CONFLICT ("a", "b") DO NOTHING'

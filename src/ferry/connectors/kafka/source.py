@@ -8,6 +8,13 @@ decodes in Python at about 110k records/s.
 Start positions follow Flink's Kafka options (``scan.startup.mode``), per topic; offsets from a
 checkpoint win over them. A bounded read (``scan.bounded.mode``) ends at positions fixed when the
 partitions are assigned.
+
+Several workers with the same job share the partitions through the consumer group. A rebalance
+happens inside :meth:`KafkaSource.poll`, and the :class:`~ferry.connectors.base.RebalanceListener`
+hears of it there: revoked partitions are checkpointed before they go; an assigned partition that
+the pipeline has read before starts from the newer of the offset the group committed for it and
+the one in the pipeline's latest checkpoint (read again at each assignment, since another worker
+may have moved it).
 """
 
 from __future__ import annotations
@@ -28,6 +35,7 @@ from confluent_kafka import (
     TopicPartition,
 )
 
+from ferry.connectors.base import RebalanceListener
 from ferry.connectors.kafka.exceptions import SourceError
 
 log = logging.getLogger(__name__)
@@ -110,13 +118,20 @@ class KafkaSource:
         self._start_offsets: dict[tuple[str, int], int] = {}
         self._last_end_check = 0.0
         self._finished = False
+        self._listener: RebalanceListener | None = None
+        self._rebalanced = False
 
     # ------------------------------------------------------------------------------ Source
+
+    def set_rebalance_listener(self, listener: RebalanceListener | None) -> None:
+        self._listener = listener
 
     def open(self, start_offsets: Mapping[tuple[str, int], int]) -> None:
         self._checkpoint_offsets = dict(start_offsets)
         self.consumer = Consumer(self.settings, logger=log)
-        self.consumer.subscribe(self.subscription, on_assign=self._on_assign, on_revoke=self._on_revoke)
+        self.consumer.subscribe(
+            self.subscription, on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_lost
+        )
 
     def poll(self, max_records: int, timeout: float) -> Sequence[Any]:
         assert self.consumer is not None, "open() first"
@@ -128,6 +143,11 @@ class KafkaSource:
             if record.error() is not None:
                 records = self._without_errors(records)
                 break
+        if self._rebalanced:
+            # nothing of a partition that went elsewhere during this call is handed out
+            self._rebalanced = False
+            owned = set(self.assigned)
+            records = [r for r in records if (r.topic(), r.partition()) in owned]
         if self.end_offsets and records:
             ends = self.end_offsets
             records = [r for r in records if r.offset() < ends.get((r.topic(), r.partition()), 1 << 62)]
@@ -202,6 +222,9 @@ class KafkaSource:
         return out
 
     def close(self) -> None:
+        # leaving the group revokes the partitions: the pipeline has taken its final checkpoint
+        # (or failed, and must not take one), so nobody is told
+        self._listener = None
         if self.consumer is not None:
             self.consumer.close()
             self.consumer = None
@@ -223,19 +246,60 @@ class KafkaSource:
         return good
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        self._rebalanced = True
         revoked = {(tp.topic, tp.partition) for tp in partitions}
+        if self._listener is not None and revoked:
+            # still ours while this runs: what was read from them is checkpointed and committed
+            self._listener.partitions_revoked(sorted(tp for tp in self.assigned if tp in revoked))
         self.assigned = [tp for tp in self.assigned if tp not in revoked]
+        if revoked:
+            log.info("revoked %s", ", ".join(f"{t}[{p}]" for t, p in sorted(revoked)))
+
+    def _on_lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        self._rebalanced = True
+        lost = {(tp.topic, tp.partition) for tp in partitions}
+        log.warning(
+            "lost %s (this worker left the group, e.g. it was not heard from for session.timeout.ms)",
+            ", ".join(f"{t}[{p}]" for t, p in sorted(lost)),
+        )
+        if self._listener is not None and lost:
+            self._listener.partitions_lost(sorted(tp for tp in self.assigned if tp in lost))
+        self.assigned = [tp for tp in self.assigned if tp not in lost]
 
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
+        self._rebalanced = True
+        if self._listener is not None:
+            self._checkpoint_offsets = dict(self._listener.checkpointed_offsets())
+        committed = self._group_offsets(consumer, partitions)
         for tp in partitions:
-            tp.offset = self._absolute(consumer, tp, self._start_offset(consumer, tp))
-            self._start_offsets[(tp.topic, tp.partition)] = tp.offset
+            key = (tp.topic, tp.partition)
+            tp.offset = self._absolute(consumer, tp, self._start_offset(consumer, tp, committed.get(key)))
+            self._start_offsets[key] = tp.offset
         self._report_retention_loss(consumer, partitions)
         consumer.assign(partitions)
         self.assigned = [(tp.topic, tp.partition) for tp in partitions]
         if self.end.mode != "unbounded":
             self._fix_end_offsets(consumer, partitions)
         log.info("assigned %s", ", ".join(f"{tp.topic}[{tp.partition}]@{tp.offset}" for tp in partitions))
+        if self._listener is not None:
+            self._listener.partitions_assigned(
+                {(tp.topic, tp.partition): tp.offset for tp in partitions if tp.offset >= 0}
+            )
+
+    def _group_offsets(
+        self, consumer: Consumer, partitions: list[TopicPartition]
+    ) -> dict[tuple[str, int], int]:
+        """What the consumer group committed for the partitions a checkpoint also has an offset for."""
+        known = [TopicPartition(tp.topic, tp.partition) for tp in partitions]
+        known = [tp for tp in known if (tp.topic, tp.partition) in self._checkpoint_offsets]
+        if not known:
+            return {}
+        try:
+            found = consumer.committed(known, timeout=10)
+        except KafkaException as e:
+            log.warning("reading the group's committed offsets failed (using the checkpoint's): %s", e)
+            return {}
+        return {(tp.topic, tp.partition): int(tp.offset) for tp in found if tp.offset >= 0}
 
     def _absolute(self, consumer: Consumer, tp: TopicPartition, offset: int) -> int:
         """Logical start offsets (beginning, end) as numbers, so positions are known before a fetch."""
@@ -250,10 +314,13 @@ class KafkaSource:
             return int(low)  # auto.offset.reset=earliest
         return offset
 
-    def _start_offset(self, consumer: Consumer, tp: TopicPartition) -> int:
+    def _start_offset(self, consumer: Consumer, tp: TopicPartition, committed: int | None = None) -> int:
+        """The newer of the checkpoint's offset and the group's: both are written only once the sink
+        holds everything before them, so the newer one is safe and replays the least. The startup
+        options decide for a partition the pipeline has never checkpointed."""
         checkpointed = self._checkpoint_offsets.get((tp.topic, tp.partition))
         if checkpointed is not None:
-            return checkpointed
+            return checkpointed if committed is None else max(checkpointed, committed)
         start = self.start_per_topic.get(tp.topic, self.start)
         match start.mode:
             case "earliest-offset":

@@ -11,6 +11,7 @@ This module imports no driver, so a job file validates without the ``hologres`` 
       username: ${HOLOGRES_USER}
       password: ${HOLOGRES_PASSWORD}
       sink.type-normalize-strategy: broaden   # standard (default) | broaden | only-bigint-or-text
+      mutatetype: insertorupdate              # insertorignore | insertorreplace | insertorupdate (default)
       table_property.distribution_key: id     # Hologres-only: CALL set_table_property(...)
       table_property.orientation: column
       schema: public                          # tables whose id has no schema part go here
@@ -18,6 +19,7 @@ This module imports no driver, so a job file validates without the ``hologres`` 
 
 from __future__ import annotations
 
+from enum import StrEnum
 from typing import Any, Literal
 
 from pydantic import Field, SecretStr, field_validator, model_validator
@@ -27,6 +29,18 @@ from ferry.sinks.hologres.types import TypeNormalizeStrategy
 
 #: Hologres's port when ``endpoint`` names none.
 DEFAULT_PORT = 80
+
+
+class MutateType(StrEnum):
+    """What a write does to a row whose primary key is already in the table (Hologres's Flink
+    connector's ``mutatetype``)."""
+
+    #: The row in the table stays as it is (``INSERT ... ON CONFLICT DO NOTHING``).
+    INSERT_OR_IGNORE = "insertorignore"
+    #: The whole row is replaced: columns the write has no value for become NULL.
+    INSERT_OR_REPLACE = "insertorreplace"
+    #: The written columns are updated; the table's other columns keep their values.
+    INSERT_OR_UPDATE = "insertorupdate"
 
 
 class HologresSinkConfig(SinkConfigBase):
@@ -41,6 +55,8 @@ class HologresSinkConfig(SinkConfigBase):
     type_normalize_strategy: TypeNormalizeStrategy = Field(
         default=TypeNormalizeStrategy.STANDARD, alias="sink.type-normalize-strategy"
     )
+    #: What a write does to a row whose key is already in the table.
+    mutate_type: MutateType = Field(default=MutateType.INSERT_OR_UPDATE, alias="mutatetype")
     #: Hologres table properties of the tables the sink creates (``distribution_key``,
     #: ``clustering_key``, ``orientation`` ...), set with ``CALL set_table_property``.
     table_properties: dict[str, str] = Field(default_factory=dict)

@@ -2,10 +2,11 @@
 
 What Hologres stores for a source type follows ``sink.type-normalize-strategy``
 (:func:`~ferry.sinks.hologres.types.hologres_type`). A column added NOT NULL is added nullable (the
-rows already in the table have no value for it). New tables get ``table_property.*`` through
-``CALL set_table_property`` in the transaction that creates them; these calls exist only in
-Hologres, so a sink pointed at a plain PostgreSQL server (``hologres_only_statements=False``) leaves
-them out and runs everything else unchanged.
+rows already in the table have no value for it). A row whose key is in the table is ignored,
+replaced or updated as ``mutatetype`` says (:class:`~ferry.sinks.hologres.config.MutateType`). New
+tables get ``table_property.*`` through ``CALL set_table_property`` in the transaction that creates
+them; these calls exist only in Hologres, so a sink pointed at a plain PostgreSQL server
+(``hologres_only_statements=False``) leaves them out and runs everything else unchanged.
 """
 
 from __future__ import annotations
@@ -15,15 +16,15 @@ from collections.abc import Sequence
 import psycopg
 
 from ferry.pipeline import types as ft
-from ferry.pipeline.schema import Schema
+from ferry.pipeline.schema import Schema, TableId
 from ferry.pipeline.types import DataType, TypeRoot
 from ferry.sinks.base import SinkCapabilities
 from ferry.sinks.capabilities import CAPABILITIES
-from ferry.sinks.hologres.config import HologresSinkConfig
+from ferry.sinks.hologres.config import HologresSinkConfig, MutateType
 from ferry.sinks.hologres.dialect import ARRAY_ELEMENTS, HologresDialect
 from ferry.sinks.hologres.types import hologres_type
 from ferry.sinks.sql.dialect import SqlTable
-from ferry.sinks.sql.sink import DbConnection, SqlSink
+from ferry.sinks.sql.sink import DbConnection, DbCursor, SqlSink
 
 #: SQLSTATE classes of errors that may pass on retry: connection exceptions, transaction rollbacks
 #: (serialization failures, deadlocks), insufficient resources, operator intervention.
@@ -97,3 +98,17 @@ class HologresSink(SqlSink):
         if self.hologres_only_statements:
             statements += self.dialect.table_property_statements(table, self.table_properties)
         return statements
+
+    def upsert_statement(
+        self, cursor: DbCursor, table_id: TableId, columns: Sequence[str], keys: Sequence[str]
+    ) -> str:
+        table = self.sql_table(table_id)
+        mutate_type = self.config.mutate_type
+        if mutate_type is MutateType.INSERT_OR_IGNORE:
+            return self.dialect.insert_or_ignore(table, columns, keys)
+        if mutate_type is MutateType.INSERT_OR_REPLACE:
+            # the table's columns, not only the written ones: those the write lacks become NULL
+            current = self._schemas.get(table_id) or self._read_schema(cursor, table)
+            table_columns = current.names if current is not None else tuple(columns)
+            return self.dialect.insert_or_replace(table, columns, keys, table_columns)
+        return self.dialect.upsert(table, columns, keys)

@@ -144,6 +144,15 @@ class IcebergSink(TableFormatSink):
         except (NoSuchTableError, NoSuchNamespaceError):
             return None
 
+    def drop_table(self, table_id: TableId) -> bool:
+        """Drop the table from the catalog (a replay rebuilds it); False when it did not exist."""
+        self._schemas.pop(table_id, None)
+        try:
+            self.catalog.drop_table(self.identifier(table_id))
+        except (NoSuchTableError, NoSuchNamespaceError):
+            return False
+        return True
+
     # ------------------------------------------------------------------------------- schemas
 
     def sink_type(self, source_type: DataType) -> DataType:
@@ -371,6 +380,12 @@ class IcebergSink(TableFormatSink):
 
     def is_transient(self, error: Exception) -> bool:
         return isinstance(error, _TRANSIENT)
+
+    def is_conflict(self, error: BaseException | None) -> bool:
+        # the SQL catalog's commit fails when the table's metadata changed since it was loaded
+        # (pyiceberg has retried it already, with the offsets merged before); a copy-on-write
+        # delete fails validation when another commit changed the files it rewrites
+        return isinstance(error, CommitFailedException | ValidationException)
 
 
 # ----------------------------------------------------------------------------------- helpers

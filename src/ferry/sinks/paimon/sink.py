@@ -14,11 +14,20 @@ pypaimon's retry after a conflict never takes another commit for its own.
 
 Column names are matched ignoring case: a change naming a column the table spells differently
 (source ``Qty``, table ``qty``) fails at Paimon and is retried with the table's spelling.
+
+Several writers. pypaimon retries a commit that lost the race for the next snapshot id (with the
+snapshot properties it was given) and gives up with a ``RuntimeError`` naming commit conflicts,
+which the sink retries with the offsets merged again. On a local file system pypaimon's snapshot
+commit is atomic within one process only (a thread lock around "exists, then rename"), so the
+workers of a pipeline on one machine also take an exclusive ``flock`` on the table's directory
+around each commit.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import os
 import time
 from collections.abc import Callable, Hashable, Iterator, Sequence
 from dataclasses import replace
@@ -118,6 +127,14 @@ class PaimonSink(TableFormatSink):
             return self.catalog.get_table(self.identifier(table_id))
         except (TableNotExistException, DatabaseNotExistException):
             return None
+
+    def drop_table(self, table_id: TableId) -> bool:
+        """Drop the table from the catalog (a replay rebuilds it); False when it did not exist."""
+        self._schemas.pop(table_id, None)
+        if self.load_table(table_id) is None:
+            return False
+        self.catalog.drop_table(self.identifier(table_id), True)
+        return True
 
     # ------------------------------------------------------------------------------- schemas
 
@@ -306,6 +323,25 @@ class PaimonSink(TableFormatSink):
     def is_transient(self, error: Exception) -> bool:
         return isinstance(error, _TRANSIENT) or _is_commit_conflict(error)
 
+    def is_conflict(self, error: BaseException | None) -> bool:
+        return isinstance(error, Exception) and _is_commit_conflict(error)
+
+    @contextlib.contextmanager
+    def commit_guard(self, table_id: TableId) -> Iterator[None]:
+        table = self.load_table(table_id)
+        directory = None if table is None else _local_directory(str(table.table_path))
+        if directory is None or not os.path.isdir(directory):
+            yield
+            return
+        import fcntl  # noqa: PLC0415 - POSIX only, like the local file systems it guards
+
+        fd = os.open(directory, os.O_RDONLY)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            yield
+        finally:
+            os.close(fd)  # releases the lock
+
 
 # ----------------------------------------------------------------------------------- helpers
 
@@ -315,6 +351,13 @@ def _read_schema(table: Any) -> Schema:
     rowkind = table_schema.options.get(ROWKIND_OPTION)
     hidden = frozenset({rowkind} if rowkind else ())
     return to_ferry_schema(table_schema.fields, list(table_schema.primary_keys), table_schema.comment, hidden)
+
+
+def _local_directory(path: str) -> str | None:
+    """The local directory of a table path, or None for a remote file system."""
+    if path.startswith("file://"):
+        return path.removeprefix("file://")
+    return None if "://" in path else path
 
 
 def _is_commit_conflict(error: Exception) -> bool:

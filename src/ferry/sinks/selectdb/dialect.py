@@ -2,19 +2,66 @@
 
 A Doris table the sink creates is a unique key table (``UNIQUE KEY (...)``), so a load replaces the
 row with the same key; it is distributed by the key (``DISTRIBUTED BY HASH(...) BUCKETS AUTO``).
-Doris renames a column without ``TO`` (``RENAME COLUMN old new``): :meth:`SelectDbDialect.rename_column`
-spells it so when ``vendor_only``, and as MariaDB does otherwise.
+Doris renames a column without ``TO`` (``RENAME COLUMN old new``). Statements are compiled with
+SQLAlchemy's MySQL dialect under the name ``doris`` (:class:`DorisSqlDialect`): the ``pydoris``
+package's dialect needs ``mysqlclient``, a C extension built against MySQL's client headers, and
+would not help either (it drops primary keys and writes ``PROPERTIES`` unescaped).
 """
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
+from typing import Any
 
-from ferry.pipeline.schema import Schema
+from sqlalchemy.dialects import mysql
+from sqlalchemy.dialects.mysql.base import MySQLDialect
+from sqlalchemy.engine import Dialect
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.sql.compiler import DDLCompiler
+from sqlalchemy.types import Text, TypeEngine
+
 from ferry.pipeline.types import DataType, TypeRoot
 from ferry.sinks.exceptions import SinkTerminalError
-from ferry.sinks.sql.dialect import SqlTable
-from ferry.sinks.starrocks.dialect import MYSQL_TYPES, MySqlProtocolDialect
+from ferry.sinks.sql import ddl
+from ferry.sinks.starrocks.dialect import (
+    MYSQL_TYPES,
+    MariaDbDdlCompiler,
+    MySqlPreparer,
+    MySqlProtocolDialect,
+    MySqlTypeCompiler,
+)
+
+
+class STRING(Text):
+    """Doris's unbounded string type."""
+
+    __visit_name__ = "STRING"
+
+
+class DorisTypeCompiler(MySqlTypeCompiler):
+    def visit_STRING(self, type_: Any, **kw: Any) -> str:  # noqa: N802 - SQLAlchemy's visitor name
+        return "STRING"
+
+
+class DorisSqlDialect(MySQLDialect):
+    """SQLAlchemy's MySQL dialect with Doris's types, every identifier quoted and ferry's layout."""
+
+    name = "doris"
+    supports_statement_cache = True
+    preparer = MySqlPreparer
+    ddl_compiler = MariaDbDdlCompiler
+    type_compiler_cls = DorisTypeCompiler
+
+
+@compiles(ddl.RenameColumn, "doris")
+def _rename_column(element: ddl.RenameColumn, compiler: DDLCompiler, **kw: Any) -> str:
+    # Doris: ALTER TABLE t RENAME COLUMN old_name new_name
+    quote = compiler.preparer.quote
+    return f"{ddl.alter_table(compiler, element)} RENAME COLUMN {quote(element.old)} {quote(element.new)}"
+
+
+#: Doris types without parameters.
+DORIS_TYPES: Mapping[TypeRoot, TypeEngine[Any]] = {**MYSQL_TYPES, TypeRoot.STRING: STRING()}
 
 
 class SelectDbDialect(MySqlProtocolDialect):
@@ -22,37 +69,29 @@ class SelectDbDialect(MySqlProtocolDialect):
 
     name = "selectdb"
     key_model = "UNIQUE KEY"
+    buckets = "AUTO"
     #: Doris's longest VARCHAR, in bytes (longer strings are ``STRING``).
     max_vendor_varchar = 65_533
     #: Doris's longest CHAR, in bytes.
     max_vendor_char = 255
     default_properties: Mapping[str, str] = {"replication_num": "1"}
 
-    def vendor_type(self, t: DataType) -> str:
+    def vendor_sa_dialect(self, paramstyle: str) -> Dialect:
+        return DorisSqlDialect(paramstyle=paramstyle)
+
+    def vendor_type(self, t: DataType) -> TypeEngine[Any]:
         root = t.root
         if root is TypeRoot.DECIMAL:
-            return f"DECIMAL({t.precision}, {t.scale})"
+            return mysql.DECIMAL(t.precision, t.scale)
         if root is TypeRoot.CHAR:
-            length = (t.length or 1) * 3
-            return f"CHAR({length})" if length <= self.max_vendor_char else f"VARCHAR({length})"
+            length = self.byte_length(t, 1)
+            return mysql.CHAR(length) if length <= self.max_vendor_char else mysql.VARCHAR(length)
         if root is TypeRoot.VARCHAR:
-            length = (t.length or self.max_vendor_varchar) * 3
-            return "STRING" if length > self.max_vendor_varchar else f"VARCHAR({length})"
+            length = self.byte_length(t, self.max_vendor_varchar)
+            return STRING() if length > self.max_vendor_varchar else mysql.VARCHAR(length)
         if root is TypeRoot.TIMESTAMP:
-            return f"DATETIME({self._precision(t)})"
-        names = {**MYSQL_TYPES, TypeRoot.STRING: "STRING"}
+            return mysql.DATETIME(fsp=self._precision(t))
         try:
-            return names[root]
+            return DORIS_TYPES[root]
         except KeyError:
             raise SinkTerminalError(f"no {self.name} type for {t}", sink=self.name) from None
-
-    def distribution_clause(self, schema: Schema, primary_keys: Sequence[str]) -> str:
-        return super().distribution_clause(schema, primary_keys) + " BUCKETS AUTO"
-
-    def rename_column(self, table: SqlTable, old: str, new: str) -> str:
-        if not self.vendor_only:
-            return super().rename_column(table, old, new)
-        return (
-            f"ALTER TABLE {self.table_name(table)} "
-            f"RENAME COLUMN {self.quote_identifier(old)} {self.quote_identifier(new)}"
-        )

@@ -1,6 +1,6 @@
-"""The base of the SQL-speaking sinks (Hologres; StarRocks and SelectDB to come): one DDL base
-(:class:`~ferry.sinks.sql.dialect.SqlDialect`) with small dialect hooks, and one writer
-(:class:`~ferry.sinks.sql.sink.SqlSink`) over a DB-API connection.
+"""The base of the SQL-speaking sinks (Hologres, StarRocks, SelectDB): one DDL base built with
+SQLAlchemy Core (:class:`~ferry.sinks.sql.dialect.SqlDialect`, :mod:`ferry.sinks.sql.ddl`) with small
+dialect hooks, and one writer (:class:`~ferry.sinks.sql.sink.SqlSink`) over a DB-API connection.
 
 Importing this package imports no database driver.
 """

@@ -1,31 +1,51 @@
-"""The DDL and DML every SQL-speaking sink issues, with small hooks where dialects differ.
+"""The DDL and DML every SQL-speaking sink issues, built with SQLAlchemy Core, with small hooks
+where dialects differ.
 
-:class:`SqlDialect` renders statements as strings: quoting, types, ``CREATE TABLE`` with keys and
-properties, the column changes of ``ALTER TABLE``, ``TRUNCATE``, ``DROP TABLE`` and the upsert and
-delete statements of the writer. A dialect overrides only what its database spells differently:
+:class:`SqlDialect` builds each statement as SQLAlchemy constructs (:class:`~sqlalchemy.schema.Table`,
+:class:`~sqlalchemy.schema.Column` with SQLAlchemy type objects, ``CREATE TABLE``, ``DROP TABLE``,
+``CREATE SCHEMA``, the ``ALTER TABLE`` elements of :mod:`ferry.sinks.sql.ddl`, ``insert``/``delete``)
+and compiles it with a SQLAlchemy dialect whose :class:`~sqlalchemy.sql.compiler.IdentifierPreparer`
+quotes every identifier. A dialect overrides only what its database spells differently:
 
-- :attr:`SqlDialect.quote_char` (``"`` in PostgreSQL, a backtick in StarRocks and Doris);
-- :attr:`SqlDialect.type_names` and :meth:`SqlDialect.render_type` (the type mapping, as data);
-- :meth:`SqlDialect.column_position` (``FIRST``/``AFTER`` where an ADD COLUMN takes a position);
-- :meth:`SqlDialect.key_clause` and :meth:`SqlDialect.table_options` (keys, distribution and
+- :meth:`SqlDialect.sa_dialect` (the SQLAlchemy dialect: quoting, type names, layout);
+- :attr:`SqlDialect.type_names` and :meth:`SqlDialect.sql_type` (the type mapping, as data);
+- :attr:`SqlDialect.positions_columns` (whether ``ADD COLUMN`` takes ``FIRST``/``AFTER``);
+- :meth:`SqlDialect.primary_key` and :meth:`SqlDialect.table_clauses` (keys, distribution and
   properties of ``CREATE TABLE``);
-- :meth:`SqlDialect.alter_column_type`, :meth:`SqlDialect.upsert`.
+- :meth:`SqlDialect.upsert`.
 
-The base spells everything as PostgreSQL does. Every identifier goes through
-:meth:`SqlDialect.quote_identifier` and every value is a bound parameter (``%s``), so no table or
-column name can end a statement early.
+The base spells everything as PostgreSQL does. Statements run without parameters (DDL) are compiled
+with a dialect of the ``named`` parameter style, so a ``%`` in a name stays as it is; statements run
+with bound parameters (``%s``: psycopg and PyMySQL) with the ``format`` style, which doubles it.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
-from typing import NamedTuple
+from functools import cached_property
+from typing import Any, NamedTuple
+
+from sqlalchemy import and_, bindparam, column, delete, insert, literal
+from sqlalchemy.dialects import postgresql as pg
+from sqlalchemy.dialects.postgresql.base import (
+    PGDDLCompiler,
+    PGDialect,
+    PGIdentifierPreparer,
+    PGTypeCompiler,
+)
+from sqlalchemy.engine import Dialect
+from sqlalchemy.schema import Column as SaColumn
+from sqlalchemy.schema import CreateSchema, DropTable, MetaData, PrimaryKeyConstraint, Table
+from sqlalchemy.sql.compiler import IdentifierPreparer
+from sqlalchemy.sql.expression import ClauseElement
+from sqlalchemy.types import CHAR, NUMERIC, VARCHAR, String, TypeEngine
 
 from ferry.pipeline import types as ft
 from ferry.pipeline.events import ColumnPosition
 from ferry.pipeline.schema import Column, Schema
 from ferry.pipeline.types import DataType, TypeRoot
 from ferry.sinks.exceptions import SinkTerminalError
+from ferry.sinks.sql import ddl
 
 
 class SqlTable(NamedTuple):
@@ -38,118 +58,189 @@ class SqlTable(NamedTuple):
         return self.name if self.schema is None else f"{self.schema}.{self.name}"
 
 
+# ----------------------------------------------------------------------------------- PostgreSQL
+
+
+class PostgresPreparer(ddl.AlwaysQuote, PGIdentifierPreparer):
+    pass
+
+
+class PostgresDdlCompiler(ddl.TableLayout, PGDDLCompiler):
+    pass
+
+
+class PostgresTypeCompiler(PGTypeCompiler):
+    """PostgreSQL's types, times spelt ``TIME(p)``, ``TIMESTAMP(p)``, ``TIMESTAMPTZ(p)``."""
+
+    def visit_TIME(self, type_: Any, **kw: Any) -> str:  # noqa: N802 - SQLAlchemy's visitor name
+        return ("TIMETZ" if type_.timezone else "TIME") + _precision_suffix(type_)
+
+    def visit_TIMESTAMP(self, type_: Any, **kw: Any) -> str:  # noqa: N802
+        return ("TIMESTAMPTZ" if type_.timezone else "TIMESTAMP") + _precision_suffix(type_)
+
+
+def _precision_suffix(type_: Any) -> str:
+    precision = getattr(type_, "precision", None)
+    return "" if precision is None else f"({precision})"
+
+
+class PostgresDialect(PGDialect):
+    """SQLAlchemy's PostgreSQL dialect with every identifier quoted and ferry's layout."""
+
+    supports_statement_cache = True
+    preparer = PostgresPreparer
+    ddl_compiler = PostgresDdlCompiler
+    type_compiler_cls = PostgresTypeCompiler
+
+
+# ----------------------------------------------------------------------------------- the dialect
+
+
 class SqlDialect:
     """PostgreSQL spelling; subclasses override the hooks their database spells otherwise."""
 
     #: The name of the dialect, in error messages.
     name: str = "postgresql"
-    #: The character around a quoted identifier; inside one it is doubled.
-    quote_char: str = '"'
     #: The placeholder of a bound parameter (psycopg and PyMySQL both take ``%s``).
     placeholder: str = "%s"
     #: Largest fractional-second precision of TIME and TIMESTAMP.
     max_time_precision: int = 6
     #: Longest VARCHAR; a longer one is the unbounded string type.
     max_varchar_length: int = 10_485_760
-    #: Types without parameters: ferry type root → SQL type name.
-    type_names: Mapping[TypeRoot, str] = {
-        TypeRoot.BOOLEAN: "BOOLEAN",
-        TypeRoot.TINYINT: "SMALLINT",
-        TypeRoot.SMALLINT: "SMALLINT",
-        TypeRoot.INT: "INTEGER",
-        TypeRoot.BIGINT: "BIGINT",
-        TypeRoot.FLOAT: "REAL",
-        TypeRoot.DOUBLE: "DOUBLE PRECISION",
-        TypeRoot.STRING: "TEXT",
-        TypeRoot.BINARY: "BYTEA",
-        TypeRoot.VARBINARY: "BYTEA",
-        TypeRoot.BYTES: "BYTEA",
-        TypeRoot.DATE: "DATE",
-        TypeRoot.MAP: "TEXT",
-        TypeRoot.ROW: "TEXT",
+    #: Whether ``ADD COLUMN`` takes a position (``FIRST`` / ``AFTER``); else columns go last.
+    positions_columns: bool = False
+    #: Types without parameters: ferry type root → SQLAlchemy type.
+    type_names: Mapping[TypeRoot, TypeEngine[Any]] = {
+        TypeRoot.BOOLEAN: pg.BOOLEAN(),
+        TypeRoot.TINYINT: pg.SMALLINT(),
+        TypeRoot.SMALLINT: pg.SMALLINT(),
+        TypeRoot.INT: pg.INTEGER(),
+        TypeRoot.BIGINT: pg.BIGINT(),
+        TypeRoot.FLOAT: pg.REAL(),
+        TypeRoot.DOUBLE: pg.DOUBLE_PRECISION(),
+        TypeRoot.STRING: pg.TEXT(),
+        TypeRoot.BINARY: pg.BYTEA(),
+        TypeRoot.VARBINARY: pg.BYTEA(),
+        TypeRoot.BYTES: pg.BYTEA(),
+        TypeRoot.DATE: pg.DATE(),
+        TypeRoot.MAP: pg.TEXT(),
+        TypeRoot.ROW: pg.TEXT(),
     }
+
+    def __init__(self, *, for_parameters: bool = False) -> None:
+        #: Whether :meth:`quote_identifier` and :meth:`table_name` give names for statements run with
+        #: bound parameters (a ``%`` doubled).
+        self.for_parameters = for_parameters
+
+    # ------------------------------------------------------------------------------- SQLAlchemy
+
+    def sa_dialect(self, paramstyle: str) -> Dialect:
+        """A new SQLAlchemy dialect of the database, of the given parameter style."""
+        return PostgresDialect(paramstyle=paramstyle)  # type: ignore[no-untyped-call]
+
+    @cached_property
+    def ddl_dialect(self) -> Dialect:
+        """The SQLAlchemy dialect of statements run without parameters."""
+        return self.sa_dialect("named")
+
+    @cached_property
+    def dml_dialect(self) -> Dialect:
+        """The SQLAlchemy dialect of statements run with bound parameters (``%s``)."""
+        return self.sa_dialect("format")
+
+    def compile(self, element: ClauseElement) -> str:
+        """The text of a statement run without parameters."""
+        return str(element.compile(dialect=self.ddl_dialect)).strip()
+
+    def compile_dml(self, element: ClauseElement, columns: Sequence[str] = ()) -> str:
+        """The text of a statement run with one ``%s`` parameter for each of ``columns``, in order."""
+        compiled = element.compile(dialect=self.dml_dialect, column_keys=list(columns) or None)
+        return str(compiled).strip()
+
+    def sa_table(self, table: SqlTable, columns: Sequence[SaColumn[Any]] = ()) -> Table:
+        """A SQLAlchemy table of its own metadata, with ``columns``."""
+        return Table(table.name, MetaData(), *columns, schema=table.schema)
+
+    def sa_column(self, column: Column, *, nullable: bool | None = None) -> SaColumn[Any]:
+        """The SQLAlchemy column of a ferry column; ``nullable`` overrides the type's own."""
+        null_ok = column.type.nullable if nullable is None else nullable
+        return SaColumn(column.name, self.sql_type(column.type), nullable=null_ok, autoincrement=False)
+
+    @property
+    def _preparer(self) -> IdentifierPreparer:
+        dialect = self.dml_dialect if self.for_parameters else self.ddl_dialect
+        return dialect.identifier_preparer
 
     # ------------------------------------------------------------------------------- names
 
     def quote_identifier(self, name: str) -> str:
         """``name`` as a quoted identifier; the quote character inside it is doubled."""
-        if "\x00" in name:
-            raise SinkTerminalError(f"identifier {name!r} contains a NUL character", sink=self.name)
-        q = self.quote_char
-        return q + name.replace(q, q + q) + q
+        return self._preparer.quote_identifier(name)
 
     def quote_literal(self, value: str) -> str:
-        """``value`` as a string literal (single quotes doubled): for the few statements that take
-        names as strings (Hologres's ``set_table_property``)."""
+        """``value`` as a string literal (single quotes doubled)."""
         if "\x00" in value:
             raise SinkTerminalError(f"literal {value!r} contains a NUL character", sink=self.name)
-        return "'" + value.replace("'", "''") + "'"
+        compiled = literal(value, String()).compile(
+            dialect=self.ddl_dialect, compile_kwargs={"literal_binds": True}
+        )
+        return str(compiled)
 
     def table_name(self, table: SqlTable) -> str:
-        name = self.quote_identifier(table.name)
-        return name if table.schema is None else f"{self.quote_identifier(table.schema)}.{name}"
-
-    def column_list(self, names: Sequence[str]) -> str:
-        return ", ".join(self.quote_identifier(n) for n in names)
+        return self._preparer.format_table(self.sa_table(table))
 
     # ------------------------------------------------------------------------------- types
 
-    def render_type(self, t: DataType) -> str:
-        """The SQL type of a ferry type, without nullability."""
+    def sql_type(self, t: DataType) -> TypeEngine[Any]:
+        """The SQLAlchemy type of a ferry type (nullability is the column's)."""
         root = t.root
         if root is TypeRoot.DECIMAL:
-            return f"NUMERIC({t.precision}, {t.scale})"
+            return NUMERIC(t.precision, t.scale)
         if root is TypeRoot.CHAR:
-            return f"CHAR({t.length})"
+            return CHAR(t.length)
         if root is TypeRoot.VARCHAR:
             length = t.length or self.max_varchar_length + 1
-            return "TEXT" if length > self.max_varchar_length else f"VARCHAR({length})"
+            return pg.TEXT() if length > self.max_varchar_length else VARCHAR(length)
         if root is TypeRoot.TIME:
-            return f"TIME({self._precision(t)})"
+            return pg.TIME(precision=self._precision(t))
         if root is TypeRoot.TIMESTAMP:
-            return f"TIMESTAMP({self._precision(t)})"
+            return pg.TIMESTAMP(precision=self._precision(t))
         if root in (TypeRoot.TIMESTAMP_LTZ, TypeRoot.TIMESTAMP_TZ):
-            return f"TIMESTAMPTZ({self._precision(t)})"
+            return pg.TIMESTAMP(timezone=True, precision=self._precision(t))
         if root is TypeRoot.ARRAY:
             assert t.element is not None
-            return self.render_array(t.element)
+            if t.element.root is TypeRoot.ARRAY:
+                raise SinkTerminalError(f"no {self.name} type for nested arrays", sink=self.name)
+            return pg.ARRAY(self.sql_type(t.element))
+        return self.named_type(t)
+
+    def named_type(self, t: DataType) -> TypeEngine[Any]:
+        """The type of :attr:`type_names` for a type without parameters."""
         try:
-            return self.type_names[root]
+            return self.type_names[t.root]
         except KeyError:
             raise SinkTerminalError(f"no {self.name} type for {t}", sink=self.name) from None
 
-    def render_array(self, element: DataType) -> str:
-        if element.root is TypeRoot.ARRAY:
-            raise SinkTerminalError(f"no {self.name} type for nested arrays", sink=self.name)
-        return self.render_type(element) + "[]"
+    def render_type(self, t: DataType) -> str:
+        """The SQL type of a ferry type, without nullability."""
+        return str(self.ddl_dialect.type_compiler_instance.process(self.sql_type(t)))
 
     def _precision(self, t: DataType) -> int:
         return min(
             t.precision if t.precision is not None else self.max_time_precision, self.max_time_precision
         )
 
-    def column_definition(self, column: Column, *, nullable: bool | None = None) -> str:
-        """``"name" TYPE [NOT NULL]``; ``nullable`` overrides the type's own nullability."""
-        null_ok = column.type.nullable if nullable is None else nullable
-        return f"{self.quote_identifier(column.name)} {self.render_type(column.type)}" + (
-            "" if null_ok else " NOT NULL"
-        )
-
     # ------------------------------------------------------------------------------- DDL hooks
 
-    def key_clause(self, primary_keys: Sequence[str]) -> str | None:
-        """The key element of ``CREATE TABLE``'s column list, or ``None`` without keys."""
-        return f"PRIMARY KEY ({self.column_list(primary_keys)})" if primary_keys else None
+    def primary_key(self, primary_keys: Sequence[str]) -> PrimaryKeyConstraint | None:
+        """The key constraint inside ``CREATE TABLE``'s column list, or ``None``."""
+        return PrimaryKeyConstraint(*primary_keys) if primary_keys else None
 
-    def table_options(
+    def table_clauses(
         self, schema: Schema, primary_keys: Sequence[str], properties: Mapping[str, str]
-    ) -> str:
+    ) -> list[ClauseElement]:
         """What follows the closing parenthesis of ``CREATE TABLE`` (distribution, properties)."""
-        return ""
-
-    def column_position(self, position: ColumnPosition) -> str:
-        """The position clause of ``ADD COLUMN`` (with a leading space), or ``""``: appended last."""
-        return ""
+        return []
 
     # ------------------------------------------------------------------------------- DDL
 
@@ -158,7 +249,7 @@ class SqlDialect:
         return f"SELECT 1 FROM pg_catalog.pg_namespace WHERE nspname = {self.placeholder}"
 
     def create_schema(self, schema: str) -> str:
-        return f"CREATE SCHEMA IF NOT EXISTS {self.quote_identifier(schema)}"
+        return self.compile(CreateSchema(schema, if_not_exists=True))
 
     def create_table(
         self,
@@ -169,63 +260,60 @@ class SqlDialect:
     ) -> str:
         """``CREATE TABLE IF NOT EXISTS``; key columns are NOT NULL."""
         keys = set(primary_keys)
-        elements = [self.column_definition(c, nullable=False if c.name in keys else None) for c in schema]
-        key = self.key_clause(primary_keys)
+        columns = [self.sa_column(c, nullable=False if c.name in keys else None) for c in schema]
+        sa_table = self.sa_table(table, columns)
+        key = self.primary_key(primary_keys)
         if key is not None:
-            elements.append(key)
-        options = self.table_options(schema, primary_keys, properties or {})
-        body = ",\n  ".join(elements)
-        return f"CREATE TABLE IF NOT EXISTS {self.table_name(table)} (\n  {body}\n){options}"
+            sa_table.append_constraint(key)
+        clauses = self.table_clauses(schema, primary_keys, properties or {})
+        return self.compile(ddl.CreateTableWith(sa_table, clauses, if_not_exists=True))
 
     def add_column(self, table: SqlTable, column: Column, position: ColumnPosition | None = None) -> str:
-        clause = "" if position is None else self.column_position(position)
-        return f"ALTER TABLE {self.table_name(table)} ADD COLUMN {self.column_definition(column)}{clause}"
+        sa_column = self.sa_column(column)
+        placed = position if self.positions_columns else None
+        return self.compile(ddl.AddColumn(self.sa_table(table, [sa_column]), sa_column, placed))
 
     def drop_column(self, table: SqlTable, column: str) -> str:
-        return f"ALTER TABLE {self.table_name(table)} DROP COLUMN {self.quote_identifier(column)}"
+        return self.compile(ddl.DropColumn(self.sa_table(table), column))
 
     def rename_column(self, table: SqlTable, old: str, new: str) -> str:
-        return (
-            f"ALTER TABLE {self.table_name(table)} "
-            f"RENAME COLUMN {self.quote_identifier(old)} TO {self.quote_identifier(new)}"
-        )
+        return self.compile(ddl.RenameColumn(self.sa_table(table), old, new))
 
     def alter_column_type(self, table: SqlTable, column: str, new_type: DataType) -> str:
         """A new type, and NOT NULL set or dropped to match the type's nullability."""
-        name = self.quote_identifier(column)
-        sql_type = self.render_type(new_type)
-        nullability = "DROP NOT NULL" if new_type.nullable else "SET NOT NULL"
-        return (
-            f"ALTER TABLE {self.table_name(table)} "
-            f"ALTER COLUMN {name} TYPE {sql_type} USING {name}::{sql_type}, "
-            f"ALTER COLUMN {name} {nullability}"
-        )
+        sa_column = SaColumn(column, self.sql_type(new_type), nullable=new_type.nullable)
+        return self.compile(ddl.AlterColumnType(self.sa_table(table, [sa_column]), sa_column))
 
     def truncate(self, table: SqlTable) -> str:
-        return f"TRUNCATE TABLE {self.table_name(table)}"
+        return self.compile(ddl.TruncateTable(self.sa_table(table)))
 
     def drop_table(self, table: SqlTable) -> str:
-        return f"DROP TABLE IF EXISTS {self.table_name(table)}"
+        return self.compile(DropTable(self.sa_table(table), if_exists=True))
 
     # ------------------------------------------------------------------------------- DML
 
+    def row_table(self, table: SqlTable, columns: Sequence[str], others: Sequence[str] = ()) -> Table:
+        """A table of the written ``columns`` (in order), then ``others``, for an INSERT."""
+        return self.sa_table(table, [SaColumn(name) for name in [*columns, *others]])
+
     def insert(self, table: SqlTable, columns: Sequence[str]) -> str:
-        values = ", ".join(self.placeholder for _ in columns)
-        return f"INSERT INTO {self.table_name(table)} ({self.column_list(columns)}) VALUES ({values})"
+        return self.compile_dml(insert(self.row_table(table, columns)), columns)
 
     def upsert(self, table: SqlTable, columns: Sequence[str], keys: Sequence[str]) -> str:
         """Insert a row, or replace the non-key columns of the row with the same key."""
+        statement = pg.insert(self.row_table(table, columns))
         others = [c for c in columns if c not in set(keys)]
-        action = (
-            "DO UPDATE SET " + ", ".join(f"{q} = EXCLUDED.{q}" for q in map(self.quote_identifier, others))
-            if others
-            else "DO NOTHING"
+        if not others:
+            return self.compile_dml(statement.on_conflict_do_nothing(index_elements=list(keys)), columns)
+        excluded = statement.excluded
+        update = statement.on_conflict_do_update(
+            index_elements=list(keys), set_={c: excluded[c] for c in others}
         )
-        return f"{self.insert(table, columns)} ON CONFLICT ({self.column_list(keys)}) {action}"
+        return self.compile_dml(update, columns)
 
     def delete_by_key(self, table: SqlTable, keys: Sequence[str]) -> str:
-        condition = " AND ".join(f"{self.quote_identifier(k)} = {self.placeholder}" for k in keys)
-        return f"DELETE FROM {self.table_name(table)} WHERE {condition}"
+        condition = and_(*(column(k) == bindparam(f"key_{i}") for i, k in enumerate(keys)))
+        return self.compile_dml(delete(self.sa_table(table)).where(condition))
 
     # ------------------------------------------------------------------------------- catalog
 

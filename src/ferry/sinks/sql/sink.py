@@ -265,7 +265,14 @@ class SqlSink(Sink):
         if gone:
             cursor.executemany(self.dialect.delete_by_key(table, keys), gone)
         if kept:
-            cursor.executemany(self.dialect.upsert(table, names, keys), kept)
+            cursor.executemany(self.upsert_statement(cursor, table_id, names, keys), kept)
+
+    def upsert_statement(
+        self, cursor: DbCursor, table_id: TableId, columns: Sequence[str], keys: Sequence[str]
+    ) -> str:
+        """The statement that writes rows of ``columns`` whose key may already be in the table: the
+        dialect's insert-or-update (a sink may write otherwise, from the table's ``cursor``)."""
+        return self.dialect.upsert(self.sql_table(table_id), columns, keys)
 
     # ------------------------------------------------------------------------------- connection
 

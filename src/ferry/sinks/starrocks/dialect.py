@@ -1,166 +1,235 @@
 """The MySQL-protocol SQL of StarRocks (and, through :class:`MySqlProtocolDialect`, SelectDB/Doris).
 
 StarRocks and Doris take MySQL's quoting (backticks, doubled inside a name) and MySQL's spelling of
-``ALTER TABLE ... ADD COLUMN ... FIRST | AFTER``, ``DROP COLUMN``, ``TRUNCATE TABLE``, ``DROP TABLE``.
-Their ``CREATE TABLE`` differs from MySQL's: the key model follows the column list
-(``PRIMARY KEY (...)`` in StarRocks, ``UNIQUE KEY (...)`` in Doris), then ``DISTRIBUTED BY HASH(...)``
-and ``PROPERTIES ("k" = "v", ...)``; their types too (``STRING``, ``DATETIME``, lengths in bytes).
+``ALTER TABLE ... ADD COLUMN ... FIRST | AFTER``, ``DROP COLUMN``, ``MODIFY COLUMN``,
+``TRUNCATE TABLE``, ``DROP TABLE``. Their ``CREATE TABLE`` differs from MySQL's: the key model
+follows the column list (``PRIMARY KEY (...)`` in StarRocks, ``UNIQUE KEY (...)`` in Doris), then
+``DISTRIBUTED BY HASH(...)`` and ``PROPERTIES ("k" = "v", ...)``; their types too (``STRING``,
+``DATETIME``, lengths in bytes).
 
-:class:`MySqlProtocolDialect` is what a MySQL-compatible server (MariaDB) runs: the key inside the
-column list, MySQL types, ``ON DUPLICATE KEY UPDATE``. A vendor dialect built with
-``vendor_only=True`` adds the vendor's clauses, each rendered by its own method
-(:meth:`MySqlProtocolDialect.key_model_clause`, :meth:`MySqlProtocolDialect.distribution_clause`,
-:meth:`MySqlProtocolDialect.properties_clause`) and the vendor's types; with ``vendor_only=False`` the
-same dialect renders what MariaDB runs.
+:class:`MySqlProtocolDialect` is what a MySQL-compatible server (MariaDB) runs: statements compiled
+with SQLAlchemy's MySQL dialect, the key inside the column list, MySQL types,
+``ON DUPLICATE KEY UPDATE``. A vendor dialect built with ``vendor_only=True`` compiles with the
+vendor's SQLAlchemy dialect (:meth:`MySqlProtocolDialect.vendor_sa_dialect`: the ``starrocks``
+package's for StarRocks, see :mod:`ferry.sinks.starrocks.vendor`) and adds the vendor's clauses
+(:class:`~ferry.sinks.sql.ddl.KeyDesc`, :class:`~ferry.sinks.sql.ddl.DistributedByHash`,
+:class:`~ferry.sinks.sql.ddl.TableProperties`) and types; with ``vendor_only=False`` the same dialect
+renders what MariaDB runs.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from types import ModuleType
+from typing import Any
+
+from sqlalchemy.dialects import mysql
+from sqlalchemy.dialects.mysql.base import (
+    MySQLDDLCompiler,
+    MySQLDialect,
+    MySQLIdentifierPreparer,
+    MySQLTypeCompiler,
+)
+from sqlalchemy.engine import Dialect
+from sqlalchemy.ext.compiler import compiles
+from sqlalchemy.schema import CreateSchema, PrimaryKeyConstraint
+from sqlalchemy.sql.compiler import DDLCompiler, SQLCompiler
+from sqlalchemy.sql.expression import ClauseElement, ColumnElement
+from sqlalchemy.types import TypeEngine
 
 from ferry.pipeline import types as ft
-from ferry.pipeline.events import ColumnPosition, ColumnPositionKind
 from ferry.pipeline.schema import Schema
 from ferry.pipeline.types import DataType, TypeRoot
-from ferry.sinks.exceptions import SinkTerminalError
+from ferry.sinks.exceptions import MissingExtraError, SinkTerminalError
+from ferry.sinks.sql import ddl
 from ferry.sinks.sql.dialect import CatalogColumn, SqlDialect, SqlTable
 
-#: MySQL (MariaDB) names of the types without parameters.
-MYSQL_TYPES: Mapping[TypeRoot, str] = {
-    TypeRoot.BOOLEAN: "BOOLEAN",
-    TypeRoot.TINYINT: "TINYINT",
-    TypeRoot.SMALLINT: "SMALLINT",
-    TypeRoot.INT: "INT",
-    TypeRoot.BIGINT: "BIGINT",
-    TypeRoot.FLOAT: "FLOAT",
-    TypeRoot.DOUBLE: "DOUBLE",
-    TypeRoot.STRING: "LONGTEXT",
-    TypeRoot.DATE: "DATE",
+#: MySQL (MariaDB) types without parameters.
+MYSQL_TYPES: Mapping[TypeRoot, TypeEngine[Any]] = {
+    TypeRoot.BOOLEAN: mysql.BOOLEAN(),
+    TypeRoot.TINYINT: mysql.TINYINT(),
+    TypeRoot.SMALLINT: mysql.SMALLINT(),
+    TypeRoot.INT: mysql.INTEGER(),
+    TypeRoot.BIGINT: mysql.BIGINT(),
+    TypeRoot.FLOAT: mysql.FLOAT(),
+    TypeRoot.DOUBLE: mysql.DOUBLE(),
+    TypeRoot.STRING: mysql.LONGTEXT(),
+    TypeRoot.DATE: mysql.DATE(),
 }
+
+
+# ----------------------------------------------------------------------------------- SQLAlchemy
+
+
+class MySqlPreparer(ddl.AlwaysQuote, MySQLIdentifierPreparer):
+    pass
+
+
+class MySqlLayout(ddl.TableLayout):
+    """ferry's ``CREATE TABLE`` layout; a schema is a database (``CREATE DATABASE``)."""
+
+    def visit_create_schema(self, create: CreateSchema, **kw: Any) -> str:
+        exists = "IF NOT EXISTS " if create.if_not_exists else ""
+        return f"CREATE DATABASE {exists}{self.preparer.quote_schema(create.element)}"
+
+
+class MySqlTypeCompiler(MySQLTypeCompiler):
+    """MySQL's types, spelt as StarRocks's and Doris's documentation does (``BOOLEAN``, ``INT``)."""
+
+    def visit_BOOLEAN(self, type_: Any, **kw: Any) -> str:  # noqa: N802 - SQLAlchemy's visitor name
+        return "BOOLEAN"
+
+    def visit_INTEGER(self, type_: Any, **kw: Any) -> str:  # noqa: N802
+        return "INT"
+
+
+class MariaDbDdlCompiler(MySqlLayout, MySQLDDLCompiler):
+    pass
+
+
+class MariaDbDialect(MySQLDialect):
+    """SQLAlchemy's MySQL dialect with every identifier quoted and ferry's layout."""
+
+    supports_statement_cache = True
+    preparer = MySqlPreparer
+    ddl_compiler = MariaDbDdlCompiler
+    type_compiler_cls = MySqlTypeCompiler
+
+
+#: The SQLAlchemy dialect names of the MySQL-protocol family.
+MYSQL_FAMILY = ("mysql", "starrocks", "doris")
+
+
+@compiles(ddl.AlterColumnType, *MYSQL_FAMILY)
+def _modify_column(element: ddl.AlterColumnType, compiler: DDLCompiler, **kw: Any) -> str:
+    # MODIFY COLUMN c type NULL | NOT NULL (MySQL, StarRocks, Doris)
+    null = "NULL" if element.column.nullable else "NOT NULL"
+    name = compiler.preparer.quote(element.column.name)
+    type_ = ddl.sql_type(compiler, element.column)
+    return f"{ddl.alter_table(compiler, element)} MODIFY COLUMN {name} {type_} {null}"
+
+
+class InsertedValue(ColumnElement[Any]):
+    """``VALUES(`c`)`` of ``ON DUPLICATE KEY UPDATE``: the value the INSERT gives ``c`` (SQLAlchemy's
+    own ``inserted`` column doubles a ``%`` of the name twice)."""
+
+    inherit_cache = False
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+
+@compiles(InsertedValue)
+def _inserted_value(element: InsertedValue, compiler: SQLCompiler, **kw: Any) -> str:
+    return f"VALUES({compiler.preparer.quote(element.name)})"
+
+
+# ----------------------------------------------------------------------------------- the dialect
 
 
 class MySqlProtocolDialect(SqlDialect):
     """MySQL spelling (what MariaDB runs); a vendor subclass adds its clauses when ``vendor_only``."""
 
     name = "mysql"
-    quote_char = "`"
     max_varchar_length = 16_383
+    positions_columns = True
     type_names = MYSQL_TYPES
     #: The key model keyword of the vendor's ``CREATE TABLE`` (``PRIMARY KEY``, ``UNIQUE KEY``).
     key_model = "PRIMARY KEY"
+    #: The ``BUCKETS`` of ``DISTRIBUTED BY HASH(...)`` (``None``: the vendor's default).
+    buckets: str | None = None
     #: Default vendor table properties, overridden by ``table.create.properties.*``.
     default_properties: Mapping[str, str] = {}
 
     def __init__(self, *, vendor_only: bool = False, for_parameters: bool = False) -> None:
+        super().__init__(for_parameters=for_parameters)
         #: Whether the vendor's own clauses and types are rendered (off: what MariaDB runs).
         self.vendor_only = vendor_only
-        #: Whether statements are run with bound parameters: the driver formats them with ``%``, so a
-        #: ``%`` inside an identifier is doubled.
-        self.for_parameters = for_parameters
 
-    def quote_identifier(self, name: str) -> str:
-        quoted = super().quote_identifier(name)
-        return quoted.replace("%", "%%") if self.for_parameters else quoted
+    # ------------------------------------------------------------------------------- SQLAlchemy
+
+    def sa_dialect(self, paramstyle: str) -> Dialect:
+        return (
+            self.vendor_sa_dialect(paramstyle) if self.vendor_only else MariaDbDialect(paramstyle=paramstyle)
+        )
+
+    def vendor_sa_dialect(self, paramstyle: str) -> Dialect:
+        """The vendor's SQLAlchemy dialect (``vendor_only``)."""
+        raise NotImplementedError
 
     # ------------------------------------------------------------------------------- types
 
-    def render_type(self, t: DataType) -> str:
+    def sql_type(self, t: DataType) -> TypeEngine[Any]:
         if self.vendor_only:
             return self.vendor_type(t)
         root = t.root
         if root is TypeRoot.DECIMAL:
-            return f"DECIMAL({t.precision}, {t.scale})"
+            return mysql.DECIMAL(t.precision, t.scale)
         if root is TypeRoot.TIMESTAMP:
-            return f"DATETIME({self._precision(t)})"
-        if root in (TypeRoot.TIMESTAMP_LTZ, TypeRoot.TIMESTAMP_TZ, TypeRoot.TIME, TypeRoot.ARRAY):
-            raise SinkTerminalError(f"no {self.name} type for {t}", sink=self.name)
+            return mysql.DATETIME(fsp=self._precision(t))
+        if root is TypeRoot.CHAR:
+            return mysql.CHAR(t.length)
         if root is TypeRoot.VARCHAR:
             length = t.length or self.max_varchar_length + 1
-            return "LONGTEXT" if length > self.max_varchar_length else f"VARCHAR({length})"
-        return super().render_type(t)
+            return mysql.LONGTEXT() if length > self.max_varchar_length else mysql.VARCHAR(length)
+        return self.named_type(t)
 
-    def vendor_type(self, t: DataType) -> str:
-        """The vendor's name of a type the sink stores (``sink_type``)."""
+    def vendor_type(self, t: DataType) -> TypeEngine[Any]:
+        """The vendor's type of a type the sink stores (``sink_type``)."""
         raise NotImplementedError
+
+    def byte_length(self, t: DataType, default: int) -> int:
+        """The length of a CHAR or VARCHAR in bytes: a character takes up to 3 (UTF-8)."""
+        return (t.length or default) * 3
 
     # ------------------------------------------------------------------------------- vendor clauses
 
-    def key_model_clause(self, primary_keys: Sequence[str]) -> str:
-        """``PRIMARY KEY (`k`)`` / ``UNIQUE KEY (`k`)`` after the column list (vendor only)."""
-        return f"{self.key_model} ({self.column_list(primary_keys)})"
+    def primary_key(self, primary_keys: Sequence[str]) -> PrimaryKeyConstraint | None:
+        return None if self.vendor_only else super().primary_key(primary_keys)
 
-    def distribution_clause(self, schema: Schema, primary_keys: Sequence[str]) -> str:
-        """``DISTRIBUTED BY HASH(`k`)``: by the key, or the first column of a table without one."""
-        columns = list(primary_keys) or schema.names[:1]
-        return f"DISTRIBUTED BY HASH({self.column_list(columns)})"
+    def table_clauses(
+        self, schema: Schema, primary_keys: Sequence[str], properties: Mapping[str, str]
+    ) -> list[ClauseElement]:
+        """The key model (with keys), ``DISTRIBUTED BY HASH`` of the key (or the first column of a
+        table without one) and ``PROPERTIES`` (the defaults, overridden by ``properties``)."""
+        if not self.vendor_only:
+            return []
+        clauses: list[ClauseElement] = [ddl.KeyDesc(self.key_model, primary_keys)] if primary_keys else []
+        clauses.append(ddl.DistributedByHash(list(primary_keys) or schema.names[:1], self.buckets))
+        merged = {**self.default_properties, **properties}
+        if merged:
+            clauses.append(ddl.TableProperties(merged))
+        return clauses
 
     def properties_clause(self, properties: Mapping[str, str]) -> str:
         """``PROPERTIES ("k" = "v", ...)``: the defaults, overridden by ``properties``; may be empty."""
         merged = {**self.default_properties, **properties}
-        if not merged:
-            return ""
-        items = ", ".join(f"{self.quote_property(k)} = {self.quote_property(v)}" for k, v in merged.items())
-        return f"PROPERTIES ({items})"
+        return self.compile(ddl.TableProperties(merged)) if merged else ""
 
-    def quote_property(self, value: str) -> str:
-        """A double-quoted string literal of a table property (quotes and backslashes escaped)."""
-        if "\x00" in value:
-            raise SinkTerminalError(f"property {value!r} contains a NUL character", sink=self.name)
-        return '"' + value.replace("\\", "\\\\").replace('"', '\\"') + '"'
-
-    # ------------------------------------------------------------------------------- DDL hooks
-
-    def key_clause(self, primary_keys: Sequence[str]) -> str | None:
-        return None if self.vendor_only else super().key_clause(primary_keys)
-
-    def table_options(
-        self, schema: Schema, primary_keys: Sequence[str], properties: Mapping[str, str]
-    ) -> str:
-        if not self.vendor_only:
-            return ""
-        clauses = [self.key_model_clause(primary_keys)] if primary_keys else []
-        clauses.append(self.distribution_clause(schema, primary_keys))
-        props = self.properties_clause(properties)
-        if props:
-            clauses.append(props)
-        return "\n" + "\n".join(clauses)
-
-    def column_position(self, position: ColumnPosition) -> str:
-        """``FIRST`` or ``AFTER `c```; a BEFORE is turned into one of these by the sink."""
-        if position.kind is ColumnPositionKind.FIRST:
-            return " FIRST"
-        if position.kind is ColumnPositionKind.AFTER and position.reference is not None:
-            return f" AFTER {self.quote_identifier(position.reference)}"
-        return ""
+    # ------------------------------------------------------------------------------- DDL and DML
 
     def schema_exists_query(self) -> str:
         return f"SELECT 1 FROM information_schema.schemata WHERE schema_name = {self.placeholder}"
 
-    def create_schema(self, schema: str) -> str:
-        return f"CREATE DATABASE IF NOT EXISTS {self.quote_identifier(schema)}"
-
-    def alter_column_type(self, table: SqlTable, column: str, new_type: DataType) -> str:
-        null = "NULL" if new_type.nullable else "NOT NULL"
-        return (
-            f"ALTER TABLE {self.table_name(table)} MODIFY COLUMN "
-            f"{self.quote_identifier(column)} {self.render_type(new_type)} {null}"
-        )
-
     def upsert(self, table: SqlTable, columns: Sequence[str], keys: Sequence[str]) -> str:
         """``INSERT ... ON DUPLICATE KEY UPDATE`` (StarRocks/Doris: an INSERT into a primary or
         unique key table replaces the row with the same key)."""
-        insert = self.insert(table, columns)
         if self.vendor_only:
-            return insert
-        others = [self.quote_identifier(c) for c in columns if c not in set(keys)]
+            return self.insert(table, columns)
+        others = [c for c in columns if c not in set(keys)]
         if not others:
-            return f"INSERT IGNORE{insert[len('INSERT') :]}"
-        return f"{insert} ON DUPLICATE KEY UPDATE " + ", ".join(f"{q} = VALUES({q})" for q in others)
+            return self.compile_dml(
+                mysql.insert(self.row_table(table, columns)).prefix_with("IGNORE"), columns
+            )
+        statement = mysql.insert(self.row_table(table, columns))
+        update = statement.on_duplicate_key_update({c: InsertedValue(c) for c in others})
+        return self.compile_dml(update, columns)
 
     def alter_job_state_query(self, table: SqlTable) -> str:
         """The state of the table's latest column change job (``SHOW ALTER TABLE COLUMN``); the
         table name is the one parameter."""
-        database = "" if table.schema is None else f" FROM {self.quote_identifier(table.schema)}"
+        preparer = self.dml_dialect.identifier_preparer
+        database = "" if table.schema is None else f" FROM {preparer.quote(table.schema)}"
         return (
             f"SHOW ALTER TABLE COLUMN{database} WHERE TableName = {self.placeholder} "
             "ORDER BY CreateTime DESC LIMIT 1"
@@ -227,21 +296,26 @@ class StarRocksDialect(MySqlProtocolDialect):
     max_vendor_char = 255
     default_properties: Mapping[str, str] = {"replication_num": "1"}
 
-    def vendor_type(self, t: DataType) -> str:
-        root = t.root
-        if root is TypeRoot.DECIMAL:
-            return f"DECIMAL({t.precision}, {t.scale})"
-        if root is TypeRoot.CHAR:
-            # a character takes up to 3 bytes; a CHAR too long for its bytes becomes a VARCHAR
-            length = (t.length or 1) * 3
-            return f"CHAR({length})" if length <= self.max_vendor_char else f"VARCHAR({length})"
-        if root is TypeRoot.VARCHAR:
-            length = (t.length or self.max_vendor_varchar) * 3
-            return "STRING" if length > self.max_vendor_varchar else f"VARCHAR({length})"
-        if root is TypeRoot.TIMESTAMP:
-            return "DATETIME"
-        names = {**MYSQL_TYPES, TypeRoot.STRING: "STRING"}
-        try:
-            return names[root]
-        except KeyError:
-            raise SinkTerminalError(f"no {self.name} type for {t}", sink=self.name) from None
+    def __init__(self, *, vendor_only: bool = False, for_parameters: bool = False) -> None:
+        super().__init__(vendor_only=vendor_only, for_parameters=for_parameters)
+        if vendor_only:
+            _vendor()  # a missing ``starrocks`` package is named now, not at the first statement
+
+    def vendor_sa_dialect(self, paramstyle: str) -> Dialect:
+        dialect: Dialect = _vendor().StarRocksSqlDialect(paramstyle=paramstyle)
+        return dialect
+
+    def vendor_type(self, t: DataType) -> TypeEngine[Any]:
+        mapped: TypeEngine[Any] | None = _vendor().starrocks_type(self, t)
+        if mapped is None:
+            raise SinkTerminalError(f"no {self.name} type for {t}", sink=self.name)
+        return mapped
+
+
+def _vendor() -> ModuleType:
+    """:mod:`ferry.sinks.starrocks.vendor`, which imports the ``starrocks`` package."""
+    try:
+        from ferry.sinks.starrocks import vendor  # noqa: PLC0415 - only for the vendor's statements
+    except ImportError as e:
+        raise MissingExtraError("starrocks", "starrocks", e) from e
+    return vendor

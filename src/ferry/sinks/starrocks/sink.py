@@ -84,7 +84,6 @@ class MySqlProtocolSink(SqlSink):
         #: Whether the vendor's clauses, types and ``SHOW ALTER`` are used (off: a MySQL-compatible server).
         self.vendor_only_statements = vendor_only_statements
         self.dialect = self.dialect_class(vendor_only=vendor_only_statements)
-        self._dml = self.dialect_class(vendor_only=vendor_only_statements, for_parameters=True)
         #: Successful flushes: part of every label.
         self.flushes = 0
         #: Stream Load answers of the last flush, by table.
@@ -317,9 +316,9 @@ class MySqlProtocolSink(SqlSink):
         gone = [[r[k] for k in keys] for r in rows if r[self.delete_column]]
         kept = [[r[n] for n in names] for r in rows if not r[self.delete_column]]
         if gone:
-            cursor.executemany(self._dml.delete_by_key(table, keys), gone)
+            cursor.executemany(self.dialect.delete_by_key(table, keys), gone)
         if kept:
-            statement = self._dml.upsert(table, names, keys) if keys else self._dml.insert(table, names)
+            statement = self.dialect.upsert(table, names, keys) if keys else self.dialect.insert(table, names)
             cursor.executemany(statement, kept)
 
 

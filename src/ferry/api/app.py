@@ -1,0 +1,586 @@
+"""The control plane's HTTP API: pipelines and savepoints as resources, bearer tokens with roles.
+
+An ASGI application (FastAPI) over :class:`~ferry.control.service.ControlPlane`, shaped after the
+CMF Statements API: ``/api/v1/environments/{env}/pipelines[/{name}[/savepoints[/{uid}]]]``. A
+refused request answers with the status of its :class:`~ferry.control.exceptions.ControlError`
+(400, 404, 409, 422) and CMF's error body ``{"errors": [{"message": "..."}]}``.
+
+Every route but ``/healthz`` needs ``Authorization: Bearer <token>``; the token's role in the
+environment decides: a ``viewer`` may read, an ``editor`` may do everything. ``ferry serve`` runs
+this app with uvicorn; the ``ferry pipeline`` commands call it over HTTP, or in-process when no
+server is given.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import hmac
+import logging
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass
+from importlib import metadata
+from typing import Annotated, Any, Literal
+
+from fastapi import Body, Depends, FastAPI, Query, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse, Response
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from pydantic import BaseModel, ConfigDict, Field
+from sqlalchemy import text
+from starlette.exceptions import HTTPException
+
+from ferry.control.config import Role, TokenConfig
+from ferry.control.exceptions import ControlError
+from ferry.control.models import INITIAL_OFFSET_FROM, PipelineSpec
+from ferry.control.service import API_VERSION, ControlPlane
+
+log = logging.getLogger(__name__)
+
+PREFIX = "/api/v1/environments/{env}"
+_RANKS: dict[Role, int] = {"viewer": 1, "editor": 2}
+
+DESCRIPTION = """\
+Pipelines and savepoints of ferry's control plane, in the shape of the CMF Statements API.
+
+**Authentication**: every route but `/healthz` needs `Authorization: Bearer <token>` (401 without
+one or with an unknown one). A token has a role per environment: `viewer` may `GET`, `editor` may
+do everything (403 otherwise). Creating a pipeline that inherits offsets
+(`spec.properties["sql.tables.initial-offset-from"]`) needs view permission on the reference's
+environment too.
+
+**Replays**: `POST .../pipelines` with `spec.startFrom` (`timestampMillis`, `offsets` or
+`savepoint`) creates a replay; `spec.bounded` ends it (`latest-offset`, `timestamp`,
+`specific-offsets`) and `spec.rebuildTables` drops sink tables first so that they are rebuilt from
+the replayed events. Its `status.progress` counts the records done of the records to read.
+
+**Errors**: `{"errors": [{"message": ...}]}` with 400 (an unusable request or savepoint), 401, 403,
+404 (not found), 409 (a conflict: a savepoint still being recorded, savepoints attached, deleting
+savepoints without `force=true`) and 422 (an update that sets a read-only field).
+"""
+
+
+# --------------------------------------------------------------------------------------------------
+# Schemas of the OpenAPI document
+
+
+class Schema(BaseModel):
+    model_config = ConfigDict(populate_by_name=True, extra="forbid")
+
+
+class ErrorMessage(Schema):
+    message: str
+
+
+class RestError(Schema):
+    """What every refused request answers (CMF's ``RestError``)."""
+
+    errors: list[ErrorMessage]
+
+
+class PipelineMetadata(Schema):
+    name: str = Field(description="1 to 100 lower-case letters, digits and '-'.")
+    environment: str | None = Field(default=None, json_schema_extra={"readOnly": True})
+    uid: str | None = Field(default=None, json_schema_extra={"readOnly": True})
+    creation_timestamp: str | None = Field(
+        default=None, alias="creationTimestamp", json_schema_extra={"readOnly": True}
+    )
+    update_timestamp: str | None = Field(
+        default=None,
+        alias="updateTimestamp",
+        description="Read-only: an update that sets it is refused with 422.",
+        json_schema_extra={"readOnly": True},
+    )
+
+
+class PipelineTraits(Schema):
+    inherited_offset_topics: list[str] = Field(
+        default_factory=list,
+        alias="inheritedOffsetTopics",
+        description="The topics that started from offsets inherited from the reference pipeline.",
+    )
+
+
+class Progress(Schema):
+    records_done: int = Field(alias="recordsDone")
+    records_total: int = Field(alias="recordsTotal")
+    percent: float
+
+
+class PipelineStatus(Schema):
+    phase: Literal["PENDING", "RUNNING", "STOPPING", "STOPPED", "FAILED", "DELETED"]
+    detail: str = Field(description="What the pipeline does or waits for, or why it failed.")
+    deadline: str | None = Field(
+        default=None, description="When a pipeline waiting for inherited offsets gives up."
+    )
+    traits: PipelineTraits
+    latest_offsets: dict[str, str] = Field(
+        alias="latestOffsets",
+        description="topic → offsets in the scan.startup.specific-offsets format, once another "
+        "pipeline inherited them.",
+    )
+    metrics: dict[str, Any] | None = None
+    lost_offsets: Any = Field(default=None, alias="lostOffsets")
+    progress: Progress | None = Field(default=None, description="A bounded replay's progress.")
+
+
+class PipelineRequest(Schema):
+    """The body of ``POST`` and ``PUT``: a pipeline as a ``GET`` returns it, or its metadata and spec."""
+
+    api_version: str | None = Field(default=None, alias="apiVersion")
+    kind: Literal["Pipeline"] | None = None
+    metadata: PipelineMetadata
+    spec: PipelineSpec
+    status: dict[str, Any] | None = Field(
+        default=None, description="Read-only: ignored by PUT, refused by POST (422)."
+    )
+
+
+class Pipeline(Schema):
+    api_version: str = Field(default=API_VERSION, alias="apiVersion")
+    kind: Literal["Pipeline"] = "Pipeline"
+    metadata: PipelineMetadata
+    spec: PipelineSpec
+    status: PipelineStatus
+
+
+class ListMetadata(Schema):
+    size: int
+
+
+class PipelineList(Schema):
+    metadata: ListMetadata
+    items: list[Pipeline]
+
+
+class SavepointMetadata(Schema):
+    uid: str
+    pipeline: str
+    environment: str
+    creation_timestamp: str | None = Field(alias="creationTimestamp")
+
+
+class SavepointSpec(Schema):
+    source: Literal["UPGRADE", "MANUAL", "SCHEDULE"]
+    pinned: bool
+
+
+class SavepointStatus(Schema):
+    state: Literal["PENDING", "COMPLETED", "FAILED"]
+    reason: str
+    completion_timestamp: str | None = Field(alias="completionTimestamp")
+    offsets: dict[str, str] = Field(description="topic → offsets (scan.startup.specific-offsets format).")
+    sink_commit: dict[str, Any] = Field(alias="sinkCommit")
+
+
+class Savepoint(Schema):
+    api_version: str = Field(default=API_VERSION, alias="apiVersion")
+    kind: Literal["Savepoint"] = "Savepoint"
+    metadata: SavepointMetadata
+    spec: SavepointSpec
+    status: SavepointStatus
+
+
+class SavepointList(Schema):
+    metadata: ListMetadata
+    items: list[Savepoint]
+
+
+class PinSpec(Schema):
+    pinned: bool
+
+
+class SavepointPatch(Schema):
+    """``{"spec": {"pinned": true}}``: a pinned savepoint is kept by bulk deletes."""
+
+    spec: PinSpec
+
+
+class DeletedSavepoints(Schema):
+    deleted: list[str] = Field(description="The uids of the deleted savepoints.")
+
+
+class Health(Schema):
+    status: Literal["ok"]
+
+
+def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
+    described = {
+        400: "An unusable request (a bad spec or job, an unusable savepoint).",
+        401: "No bearer token, or an unknown one.",
+        403: "The token's role in this environment does not allow the request.",
+        404: "The pipeline, savepoint or reference was not found.",
+        409: "A conflict: a savepoint still being recorded, savepoints attached, force not given.",
+        422: "The request sets a read-only field.",
+    }
+    return {code: {"model": RestError, "description": described[code]} for code in (401, 403, *codes)}
+
+
+# --------------------------------------------------------------------------------------------------
+# Authentication and roles
+
+
+@dataclass(frozen=True, slots=True)
+class Principal:
+    """Who sent a request: the token's name (never its value) and its roles."""
+
+    name: str
+    token: TokenConfig
+
+    def require(self, environment: str, role: Role) -> None:
+        held = self.token.role(environment)
+        if held is None:
+            raise HTTPException(403, f"token {self.name!r} has no role in environment {environment!r}")
+        if _RANKS[held] < _RANKS[role]:
+            raise HTTPException(
+                403,
+                f"token {self.name!r} is a {held} in environment {environment!r}: this request "
+                f"needs the {role} role",
+            )
+
+
+class Access:
+    """The configured tokens, compared in constant time (by their SHA-256 digests)."""
+
+    def __init__(self, tokens: Sequence[TokenConfig]) -> None:
+        self._tokens = [(_digest(t.token.get_secret_value()), t) for t in tokens]
+
+    def identify(self, credentials: HTTPAuthorizationCredentials | None) -> Principal:
+        if credentials is None or credentials.scheme.lower() != "bearer" or not credentials.credentials:
+            raise HTTPException(
+                401,
+                "authentication required: send the header 'Authorization: Bearer <token>'",
+                headers={"WWW-Authenticate": "Bearer"},
+            )
+        presented = _digest(credentials.credentials)
+        found: TokenConfig | None = None
+        for digest, token in self._tokens:  # no early exit: every token is compared
+            if hmac.compare_digest(digest, presented):
+                found = token
+        if found is None:
+            raise HTTPException(
+                401, "unknown bearer token", headers={"WWW-Authenticate": 'Bearer error="invalid_token"'}
+            )
+        return Principal(found.name, found)
+
+
+def _digest(token: str) -> bytes:
+    return hashlib.sha256(token.encode("utf-8")).digest()
+
+
+_bearer = HTTPBearer(
+    auto_error=False,
+    description="A token of the server file's api.tokens; its roles say what it may do where.",
+)
+
+
+def principal(
+    request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
+) -> Principal:
+    access: Access = request.app.state.access
+    return access.identify(credentials)
+
+
+def viewer(env: str, who: Annotated[Principal, Depends(principal)]) -> Principal:
+    who.require(env, "viewer")
+    return who
+
+
+def editor(env: str, who: Annotated[Principal, Depends(principal)]) -> Principal:
+    who.require(env, "editor")
+    return who
+
+
+Viewer = Annotated[Principal, Depends(viewer)]
+Editor = Annotated[Principal, Depends(editor)]
+
+
+# --------------------------------------------------------------------------------------------------
+# Errors
+
+
+def _error(status: int, message: str, headers: Mapping[str, str] | None = None) -> JSONResponse:
+    return JSONResponse({"errors": [{"message": message}]}, status_code=status, headers=headers)
+
+
+async def _control_error(_: Request, exc: Exception) -> Response:
+    assert isinstance(exc, ControlError)
+    return _error(exc.status, exc.message)
+
+
+async def _http_error(_: Request, exc: Exception) -> Response:
+    assert isinstance(exc, HTTPException)
+    if exc.status_code == 404 and exc.detail == "Not Found":
+        return _error(404, "no such route: see /openapi.json for the routes")
+    return _error(exc.status_code, str(exc.detail), exc.headers)
+
+
+async def _validation_error(_: Request, exc: Exception) -> Response:
+    assert isinstance(exc, RequestValidationError)
+    return _error(400, "; ".join(_validation_message(e) for e in exc.errors()))
+
+
+async def _unexpected_error(request: Request, exc: Exception) -> Response:
+    log.error("%s %s failed", request.method, request.url.path, exc_info=exc)
+    return _error(500, f"internal error ({type(exc).__name__}); the server log has the details")
+
+
+def _validation_message(error: dict[str, Any]) -> str:
+    loc = [str(p) for p in error.get("loc", ())]
+    where, rest = (loc[0], loc[1:]) if loc else ("body", [])
+    if error.get("type") == "json_invalid":
+        return "the request body is not valid JSON"
+    if where == "body" and not rest:
+        return (
+            "the request body is required: a JSON object"
+            if error.get("type") == "missing"
+            else (f"the request body: {error.get('msg')}")
+        )
+    message = str(error.get("msg", "invalid")).removeprefix("Value error, ")
+    if where == "body":
+        return f"{'.'.join(rest)}: {message}"
+    return f"{where} parameter {'.'.join(rest)}: {message}"
+
+
+# --------------------------------------------------------------------------------------------------
+# The application
+
+
+def create_app(plane: ControlPlane, tokens: Sequence[TokenConfig]) -> FastAPI:
+    """The API over ``plane``; ``tokens`` are the bearer tokens it accepts."""
+    app = FastAPI(
+        title="ferry control plane",
+        version=_version(),
+        description=DESCRIPTION,
+        docs_url=None,
+        redoc_url=None,
+    )
+    app.state.access = Access(tokens)
+    app.state.plane = plane
+    app.add_exception_handler(ControlError, _control_error)
+    app.add_exception_handler(HTTPException, _http_error)
+    app.add_exception_handler(RequestValidationError, _validation_error)
+    app.add_exception_handler(Exception, _unexpected_error)
+    _health_routes(app, plane)
+    _pipeline_routes(app, plane)
+    _savepoint_routes(app, plane)
+    _document_400_not_422(app)
+    return app
+
+
+def _document_400_not_422(app: FastAPI) -> None:
+    """FastAPI documents invalid parameters as 422 ``HTTPValidationError``; this API answers them
+    with 400 and :class:`RestError` (422 is kept for updates of read-only fields)."""
+    generate = app.openapi
+
+    def openapi() -> dict[str, Any]:
+        if app.openapi_schema is not None:
+            return app.openapi_schema
+        document = generate()
+        for operations in document.get("paths", {}).values():
+            for operation in operations.values():
+                responses = operation.get("responses", {})
+                schema = responses.get("422", {}).get("content", {}).get("application/json", {})
+                if schema.get("schema", {}).get("$ref", "").endswith("/HTTPValidationError"):
+                    del responses["422"]
+                    responses.setdefault(
+                        "400",
+                        {
+                            "description": "An invalid parameter or body.",
+                            "content": {
+                                "application/json": {"schema": {"$ref": "#/components/schemas/RestError"}}
+                            },
+                        },
+                    )
+        schemas = document.get("components", {}).get("schemas", {})
+        for name in ("HTTPValidationError", "ValidationError"):
+            schemas.pop(name, None)
+        app.openapi_schema = document
+        return document
+
+    app.openapi = openapi  # type: ignore[method-assign]
+
+
+def _version() -> str:
+    try:
+        return metadata.version("ferry")
+    except metadata.PackageNotFoundError:  # pragma: no cover - running from a source tree
+        return "0+unknown"
+
+
+def _json(content: Any, status: int = 200) -> JSONResponse:
+    return JSONResponse(content, status_code=status)
+
+
+def _page(items: list[dict[str, Any]]) -> JSONResponse:
+    return _json({"metadata": {"size": len(items)}, "items": items})
+
+
+def _body(request: PipelineRequest) -> dict[str, Any]:
+    """The request as the control plane takes it: only what the client sent."""
+    return request.model_dump(mode="json", by_alias=True, exclude_unset=True)
+
+
+def _health_routes(app: FastAPI, plane: ControlPlane) -> None:
+    @app.get(
+        "/healthz",
+        tags=["health"],
+        response_model=Health,
+        responses={503: {"model": RestError, "description": "The state store cannot be reached."}},
+        summary="Liveness and state-store reachability (no authentication).",
+    )
+    def healthz() -> Response:
+        try:
+            with plane.store.engine.connect() as conn:
+                conn.execute(text("SELECT 1"))
+        except Exception as e:  # any driver error means the same to a health check
+            log.warning("health check: the state store cannot be reached: %s", type(e).__name__)
+            return _error(503, f"the state store cannot be reached ({type(e).__name__})")
+        return _json({"status": "ok"})
+
+
+def _pipeline_routes(app: FastAPI, plane: ControlPlane) -> None:
+    route = _router(app, ["pipelines"])
+
+    @route("GET", "/pipelines", PipelineList, (), "List the pipelines of an environment.")
+    def list_pipelines(env: str, _: Viewer) -> Response:
+        return _page(plane.list_pipelines(env))
+
+    @route(
+        "POST",
+        "/pipelines",
+        Pipeline,
+        (400, 404, 409, 422),
+        "Create a pipeline (with spec.startFrom: a replay).",
+    )
+    def create_pipeline(env: str, who: Editor, body: Annotated[PipelineRequest, Body()]) -> Response:
+        reference = body.spec.properties.get(INITIAL_OFFSET_FROM)
+        if reference is not None:
+            ref_env = reference.rpartition("/")[0] or env
+            who.require(ref_env, "viewer")
+        return _json(plane.create_pipeline(env, _body(body)))
+
+    @route("GET", "/pipelines/{name}", Pipeline, (404,), "Get a pipeline and its status.")
+    def get_pipeline(env: str, name: str, _: Viewer) -> Response:
+        return _json(plane.get_pipeline(env, name))
+
+    @route(
+        "PUT",
+        "/pipelines/{name}",
+        Pipeline,
+        (400, 404, 409, 422),
+        "Update a pipeline: the whole resource as GET returns it, without metadata.updateTimestamp. "
+        "spec.stopped stops (with a savepoint) or resumes it.",
+    )
+    def update_pipeline(env: str, name: str, _: Editor, body: Annotated[PipelineRequest, Body()]) -> Response:
+        return _json(plane.update_pipeline(env, name, _body(body)))
+
+    @route(
+        "DELETE",
+        "/pipelines/{name}",
+        None,
+        (404, 409),
+        "Delete a pipeline (409 while it has savepoints: delete them first).",
+    )
+    def delete_pipeline(env: str, name: str, _: Editor) -> Response:
+        plane.delete_pipeline(env, name)
+        return Response(status_code=204)
+
+
+SourceParam = Annotated[
+    Literal["UPGRADE", "MANUAL", "SCHEDULE"] | None,
+    Query(description="Only the savepoints of this source."),
+]
+ForceParam = Annotated[
+    bool,
+    Query(description="Required to delete savepoints (they can no longer be resumed from or inherited)."),
+]
+
+
+def _savepoint_routes(app: FastAPI, plane: ControlPlane) -> None:
+    route = _router(app, ["savepoints"])
+
+    @route("GET", "/pipelines/{name}/savepoints", SavepointList, (400, 404), "List a pipeline's savepoints.")
+    def list_savepoints(env: str, name: str, _: Viewer, source: SourceParam = None) -> Response:
+        return _page(plane.list_savepoints(env, name, source))
+
+    @route(
+        "POST",
+        "/pipelines/{name}/savepoints",
+        Savepoint,
+        (400, 404, 409),
+        "Take a MANUAL savepoint of a running pipeline (completed by its next checkpoint).",
+    )
+    def create_savepoint(env: str, name: str, _: Editor) -> Response:
+        return _json(plane.create_savepoint(env, name))
+
+    @route(
+        "DELETE",
+        "/pipelines/{name}/savepoints",
+        DeletedSavepoints,
+        (400, 404, 409),
+        "Delete every unpinned savepoint of one source (force=true required).",
+    )
+    def delete_savepoints(
+        env: str,
+        name: str,
+        _: Editor,
+        source: Annotated[Literal["UPGRADE", "MANUAL", "SCHEDULE"], Query(description="The source.")],
+        force: ForceParam = False,
+    ) -> Response:
+        return _json({"deleted": plane.delete_savepoints(env, name, source, force)})
+
+    @route("GET", "/pipelines/{name}/savepoints/{uid}", Savepoint, (404,), "Get a savepoint.")
+    def get_savepoint(env: str, name: str, uid: str, _: Viewer) -> Response:
+        return _json(plane.get_savepoint(env, name, uid))
+
+    @route(
+        "PATCH",
+        "/pipelines/{name}/savepoints/{uid}",
+        Savepoint,
+        (400, 404),
+        'Pin or unpin a savepoint: {"spec": {"pinned": true}}.',
+    )
+    def patch_savepoint(
+        env: str, name: str, uid: str, _: Editor, body: Annotated[SavepointPatch, Body()]
+    ) -> Response:
+        return _json(plane.set_pinned(env, name, uid, body.spec.pinned))
+
+    @route(
+        "DELETE",
+        "/pipelines/{name}/savepoints/{uid}",
+        None,
+        (404, 409),
+        "Delete a savepoint (force=true required; 409 while pinned or being recorded).",
+    )
+    def delete_savepoint(env: str, name: str, uid: str, _: Editor, force: ForceParam = False) -> Response:
+        plane.delete_savepoint(env, name, uid, force)
+        return Response(status_code=204)
+
+
+Endpoint = Callable[..., Response]
+
+
+def _router(
+    app: FastAPI, tags: list[str]
+) -> Callable[[str, str, type[BaseModel] | None, Sequence[int], str], Callable[[Endpoint], Endpoint]]:
+    """A decorator registering one route under the environment prefix, with its documentation."""
+
+    def route(
+        method: str, path: str, model: type[BaseModel] | None, codes: Sequence[int], summary: str
+    ) -> Callable[[Endpoint], Endpoint]:
+        def register(endpoint: Endpoint) -> Endpoint:
+            app.add_api_route(
+                PREFIX + path,
+                endpoint,
+                methods=[method],
+                tags=list(tags),
+                summary=summary,
+                response_model=model,
+                status_code=200 if model is not None else 204,
+                responses=_errors(*codes),
+            )
+            return endpoint
+
+        return register
+
+    return route

@@ -1,0 +1,95 @@
+"""Replays: a pipeline started from a timestamp, specific offsets or a savepoint, optionally
+bounded, optionally rebuilding sink tables (dropped first, then recreated from the replayed events).
+
+The start and end are resolved to offsets once, when the replay starts, so that its progress can
+be shown as records done of records to read.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable
+
+from ferry.config.job import JobConfig
+from ferry.control.exceptions import ControlError
+from ferry.control.models import PipelineSpec
+from ferry.pipeline.schema import TableId
+from ferry.pipeline.state import Checkpoint
+from ferry.sinks.base import TableDropping
+
+
+def drop_tables(job: JobConfig, tables: Iterable[str], pipeline: str) -> list[str]:
+    """Drop the named sink tables; the replay recreates them. Returns the ones that existed."""
+    from ferry.worker import build_sink  # noqa: PLC0415
+
+    sink = build_sink(job.model_copy(update={"pipeline": job.pipeline.model_copy(update={"name": pipeline})}))
+    try:
+        if not isinstance(sink, TableDropping):
+            raise ControlError(
+                400, f"spec.rebuildTables: the {sink.kind} sink cannot drop tables for a rebuild"
+            )
+        return [name for name in tables if sink.drop_table(TableId.parse(name))]
+    finally:
+        sink.close()
+
+
+def check_rebuild(job: JobConfig, spec: PipelineSpec) -> None:
+    """Refuse at creation a rebuild the sink cannot do, and a rebuild without a start."""
+    if not spec.rebuild_tables:
+        return
+    from ferry.sinks import sink_class  # noqa: PLC0415
+
+    if not issubclass(sink_class(job.sink.type), TableDropping):
+        raise ControlError(
+            400, f"spec.rebuildTables: the {job.sink.type} sink cannot drop tables for a rebuild"
+        )
+    if spec.start_from is None:
+        raise ControlError(400, "spec.rebuildTables needs spec.startFrom: where the rebuild reads from")
+    for name in spec.rebuild_tables:
+        try:
+            TableId.parse(name)
+        except ValueError as e:
+            raise ControlError(400, f"spec.rebuildTables: {e}") from None
+
+
+def offset_range(
+    job: JobConfig, spec: PipelineSpec, checkpoint: Checkpoint | None
+) -> tuple[dict[tuple[str, int], int], dict[tuple[str, int], int]]:
+    """Where a bounded replay starts and ends, per partition of the topics it reads by name."""
+    from confluent_kafka import Consumer, TopicPartition  # noqa: PLC0415
+
+    assert spec.bounded is not None
+    consumer = Consumer({"bootstrap.servers": job.source.bootstrap_servers, "group.id": "ferry-replay-range"})
+    starts: dict[tuple[str, int], int] = {}
+    ends: dict[tuple[str, int], int] = {}
+    try:
+        for topic in job.source.topic or ():
+            metadata = consumer.list_topics(topic, timeout=10).topics[topic]
+            for partition in sorted(metadata.partitions):
+                tp = TopicPartition(topic, partition)
+                low, high = consumer.get_watermark_offsets(tp, timeout=10, cached=False)
+                start = low
+                start_from = spec.start_from
+                if checkpoint is not None and (topic, partition) in checkpoint.offsets:
+                    start = checkpoint.offsets[(topic, partition)]
+                elif start_from is not None and start_from.timestamp_millis is not None:
+                    found = consumer.offsets_for_times(
+                        [TopicPartition(topic, partition, start_from.timestamp_millis)], timeout=10
+                    )[0].offset
+                    start = found if found >= 0 else high
+                elif start_from is not None and start_from.offsets is not None:
+                    start = start_from.offsets.get(topic, {}).get(partition, low)
+                end = high
+                if spec.bounded.mode == "timestamp":
+                    assert spec.bounded.timestamp_millis is not None
+                    found = consumer.offsets_for_times(
+                        [TopicPartition(topic, partition, spec.bounded.timestamp_millis)], timeout=10
+                    )[0].offset
+                    end = found if found >= 0 else high
+                elif spec.bounded.mode == "specific-offsets":
+                    assert spec.bounded.offsets is not None
+                    end = spec.bounded.offsets.get(partition, high)
+                starts[(topic, partition)] = max(low, start)
+                ends[(topic, partition)] = end
+    finally:
+        consumer.close()
+    return starts, ends

@@ -1,0 +1,599 @@
+"""Every operation on pipelines and savepoints; the HTTP API and the CLI are thin layers over it.
+
+Errors are :class:`ControlError` with the HTTP status the API answers with, as the CMF Statements
+API does (SPEC §4): 400 an unusable request or savepoint, 404 not found, 409 a conflict (a
+savepoint still being recorded, savepoints attached), 422 an update that sets a read-only field.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass
+from datetime import UTC, datetime, timedelta
+from typing import Any
+
+from pydantic import ValidationError
+
+from ferry.config.exceptions import ConfigError
+from ferry.config.job import JobConfig, format_specific_offsets, parse_duration
+from ferry.config.loader import load_job_text
+from ferry.control.exceptions import ControlError
+from ferry.control.models import (
+    INITIAL_OFFSET_FROM,
+    INITIAL_OFFSET_FROM_TIMEOUT,
+    MAX_CARRY_OVER_TIMEOUT,
+    PipelineSpec,
+)
+from ferry.control.replay import check_rebuild
+from ferry.control.store import ControlStore, PipelineRow, SavepointRow, runtime_name
+from ferry.pipeline.state import StateStore, decode_offsets, now_ms
+
+API_VERSION = "ferry/v1"
+SAVEPOINT_SOURCES = ("UPGRADE", "MANUAL", "SCHEDULE")
+_NAME_RE = re.compile(r"[a-z0-9]([-a-z0-9]{0,98}[a-z0-9])?")
+_READ_ONLY_METADATA = ("uid", "creationTimestamp", "updateTimestamp", "environment")
+
+
+@dataclass(frozen=True, slots=True)
+class ControlSettings:
+    """Server-wide settings of the control plane."""
+
+    #: SQLAlchemy URL of the state store holding pipelines, savepoints and checkpoints.
+    state_url: str = "sqlite:///var/ferry/state.db"
+    #: Whether pipelines may inherit offsets (``sql.tables.initial-offset-from``).
+    carry_over_enabled: bool = True
+    #: How long a new pipeline waits for its reference's offsets (at most 6 hours).
+    carry_over_timeout: timedelta = timedelta(minutes=15)
+
+    def __post_init__(self) -> None:
+        if not timedelta(0) < self.carry_over_timeout <= MAX_CARRY_OVER_TIMEOUT:
+            raise ValueError("carry-over-offsets.timeout is more than 0 and at most 6h")
+
+
+def iso(ms: int | None) -> str | None:
+    return None if ms is None else datetime.fromtimestamp(ms / 1000, UTC).isoformat(timespec="milliseconds")
+
+
+def latest_offsets_format(offsets: Mapping[str, Mapping[str, int]]) -> dict[str, str]:
+    """``{topic: {"0": 42}}`` → ``{topic: "partition:0,offset:42"}`` (``scan.startup.specific-offsets``)."""
+    return {
+        topic: format_specific_offsets({int(p): int(o) for p, o in parts.items()})
+        for topic, parts in sorted(offsets.items())
+    }
+
+
+def load_job(spec: PipelineSpec, name: str) -> JobConfig:
+    """The pipeline's job file, validated; errors name the line and key (400)."""
+    try:
+        return load_job_text(spec.job, file=f"pipeline {name} spec.job")
+    except ConfigError as e:
+        raise ControlError(400, str(e)) from None
+
+
+def stateful_reason(job: JobConfig) -> str | None:
+    from ferry.pipeline.transform import stateful_reason as reason  # noqa: PLC0415
+
+    return reason(job)
+
+
+class ControlPlane:
+    """Pipelines and savepoints of every environment, over one :class:`ControlStore`."""
+
+    def __init__(self, settings: ControlSettings, store: ControlStore | None = None) -> None:
+        self.settings = settings
+        self.store = store or ControlStore(settings.state_url)
+        self._state: StateStore | None = None
+
+    @property
+    def state(self) -> StateStore:
+        """The runners' checkpoints and status, in the same database."""
+        if self._state is None:
+            self._state = StateStore(self.settings.state_url)
+        return self._state
+
+    def close(self) -> None:
+        self.store.close()
+        if self._state is not None:
+            self._state.close()
+
+    # ------------------------------------------------------------------------------ pipelines
+
+    def create_pipeline(self, environment: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        metadata = body.get("metadata") or {}
+        name = metadata.get("name") if isinstance(metadata, Mapping) else None
+        if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
+            raise ControlError(
+                400,
+                "metadata.name: a pipeline name is 1 to 100 lower-case letters, digits and '-', "
+                "starting and ending with a letter or digit",
+            )
+        for key in _READ_ONLY_METADATA:
+            if key in metadata:
+                raise ControlError(422, f"metadata.{key} is read-only; remove it from the request")
+        if "status" in body:
+            raise ControlError(422, "status is read-only; remove it from the request")
+        spec = self._spec(body.get("spec"))
+        job = load_job(spec, name)
+        existing = self.store.pipeline(environment, name)
+        if existing is not None and existing.phase != "DELETED":
+            raise ControlError(409, f"pipeline {name!r} already exists in environment {environment!r}")
+        reference = spec.properties.get(INITIAL_OFFSET_FROM)
+        if reference is not None:
+            self._check_carry_over(environment, name, spec, job, reference)
+        self._check_job(job)
+        check_rebuild(job, spec)
+        if existing is not None:
+            self._forget_runtime_state(existing.runtime_name)
+        detail = "waiting for a worker to start it"
+        deadline: int | None = None
+        if reference is not None:
+            timeout = self._carry_over_timeout(spec)
+            deadline = now_ms() + int(timeout.total_seconds() * 1000)
+            detail = f"waiting for the offsets of pipeline {reference!r}; fails at {iso(deadline)}"
+        if spec.start_from is not None and spec.start_from.savepoint is not None:
+            self.usable_savepoint(spec.start_from.savepoint, environment)
+        if spec.stopped:
+            detail = "created stopped"
+        row = self.store.insert_pipeline(
+            environment, name, spec.model_dump(by_alias=True, mode="json", exclude_none=True), detail
+        )
+        if spec.stopped:
+            self.store.update_pipeline(row, phase="STOPPED")
+        elif deadline is not None:
+            self.store.update_pipeline(row, deadline_ms=deadline)
+        return self.get_pipeline(environment, name)
+
+    def get_pipeline(self, environment: str, name: str) -> dict[str, Any]:
+        return self.resource(self._row(environment, name))
+
+    def list_pipelines(self, environment: str) -> list[dict[str, Any]]:
+        return [self.resource(r) for r in self.store.pipelines(environment) if r.phase != "DELETED"]
+
+    def update_pipeline(self, environment: str, name: str, body: Mapping[str, Any]) -> dict[str, Any]:
+        """PUT: the whole resource as returned by a GET, with its spec changed."""
+        row = self._row(environment, name)
+        metadata = body.get("metadata") or {}
+        if not isinstance(metadata, Mapping):
+            raise ControlError(400, "metadata is an object")
+        if metadata.get("name", name) != name:
+            raise ControlError(422, "metadata.name is read-only: create a new pipeline instead")
+        for key in _READ_ONLY_METADATA:
+            if key in metadata:
+                raise ControlError(422, f"metadata.{key} is read-only; remove it from the request")
+        spec = self._spec(body.get("spec"))
+        current = PipelineSpec.model_validate(row.spec)
+        changed = {
+            key
+            for key in PipelineSpec.model_fields
+            if getattr(spec, key) != getattr(current, key) and key != "stopped"
+        }
+        if changed and row.phase == "PENDING" and row.deadline_ms is not None:
+            raise ControlError(
+                422,
+                "while the pipeline waits for inherited offsets only spec.stopped may change "
+                f"(the request changes spec.{sorted(_alias(k) for k in changed)[0]})",
+            )
+        if changed and row.phase in ("RUNNING", "STOPPING"):
+            raise ControlError(
+                422,
+                "a running pipeline's spec is read-only except spec.stopped: stop it first "
+                f"(the request changes spec.{sorted(_alias(k) for k in changed)[0]})",
+            )
+        if changed:
+            self._check_job(load_job(spec, name))
+            self.store.update_pipeline(
+                row, spec=spec.model_dump(by_alias=True, mode="json", exclude_none=True)
+            )
+            row = self._row(environment, name)
+        if spec.stopped != current.stopped:
+            self.store.update_pipeline(
+                row, spec=spec.model_dump(by_alias=True, mode="json", exclude_none=True)
+            )
+            row = self._row(environment, name)
+            if spec.stopped:
+                self._stop(row)
+            else:
+                self._resume(row)
+        return self.get_pipeline(environment, name)
+
+    def set_stopped(self, environment: str, name: str, stopped: bool) -> dict[str, Any]:
+        """``ferry pipeline stop`` / ``resume``: a PUT that changes only ``spec.stopped``."""
+        resource = self.get_pipeline(environment, name)
+        resource["spec"]["stopped"] = stopped
+        return self.update_pipeline(environment, name, {"metadata": {"name": name}, "spec": resource["spec"]})
+
+    def delete_pipeline(self, environment: str, name: str) -> None:
+        row = self._row(environment, name)
+        attached = self.store.savepoints(environment, name)
+        if attached:
+            sources = sorted({s.source for s in attached})
+            raise ControlError(
+                409,
+                f"pipeline {name!r} has {len(attached)} savepoint(s) attached (source "
+                f"{', '.join(sources)}): delete them first, e.g. DELETE .../savepoints?source="
+                f"{sources[0]}&force=true",
+            )
+        detail = (
+            "deleted" if row.deadline_ms is None else "deleted; the wait for inherited offsets is cancelled"
+        )
+        self.store.update_pipeline(row, phase="DELETED", detail=detail, generation=row.generation + 1)
+
+    # ------------------------------------------------------------------------------ savepoints
+
+    def list_savepoints(self, environment: str, name: str, source: str | None = None) -> list[dict[str, Any]]:
+        self._row(environment, name)
+        if source is not None:
+            self._check_source(source)
+        return [
+            savepoint_resource(s)
+            for s in self.store.savepoints(environment, name)
+            if source is None or s.source == source
+        ]
+
+    def create_savepoint(self, environment: str, name: str) -> dict[str, Any]:
+        """A ``MANUAL`` savepoint of a running pipeline: the next checkpoint after the request."""
+        row = self._row(environment, name)
+        if row.phase != "RUNNING":
+            raise ControlError(
+                400, f"pipeline {name!r} is {row.phase}: only a running pipeline takes a savepoint"
+            )
+        if PipelineSpec.model_validate(row.spec).upgrade_mode == "stateless":
+            raise ControlError(
+                400, f"pipeline {name!r} has spec.upgradeMode stateless: it takes no savepoints"
+            )
+        self._no_savepoint_in_progress(row)
+        return savepoint_resource(self.store.insert_savepoint(environment, name, "MANUAL"))
+
+    def get_savepoint(self, environment: str, name: str, uid: str) -> dict[str, Any]:
+        return savepoint_resource(self._savepoint(environment, name, uid))
+
+    def set_pinned(self, environment: str, name: str, uid: str, pinned: bool) -> dict[str, Any]:
+        self._savepoint(environment, name, uid)
+        self.store.set_pinned(uid, pinned)
+        return self.get_savepoint(environment, name, uid)
+
+    def delete_savepoint(self, environment: str, name: str, uid: str, force: bool = False) -> None:
+        savepoint = self._savepoint(environment, name, uid)
+        row = self._row(environment, name)
+        self._may_delete([savepoint], row, force)
+        self.store.delete_savepoints([uid])
+
+    def delete_savepoints(self, environment: str, name: str, source: str, force: bool = False) -> list[str]:
+        """Delete every unpinned savepoint of one source; pinned ones stay (unpin them first)."""
+        self._check_source(source)
+        row = self._row(environment, name)
+        chosen = [s for s in self.store.savepoints(environment, name) if s.source == source and not s.pinned]
+        self._may_delete(chosen, row, force)
+        self.store.delete_savepoints([s.uid for s in chosen])
+        return [s.uid for s in chosen]
+
+    # ------------------------------------------------------------------------------ resources
+
+    def resource(self, row: PipelineRow) -> dict[str, Any]:
+        status: dict[str, Any] = {
+            "phase": row.phase,
+            "detail": row.detail,
+            "traits": {"inheritedOffsetTopics": list(row.traits.get("inheritedOffsetTopics", []))},
+            "latestOffsets": dict(row.latest_offsets),
+        }
+        if row.deadline_ms is not None and row.phase == "PENDING":
+            status["deadline"] = iso(row.deadline_ms)
+        runner = self.state.get_status(row.runtime_name)
+        if runner is not None and row.phase in ("RUNNING", "STOPPING", "STOPPED", "FAILED"):
+            metrics = runner["metrics"]
+            if row.phase == "RUNNING" and runner["phase"] == "RUNNING":
+                status["detail"] = runner["detail"]
+            status["metrics"] = {
+                key: metrics.get(key)
+                for key in ("records_read", "rows_written", "throughput_eps", "offsets", "lag", "bad_records")
+            }
+            lost = metrics.get("lost_offsets") or row.traits.get("lostOffsets")
+            if lost:
+                status["lostOffsets"] = lost
+            progress = self._progress(row, metrics)
+            if progress is not None:
+                status["progress"] = progress
+        spec = dict(row.spec)
+        return {
+            "apiVersion": API_VERSION,
+            "kind": "Pipeline",
+            "metadata": {
+                "name": row.name,
+                "environment": row.environment,
+                "uid": row.uid,
+                "creationTimestamp": iso(row.created_ms),
+                "updateTimestamp": iso(row.updated_ms),
+            },
+            "spec": spec,
+            "status": status,
+        }
+
+    # ------------------------------------------------------------------------------ internals
+
+    def _row(self, environment: str, name: str) -> PipelineRow:
+        row = self.store.pipeline(environment, name)
+        if row is None or row.phase == "DELETED":
+            raise ControlError(404, f"pipeline {name!r} not found in environment {environment!r}")
+        return row
+
+    def _savepoint(self, environment: str, name: str, uid: str) -> SavepointRow:
+        self._row(environment, name)
+        savepoint = self.store.savepoint(uid)
+        if savepoint is None or savepoint.environment != environment or savepoint.pipeline != name:
+            raise ControlError(404, f"savepoint {uid!r} of pipeline {name!r} not found")
+        return savepoint
+
+    @staticmethod
+    def _spec(data: Any) -> PipelineSpec:
+        if not isinstance(data, Mapping):
+            raise ControlError(400, "spec is required: an object with at least spec.job")
+        try:
+            return PipelineSpec.model_validate(data)
+        except ValidationError as e:
+            first = e.errors()[0]
+            where = ".".join(str(p) for p in first["loc"])
+            raise ControlError(400, f"spec.{where}: {first['msg']}") from None
+
+    @staticmethod
+    def _check_job(job: JobConfig) -> None:
+        from ferry.worker import UnsupportedOptionError, check_supported  # noqa: PLC0415
+
+        try:
+            check_supported(job)
+        except UnsupportedOptionError as e:
+            raise ControlError(400, str(e)) from None
+
+    @staticmethod
+    def _check_source(source: str) -> None:
+        if source not in SAVEPOINT_SOURCES:
+            raise ControlError(400, f"source: one of {', '.join(SAVEPOINT_SOURCES)}, not {source!r}")
+
+    def _carry_over_timeout(self, spec: PipelineSpec) -> timedelta:
+        text = spec.properties.get(INITIAL_OFFSET_FROM_TIMEOUT)
+        if text is None:
+            return self.settings.carry_over_timeout
+        try:
+            timeout = parse_duration(text)
+        except ValueError as e:
+            raise ControlError(400, f"spec.properties.{INITIAL_OFFSET_FROM_TIMEOUT}: {e}") from None
+        if not timedelta(0) < timeout <= MAX_CARRY_OVER_TIMEOUT:
+            raise ControlError(
+                400,
+                f"spec.properties.{INITIAL_OFFSET_FROM_TIMEOUT}: more than 0 and at most 6h, not {text!r}",
+            )
+        return timeout
+
+    def _check_carry_over(
+        self, environment: str, name: str, spec: PipelineSpec, job: JobConfig, reference: str
+    ) -> None:
+        """Refuse at once what can never inherit offsets (SPEC §4)."""
+        if not self.settings.carry_over_enabled:
+            raise ControlError(
+                400,
+                f"spec.properties.{INITIAL_OFFSET_FROM}: carry-over offsets are turned off on this server "
+                "(carry-over-offsets.enabled)",
+            )
+        ref_env, _, ref_name = reference.rpartition("/")
+        if ref_env and ref_env != environment:
+            raise ControlError(
+                404,
+                f"reference pipeline {reference!r} not found: a reference must be in the same environment "
+                f"({environment!r})",
+            )
+        if ref_name == name:
+            raise ControlError(400, f"pipeline {name!r} cannot inherit offsets from itself")
+        ref = self.store.pipeline(environment, ref_name)
+        if ref is None or ref.phase == "DELETED":
+            raise ControlError(
+                404, f"reference pipeline {ref_name!r} not found in environment {environment!r}"
+            )
+        if spec.start_from is not None:
+            raise ControlError(
+                400, f"spec.startFrom and spec.properties.{INITIAL_OFFSET_FROM} both set a start: give one"
+            )
+        reason = stateful_reason(job)
+        if reason is not None:
+            raise ControlError(
+                400,
+                f"pipeline {name!r} is stateful ({reason}): only offsets carry over, not state, so a "
+                "stateful pipeline cannot inherit offsets",
+            )
+        if PipelineSpec.model_validate(ref.spec).upgrade_mode == "stateless":
+            raise ControlError(
+                400,
+                f"reference pipeline {ref_name!r} has spec.upgradeMode stateless: stopping it takes no "
+                "savepoint, so there would be no offsets to inherit",
+            )
+        state, savepoint = self.reference_state(ref)
+        if state == "recording":
+            assert savepoint is not None
+            raise ControlError(
+                409,
+                f"savepoint {savepoint.uid} of reference pipeline {ref_name!r} is still being recorded; "
+                "try again in a few seconds",
+            )
+        if state == "failed":
+            assert savepoint is not None
+            raise ControlError(
+                400,
+                f"savepoint {savepoint.uid} of reference pipeline {ref_name!r} failed: {savepoint.reason}",
+            )
+        if state == "none":
+            raise ControlError(
+                400,
+                f"reference pipeline {ref_name!r} is {ref.phase} without a savepoint (it was killed or "
+                "failed): there are no offsets to inherit; resume it and stop it again",
+            )
+        if state == "ready":
+            assert savepoint is not None
+            problem = inheritance_problem(job, savepoint, ref_name)
+            if problem is not None:
+                raise ControlError(400, problem)
+
+    def reference_state(self, ref: PipelineRow) -> tuple[str, SavepointRow | None]:
+        """``ready`` (its stop savepoint), ``recording``, ``failed``, ``none`` (stopped without one),
+        or ``running`` (wait for it to stop)."""
+        upgrade = [s for s in self.store.savepoints(ref.environment, ref.name) if s.source == "UPGRADE"]
+        last = upgrade[-1] if upgrade else None
+        if ref.phase in ("RUNNING", "PENDING"):
+            return "running", None
+        if last is not None and last.state == "PENDING":
+            return "recording", last
+        if ref.phase == "STOPPING":
+            return "running", None
+        if last is not None and last.state == "FAILED":
+            return "failed", last
+        if (
+            ref.phase == "STOPPED"
+            and last is not None
+            and last.requested_ms >= ref.traits.get("startedMs", 0)
+        ):
+            return "ready", last
+        return "none", last
+
+    def usable_savepoint(self, uid: str, environment: str) -> SavepointRow:
+        savepoint = self.store.savepoint(uid)
+        if savepoint is None or savepoint.environment != environment:
+            raise ControlError(404, f"savepoint {uid!r} not found in environment {environment!r}")
+        if savepoint.state != "COMPLETED":
+            why = f": {savepoint.reason}" if savepoint.reason else ""
+            raise ControlError(
+                400, f"savepoint {uid} is {savepoint.state}{why}; only a completed one can be used"
+            )
+        return savepoint
+
+    def _stop(self, row: PipelineRow) -> None:
+        spec = PipelineSpec.model_validate(row.spec)
+        if row.phase == "PENDING":
+            detail = (
+                "stopped while waiting for inherited offsets"
+                if row.deadline_ms is not None
+                else "stopped before it started"
+            )
+            self.store.update_pipeline(row, phase="STOPPED", detail=detail, generation=row.generation + 1)
+            return
+        if row.phase != "RUNNING":
+            return
+        if spec.upgrade_mode == "savepoint":
+            self._no_savepoint_in_progress(row)
+            savepoint = self.store.insert_savepoint(row.environment, row.name, "UPGRADE")
+            detail = f"stopping: taking savepoint {savepoint.uid}"
+        else:
+            detail = "stopping without a savepoint (spec.upgradeMode stateless)"
+        self.store.update_pipeline(row, expect_phase="RUNNING", phase="STOPPING", detail=detail)
+
+    def _resume(self, row: PipelineRow) -> None:
+        if row.phase not in ("STOPPED", "FAILED"):
+            return
+        deadline = None
+        detail = "waiting for a worker to start it"
+        if PipelineSpec.model_validate(row.spec).properties.get(INITIAL_OFFSET_FROM) and not row.traits.get(
+            "carriedOver"
+        ):
+            timeout = self._carry_over_timeout(PipelineSpec.model_validate(row.spec))
+            deadline = now_ms() + int(timeout.total_seconds() * 1000)
+            detail = f"waiting for the offsets of the reference pipeline; fails at {iso(deadline)}"
+        self.store.update_pipeline(
+            row, phase="PENDING", detail=detail, deadline_ms=deadline, generation=row.generation + 1
+        )
+
+    def _no_savepoint_in_progress(self, row: PipelineRow) -> None:
+        for savepoint in self.store.savepoints(row.environment, row.name):
+            if savepoint.state == "PENDING":
+                raise ControlError(
+                    409,
+                    f"savepoint {savepoint.uid} of pipeline {row.name!r} is still being recorded; "
+                    "try again in a few seconds",
+                )
+
+    def _may_delete(self, chosen: list[SavepointRow], row: PipelineRow, force: bool) -> None:
+        for savepoint in chosen:
+            if savepoint.state == "PENDING":
+                raise ControlError(409, f"savepoint {savepoint.uid} is still being recorded; try again later")
+            if savepoint.pinned:
+                raise ControlError(409, f"savepoint {savepoint.uid} is pinned: unpin it first")
+        if chosen and not force:
+            raise ControlError(
+                409,
+                f"deleting savepoints of pipeline {row.name!r} needs force=true (it is {row.phase}; a "
+                "deleted savepoint can no longer be resumed from or inherited)",
+            )
+
+    def _forget_runtime_state(self, runtime: str) -> None:
+        self.state.forget(runtime)
+
+    def _progress(self, row: PipelineRow, metrics: Mapping[str, Any]) -> dict[str, Any] | None:
+        ends = row.traits.get("endOffsets")
+        starts = row.traits.get("startOffsets")
+        if not ends or starts is None:
+            return None
+        position = decode_offsets(metrics.get("offsets") or {})
+        total = done = 0
+        for key, end in decode_offsets(ends).items():
+            start = decode_offsets(starts).get(key, 0)
+            total += max(0, end - start)
+            done += max(0, min(position.get(key, start), end) - start)
+        return {
+            "recordsDone": done,
+            "recordsTotal": total,
+            "percent": 100.0 if total == 0 else round(100.0 * done / total, 1),
+        }
+
+
+def inheritance_problem(job: JobConfig, savepoint: SavepointRow, reference: str) -> str | None:
+    """Why this job cannot take the savepoint's offsets (a pattern over an inherited topic), or None."""
+    source = job.source
+    if source.topic_pattern is not None:
+        covered = sorted(t for t in savepoint.offsets if re.fullmatch(source.topic_pattern, t))
+        if covered:
+            return (
+                f"source.topic-pattern {source.topic_pattern!r} reads topic {covered[0]!r}, whose offsets "
+                f"are inherited from {reference!r}: only a source naming its topics (source.topic) "
+                "inherits offsets; name the topics, or start without carry-over"
+            )
+    return None
+
+
+def inherited_offsets(job: JobConfig, savepoint: SavepointRow) -> dict[tuple[str, int], int]:
+    """The savepoint's offsets of the topics this job reads by name and starts without its own
+    ``tables[].scan.startup.mode`` (a per-table start wins, like an OPTIONS hint)."""
+    own_start = {t.topic for t in job.source.tables}
+    topics = set(job.source.topic or ()) - own_start
+    return {(t, p): o for (t, p), o in decode_offsets(savepoint.offsets).items() if t in topics}
+
+
+def savepoint_resource(savepoint: SavepointRow) -> dict[str, Any]:
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "Savepoint",
+        "metadata": {
+            "uid": savepoint.uid,
+            "pipeline": savepoint.pipeline,
+            "environment": savepoint.environment,
+            "creationTimestamp": iso(savepoint.requested_ms),
+        },
+        "spec": {"source": savepoint.source, "pinned": savepoint.pinned},
+        "status": {
+            "state": savepoint.state,
+            "reason": savepoint.reason,
+            "completionTimestamp": iso(savepoint.completed_ms),
+            "offsets": latest_offsets_format(savepoint.offsets),
+            "sinkCommit": savepoint.sink_commit,
+        },
+    }
+
+
+def _alias(field_name: str) -> str:
+    info = PipelineSpec.model_fields[field_name]
+    return info.alias or field_name
+
+
+__all__ = [
+    "ControlError",
+    "ControlPlane",
+    "ControlSettings",
+    "inheritance_problem",
+    "inherited_offsets",
+    "runtime_name",
+]

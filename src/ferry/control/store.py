@@ -1,0 +1,348 @@
+"""Pipelines, savepoints and pipeline instances, kept in the state store's database.
+
+The tables live beside the runner's checkpoints (:mod:`ferry.pipeline.state`), in the same
+SQLAlchemy database: SQLite by default, PostgreSQL for deployments. Phase transitions are
+compare-and-set updates, so several workers (and the API) may act on one pipeline safely.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import orjson
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    Column,
+    Integer,
+    MetaData,
+    String,
+    Table,
+    Text,
+    and_,
+    create_engine,
+    delete,
+    insert,
+    select,
+    update,
+)
+from sqlalchemy.engine import Engine, RowMapping
+
+from ferry.pipeline.state import now_ms
+
+metadata = MetaData()
+
+pipelines = Table(
+    "ferry_pipelines",
+    metadata,
+    Column("environment", String(200), primary_key=True),
+    Column("name", String(200), primary_key=True),
+    Column("uid", String(40), nullable=False),
+    Column("spec", JSON, nullable=False),
+    Column("phase", String(20), nullable=False),
+    Column("detail", Text, nullable=False),
+    Column("created_ms", BigInteger, nullable=False),
+    Column("updated_ms", BigInteger, nullable=False),
+    #: Bumped whenever the pipeline is (re)started: instances of an older generation stop.
+    Column("generation", Integer, nullable=False, default=0),
+    #: The generation whose one-off preparation (seeded offsets, rebuilt tables) is done.
+    Column("prepared", Integer, nullable=False, default=-1),
+    #: When a pending pipeline gives up waiting for its reference's offsets.
+    Column("deadline_ms", BigInteger),
+    Column("traits", JSON, nullable=False),
+    Column("latest_offsets", JSON, nullable=False),
+    Column("last_scheduled_ms", BigInteger),
+)
+
+savepoints = Table(
+    "ferry_savepoints",
+    metadata,
+    Column("uid", String(40), primary_key=True),
+    Column("environment", String(200), nullable=False, index=True),
+    Column("pipeline", String(200), nullable=False, index=True),
+    Column("source", String(20), nullable=False),
+    Column("state", String(20), nullable=False),
+    Column("reason", Text, nullable=False, default=""),
+    Column("pinned", Boolean, nullable=False, default=False),
+    Column("requested_ms", BigInteger, nullable=False),
+    Column("completed_ms", BigInteger),
+    Column("offsets", JSON, nullable=False),
+    Column("schemas", JSON, nullable=False),
+    Column("sink_commit", JSON, nullable=False),
+)
+
+instances = Table(
+    "ferry_pipeline_instances",
+    metadata,
+    Column("environment", String(200), primary_key=True),
+    Column("pipeline", String(200), primary_key=True),
+    Column("worker", String(100), primary_key=True),
+    Column("generation", Integer, nullable=False),
+    Column("pid", Integer, nullable=False),
+    Column("state", String(20), nullable=False),
+    Column("exit_code", Integer),
+    Column("heartbeat_ms", BigInteger, nullable=False),
+)
+
+#: An instance whose worker has not been heard of for this long is gone (killed).
+INSTANCE_TIMEOUT_MS = 6_000
+
+
+@dataclass(frozen=True, slots=True)
+class PipelineRow:
+    environment: str
+    name: str
+    uid: str
+    spec: dict[str, Any]
+    phase: str
+    detail: str
+    created_ms: int
+    updated_ms: int
+    generation: int
+    prepared: int
+    deadline_ms: int | None
+    traits: dict[str, Any]
+    latest_offsets: dict[str, str]
+    last_scheduled_ms: int | None
+
+    @property
+    def runtime_name(self) -> str:
+        """The name the runner, its checkpoints, consumer group and sink commits use."""
+        return runtime_name(self.environment, self.name)
+
+
+@dataclass(frozen=True, slots=True)
+class SavepointRow:
+    uid: str
+    environment: str
+    pipeline: str
+    source: str
+    state: str
+    reason: str
+    pinned: bool
+    requested_ms: int
+    completed_ms: int | None
+    offsets: dict[str, dict[str, int]]
+    schemas: dict[str, Any]
+    sink_commit: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass(frozen=True, slots=True)
+class InstanceRow:
+    worker: str
+    generation: int
+    pid: int
+    state: str
+    exit_code: int | None
+    heartbeat_ms: int
+
+    def alive(self, at_ms: int) -> bool:
+        return self.state == "RUNNING" and at_ms - self.heartbeat_ms < INSTANCE_TIMEOUT_MS
+
+
+def runtime_name(environment: str, name: str) -> str:
+    return f"{environment}.{name}"
+
+
+def _pipeline(row: RowMapping) -> PipelineRow:
+    return PipelineRow(**{c.name: row[c.name] for c in pipelines.columns})
+
+
+def _savepoint(row: RowMapping) -> SavepointRow:
+    return SavepointRow(**{c.name: row[c.name] for c in savepoints.columns})
+
+
+class ControlStore:
+    """Reads and compare-and-set writes of pipelines, savepoints and instances."""
+
+    def __init__(self, url: str) -> None:
+        if url.startswith("sqlite:///") and not url.startswith("sqlite:///:memory:"):
+            Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+        self.url = url
+        self.engine: Engine = create_engine(url, json_serializer=lambda o: orjson.dumps(o).decode())
+        metadata.create_all(self.engine)
+
+    def close(self) -> None:
+        self.engine.dispose()
+
+    # ------------------------------------------------------------------------------ pipelines
+
+    def insert_pipeline(
+        self, environment: str, name: str, spec: Mapping[str, Any], detail: str
+    ) -> PipelineRow:
+        at = now_ms()
+        values = {
+            "environment": environment,
+            "name": name,
+            "uid": str(uuid.uuid4()),
+            "spec": dict(spec),
+            "phase": "PENDING",
+            "detail": detail,
+            "created_ms": at,
+            "updated_ms": at,
+            "generation": 0,
+            "prepared": -1,
+            "deadline_ms": None,
+            "traits": {},
+            "latest_offsets": {},
+            "last_scheduled_ms": None,
+        }
+        with self.engine.begin() as conn:
+            conn.execute(
+                delete(pipelines).where(
+                    pipelines.c.environment == environment,
+                    pipelines.c.name == name,
+                    pipelines.c.phase == "DELETED",
+                )
+            )
+            conn.execute(insert(pipelines).values(**values))
+        return PipelineRow(**values)  # type: ignore[arg-type]
+
+    def pipeline(self, environment: str, name: str) -> PipelineRow | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(
+                select(pipelines).where(pipelines.c.environment == environment, pipelines.c.name == name)
+            ).first()
+        return None if row is None else _pipeline(row._mapping)
+
+    def pipelines(self, environment: str | None = None) -> list[PipelineRow]:
+        query = select(pipelines).order_by(pipelines.c.environment, pipelines.c.name)
+        if environment is not None:
+            query = query.where(pipelines.c.environment == environment)
+        with self.engine.connect() as conn:
+            return [_pipeline(r._mapping) for r in conn.execute(query)]
+
+    def update_pipeline(self, row: PipelineRow, *, expect_phase: str | None = None, **values: Any) -> bool:
+        """Update a pipeline if it is still in ``expect_phase`` (and generation): False when another
+        worker or a request changed it first."""
+        condition = and_(
+            pipelines.c.environment == row.environment,
+            pipelines.c.name == row.name,
+            pipelines.c.uid == row.uid,
+            pipelines.c.generation == row.generation,
+        )
+        if expect_phase is not None:
+            condition = and_(condition, pipelines.c.phase == expect_phase)
+        values.setdefault("updated_ms", now_ms())
+        with self.engine.begin() as conn:
+            return bool(conn.execute(update(pipelines).where(condition).values(**values)).rowcount)
+
+    def claim_schedule(self, row: PipelineRow, last: int | None, at: int) -> bool:
+        """Take the turn to request a scheduled savepoint: one worker wins."""
+        condition = and_(pipelines.c.environment == row.environment, pipelines.c.name == row.name)
+        condition = and_(
+            condition,
+            pipelines.c.last_scheduled_ms.is_(None)
+            if last is None
+            else pipelines.c.last_scheduled_ms == last,
+        )
+        with self.engine.begin() as conn:
+            return bool(
+                conn.execute(update(pipelines).where(condition).values(last_scheduled_ms=at)).rowcount
+            )
+
+    # ------------------------------------------------------------------------------ savepoints
+
+    def insert_savepoint(
+        self, environment: str, pipeline: str, source: str, state: str = "PENDING"
+    ) -> SavepointRow:
+        values: dict[str, Any] = {
+            "uid": str(uuid.uuid4()),
+            "environment": environment,
+            "pipeline": pipeline,
+            "source": source,
+            "state": state,
+            "reason": "",
+            "pinned": False,
+            "requested_ms": now_ms(),
+            "completed_ms": None,
+            "offsets": {},
+            "schemas": {},
+            "sink_commit": {},
+        }
+        with self.engine.begin() as conn:
+            conn.execute(insert(savepoints).values(**values))
+        return SavepointRow(**values)
+
+    def savepoints(self, environment: str, pipeline: str) -> list[SavepointRow]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                select(savepoints)
+                .where(savepoints.c.environment == environment, savepoints.c.pipeline == pipeline)
+                .order_by(savepoints.c.requested_ms, savepoints.c.uid)
+            )
+            return [_savepoint(r._mapping) for r in rows]
+
+    def savepoint(self, uid: str) -> SavepointRow | None:
+        with self.engine.connect() as conn:
+            row = conn.execute(select(savepoints).where(savepoints.c.uid == uid)).first()
+        return None if row is None else _savepoint(row._mapping)
+
+    def finish_savepoint(self, uid: str, state: str, **values: Any) -> bool:
+        """Complete or fail a pending savepoint; False if it was not pending any more."""
+        with self.engine.begin() as conn:
+            return bool(
+                conn.execute(
+                    update(savepoints)
+                    .where(savepoints.c.uid == uid, savepoints.c.state == "PENDING")
+                    .values(state=state, completed_ms=now_ms(), **values)
+                ).rowcount
+            )
+
+    def set_pinned(self, uid: str, pinned: bool) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(update(savepoints).where(savepoints.c.uid == uid).values(pinned=pinned))
+
+    def delete_savepoints(self, uids: list[str]) -> None:
+        if uids:
+            with self.engine.begin() as conn:
+                conn.execute(delete(savepoints).where(savepoints.c.uid.in_(uids)))
+
+    # ------------------------------------------------------------------------------ instances
+
+    def heartbeat(
+        self, row: PipelineRow, worker: str, pid: int, state: str, exit_code: int | None = None
+    ) -> None:
+        values = {
+            "generation": row.generation,
+            "pid": pid,
+            "state": state,
+            "exit_code": exit_code,
+            "heartbeat_ms": now_ms(),
+        }
+        key = and_(
+            instances.c.environment == row.environment,
+            instances.c.pipeline == row.name,
+            instances.c.worker == worker,
+        )
+        with self.engine.begin() as conn:
+            if not conn.execute(update(instances).where(key).values(**values)).rowcount:
+                conn.execute(
+                    insert(instances).values(
+                        environment=row.environment, pipeline=row.name, worker=worker, **values
+                    )
+                )
+
+    def instances(self, environment: str, pipeline: str) -> list[InstanceRow]:
+        with self.engine.connect() as conn:
+            rows = conn.execute(
+                select(instances).where(
+                    instances.c.environment == environment, instances.c.pipeline == pipeline
+                )
+            )
+            return [
+                InstanceRow(r.worker, r.generation, r.pid, r.state, r.exit_code, r.heartbeat_ms) for r in rows
+            ]
+
+    def forget_instances(self, environment: str, pipeline: str) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(
+                delete(instances).where(
+                    instances.c.environment == environment, instances.c.pipeline == pipeline
+                )
+            )

@@ -1,0 +1,539 @@
+"""The worker loop of the control plane: runs, stops and savepoints the pipelines it finds.
+
+Every ``ferry worker`` (and ``ferry serve``) runs a :class:`Supervisor`. Each tick it reads the
+pipelines of its environments from the state store and moves them along their phases
+(SPEC §3): ``PENDING`` → ``RUNNING`` → ``STOPPING`` → ``STOPPED``, or ``FAILED``/``DELETED``.
+
+A running pipeline is a ``ferry run`` child process per worker (a faust worker with the batch hot
+path), all in the pipeline's consumer group: several workers share its partitions. A child dies
+with its worker (``PR_SET_PDEATHSIG``), which is what a killed machine looks like; the others
+take its partitions over. Stopping sends the children SIGTERM (each takes a final checkpoint);
+once no instance of the pipeline is alive, the savepoint is completed from the pipeline's
+checkpoint, which holds the offsets of every partition and the source schemas. Decisions that
+must be taken once (start, finish, savepoints) are compare-and-set updates in the store.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import signal
+import subprocess
+import sys
+import threading
+import time
+import uuid
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, TextIO
+
+from ruamel.yaml import YAML
+
+from ferry.config.job import JobConfig, format_specific_offsets
+from ferry.control.exceptions import ControlError
+from ferry.control.models import INITIAL_OFFSET_FROM, PipelineSpec
+from ferry.control.replay import drop_tables, offset_range
+from ferry.control.service import (
+    ControlPlane,
+    inheritance_problem,
+    inherited_offsets,
+    iso,
+    latest_offsets_format,
+    load_job,
+)
+from ferry.control.store import PipelineRow, SavepointRow
+from ferry.pipeline.state import encode_offsets, now_ms
+from ferry.process import parent_death_hook
+
+log = logging.getLogger(__name__)
+
+#: A MANUAL or SCHEDULE savepoint fails when no checkpoint follows its request within this time.
+SAVEPOINT_TIMEOUT_MS = 120_000
+#: A child that keeps dying is restarted at most this often.
+RESTART_BACKOFF_S = 5.0
+
+
+@dataclass
+class Child:
+    """One ``ferry run`` process of a pipeline generation on this worker."""
+
+    process: subprocess.Popen[bytes]
+    generation: int
+    log_file: Path
+    log_handle: TextIO
+    signalled: bool = False
+    started: float = field(default_factory=time.monotonic)
+
+    def exit_code(self) -> int | None:
+        return self.process.poll()
+
+
+class Supervisor:
+    """Moves the pipelines of some environments through their phases; one per worker process."""
+
+    def __init__(
+        self,
+        plane: ControlPlane,
+        *,
+        environments: frozenset[str] | None = None,
+        worker: str | None = None,
+        data_dir: str | Path = "var/ferry/pipelines",
+        interval_s: float = 0.5,
+    ) -> None:
+        self.plane = plane
+        self.store = plane.store
+        self.environments = environments
+        self.worker = worker or f"{os.uname().nodename}-{os.getpid()}-{uuid.uuid4().hex[:6]}"
+        self.data_dir = Path(data_dir).absolute()
+        self.interval_s = interval_s
+        self.children: dict[tuple[str, str], Child] = {}
+        self._restart_at: dict[tuple[str, str], float] = {}
+
+    # ------------------------------------------------------------------------------ loop
+
+    def run(self, stop: threading.Event) -> None:
+        log.info("worker %s supervising %s", self.worker, sorted(self.environments or ["every environment"]))
+        try:
+            while not stop.is_set():
+                try:
+                    self.tick()
+                except Exception:
+                    log.exception("supervisor tick failed")
+                stop.wait(self.interval_s)
+        finally:
+            self.shutdown()
+
+    def shutdown(self) -> None:
+        """Stop this worker's children gracefully (each takes a final checkpoint)."""
+        for child in self.children.values():
+            if child.exit_code() is None:
+                child.process.send_signal(signal.SIGTERM)
+        for key, child in list(self.children.items()):
+            self._wait(child, 60)
+            self._reap(key)
+
+    def tick(self) -> None:
+        for row in self.store.pipelines():
+            if self.environments is not None and row.environment not in self.environments:
+                continue
+            match row.phase:
+                case "PENDING":
+                    self._pending(row)
+                case "RUNNING":
+                    self._running(row)
+                case "STOPPING":
+                    self._stopping(row)
+                case _:
+                    self._not_running(row)
+        live = {(r.environment, r.name) for r in self.store.pipelines()}
+        for key in [k for k in self.children if k not in live]:
+            self._kill(key)
+
+    # ------------------------------------------------------------------------------ phases
+
+    def _pending(self, row: PipelineRow) -> None:
+        self._kill((row.environment, row.name))
+        spec = PipelineSpec.model_validate(row.spec)
+        reference = spec.properties.get(INITIAL_OFFSET_FROM)
+        if reference is not None and not row.traits.get("carriedOver"):
+            self._carry_over(row, spec, reference.rpartition("/")[2])
+            return
+        if not self.store.update_pipeline(row, expect_phase="PENDING", phase="RUNNING", detail="preparing"):
+            return
+        row = self._fresh(row)
+        try:
+            traits = self._prepare(row, spec)
+        except (ControlError, Exception) as e:
+            message = e.message if isinstance(e, ControlError) else f"{type(e).__name__}: {e}"
+            self.store.update_pipeline(row, phase="FAILED", detail=f"could not start: {message}")
+            return
+        self.store.update_pipeline(
+            row, prepared=row.generation, detail="starting", traits={**row.traits, **traits}
+        )
+
+    def _carry_over(self, row: PipelineRow, spec: PipelineSpec, reference: str) -> None:
+        if not self.plane.settings.carry_over_enabled:
+            self._fail(row, "carry-over offsets were turned off while the pipeline waited for them")
+            return
+        ref = self.store.pipeline(row.environment, reference)
+        if ref is None or ref.phase == "DELETED":
+            self._fail(row, f"reference pipeline {reference!r} was deleted while this pipeline waited for it")
+            return
+        state, savepoint = self.plane.reference_state(ref)
+        if state == "ready":
+            assert savepoint is not None
+            self._inherit(row, spec, ref, savepoint)
+            return
+        if state == "failed":
+            assert savepoint is not None
+            self._fail(
+                row,
+                f"savepoint {savepoint.uid} of reference pipeline {reference!r} failed: {savepoint.reason}",
+            )
+            return
+        if state == "none":
+            self._fail(
+                row,
+                f"reference pipeline {reference!r} is {ref.phase} without a savepoint (killed or failed): "
+                "no offsets to inherit",
+            )
+            return
+        assert row.deadline_ms is not None
+        if now_ms() >= row.deadline_ms:
+            self._fail(
+                row,
+                f"timed out at {iso(row.deadline_ms)} waiting for reference pipeline {reference!r} to stop "
+                f"with a savepoint (it is {ref.phase}); the wait is set by "
+                "sql.tables.initial-offset-from.timeout or the server's carry-over-offsets.timeout",
+            )
+            return
+        what = "its savepoint to be recorded" if state == "recording" else f"it to stop (it is {ref.phase})"
+        detail = (
+            f"waiting for the offsets of pipeline {reference!r}: waiting for {what}; "
+            f"fails at {iso(row.deadline_ms)}"
+        )
+        if detail != row.detail:
+            self.store.update_pipeline(row, expect_phase="PENDING", detail=detail)
+
+    def _inherit(
+        self, row: PipelineRow, spec: PipelineSpec, ref: PipelineRow, savepoint: SavepointRow
+    ) -> None:
+        job = load_job(spec, row.name)
+        problem = inheritance_problem(job, savepoint, ref.name)
+        if problem is not None:
+            self._fail(row, problem)
+            return
+        if not self.store.update_pipeline(row, expect_phase="PENDING", phase="RUNNING", detail="preparing"):
+            return
+        row = self._fresh(row)
+        offsets = inherited_offsets(job, savepoint)
+        self.plane.state.forget(row.runtime_name)
+        self.plane.state.save_checkpoint(row.runtime_name, offsets, savepoint.schemas)
+        topics = sorted({t for t, _ in offsets})
+        traits = {
+            **row.traits,
+            "carriedOver": True,
+            "inheritedOffsetTopics": topics,
+            "inheritedFrom": {"pipeline": ref.name, "savepoint": savepoint.uid},
+            "startedMs": now_ms(),
+        }
+        self.store.update_pipeline(
+            ref, latest_offsets=latest_offsets_format(savepoint.offsets), updated_ms=ref.updated_ms
+        )
+        self.store.update_pipeline(
+            row,
+            prepared=row.generation,
+            deadline_ms=None,
+            traits=traits,
+            detail=f"starting from the offsets of pipeline {ref.name!r} (savepoint {savepoint.uid}); "
+            f"inherited topics: {', '.join(topics) or 'none'}",
+        )
+
+    def _prepare(self, row: PipelineRow, spec: PipelineSpec) -> dict[str, Any]:
+        """One-off work before a generation starts: a replay's seeded offsets, rebuilt tables and
+        the start/end offsets its progress is measured against."""
+        traits: dict[str, Any] = {"startedMs": now_ms()}
+        if row.generation > 0 or row.traits.get("prepared"):
+            return traits
+        job = load_job(spec, row.name)
+        start = spec.start_from
+        if start is not None and start.savepoint is not None:
+            savepoint = self.plane.usable_savepoint(start.savepoint, row.environment)
+            self.plane.state.forget(row.runtime_name)
+            self.plane.state.save_checkpoint(
+                row.runtime_name, inherited_offsets(job, savepoint), savepoint.schemas
+            )
+        if spec.rebuild_tables:
+            drop_tables(job, spec.rebuild_tables, row.runtime_name)
+        if spec.bounded is not None:
+            starts, ends = offset_range(job, spec, self.plane.state.latest_checkpoint(row.runtime_name))
+            traits["startOffsets"] = encode_offsets(starts)
+            traits["endOffsets"] = encode_offsets(ends)
+        traits["prepared"] = True
+        return traits
+
+    def _running(self, row: PipelineRow) -> None:
+        key = (row.environment, row.name)
+        if row.prepared != row.generation:
+            return
+        child = self.children.get(key)
+        if child is not None and child.generation != row.generation:
+            self._kill(key)
+            child = None
+        if child is None:
+            if time.monotonic() >= self._restart_at.get(key, 0.0):
+                self._spawn(row)
+            return
+        code = child.exit_code()
+        if code is None:
+            self.store.heartbeat(row, self.worker, child.process.pid, "RUNNING")
+            self._savepoints(row)
+            return
+        self._reap(key)
+        if code == 0:
+            self.store.heartbeat(row, self.worker, child.process.pid, "FINISHED", code)
+            self._finish_if_done(row)
+        elif code < 0:
+            log.warning("pipeline %s: its process was killed (signal %d); restarting it", row.name, -code)
+            self.store.heartbeat(row, self.worker, child.process.pid, "KILLED", code)
+            self._restart_at[key] = time.monotonic() + RESTART_BACKOFF_S
+        else:
+            self.store.heartbeat(row, self.worker, child.process.pid, "FAILED", code)
+            self._fail(row, f"worker {self.worker}: {self._runner_detail(row, child, code)}")
+
+    def _stopping(self, row: PipelineRow) -> None:
+        key = (row.environment, row.name)
+        spec = PipelineSpec.model_validate(row.spec)
+        child = self.children.get(key)
+        if child is not None:
+            if child.exit_code() is None:
+                if not child.signalled:
+                    graceful = spec.upgrade_mode == "savepoint"
+                    child.process.send_signal(signal.SIGTERM if graceful else signal.SIGKILL)
+                    child.signalled = True
+                self.store.heartbeat(row, self.worker, child.process.pid, "RUNNING")
+                return
+            code = child.exit_code()
+            self._reap(key)
+            state = "STOPPED" if code == 0 else "FAILED"
+            self.store.heartbeat(row, self.worker, child.process.pid, state, code)
+            if code != 0 and spec.upgrade_mode == "savepoint":
+                self._fail_savepoint(
+                    row, f"worker {self.worker}: {self._runner_detail(row, child, code or 0)}"
+                )
+        at = now_ms()
+        instances = [
+            i for i in self.store.instances(row.environment, row.name) if i.generation == row.generation
+        ]
+        if any(i.alive(at) for i in instances):
+            return
+        pending = [s for s in self.store.savepoints(row.environment, row.name) if s.state == "PENDING"]
+        upgrade = next((s for s in pending if s.source == "UPGRADE"), None)
+        if upgrade is None:
+            detail = (
+                "stopped without a savepoint (spec.upgradeMode stateless)"
+                if spec.upgrade_mode == "stateless"
+                else self._last_failure(row)
+            )
+            phase = "STOPPED" if spec.upgrade_mode == "stateless" else "FAILED"
+            self.store.update_pipeline(row, expect_phase="STOPPING", phase=phase, detail=detail)
+            return
+        if self._complete(row, upgrade):
+            self.store.update_pipeline(
+                row, expect_phase="STOPPING", phase="STOPPED", detail=f"stopped with savepoint {upgrade.uid}"
+            )
+
+    def _not_running(self, row: PipelineRow) -> None:
+        key = (row.environment, row.name)
+        if key in self.children:
+            self._kill(key)
+        if row.phase == "DELETED":
+            self.store.forget_instances(row.environment, row.name)
+
+    # ------------------------------------------------------------------------------ savepoints
+
+    def _savepoints(self, row: PipelineRow) -> None:
+        """Complete MANUAL/SCHEDULE savepoints and request scheduled ones (one worker wins each)."""
+        spec = PipelineSpec.model_validate(row.spec)
+        interval = spec.interval()
+        at = now_ms()
+        if interval is not None and spec.upgrade_mode == "savepoint":
+            last = row.last_scheduled_ms or row.traits.get("startedMs", row.updated_ms)
+            if at - last >= interval.total_seconds() * 1000 and self.store.claim_schedule(
+                row, row.last_scheduled_ms, at
+            ):
+                self.store.insert_savepoint(row.environment, row.name, "SCHEDULE")
+        for savepoint in self.store.savepoints(row.environment, row.name):
+            if savepoint.state != "PENDING" or savepoint.source == "UPGRADE":
+                continue
+            checkpoint = self.plane.state.latest_checkpoint(row.runtime_name)
+            if checkpoint is not None and checkpoint.created_ms > savepoint.requested_ms:
+                self._complete(row, savepoint)
+            elif at - savepoint.requested_ms > SAVEPOINT_TIMEOUT_MS:
+                self.store.finish_savepoint(
+                    savepoint.uid,
+                    "FAILED",
+                    reason=f"no checkpoint within {SAVEPOINT_TIMEOUT_MS // 1000} s of the request",
+                )
+
+    def _complete(self, row: PipelineRow, savepoint: SavepointRow) -> bool:
+        checkpoint = self.plane.state.latest_checkpoint(row.runtime_name)
+        if checkpoint is None:
+            return (
+                self.store.finish_savepoint(
+                    savepoint.uid, "FAILED", reason="the pipeline has no checkpoint yet: nothing to record"
+                )
+                and False
+            )
+        job_sink = PipelineSpec.model_validate(row.spec)
+        sink_type = load_job(job_sink, row.name).sink.type
+        return self.store.finish_savepoint(
+            savepoint.uid,
+            "COMPLETED",
+            offsets=encode_offsets(checkpoint.offsets),
+            schemas=checkpoint.schemas,
+            sink_commit={
+                "sink": sink_type,
+                "checkpointId": checkpoint.id,
+                "checkpointTimestamp": iso(checkpoint.created_ms),
+            },
+        )
+
+    def _fail_savepoint(self, row: PipelineRow, reason: str) -> None:
+        for savepoint in self.store.savepoints(row.environment, row.name):
+            if savepoint.state == "PENDING" and savepoint.source == "UPGRADE":
+                self.store.finish_savepoint(savepoint.uid, "FAILED", reason=reason)
+                self.store.update_pipeline(
+                    row, traits={**row.traits, "lastFailure": f"savepoint {savepoint.uid} failed: {reason}"}
+                )
+
+    def _last_failure(self, row: PipelineRow) -> str:
+        fresh = self.store.pipeline(row.environment, row.name)
+        failure = (fresh or row).traits.get("lastFailure", "the stop savepoint failed")
+        return f"stopped without a completed savepoint: {failure}"
+
+    def _finish_if_done(self, row: PipelineRow) -> None:
+        """A bounded read ended on this worker; the pipeline stops when it ended everywhere."""
+        at = now_ms()
+        instances = [
+            i for i in self.store.instances(row.environment, row.name) if i.generation == row.generation
+        ]
+        if any(i.alive(at) for i in instances):
+            return
+        spec = PipelineSpec.model_validate(row.spec)
+        if spec.upgrade_mode == "savepoint":
+            savepoint = self.store.insert_savepoint(row.environment, row.name, "UPGRADE")
+            self._complete(row, savepoint)
+        self.store.update_pipeline(
+            row, expect_phase="RUNNING", phase="STOPPED", detail="finished: the bounded read reached its end"
+        )
+
+    # ------------------------------------------------------------------------------ processes
+
+    def _spawn(self, row: PipelineRow) -> None:
+        key = (row.environment, row.name)
+        folder = self.data_dir / row.environment / row.name
+        folder.mkdir(parents=True, exist_ok=True)
+        job_file = folder / f"job-{row.generation}.yaml"
+        job_file.write_text(child_job_text(row, self.plane.settings.state_url), encoding="utf-8")
+        log_file = folder / f"{self.worker}-{row.generation}.log"
+        handle = log_file.open("a", encoding="utf-8")
+        process = subprocess.Popen(
+            [sys.executable, "-m", "ferry.cli.main", "--log-level", "INFO", "run", str(job_file)],
+            stdout=handle,
+            stderr=subprocess.STDOUT,
+            stdin=subprocess.DEVNULL,
+            preexec_fn=parent_death_hook(signal.SIGKILL),  # noqa: PLW1509 - set before exec, nothing else
+        )
+        self.children[key] = Child(process, row.generation, log_file, handle)
+        self.store.heartbeat(row, self.worker, process.pid, "RUNNING")
+        log.info(
+            "pipeline %s/%s generation %d: started pid %d",
+            row.environment,
+            row.name,
+            row.generation,
+            process.pid,
+        )
+
+    def _kill(self, key: tuple[str, str]) -> None:
+        child = self.children.get(key)
+        if child is None:
+            return
+        if child.exit_code() is None:
+            child.process.kill()
+            self._wait(child, 10)
+        self._reap(key)
+
+    def _reap(self, key: tuple[str, str]) -> None:
+        child = self.children.pop(key, None)
+        if child is not None:
+            child.log_handle.close()
+
+    @staticmethod
+    def _wait(child: Child, timeout: float) -> None:
+        try:
+            child.process.wait(timeout)
+        except subprocess.TimeoutExpired:
+            child.process.kill()
+            child.process.wait(10)
+
+    def _runner_detail(self, row: PipelineRow, child: Child, code: int) -> str:
+        status = self.plane.state.get_status(row.runtime_name)
+        what = f"exited with code {code}" if code >= 0 else f"was killed by signal {-code}"
+        detail = (
+            status["detail"] if status is not None and status["phase"] == "FAILED" else _tail(child.log_file)
+        )
+        return f"the pipeline process {what}: {detail} (log: {child.log_file})"
+
+    def _fail(self, row: PipelineRow, reason: str) -> None:
+        log.error("pipeline %s/%s failed: %s", row.environment, row.name, reason)
+        self.store.update_pipeline(row, phase="FAILED", detail=reason, deadline_ms=None)
+
+    def _fresh(self, row: PipelineRow) -> PipelineRow:
+        fresh = self.store.pipeline(row.environment, row.name)
+        assert fresh is not None
+        return fresh
+
+
+def child_job_text(row: PipelineRow, state_url: str) -> str:
+    """The job file a pipeline's process runs: the user's job with the pipeline's runtime name, the
+    shared state store, and a replay's start and end."""
+    spec = PipelineSpec.model_validate(row.spec)
+    yaml = YAML(typ="safe", pure=True)
+    yaml.default_flow_style = False
+    data = yaml.load(spec.job)
+    pipeline = data.setdefault("pipeline", {}) or {}
+    data["pipeline"] = pipeline
+    pipeline["name"] = row.runtime_name
+    pipeline["state.url"] = absolute_state_url(state_url)
+    pipeline.pop("status.port", None)
+    source = data["source"]
+    start = spec.start_from
+    if start is not None and start.savepoint is None:
+        for key in ("scan.startup.timestamp-millis", "scan.startup.specific-offsets"):
+            source.pop(key, None)
+        source.pop("tables", None)
+        if start.timestamp_millis is not None:
+            source["scan.startup.mode"] = "timestamp"
+            source["scan.startup.timestamp-millis"] = start.timestamp_millis
+        else:
+            assert start.offsets is not None
+            source["tables"] = [
+                {
+                    "topic": topic,
+                    "scan.startup.mode": "specific-offsets",
+                    "scan.startup.specific-offsets": format_specific_offsets(offsets),
+                }
+                for topic, offsets in start.offsets.items()
+            ]
+    if spec.bounded is not None:
+        source["scan.bounded.mode"] = spec.bounded.mode
+        if spec.bounded.timestamp_millis is not None:
+            source["scan.bounded.timestamp-millis"] = spec.bounded.timestamp_millis
+        if spec.bounded.offsets is not None:
+            source["scan.bounded.specific-offsets"] = format_specific_offsets(spec.bounded.offsets)
+    from io import StringIO  # noqa: PLC0415
+
+    out = StringIO()
+    yaml.dump(data, out)
+    return out.getvalue()
+
+
+def absolute_state_url(url: str) -> str:
+    """A relative SQLite path made absolute, so every process means the same file."""
+    prefix = "sqlite:///"
+    if url.startswith(prefix) and not url.startswith(prefix + "/") and ":memory:" not in url:
+        return prefix + str(Path(url.removeprefix(prefix)).absolute())
+    return url
+
+
+def _tail(path: Path, lines: int = 5) -> str:
+    try:
+        text = path.read_text(encoding="utf-8", errors="replace").strip().splitlines()
+    except OSError:
+        return "no log"
+    return " | ".join(text[-lines:]) or "no log"
+
+
+def job_of(row: PipelineRow) -> JobConfig:
+    return load_job(PipelineSpec.model_validate(row.spec), row.name)

@@ -1,0 +1,31 @@
+"""Child processes that do not outlive their parent."""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import os
+import signal
+import sys
+from collections.abc import Callable
+
+_PR_SET_PDEATHSIG = 1
+
+
+def parent_death_hook(sig: signal.Signals = signal.SIGTERM) -> Callable[[], None] | None:
+    """A pre-exec hook that sends the child ``sig`` when this process dies (Linux only; None
+    elsewhere)."""
+    if not sys.platform.startswith("linux"):
+        return None
+    libc_name = ctypes.util.find_library("c")
+    if libc_name is None:
+        return None
+    libc = ctypes.CDLL(libc_name, use_errno=True)
+    parent = os.getpid()
+
+    def hook() -> None:
+        libc.prctl(_PR_SET_PDEATHSIG, sig, 0, 0, 0)
+        if os.getppid() != parent:  # the parent already died between fork and prctl
+            os.kill(os.getpid(), sig)
+
+    return hook

@@ -1,0 +1,232 @@
+"""``ferry pipeline``/``savepoint``/``replay`` without a server: the API app in-process over a
+SQLite state store (the same requests as over HTTP). No pipeline runs: what a worker would record
+is set in the store."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from click.testing import CliRunner, Result
+
+from ferry.cli.main import main
+from ferry.control.service import ControlPlane, ControlSettings
+from ferry.pipeline.state import encode_offsets
+
+JOB = """source:
+  type: kafka
+  properties.bootstrap.servers: 127.0.0.1:9
+  topic: orders
+  value.format: debezium-json
+sink:
+  type: memory
+"""
+
+
+class Cli:
+    def __init__(self, tmp_path: Path) -> None:
+        self.url = f"sqlite:///{tmp_path}/state.db"
+        self.job = tmp_path / "job.yaml"
+        self.job.write_text(JOB)
+        self.plane = ControlPlane(ControlSettings(state_url=self.url))
+
+    def run(self, *args: str, code: int = 0, env: dict[str, str] | None = None) -> Result:
+        result = CliRunner().invoke(main, [*args, "--state-url", self.url], env=env, catch_exceptions=False)
+        assert result.exit_code == code, f"exit {result.exit_code}: {result.output}"
+        return result
+
+    def json(self, *args: str) -> Any:
+        return json.loads(self.run(*args, "--output", "json").stdout)
+
+    def create(self, name: str, *args: str) -> Any:
+        return self.json("pipeline", "create", name, "--job", str(self.job), *args)
+
+    def set_phase(self, name: str, phase: str, **values: Any) -> None:
+        row = self.plane.store.pipeline("default", name)
+        assert row is not None
+        assert self.plane.store.update_pipeline(row, phase=phase, **values)
+
+
+@pytest.fixture
+def cli(tmp_path: Path) -> Iterator[Cli]:
+    tool = Cli(tmp_path)
+    yield tool
+    tool.plane.close()
+
+
+def test_create_list_get_stop_resume_delete(cli: Cli) -> None:
+    created = cli.create("orders")
+    assert created["metadata"]["name"] == "orders" and created["spec"]["job"] == JOB
+    listing = cli.run("pipeline", "list").stdout
+    assert listing.splitlines()[0].split() == ["NAME", "PHASE", "DETAIL"]
+    assert "orders  PENDING   waiting for a worker to start it" in listing
+    assert [p["metadata"]["name"] for p in cli.json("pipeline", "list")] == ["orders"]
+    stopped = cli.json("pipeline", "stop", "orders")
+    assert (stopped["spec"]["stopped"], stopped["status"]["phase"]) == (True, "STOPPED")
+    assert "phase:    STOPPED" in cli.run("pipeline", "get", "orders").stdout
+    assert cli.json("pipeline", "resume", "orders")["status"]["phase"] == "PENDING"
+    assert cli.run("pipeline", "delete", "orders").stdout.strip() == "deleted pipeline orders"
+    result = cli.run("pipeline", "get", "orders", code=2)
+    assert "error: pipeline 'orders' not found in environment 'default' (HTTP 404)" in result.stderr
+
+
+def test_get_shows_deadline_inherited_topics_latest_offsets_and_progress(cli: Cli) -> None:
+    cli.create("orders-v1")
+    cli.set_phase("orders-v1", "RUNNING", latest_offsets={"orders": "partition:0,offset:42"})
+    cli.create("orders-v2", "--initial-offset-from", "orders-v1")
+    text = cli.run("pipeline", "get", "orders-v2").stdout
+    deadline = cli.json("pipeline", "get", "orders-v2")["status"]["deadline"]
+    assert f"  deadline: {deadline}" in text
+    assert "waiting for the offsets of pipeline 'orders-v1'" in text
+    assert "inherits offsets from: orders-v1" in text and "inherited topics: none" in text
+    assert (
+        "latest offsets:\n    orders: partition:0,offset:42" in cli.run("pipeline", "get", "orders-v1").stdout
+    )
+
+    cli.json("replay", "replay", "--like", "orders-v1", "--from-timestamp", "0", "--bounded", "latest-offset")
+    traits = {
+        "inheritedOffsetTopics": ["orders"],
+        "startOffsets": encode_offsets({("orders", 0): 0}),
+        "endOffsets": encode_offsets({("orders", 0): 200}),
+    }
+    cli.set_phase("replay", "RUNNING", traits=traits)
+    cli.plane.state.set_status(
+        "default.replay",
+        "RUNNING",
+        "reading",
+        {"records_read": 50, "offsets": encode_offsets({("orders", 0): 50})},
+    )
+    text = cli.run("pipeline", "get", "replay").stdout
+    assert "progress: 50 of 200 records (25.0%)" in text
+    assert "inherited topics: orders" in text and "records read: 50" in text
+    assert "replay: from 1970-01-01T00:00:00.000+00:00, until latest-offset" in text
+
+
+def test_replay_options_become_the_spec(cli: Cli) -> None:
+    replay = cli.json(
+        "replay",
+        "r1",
+        "--job",
+        str(cli.job),
+        "--from-timestamp",
+        "2024-05-01T12:00:00+02:00",
+        "--bounded",
+        "timestamp=2024-05-01T13:00:00",
+    )["spec"]
+    assert replay["startFrom"]["timestampMillis"] == 1_714_557_600_000
+    assert (replay["bounded"]["mode"], replay["bounded"]["timestampMillis"]) == (
+        "timestamp",
+        1_714_568_400_000,
+    )
+    replay = cli.json(
+        "replay",
+        "r2",
+        "--job",
+        str(cli.job),
+        "--from-offsets",
+        "orders=partition:0,offset:42;partition:1,offset:7",
+        "--bounded",
+        "specific-offsets=partition:0,offset:100",
+    )["spec"]
+    offsets = replay["startFrom"]["offsets"]["orders"]
+    assert offsets in ("partition:0,offset:42;partition:1,offset:7", {"0": 42, "1": 7})
+    assert replay["bounded"]["mode"] == "specific-offsets"
+
+
+def test_replay_refusals_exit_2_with_the_message(cli: Cli) -> None:
+    result = cli.run("replay", "r", "--job", str(cli.job), "--from-savepoint", "nope", code=2)
+    assert "savepoint 'nope' not found in environment 'default' (HTTP 404)" in result.stderr
+    result = cli.run("replay", "r", "--like", "missing", "--from-timestamp", "0", code=2)
+    assert "pipeline 'missing' not found" in result.stderr
+    result = cli.run("replay", "r", "--job", str(cli.job), "--from-timestamp", "yesterday", code=2)
+    assert "neither ISO 8601" in result.output
+    result = cli.run(
+        "replay", "r", "--job", str(cli.job), "--from-timestamp", "0", "--from-savepoint", "x", code=2
+    )
+    assert "give one start" in result.output
+    result = cli.run("replay", "r", "--job", str(cli.job), "--from-offsets", "orders=partition:zero", code=2)
+    assert "spec.startFrom.offsets.orders" in result.stderr
+    result = cli.run(
+        "replay", "r", "--job", str(cli.job), "--from-timestamp", "0", "--bounded", "forever", code=2
+    )
+    assert "--bounded" in result.output
+
+
+def test_savepoints_list_pin_and_delete(cli: Cli) -> None:
+    cli.create("orders")
+    cli.set_phase("orders", "STOPPED")
+    upgrade = cli.plane.store.insert_savepoint("default", "orders", "UPGRADE", state="COMPLETED")
+    manual = cli.plane.store.insert_savepoint("default", "orders", "MANUAL", state="COMPLETED")
+    listing = cli.run("savepoint", "list", "orders").stdout
+    assert upgrade.uid in listing and manual.uid in listing
+    assert [s["metadata"]["uid"] for s in cli.json("savepoint", "list", "orders", "--source", "MANUAL")] == [
+        manual.uid
+    ]
+    assert (
+        cli.run("savepoint", "pin", "orders", manual.uid).stdout.strip() == f"pinned savepoint {manual.uid}"
+    )
+    assert cli.json("savepoint", "get", "orders", manual.uid)["spec"]["pinned"] is True
+    result = cli.run("pipeline", "delete", "orders", code=2)
+    assert "2 savepoint(s) attached" in result.stderr and "(HTTP 409)" in result.stderr
+    assert (
+        "needs force=true" in cli.run("savepoint", "delete", "orders", "--source", "UPGRADE", code=2).stderr
+    )
+    assert cli.json("savepoint", "delete", "orders", "--source", "UPGRADE", "--force") == {
+        "deleted": [upgrade.uid]
+    }
+    assert (
+        "pinned: unpin it first"
+        in cli.run("savepoint", "delete", "orders", manual.uid, "--force", code=2).stderr
+    )
+    cli.run("savepoint", "unpin", "orders", manual.uid)
+    cli.run("savepoint", "delete", "orders", manual.uid, "--force")
+    cli.run("pipeline", "delete", "orders")
+    assert cli.json("pipeline", "list") == []
+
+
+def test_a_manual_savepoint_of_a_running_pipeline(cli: Cli) -> None:
+    cli.create("orders")
+    assert (
+        "only a running pipeline takes a savepoint" in cli.run("savepoint", "create", "orders", code=2).stderr
+    )
+    cli.set_phase("orders", "RUNNING")
+    uid = cli.json("savepoint", "create", "orders")["metadata"]["uid"]
+    assert "state:  PENDING" in cli.run("savepoint", "get", "orders", uid).stdout
+
+
+def test_a_bad_job_is_refused_with_its_line(cli: Cli, tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_text(JOB + "pipeline:\n  bogus: 1\n")
+    result = cli.run("pipeline", "create", "orders", "--job", str(bad), code=2)
+    assert "spec.job:9:3: pipeline.bogus: unknown key" in result.stderr
+
+
+def test_environments_are_separate(cli: Cli) -> None:
+    cli.create("orders")
+    assert cli.json("pipeline", "list", "-e", "staging") == []
+    cli.json("pipeline", "create", "orders", "--job", str(cli.job), "--environment", "staging")
+    listed = cli.run("pipeline", "list", "-o", "json", env={"FERRY_ENVIRONMENT": "staging"}).stdout
+    assert [p["metadata"]["environment"] for p in json.loads(listed)] == ["staging"]
+
+
+def test_an_unreachable_server_exits_1(cli: Cli) -> None:
+    result = CliRunner().invoke(
+        main, ["pipeline", "list", "--server", "http://127.0.0.1:9", "--token", "t" * 20]
+    )
+    assert result.exit_code == 1, result.output
+    assert "cannot reach the server http://127.0.0.1:9" in result.stderr
+
+
+def test_a_server_and_a_local_state_store_are_exclusive(cli: Cli) -> None:
+    result = cli.run("pipeline", "list", "--server", "http://127.0.0.1:9", code=2)
+    assert "not both" in result.output
+
+
+def test_a_bad_server_file_exits_2_naming_its_line(tmp_path: Path) -> None:
+    config = tmp_path / "server.yaml"
+    config.write_text("state.url: sqlite:///x.db\nstate.ulr: y\n")
+    result = CliRunner().invoke(main, ["pipeline", "list", "--config", str(config)])
+    assert result.exit_code == 2 and f"{config}:2:1: state.ulr: unknown key" in result.stderr
