@@ -43,10 +43,16 @@ class Control:
 
 @contextmanager
 def running_control(
-    tmp_path: Path, *, carry_over: bool = True, timeout: timedelta = timedelta(minutes=15)
+    tmp_path: Path,
+    *,
+    carry_over: bool = True,
+    timeout: timedelta = timedelta(minutes=15),
+    state_url: str | None = None,
 ) -> Iterator[Control]:
     settings = ControlSettings(
-        state_url=f"sqlite:///{tmp_path}/state.db", carry_over_enabled=carry_over, carry_over_timeout=timeout
+        state_url=state_url or f"sqlite:///{tmp_path}/state.db",
+        carry_over_enabled=carry_over,
+        carry_over_timeout=timeout,
     )
     plane = ControlPlane(settings)
     supervisor = Supervisor(plane, data_dir=tmp_path / "pipelines", interval_s=0.2, worker="test-worker")

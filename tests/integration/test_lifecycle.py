@@ -6,11 +6,13 @@ from __future__ import annotations
 import time
 from datetime import timedelta
 from pathlib import Path
+from typing import Any
 
 import pytest
 from confluent_kafka import TopicPartition
 from confluent_kafka.admin import AdminClient
 
+from ferry.control.exceptions import ControlError
 from ferry.control.models import INITIAL_OFFSET_FROM
 from ferry.testing.kafka_broker import TopicFactory, produce
 from tests.integration.control_helpers import (
@@ -33,14 +35,27 @@ def produce_events(bootstrap: str, topic: str, ids: range, partitions: int = 2) 
         produce(bootstrap, topic, values, partition=partition)
 
 
+@pytest.fixture(params=["sqlite", "postgresql"])
+def state_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
+    if request.param == "sqlite":
+        return f"sqlite:///{tmp_path}/state.db"
+    from tests.integration.test_state_store_postgres import state_url as postgres_url
+
+    return postgres_url(request.getfixturevalue("postgres_server"))
+
+
 def test_a_new_version_inherits_the_offsets_of_a_stopped_one(
-    kafka_bootstrap: str, topic_factory: TopicFactory, tmp_path: Path
+    kafka_bootstrap: str, topic_factory: TopicFactory, tmp_path: Path, state_url: str
 ) -> None:
     topic = topic_factory(2)
     warehouse = tmp_path / "warehouse"
     n, m = 300, 200
     produce_events(kafka_bootstrap, topic, range(n))
-    with running_control(tmp_path) as control:
+    with running_control(tmp_path, state_url=state_url) as control:
+        for existing in control.plane.list_pipelines(ENV):  # a server shared by the session
+            control.plane.store.update_pipeline(
+                control.plane._row(ENV, existing["metadata"]["name"]), phase="DELETED"
+            )
         control.create("orders-v1", job_text(kafka_bootstrap, topic, warehouse))
         control.wait_phase("orders-v1", "RUNNING")
         wait_rows(warehouse, "app.events", n)
@@ -105,8 +120,6 @@ def test_a_new_version_waits_for_a_running_reference_to_stop(
         assert "waiting" in pending["status"]["detail"] and "'v1'" in pending["status"]["detail"]
         assert pending["status"]["deadline"] in pending["status"]["detail"]
         # while it waits, only spec.stopped may change
-        from ferry.control.exceptions import ControlError
-
         changed = {**pending["spec"], "upgradeMode": "stateless"}
         with pytest.raises(ControlError) as refused:
             control.plane.update_pipeline(ENV, "v2", {"metadata": {"name": "v2"}, "spec": changed})
@@ -202,3 +215,53 @@ def test_a_replay_from_a_timestamp_rebuilds_a_table(
         assert done["status"]["progress"] == {"recordsDone": 60, "recordsTotal": 60, "percent": 100.0}
         ids = sorted(r["id"] for r in iceberg_rows(warehouse, "app.events"))
         assert ids == list(range(100, 160))
+
+
+def test_manual_and_scheduled_savepoints_record_the_offsets_of_a_running_pipeline(
+    kafka_bootstrap: str, topic_factory: TopicFactory, tmp_path: Path
+) -> None:
+    topic = topic_factory(1)
+    warehouse = tmp_path / "warehouse"
+    produce_events(kafka_bootstrap, topic, range(40), partitions=1)
+    with running_control(tmp_path) as control:
+        control.create("v1", job_text(kafka_bootstrap, topic, warehouse), savepointInterval="2 s")
+        wait_rows(warehouse, "app.events", 40)
+
+        def request_manual() -> dict[str, Any] | None:
+            try:
+                return control.plane.create_savepoint(ENV, "v1")
+            except ControlError as e:  # a scheduled one is being recorded: 409, try again
+                assert e.status == 409, e.message
+                return None
+
+        manual = wait_for(request_manual, 30, lambda: "a MANUAL savepoint accepted")
+
+        def completed(source: str) -> dict[str, Any] | None:
+            found = [
+                s
+                for s in control.plane.list_savepoints(ENV, "v1", source)
+                if s["status"]["state"] == "COMPLETED"
+            ]
+            return found[-1] if found else None
+
+        done = wait_for(lambda: completed("MANUAL"), 30, lambda: "a completed MANUAL savepoint")
+        assert done["metadata"]["uid"] == manual["metadata"]["uid"]
+        assert done["status"]["offsets"] == {topic: "partition:0,offset:40"}
+        assert done["status"]["sinkCommit"]["sink"] == "iceberg"
+        scheduled = wait_for(lambda: completed("SCHEDULE"), 30, lambda: "a completed SCHEDULE savepoint")
+        assert scheduled["status"]["offsets"] == {topic: "partition:0,offset:40"}
+        assert control.phase("v1") == "RUNNING"
+
+
+def test_a_pipeline_whose_process_fails_is_failed_with_the_reason(
+    kafka_bootstrap: str, topic_factory: TopicFactory, tmp_path: Path
+) -> None:
+    topic = topic_factory(1)
+    produce_events(kafka_bootstrap, topic, range(5), partitions=1)
+    blocked = tmp_path / "not-a-directory"
+    blocked.write_text("a file where the warehouse should be")
+    with running_control(tmp_path) as control:
+        control.create("broken", job_text(kafka_bootstrap, topic, blocked / "warehouse"))
+        failed = control.wait_phase("broken", "FAILED", timeout=60)
+        detail = failed["status"]["detail"]
+        assert "exited with code" in detail and "log:" in detail

@@ -72,11 +72,13 @@ def wait_for(
     what: str, condition: Callable[[], bool], processes: list[subprocess.Popen[bytes]], timeout: float = 60
 ) -> None:
     deadline = time.monotonic() + timeout
+    t0 = time.monotonic()
     while not condition():
         for process in processes:
             assert process.poll() is None, f"a worker exited ({process.returncode}) while waiting for {what}"
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         time.sleep(0.05)
+    print(f"{time.strftime('%X')} waited {time.monotonic()-t0:.1f}s for {what}", flush=True)
 
 
 class Pipeline:

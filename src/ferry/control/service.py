@@ -158,9 +158,12 @@ class ControlPlane:
             raise ControlError(400, "metadata is an object")
         if metadata.get("name", name) != name:
             raise ControlError(422, "metadata.name is read-only: create a new pipeline instead")
+        if "updateTimestamp" in metadata:
+            raise ControlError(422, "metadata.updateTimestamp is read-only; remove it from the request")
+        current_metadata = self.resource(row)["metadata"]
         for key in _READ_ONLY_METADATA:
-            if key in metadata:
-                raise ControlError(422, f"metadata.{key} is read-only; remove it from the request")
+            if key in metadata and metadata[key] != current_metadata[key]:
+                raise ControlError(422, f"metadata.{key} is read-only: it cannot be changed")
         spec = self._spec(body.get("spec"))
         current = PipelineSpec.model_validate(row.spec)
         changed = {

@@ -248,6 +248,15 @@ class _Rule:
             self.condition = parse_filter(spec.filter) if spec.filter else None
         except ValueError as e:
             raise TransformError(str(e), transform=self.label) from None
+        clauses = [
+            k for k, v in (select.args if select is not None else {}).items() if v and k != "expressions"
+        ]
+        if clauses:
+            clause = clauses[0].rstrip("_").upper()
+            raise TransformError(
+                f"the projection is a list of expressions, as after SELECT: {clause} has no place in it",
+                transform=self.label,
+            )
         self.items = None if select is None else self._items(select)
         if self.items is not None and all(item.node is None for item in self.items):
             self.items = None  # ``*`` alone: the source's columns as they are
@@ -259,6 +268,8 @@ class _Rule:
             if isinstance(node, exp.Star) or (
                 isinstance(node, exp.Column) and isinstance(node.this, exp.Star)
             ):
+                if any(item.node is None for item in items):
+                    raise TransformError("the projection has * twice", transform=self.label)
                 items.append(_Item(None))
                 continue
             inner = node.unalias()

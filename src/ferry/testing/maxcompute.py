@@ -160,29 +160,28 @@ class _Table:
     def rows(self) -> list[dict[int, Any]]:
         return [*self.keyed.values(), *self.appended]
 
-    def key_of(self, row: dict[int, Any]) -> tuple[Any, ...]:
-        return tuple(row.get(self.column(k).id) for k in self.primary_key)
-
-    def odps_schema(self) -> Any:
-        return TableSchema(
-            columns=[
-                odps_types.Column(c.name, c.type, comment=c.comment, nullable=c.nullable)
-                for c in self.columns
-            ]
-        )
-
-    def schema_json(self) -> dict[str, Any]:
-        return {
-            "columns": [
-                {"name": c.name, "type": c.type, "comment": c.comment, "isNullable": c.nullable, "label": ""}
-                for c in self.columns
-            ],
-            "partitionKeys": [],
-        }
-
     def changed(self) -> None:
         self.version += 1
         self.modified = time.time()
+
+
+def _odps_schema(columns: list[_Column]) -> Any:
+    return TableSchema(columns=[odps_types.Column(c.name, c.type) for c in columns])
+
+
+def _json(body: dict[str, Any]) -> tuple[int, dict[str, str], bytes]:
+    return 200, {"Content-Type": "application/json"}, json.dumps(body).encode()
+
+
+def _schema_json(columns: list[_Column]) -> dict[str, Any]:
+    """A table schema as the REST API and the Tunnel give it (JSON)."""
+    return {
+        "columns": [
+            {"name": c.name, "type": c.type, "comment": c.comment, "isNullable": c.nullable, "label": ""}
+            for c in columns
+        ],
+        "partitionKeys": [],
+    }
 
 
 @dataclass
@@ -516,6 +515,7 @@ class MaxComputeServer:
 
         class Handler(BaseHTTPRequestHandler):
             protocol_version = "HTTP/1.1"
+            disable_nagle_algorithm = True  # headers and body leave at once (no delayed-ACK stalls)
 
             def do_GET(self) -> None:
                 owner._handle(self)
@@ -536,7 +536,9 @@ class MaxComputeServer:
                 return
 
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._thread = threading.Thread(target=self._server.serve_forever, name="maxcompute", daemon=True)
+        self._thread = threading.Thread(
+            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="maxcompute", daemon=True
+        )
         self._thread.start()
 
     def stop(self) -> None:
@@ -570,10 +572,11 @@ class MaxComputeServer:
             self._check_signature(h, h.path[4:] if rest else h.path)
             with self._lock:
                 status, headers, data = (self._rest if rest else self._tunnel)(h, parts, params, body)
-        except _HttpError as e:
-            status, headers = e.status, {"Content-Type": "application/xml"}
+        except Exception as e:  # an unexpected failure is answered as the service answers one
+            error = e if isinstance(e, _HttpError) else _HttpError(500, "InternalServerError", repr(e))
+            status, headers = error.status, {"Content-Type": "application/xml"}
             data = _xml(
-                f"<Error><Code>{_esc(e.code)}</Code><Message>{_cdata(str(e))}</Message>"
+                f"<Error><Code>{_esc(error.code)}</Code><Message>{_cdata(str(error))}</Message>"
                 f"<RequestId>{uuid.uuid4().hex}</RequestId><HostId>{self.address}</HostId></Error>"
             )
         h.send_response(status)
@@ -637,8 +640,7 @@ class MaxComputeServer:
         if parts == ["logview", "host"]:
             return 200, text, b""
         if parts == ["tenants"]:
-            tenant = {"Name": "ferry-local", "TenantId": "0", "TenantState": "NORMAL", "Parameters": {}}
-            return 200, {"Content-Type": "application/json"}, json.dumps({"Tenant": tenant}).encode()
+            return _json({"Tenant": {"Name": "ferry-local", "TenantId": "0", "TenantState": "NORMAL"}})
         if len(parts) < 2 or parts[0] != "projects":
             raise _HttpError(404, "NoSuchObject", f"no such resource: {h.path}")
         project = parts[1]
@@ -670,7 +672,7 @@ class MaxComputeServer:
             "isVirtualView": False,
             "lifecycle": -1,
             "size": 0,
-            **table.schema_json(),
+            **_schema_json(table.columns),
         }
         if extended:
             reserved = {
@@ -790,7 +792,7 @@ class MaxComputeServer:
         return session
 
     def _session_reply(self, session: _Session) -> _Reply:
-        schema = _Table("", session.columns, [], False, 1, "", {}).schema_json()
+        schema = _schema_json(session.columns)
         if session.kind == "download":
             body: dict[str, Any] = {
                 "DownloadID": session.id,
@@ -802,11 +804,11 @@ class MaxComputeServer:
             blocks = [{"BlockID": b, "CreateTime": 0, "Date": ""} for b in sorted(session.blocks)]
             body = {"UploadID": session.id, "Status": session.status, "UploadedBlockList": blocks}
             body |= {"Schema": schema, "MaxFieldSize": 8 * 1024 * 1024, "QuotaName": ""}
-        return 200, {"Content-Type": "application/json"}, json.dumps(body).encode()
+        return _json(body)
 
     @staticmethod
     def _decode(columns: list[_Column], body: bytes, encoding: str | None) -> list[list[Any]]:
-        schema = TableSchema(columns=[odps_types.Column(c.name, c.type) for c in columns])
+        schema = _odps_schema(columns)
         try:
             option = CompressOption(CompressOption.CompressAlgorithm.from_encoding(encoding))
             stream = get_decompress_stream(io.BytesIO(body), option, requests=False)
@@ -871,7 +873,7 @@ class MaxComputeServer:
                 session.status = "committed"
             elif method == "DELETE":
                 session.status = "aborted"
-        schema = _Table("", session.columns, [], False, 1, "", {}).schema_json()
+        schema = _schema_json(session.columns)
         slot = {"slot_id": "1", "worker_addr": self.address, "buckets": list(range(table.buckets))}
         reply = {
             "id": session.id,
@@ -883,7 +885,7 @@ class MaxComputeServer:
             "quota_name": "",
             "enable_partial_update": False,
         }
-        return 200, {"Content-Type": "application/json"}, json.dumps(reply).encode()
+        return _json(reply)
 
     def _upsert_block(
         self, table: _Table, session: _Session, params: dict[str, str], body: bytes, encoding: str | None
@@ -896,9 +898,7 @@ class MaxComputeServer:
             raise _HttpError(400, "InvalidArgument", "record_count does not match the block")
         names = [c.name for c in session.columns]
         keys = [next(i for i, c in enumerate(session.columns) if c.name == k) for k in table.primary_key]
-        key_schema = TableSchema(
-            columns=[odps_types.Column(session.columns[i].name, session.columns[i].type) for i in keys]
-        )
+        key_schema = _odps_schema([session.columns[i] for i in keys])
         hasher = RecordHasher(key_schema, "default", table.primary_key)
         bucket = int(params.get("bucketid", "-1"))
         for values in records:
@@ -919,19 +919,20 @@ class MaxComputeServer:
             raise _HttpError(400, "InstanceTypeNotSupported", "only the result of a SELECT is downloaded")
         if "data" in params:
             return self._data(instance.columns, instance.rows, params)
-        schema = _Table("", instance.columns, [], False, 1, "", {}).schema_json()
-        reply = {
-            "DownloadID": instance.id,
-            "Status": "normal",
-            "RecordCount": len(instance.rows),
-            "Schema": schema,
-        }
-        return 200, {"Content-Type": "application/json"}, json.dumps(reply).encode()
+        schema = _schema_json(instance.columns)
+        return _json(
+            {
+                "DownloadID": instance.id,
+                "Status": "normal",
+                "RecordCount": len(instance.rows),
+                "Schema": schema,
+            }
+        )
 
     @staticmethod
     def _data(columns: list[_Column], rows: list[dict[int, Any]], params: dict[str, str]) -> _Reply:
         start, count = (int(x) for x in params.get("rowrange", f"(0,{len(rows)})").strip("()").split(","))
-        schema = TableSchema(columns=[odps_types.Column(c.name, c.type) for c in columns])
+        schema = _odps_schema(columns)
         out = io.BytesIO()
         writer = BaseRecordWriter(schema, out)
         for row in rows[start : start + count]:

@@ -230,3 +230,11 @@ def test_a_bad_server_file_exits_2_naming_its_line(tmp_path: Path) -> None:
     config.write_text("state.url: sqlite:///x.db\nstate.ulr: y\n")
     result = CliRunner().invoke(main, ["pipeline", "list", "--config", str(config)])
     assert result.exit_code == 2 and f"{config}:2:1: state.ulr: unknown key" in result.stderr
+
+
+def test_a_server_error_exits_1(cli: Cli) -> None:
+    # A stored spec no model accepts (written around the API) makes the control plane fail: 500.
+    row = cli.plane.store.insert_pipeline("default", "broken", {"job": ""}, "")
+    assert cli.plane.store.update_pipeline(row, phase="RUNNING")
+    result = cli.run("savepoint", "create", "broken", code=1)
+    assert "internal error (ValidationError); the server log has the details (HTTP 500)" in result.stderr

@@ -154,6 +154,7 @@ def test_the_cli_works_against_ferry_serve_which_stops_on_sigterm(
     assert stop(process) == 0
     text = log.read_text()
     assert "supervising" in text, text  # the worker ran in the same process
+    assert text.rstrip().endswith("ferry.cli.control: stopped"), text  # after the worker's thread ended
     assert '"DELETE /api/v1/environments/default/pipelines/orders HTTP/1.1" 204' in text, text
     for token in (EDITOR, VIEWER):
         assert token not in text

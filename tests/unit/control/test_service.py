@@ -211,10 +211,14 @@ def test_while_waiting_only_stopped_may_change_and_deleting_cancels(
 
 def test_an_update_setting_a_read_only_field_is_unprocessable(plane: ControlPlane) -> None:
     resource = create(plane, "v1")
-    body = {"metadata": resource["metadata"], "spec": {**resource["spec"], "stopped": True}}
-    assert "metadata.uid is read-only" in refused(422, plane.update_pipeline, ENV, "v1", body)
-    body["metadata"] = {"name": "v1", "updateTimestamp": resource["metadata"]["updateTimestamp"]}
+    body = {"metadata": dict(resource["metadata"]), "spec": {**resource["spec"], "stopped": True}}
     assert "metadata.updateTimestamp is read-only" in refused(422, plane.update_pipeline, ENV, "v1", body)
+    body["metadata"]["uid"] = "another"
+    del body["metadata"]["updateTimestamp"]
+    assert "metadata.uid is read-only" in refused(422, plane.update_pipeline, ENV, "v1", body)
+    # CMF's way: the resource as read, without updateTimestamp, with spec.stopped set
+    body["metadata"]["uid"] = resource["metadata"]["uid"]
+    assert plane.update_pipeline(ENV, "v1", body)["status"]["phase"] == "STOPPED"
 
 
 def test_savepoints_block_deletion_until_deleted_with_force(plane: ControlPlane) -> None:

@@ -445,6 +445,10 @@ def test_the_reason_comes_from_the_stateful_operators_ferry_check_plans() -> Non
         ),
         ("projection: id, name AS id", "the projection names 'id' twice"),
         ("filter: name LIKE 'a%' AND ts > NOW()", "NOW() is not supported"),
+        ("projection: id, name FROM customers", "FROM has no place in it"),
+        ("projection: '*, UPPER(name) AS n, *'", "the projection has * twice"),
+        # what only ferry check's planner knows to be stateful is named by its operator
+        ("projection: id ORDER BY id", "ORDER BY id is a sort operator, which keeps state across rows"),
     ],
 )
 def test_what_transforms_cannot_evaluate_is_refused_before_start(block: str, message: str) -> None:
