@@ -296,12 +296,12 @@ def test_new_tables_get_the_configured_buckets_and_properties(
 
     import fluss  # the client's own view of the table
 
-    from ferry.testing.fluss import _with_connection
+    from ferry.testing.fluss import with_connection
 
     async def describe(connection: Any) -> Any:
         return await connection.get_admin().get_table_info(fluss.TablePath(database, "orders"))
 
-    info = _with_connection(fluss_cluster.bootstrap_servers, describe, 30)
+    info = with_connection(fluss_cluster.bootstrap_servers, describe, 30)
     assert info.num_buckets == 3
     assert info.get_bucket_keys() == ["id"]
     assert info.get_properties()["table.log.ttl"] == "2d"

@@ -57,6 +57,7 @@ __all__ = [
     "read_rows",
     "shared_cluster",
     "stop_shared_cluster",
+    "with_connection",
 ]
 
 CACHE_ENV = "FERRY_FLUSS_CACHE"
@@ -579,7 +580,7 @@ def stop_shared_cluster() -> None:
 # --------------------------------------------------------------------------------------------------
 
 
-def _with_connection(bootstrap_servers: str, work: Callable[[Any], Any], timeout: float) -> Any:
+def with_connection(bootstrap_servers: str, work: Callable[[Any], Any], timeout: float) -> Any:
     """``await work(connection)`` with a connection of its own, on an event loop of its own thread."""
     import fluss  # noqa: PLC0415 - the fluss extra is needed only to talk to the cluster
 
@@ -629,7 +630,7 @@ def read_rows(
         rows += (await scanner.to_arrow()).to_pylist()
         return rows
 
-    result: list[dict[str, Any]] = _with_connection(bootstrap_servers, read, timeout)
+    result: list[dict[str, Any]] = with_connection(bootstrap_servers, read, timeout)
     return result
 
 
@@ -639,7 +640,7 @@ def drop_database(bootstrap_servers: str, database: str, *, timeout: float = 60.
     async def drop(connection: Any) -> None:
         await connection.get_admin().drop_database(database, ignore_if_not_exists=True, cascade=True)
 
-    _with_connection(bootstrap_servers, drop, timeout)
+    with_connection(bootstrap_servers, drop, timeout)
 
 
 # --------------------------------------------------------------------------------------------------

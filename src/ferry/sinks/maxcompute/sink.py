@@ -38,6 +38,7 @@ import requests
 from odps import ODPS
 from odps import errors as odps_errors
 from odps.tunnel import CompressOption, TableTunnel
+from odps.tunnel.tabletunnel import TableUpsertSession
 
 from ferry.pipeline.events import (
     AddColumn,
@@ -76,6 +77,11 @@ SQL_HINTS = {
 #: HTTP statuses of Tunnel answers worth a retry: timeout, throttling, server errors.
 _TRANSIENT_STATUSES = frozenset({408, 429, 500, 502, 503, 504})
 _TEXT_TYPES = ("string", "varchar", "char", "json")
+#: The columns pyodps appends to the schema of an upsert session.
+_UPSERT_COLUMNS = frozenset(
+    getattr(TableUpsertSession, f"UPSERT_{name}_KEY")
+    for name in ("VERSION", "APP_VERSION", "OPERATION", "KEY_COLS", "VALUE_COLS")
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -118,13 +124,13 @@ class MaxComputeSink(Sink):
                 c.project,
                 endpoint=c.endpoint,
                 tunnel_endpoint=c.tunnel_endpoint,
-                quota_name=c.quota_name,
                 **({"sts_token": c.sts_token.get_secret_value()} if c.sts_token is not None else {}),
             )
         return self._odps
 
     @property
     def tunnel(self) -> Any:
+        """pyodps' Table Tunnel (on ``quota.name``, a Tunnel quota: SQL instances do not use it)."""
         if self._tunnel is None:
             c = self.config
             self._tunnel = TableTunnel(self.odps, endpoint=c.tunnel_endpoint, quota_name=c.quota_name)
@@ -294,13 +300,13 @@ class MaxComputeSink(Sink):
         if keys and table.transactional:
             self._upsert(table, collapse(changes, key_getter(keys, self.kind)))
             return
+        rows = [c.after for c in changes if c.op is not Op.DELETE and c.after is not None]
+        if rows:
+            self._append(table, rows)
         deletes = sum(1 for c in changes if c.op is Op.DELETE)
         if deletes:
             self.skipped_deletes[table_id] = self.skipped_deletes.get(table_id, 0) + deletes
             log.info("%s: %d deletes not applied (the table has no primary key)", table_id, deletes)
-        rows = [c.after for c in changes if c.op is not Op.DELETE and c.after is not None]
-        if rows:
-            self._append(table, rows)
 
     def _upsert(self, table: _Table, state: dict[Hashable, Row | None]) -> None:
         keys = table.schema.primary_keys
@@ -308,7 +314,7 @@ class MaxComputeSink(Sink):
         session = self.tunnel.create_upsert_session(table.handle, compress_option=compress)
         try:
             stream = session.open_upsert_stream(compress=compress is not None)
-            columns = _columns(session.schema, len(table.schema))
+            columns = _columns(session.schema)
             for key, row in state.items():
                 if row is None:
                     parts: tuple[Any, ...] = key if isinstance(key, tuple) and len(keys) > 1 else (key,)
@@ -329,7 +335,7 @@ class MaxComputeSink(Sink):
     def _append(self, table: _Table, rows: list[Row]) -> None:
         compress = self._compress()
         session = self.tunnel.create_upload_session(table.handle, compress_option=compress)
-        columns = _columns(session.schema, len(table.schema))
+        columns = _columns(session.schema)
         writer = session.open_record_writer(compress=compress is not None)
         try:
             for row in rows:
@@ -386,10 +392,10 @@ class MaxComputeSink(Sink):
 # ----------------------------------------------------------------------------------- values
 
 
-def _columns(session_schema: Any, count: int) -> list[tuple[str, str]]:
-    """(name, MaxCompute type name) of the table's columns in a session's schema (an upsert
-    session's schema ends with its own bookkeeping columns, which pyodps fills)."""
-    return [(c.name, c.type.name) for c in session_schema.simple_columns[:count]]
+def _columns(session_schema: Any) -> list[tuple[str, str]]:
+    """(name, MaxCompute type name) of the table's columns in a session's schema: an upsert session's
+    schema ends with its own bookkeeping columns, which pyodps fills itself."""
+    return [(c.name, c.type.name) for c in session_schema.simple_columns if c.name not in _UPSERT_COLUMNS]
 
 
 def _values(columns: list[tuple[str, str]], row: Row) -> list[Any]:
