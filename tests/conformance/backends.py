@@ -273,6 +273,9 @@ BACKENDS: dict[str, Callable[[Context], Backend]] = {kind: memory_backend(kind) 
     "iceberg": iceberg_backend,
     "paimon": paimon_backend,
     "kafka": kafka_backend,
+    "hologres": hologres_backend,
+    "starrocks": mysql_protocol_backend("starrocks"),
+    "selectdb": mysql_protocol_backend("selectdb"),
     "fluss": fluss_backend,
     "maxcompute": maxcompute_backend,
 }

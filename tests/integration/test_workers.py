@@ -63,7 +63,7 @@ def start(job: Path, cwd: Path, log: Path) -> subprocess.Popen[bytes]:
                 str(job),
             ],
             cwd=cwd,
-            stdout=subprocess.DEVNULL,
+            stdout=stderr,
             stderr=stderr,
         )
 
