@@ -8,6 +8,7 @@ from collections.abc import Iterator, Mapping
 
 import pytest
 
+from ferry.testing.fluss import FlussCluster, shared_cluster, stop_shared_cluster
 from ferry.testing.kafka_broker import (
     KafkaBroker,
     KafkaBrokerError,
@@ -15,7 +16,6 @@ from ferry.testing.kafka_broker import (
     create_topic,
     delete_topic,
 )
-from ferry.testing.fluss import FlussCluster, shared_cluster, stop_shared_cluster
 from ferry.testing.mariadb import MariaDbServer
 from ferry.testing.postgres import PostgresServer
 

@@ -9,6 +9,7 @@ from datetime import UTC, date, datetime, time
 from decimal import Decimal
 from typing import Any
 
+import fluss
 import pytest
 
 from ferry.pipeline import types as T
@@ -19,7 +20,7 @@ from ferry.sinks.exceptions import SinkTerminalError
 from ferry.sinks.fluss.config import FlussSinkConfig
 from ferry.sinks.fluss.sink import FlussSink
 from ferry.sinks.fluss.types import sink_schema
-from ferry.testing.fluss import FlussCluster, client_classpath, drop_database, read_rows
+from ferry.testing.fluss import FlussCluster, client_classpath, drop_database, read_rows, with_connection
 from tests.integration.helpers import Feed
 
 pytestmark = pytest.mark.integration
@@ -294,10 +295,6 @@ def test_new_tables_get_the_configured_buckets_and_properties(
         sink.close()
     assert [r["id"] for r in rows(fluss_cluster, table)] == [1, 2, 3, 4, 5, 6]
 
-    import fluss  # the client's own view of the table
-
-    from ferry.testing.fluss import with_connection
-
     async def describe(connection: Any) -> Any:
         return await connection.get_admin().get_table_info(fluss.TablePath(database, "orders"))
 
@@ -305,6 +302,28 @@ def test_new_tables_get_the_configured_buckets_and_properties(
     assert info.num_buckets == 3
     assert info.get_bucket_keys() == ["id"]
     assert info.get_properties()["table.log.ttl"] == "2d"
+
+
+def test_credentials_reach_both_clients_and_never_a_message(
+    fluss_cluster: FlussCluster, database: str
+) -> None:
+    [(user, password)] = fluss_cluster.sasl_users.items()
+    table = TableId(None, database, "orders")
+    secured = {"bootstrap.servers": fluss_cluster.sasl_bootstrap_servers, "username": user}
+    sink = make_sink(fluss_cluster, **secured, password=password)
+    try:
+        sink.apply_schema_change(CreateTable(table, ORDERS), ORDERS)
+        # the Java client signs in too
+        sink.apply_schema_change(AddColumn(table, Column("note", T.STRING())), None)
+        feed = Feed(table)
+        write(sink, table, feed, feed.insert({**order(1), "note": "signed in"}))
+    finally:
+        sink.close()
+    assert rows(fluss_cluster, table) == [{**order(1), "note": "signed in"}]
+    wrong = f"not-{password}"
+    with pytest.raises(SinkTerminalError, match="Authentication failed") as refused:
+        make_sink(fluss_cluster, **secured, password=wrong, **{"request.timeout": 20})
+    assert wrong not in str(refused.value) and password not in str(refused.value)
 
 
 def test_an_unreachable_cluster_is_named(fluss_cluster: FlussCluster) -> None:

@@ -30,6 +30,7 @@ import ctypes
 import ctypes.util
 import hashlib
 import os
+import secrets
 import shutil
 import signal
 import socket
@@ -82,8 +83,9 @@ REQUIRED_JAR_PREFIXES = (
 )
 LOG_TAIL_LINES = 60
 HOST = "127.0.0.1"
-#: What the CoordinatorServer logs once it has taken the TabletServer in: tables can be created.
-TABLET_SERVER_JOINED = "New tablet server callback for tablet server"
+#: What the CoordinatorServer logs when it learns of a TabletServer (at its start, or later), for
+#: when the Python client is not installed to ask it.
+TABLET_SERVER_SEEN = ("Received CHILD_ADDED event for server", "New tablet server callback for tablet server")
 #: Arrow (inside Fluss) reads direct buffers through reflection, which Java 17 must allow.
 _JVM_OPENS = ("--add-opens=java.base/java.nio=ALL-UNNAMED", "--add-opens=java.base/java.util=ALL-UNNAMED")
 _COORDINATOR_MAIN = "org.apache.fluss.server.coordinator.CoordinatorServer"
@@ -333,7 +335,8 @@ class FlussCluster:
     """ZooKeeper, a CoordinatorServer and a TabletServer in child JVMs; clients use :attr:`bootstrap_servers`.
 
     Use it as a context manager, or call :meth:`start` and :meth:`stop`. ``properties`` add to or
-    override the ``server.yaml`` of both Fluss servers.
+    override the ``server.yaml`` of both Fluss servers. With ``sasl_users`` (user → password) each
+    server also listens on a SASL/PLAIN listener for those users: :attr:`sasl_bootstrap_servers`.
     """
 
     def __init__(
@@ -345,9 +348,11 @@ class FlussCluster:
         heap: str = "512m",
         data_root: Path | None = None,
         keep_data: bool | None = None,
+        sasl_users: Mapping[str, str] | None = None,
     ) -> None:
         self.cache_dir = (cache_dir or default_cache_dir()).resolve()
         self.properties = dict(properties or {})
+        self.sasl_users = dict(sasl_users or {})
         self.startup_timeout = startup_timeout
         self.heap = heap
         self.data_root = data_root
@@ -355,6 +360,8 @@ class FlussCluster:
         self.zookeeper_port: int | None = None
         self.coordinator_port: int | None = None
         self.tablet_port: int | None = None
+        #: role → port of its SASL listener (with ``sasl_users``)
+        self.sasl_ports: dict[str, int] = {}
         self.data_dir: Path | None = None
         self.startup_seconds: float | None = None
         #: name → process, in start order (zookeeper, coordinator, tablet)
@@ -368,6 +375,13 @@ class FlussCluster:
         if self.coordinator_port is None:
             raise FlussClusterError("the Fluss cluster is not started")
         return f"{HOST}:{self.coordinator_port}"
+
+    @property
+    def sasl_bootstrap_servers(self) -> str:
+        """``127.0.0.1:PORT`` of the CoordinatorServer's SASL/PLAIN listener (with ``sasl_users``)."""
+        if "coordinator" not in self.sasl_ports:
+            raise FlussClusterError("the Fluss cluster has no SASL listener (started without sasl_users)")
+        return f"{HOST}:{self.sasl_ports['coordinator']}"
 
     def log_file(self, name: str) -> Path | None:
         """The log of ``zookeeper``, ``coordinator`` or ``tablet`` (its JVM's output)."""
@@ -410,6 +424,7 @@ class FlussCluster:
         finally:
             self._processes.clear()
             self.zookeeper_port = self.coordinator_port = self.tablet_port = None
+            self.sasl_ports = {}
             if self.data_dir is not None and not self.keep_data:
                 shutil.rmtree(self.data_dir, ignore_errors=True)
 
@@ -436,9 +451,24 @@ class FlussCluster:
 
     def _server_yaml(self, role: str, port: int) -> str:
         assert self.data_dir is not None
+        listeners = f"FLUSS://{HOST}:{port}"
+        sasl: dict[str, str] = {}
+        if self.sasl_users:
+            listeners += f",CLIENT://{HOST}:{self.sasl_ports[role]}"
+            users = " ".join(f'user_{user}="{password}"' for user, password in self.sasl_users.items())
+            sasl = {
+                # servers talk to each other on FLUSS (plaintext); clients may use CLIENT (SASL/PLAIN)
+                "internal.listener.name": "FLUSS",
+                "security.protocol.map": "CLIENT:SASL",
+                "security.sasl.enabled.mechanisms": "PLAIN",
+                "security.sasl.plain.jaas.config": (
+                    f"org.apache.fluss.security.auth.sasl.plain.PlainLoginModule required {users};"
+                ),
+            }
         settings = {
             "zookeeper.address": f"{HOST}:{self.zookeeper_port}",
-            "bind.listeners": f"FLUSS://{HOST}:{port}",
+            "bind.listeners": listeners,
+            **sasl,
             "data.dir": str(self.data_dir / role / "data"),
             "remote.data.dir": str(self.data_dir / "remote"),
             # one TabletServer: every bucket has one replica
@@ -450,8 +480,9 @@ class FlussCluster:
         return "".join(f"{key}: {value}\n" for key, value in settings.items())
 
     def _start_once(self, lib: Path) -> None:
-        self.zookeeper_port, self.coordinator_port, self.tablet_port = _free_ports(3)
-        for port in (self.zookeeper_port, self.coordinator_port, self.tablet_port):
+        self.zookeeper_port, self.coordinator_port, self.tablet_port, *sasl = _free_ports(5)
+        self.sasl_ports = dict(zip(("coordinator", "tablet"), sasl, strict=True)) if self.sasl_users else {}
+        for port in (self.zookeeper_port, self.coordinator_port, self.tablet_port, *self.sasl_ports.values()):
             if _port_open(port):
                 raise FlussClusterError(f"port {HOST}:{port} is in use (Address already in use)")
         if self.data_root is not None:
@@ -486,10 +517,24 @@ class FlussCluster:
                                main_class, "--configDir", str(data_dir / role)])  # fmt: skip
         self._wait(lambda: _port_open(self.coordinator_port or 0), "the CoordinatorServer's port")
         self._wait(lambda: _port_open(self.tablet_port or 0), "the TabletServer's port")
-        self._wait(
-            lambda: TABLET_SERVER_JOINED in self.log_tail("coordinator", 400),
-            "the CoordinatorServer to take the TabletServer in",
-        )
+        self._wait(self._tablet_server_live, "the CoordinatorServer to know a live TabletServer")
+
+    def _tablet_server_live(self) -> bool:
+        """The CoordinatorServer lists a live TabletServer, so tables can be created (asked through the
+        Python client when it is installed, else read from the coordinator's log)."""
+        try:
+            import fluss  # noqa: PLC0415, F401 - the fluss extra
+        except ImportError:
+            log = self.log_tail("coordinator", 1000)
+            return any(marker in log for marker in TABLET_SERVER_SEEN)
+
+        async def nodes(connection: Any) -> list[str]:
+            return [node.server_type for node in await connection.get_admin().get_server_nodes()]
+
+        try:
+            return "TabletServer" in with_connection(self.bootstrap_servers, nodes, 10.0)
+        except Exception:  # not answering yet
+            return False
 
     def _spawn(self, name: str, command: list[str]) -> None:
         log = self.log_file(name)
@@ -562,7 +607,8 @@ def shared_cluster() -> FlussCluster:
                 _shared.stop()
             else:
                 atexit.register(stop_shared_cluster)
-            _shared = FlussCluster().start()
+            # a SASL/PLAIN listener beside the plaintext one, so credentials can be tested
+            _shared = FlussCluster(sasl_users={"ferry": secrets.token_urlsafe(16)}).start()
         return _shared
 
 
@@ -599,9 +645,20 @@ def with_connection(bootstrap_servers: str, work: Callable[[Any], Any], timeout:
     try:
         return asyncio.run_coroutine_threadsafe(run(), loop).result(timeout)
     finally:
+        with contextlib.suppress(Exception):
+            asyncio.run_coroutine_threadsafe(_cancel_all(), loop).result(10)
         loop.call_soon_threadsafe(loop.stop)
         thread.join(timeout=10)
-        loop.close()
+        if not thread.is_alive():
+            loop.close()
+
+
+async def _cancel_all() -> None:
+    """Cancel what still runs on this loop (a call that timed out) and let it finish."""
+    tasks = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+    for task in tasks:
+        task.cancel()
+    await asyncio.gather(*tasks, return_exceptions=True)
 
 
 def read_rows(

@@ -22,6 +22,7 @@ sink can be used from any thread, including one whose event loop is running.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import threading
 from collections.abc import Awaitable, Callable, Hashable, Sequence
@@ -76,6 +77,16 @@ class _Loop:
             raise
 
     def close(self) -> None:
+        """Cancel what still runs (a call that timed out), then stop the loop and its thread."""
+
+        async def cancel_all() -> None:
+            tasks = [task for task in asyncio.all_tasks() if task is not asyncio.current_task()]
+            for task in tasks:
+                task.cancel()
+            await asyncio.gather(*tasks, return_exceptions=True)
+
+        with contextlib.suppress(Exception):
+            asyncio.run_coroutine_threadsafe(cancel_all(), self.loop).result(10)
         self.loop.call_soon_threadsafe(self.loop.stop)
         self.thread.join(timeout=10)
         if not self.thread.is_alive():

@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import itertools
 import logging
+import time
 from collections.abc import Hashable, Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -125,7 +126,7 @@ class IcebergSink(TableFormatSink):
         try:
             if warehouse is not None:
                 warehouse.mkdir(parents=True, exist_ok=True)
-            self.catalog: Catalog = load_catalog(config.catalog_name, **config.resolved_catalog_properties())
+            self.catalog: Catalog = _open_catalog(config)
         except Exception as e:
             raise SinkTerminalError(
                 f"cannot open catalog {config.catalog_name!r} ({type(e).__name__}: {e})", sink=self.kind
@@ -389,6 +390,20 @@ class IcebergSink(TableFormatSink):
 
 
 # ----------------------------------------------------------------------------------- helpers
+
+
+def _open_catalog(config: IcebergSinkConfig) -> Catalog:
+    """The catalog; a SQL catalog creates its tables when they are missing, and of workers starting
+    together all but one lose that race: they open it again, and find the tables."""
+    attempt = 1
+    while True:
+        try:
+            return load_catalog(config.catalog_name, **config.resolved_catalog_properties())
+        except sqlalchemy.exc.DBAPIError:
+            if attempt == 3:
+                raise
+        time.sleep(0.2 * attempt)
+        attempt += 1
 
 
 def _read_schema(table: Table) -> Schema:
