@@ -72,7 +72,6 @@ LOG_TAIL_LINES = 60
 HOST = "127.0.0.1"
 
 
-
 class KafkaBrokerError(FerryError):
     """The local Kafka broker could not be fetched, started, reached or stopped."""
 
