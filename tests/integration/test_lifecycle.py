@@ -237,10 +237,12 @@ def test_manual_and_scheduled_savepoints_record_the_offsets_of_a_running_pipelin
         manual = wait_for(request_manual, 30, lambda: "a MANUAL savepoint accepted")
 
         def completed(source: str) -> dict[str, Any] | None:
+            # one requested after the manual one: the rows were read by then
             found = [
                 s
                 for s in control.plane.list_savepoints(ENV, "v1", source)
                 if s["status"]["state"] == "COMPLETED"
+                and s["metadata"]["creationTimestamp"] >= manual["metadata"]["creationTimestamp"]
             ]
             return found[-1] if found else None
 
