@@ -20,22 +20,25 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from confluent_kafka import Producer
 from sqlalchemy.engine import URL
 
+from ferry.cli.output import render_status
 from ferry.pipeline.events import CreateTable, DataChange, Op, SourcePosition
 from ferry.pipeline.schema import Column, Schema, TableId
 from ferry.pipeline.state import StateStore
 from ferry.pipeline.types import BIGINT, INT
 from ferry.sinks.table_format import TableFormatSink, decode_offsets
 from ferry.testing import debezium as dbz
-from ferry.testing.kafka_broker import TopicFactory, produce
+from ferry.testing.kafka_broker import TopicFactory
 from ferry.testing.postgres import PostgresServer
 
 pytestmark = pytest.mark.integration
 
 PARTITIONS = 4
-#: Events per partition before the added column, after it, and around the kill.
-BEFORE, AFTER, AROUND_KILL = 300, 300, 600
+#: Events per partition before the added column and after it; then, around the kill, this many at
+#: a time until a second after it.
+BEFORE, AFTER, EVENTS_PER_SEND = 300, 300, 10
 
 
 def postgres_url(server: PostgresServer) -> str:
@@ -49,21 +52,13 @@ def postgres_url(server: PostgresServer) -> str:
     ).render_as_string(hide_password=False)
 
 
-def start(job: Path, cwd: Path, log: Path) -> subprocess.Popen[bytes]:
+def start(job: Path, cwd: Path, log: Path, mode: str) -> subprocess.Popen[bytes]:
+    """``ferry run`` as a faust worker (``--worker``) or the hot path alone (``--no-worker``)."""
     with log.open("ab") as stderr:
         return subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "ferry.cli.main",
-                "--log-level",
-                "WARNING",
-                "run",
-                "--no-worker",
-                str(job),
-            ],
+            [sys.executable, "-m", "ferry.cli.main", "--log-level", "WARNING", "run", mode, str(job)],
             cwd=cwd,
-            stdout=stderr,
+            stdout=subprocess.DEVNULL,
             stderr=stderr,
         )
 
@@ -72,13 +67,11 @@ def wait_for(
     what: str, condition: Callable[[], bool], processes: list[subprocess.Popen[bytes]], timeout: float = 60
 ) -> None:
     deadline = time.monotonic() + timeout
-    t0 = time.monotonic()
     while not condition():
         for process in processes:
             assert process.poll() is None, f"a worker exited ({process.returncode}) while waiting for {what}"
         assert time.monotonic() < deadline, f"timed out waiting for {what}"
         time.sleep(0.05)
-    print(f"{time.strftime('%X')} waited {time.monotonic()-t0:.1f}s for {what}", flush=True)
 
 
 class Pipeline:
@@ -114,33 +107,50 @@ def iceberg_rows(warehouse: Path, name: str) -> list[dict[str, Any]]:
     return rows
 
 
-@pytest.fixture(params=["sqlite", "postgresql"])
-def state_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
-    if request.param == "sqlite":
-        return f"sqlite:///{tmp_path}/state.db"
-    return postgres_url(request.getfixturevalue("postgres_server"))
+@pytest.fixture(
+    params=[("sqlite", "--no-worker"), ("postgresql", "--worker")],
+    ids=["sqlite-hot-path", "postgresql-faust"],
+)
+def deployment(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str]:
+    """The state store's URL and how ``ferry run`` runs: the hot path alone with a SQLite file, a
+    faust worker with PostgreSQL."""
+    state, mode = request.param
+    if state == "sqlite":
+        return f"sqlite:///{tmp_path}/state.db", mode
+    return postgres_url(request.getfixturevalue("postgres_server")), mode
 
 
 def test_two_workers_share_the_partitions_and_one_takes_over_when_the_other_is_killed(
-    kafka_bootstrap: str, topic_factory: TopicFactory, tmp_path: Path, group_id: str, state_url: str
+    kafka_bootstrap: str,
+    topic_factory: TopicFactory,
+    tmp_path: Path,
+    group_id: str,
+    deployment: tuple[str, str],
 ) -> None:
+    state_url, mode = deployment
     topic = topic_factory(PARTITIONS)
     # no primary key: rows are appended, so a row written twice would show as a duplicate
     events = dbz.DebeziumTable(
         "s", "app", "events", [dbz.ConnectColumn("id", dbz.INT64, optional=False)], key=()
     )
     sent: dict[int, int] = dict.fromkeys(range(PARTITIONS), 0)
+    producer = Producer({"bootstrap.servers": kafka_bootstrap, "enable.idempotence": True, "linger.ms": 5})
+    failed: list[str] = []
 
     def send(count: int) -> None:
         for partition in range(PARTITIONS):
-            values = []
             for _ in range(count):
                 row: dict[str, Any] = {"id": partition * 1_000_000 + sent[partition]}
                 if any(c.name == "extra" for c in events.columns):
                     row["extra"] = sent[partition]
-                values.append(events.insert(row)[1])
+                producer.produce(
+                    topic,
+                    events.insert(row)[1],
+                    partition=partition,
+                    on_delivery=lambda error, _message: error is None or failed.append(str(error)),
+                )
                 sent[partition] += 1
-            produce(kafka_bootstrap, topic, values, partition=partition)
+        assert producer.flush(30) == 0 and failed == []
 
     def everything_checkpointed() -> bool:
         return pipeline.offsets() == {(topic, p): n for p, n in sent.items()}
@@ -165,7 +175,7 @@ pipeline:
 """)
     pipeline = Pipeline(state_url, group_id)
     logs = [tmp_path / "worker-1.log", tmp_path / "worker-2.log"]
-    workers = [start(job, tmp_path, log) for log in logs]
+    workers = [start(job, tmp_path, log, mode) for log in logs]
     try:
         # both join the group and get two partitions each
         wait_for(
@@ -193,29 +203,43 @@ pipeline:
         # worker 2 is killed while events keep arriving in its partitions
         victim, survivor = workers[1], workers[0]
         victim_name = next(w for w in read if w.split(":")[1] == str(victim.pid))
+        survivor_name = next(w for w in read if w != victim_name)
+        victim_partitions = pipeline.assigned()[victim_name]
+        sending = threading.Event()
+        sending.set()
 
         def keep_sending() -> None:
-            for _ in range(20):
-                send(AROUND_KILL // 20)
-                time.sleep(0.05)
+            while sending.is_set():
+                send(EVENTS_PER_SEND)
+                time.sleep(0.02)
 
         producing = threading.Thread(target=keep_sending)
         producing.start()
-        wait_for(
-            "the victim to read some of the new events",
-            lambda: pipeline.workers()[victim_name]["records_read"] > read[victim_name],
-            workers,
-        )
-        os.kill(victim.pid, signal.SIGKILL)
-        victim.wait(timeout=10)
-        producing.join(timeout=60)
+        try:
+            wait_for(
+                "the victim to read some of the new events",
+                lambda: pipeline.workers()[victim_name]["records_read"] > read[victim_name],
+                workers,
+            )
+            os.kill(victim.pid, signal.SIGKILL)
+            victim.wait(timeout=10)
+            time.sleep(1.0)  # events keep arriving in the dead worker's partitions
+        finally:
+            sending.clear()
+            producing.join(timeout=60)
         # the group notices within the session timeout (10 s); the survivor reads the rest
         wait_for(
-            "the survivor to take over and read everything", everything_checkpointed, [survivor], timeout=90
+            "the survivor to take the dead worker's partitions over",
+            lambda: len(pipeline.assigned()[survivor_name]) == PARTITIONS,
+            [survivor],
         )
-        assert [len(p) for w, p in pipeline.assigned().items() if w != victim_name] == [PARTITIONS]
+        wait_for("the survivor to read everything", everything_checkpointed, [survivor])
         survivor.send_signal(signal.SIGTERM)
-        assert survivor.wait(timeout=60) == 0, logs[0].read_text()[-3000:]
+        assert survivor.wait(timeout=60) == 0
+    except BaseException:
+        for log in logs:
+            print(f"--- {log.name}\n{log.read_text()[-4000:]}")
+        raise
     finally:
         for worker in workers:
             if worker.poll() is None:
@@ -232,6 +256,10 @@ pipeline:
     # applied once, by one worker; the other found it applied
     assert pipeline.history("add.column") == [("apply", "supported"), ("skip", "already applied at the sink")]
     assert [outcome for outcome, _ in pipeline.history("create.table")].count("apply") == 1
+    # ferry status names each worker with its partitions
+    text = render_status(pipeline.state, [group_id], "text")
+    assert f"{survivor_name}  STOPPED  {', '.join(f'{topic}[{p}]' for p in range(PARTITIONS))}" in text
+    assert f"{victim_name}  RUNNING  {', '.join(f'{topic}[{p}]' for p in victim_partitions)}" in text
     pipeline.state.close()
 
 

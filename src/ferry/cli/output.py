@@ -77,6 +77,15 @@ def render_status(store: StateStore, names: list[str], output: str) -> str:
         for topic, parts in offsets.items():
             for partition, offset in parts.items():
                 lines.append(f"    {topic}[{partition}]  {offset} / {lag.get(topic, {}).get(partition, '?')}")
+        workers = m.get("workers", {})
+        if workers:
+            lines.append("  workers (phase, partitions, records read):")
+            for name, w in sorted(workers.items()):
+                parts = ", ".join(f"{t}[{n}]" for t, ns in w.get("assigned", {}).items() for n in ns)
+                lines.append(
+                    f"    {name}  {w.get('phase', '?')}  {parts or 'none'}  {w.get('records_read', 0)}"
+                    f" (updated {_when(w.get('updated_ms'))})"
+                )
         lines.append("  rows written:")
         for table, count in sorted(m.get("rows_written", {}).items()):
             lines.append(f"    {table}  {count}")

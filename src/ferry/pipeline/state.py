@@ -160,8 +160,16 @@ def merge_schemas(
         if theirs is None:
             merged.tables[table_id] = ours
             continue
-        parts = dict(theirs.partitions)
-        parts.update({p: s for p, s in ours.partitions.items() if p in partitions or p not in parts})
+        # the stored schemas of partitions another worker reads (or this one has not seen yet)
+        kept = {
+            p: s
+            for p, s in theirs.partitions.items()
+            if (p not in partitions or p not in ours.partitions) and ours.partitions.get(p) != s
+        }
+        if not kept:  # nothing the writer does not know already (one worker reads everything)
+            merged.tables[table_id] = ours
+            continue
+        parts = {**ours.partitions, **kept}
         newer = ours if _changed_ms(ours) >= _changed_ms(theirs) else theirs
         schema = SchemaTracker._merge(newer.schema, parts.values(), newer.schema) if parts else newer.schema
         merged.tables[table_id] = TrackedTable(schema, newer.version, parts, newer.history)

@@ -117,6 +117,12 @@ def test_schemas_merge_by_partition_owner_and_the_table_schema_has_every_partiti
     assert again.partitions[0] == schema("a") and again.schema.names == ("id", "b", "a")
 
 
+def test_a_worker_that_reads_every_partition_saves_its_schemas_as_they_are() -> None:
+    stored = tracked((0, schema()), (1, schema("b")), changed_ms=1_000)
+    written = tracked((0, schema()), (1, schema("b")), (0, schema("a", "b")), changed_ms=2_000)
+    assert merge_schemas(stored, written, partitions={0, 1}) == written
+
+
 def test_schemas_of_a_table_only_one_worker_tracks_are_kept() -> None:
     other = TableId.parse("db.u")
     stored = tracked((0, schema("a")), changed_ms=1_000)
