@@ -233,12 +233,24 @@ class HintQueue:
 
 
 class FerryWorker:
-    """Runs one pipeline as a faust worker; :meth:`run` returns when the pipeline stops."""
+    """Runs one pipeline as a faust worker; :meth:`run` returns when the pipeline stops.
+
+    Every worker of a pipeline needs every DDL hint of the tables it reads, and the schema-change
+    topic has one partition: so each worker named by ``worker_id`` reads it in a faust group of its
+    own (``ferry-<pipeline>-control-<worker_id>``), while the change events are shared through the
+    pipeline's consumer group. Give a worker a stable id so that its reader resumes where it was.
+    """
 
     def __init__(
-        self, job: JobConfig, *, data_dir: str | Path = "var/faust", log_level: str = "warn"
+        self,
+        job: JobConfig,
+        *,
+        data_dir: str | Path = "var/faust",
+        log_level: str = "warn",
+        worker_id: str | None = None,
     ) -> None:
         self.job = job
+        self.worker_id = worker_id
         self.data_dir = Path(data_dir)
         self.log_level = log_level
         self.stop_event = threading.Event()
@@ -251,13 +263,17 @@ class FerryWorker:
         import faust  # noqa: PLC0415 - faust is heavy: only a worker needs it
 
         name = self.job.pipeline.name
-        (self.data_dir / name).mkdir(parents=True, exist_ok=True)
+        app_id = (
+            f"ferry-{name}-control" if self.worker_id is None else f"ferry-{name}-control-{self.worker_id}"
+        )
+        datadir = self.data_dir / name if self.worker_id is None else self.data_dir / name / self.worker_id
+        datadir.mkdir(parents=True, exist_ok=True)
         app = faust.App(
-            f"ferry-{name}-control",
+            app_id,
             broker=f"kafka://{self.job.source.bootstrap_servers.split(',')[0]}",
             store="memory://",
             web_enabled=False,
-            datadir=str(self.data_dir / name),
+            datadir=str(datadir),
             topic_partitions=1,
             topic_replication_factor=1,
         )

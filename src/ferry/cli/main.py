@@ -76,8 +76,15 @@ def validate(job: Path) -> None:
     show_default=True,
     help="Run as a faust worker (agents for DDL topics); --no-worker runs the hot path alone.",
 )
+@click.option(
+    "--worker-id",
+    envvar="FERRY_WORKER_ID",
+    default=None,
+    help="This worker's stable name: with several workers on one pipeline, each reads the whole "
+    "schema-change topic in a group of its own.",
+)
 @handle_errors
-def run(job: Path, worker: bool) -> None:
+def run(job: Path, worker: bool, worker_id: str | None) -> None:
     """Run a pipeline until it is stopped (SIGTERM/SIGINT take a final checkpoint)."""
     from ferry.config.loader import load_job  # noqa: PLC0415
 
@@ -85,7 +92,7 @@ def run(job: Path, worker: bool) -> None:
     if worker:
         from ferry.worker import FerryWorker  # noqa: PLC0415
 
-        ferry_worker = FerryWorker(config)
+        ferry_worker = FerryWorker(config, worker_id=worker_id)
         code = ferry_worker.run()
         if ferry_worker.error is not None:
             raise ferry_worker.error

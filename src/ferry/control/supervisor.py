@@ -419,7 +419,17 @@ class Supervisor:
         log_file = folder / f"{self.worker}-{row.generation}.log"
         handle = log_file.open("a", encoding="utf-8")
         process = subprocess.Popen(
-            [sys.executable, "-m", "ferry.cli.main", "--log-level", "INFO", "run", str(job_file)],
+            [
+                sys.executable,
+                "-m",
+                "ferry.cli.main",
+                "--log-level",
+                "INFO",
+                "run",
+                "--worker-id",
+                self.worker,
+                str(job_file),
+            ],
             stdout=handle,
             stderr=subprocess.STDOUT,
             stdin=subprocess.DEVNULL,
