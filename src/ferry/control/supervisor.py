@@ -357,16 +357,15 @@ class Supervisor:
                 )
 
     def _complete(self, row: PipelineRow, savepoint: SavepointRow) -> bool:
+        """Complete a savepoint from the pipeline's checkpoint; False when it failed or another
+        worker finished it first."""
         checkpoint = self.plane.state.latest_checkpoint(row.runtime_name)
         if checkpoint is None:
-            return (
-                self.store.finish_savepoint(
-                    savepoint.uid, "FAILED", reason="the pipeline has no checkpoint yet: nothing to record"
-                )
-                and False
+            self.store.finish_savepoint(
+                savepoint.uid, "FAILED", reason="the pipeline has no checkpoint yet: nothing to record"
             )
-        job_sink = PipelineSpec.model_validate(row.spec)
-        sink_type = load_job(job_sink, row.name).sink.type
+            return False
+        sink_type = job_of(row).sink.type
         return self.store.finish_savepoint(
             savepoint.uid,
             "COMPLETED",
@@ -400,13 +399,18 @@ class Supervisor:
         ]
         if any(i.alive(at) for i in instances):
             return
-        spec = PipelineSpec.model_validate(row.spec)
-        if spec.upgrade_mode == "savepoint":
+        savepoint = None
+        if PipelineSpec.model_validate(row.spec).upgrade_mode == "savepoint":
+            # recorded before the phase changes, so that nobody sees it STOPPED without one
             savepoint = self.store.insert_savepoint(row.environment, row.name, "UPGRADE")
-            self._complete(row, savepoint)
-        self.store.update_pipeline(
+        if not self.store.update_pipeline(
             row, expect_phase="RUNNING", phase="STOPPED", detail="finished: the bounded read reached its end"
-        )
+        ):
+            if savepoint is not None:  # another worker finished it
+                self.store.delete_savepoints([savepoint.uid])
+            return
+        if savepoint is not None:
+            self._complete(row, savepoint)
 
     # ------------------------------------------------------------------------------ processes
 

@@ -76,6 +76,9 @@ log = logging.getLogger(__name__)
 
 Decode = Callable[[Sequence[Any]], list[Event]]
 
+#: How long a schema-change lease lasts unless renewed (its holder renews it while it works).
+SCHEMA_LEASE_TTL_S = 10.0
+
 
 class HintSource(Protocol):
     """DDL hints read beside the data (Debezium's schema-change topic)."""
@@ -530,17 +533,33 @@ class PipelineRunner:
 
     @contextmanager
     def _schema_lease(self, sink_table: TableId) -> Iterator[None]:
-        """Hold the pipeline's lease on a sink table's schema: one worker at a time changes it. A
-        worker that died holding it holds it for twice the schema-change timeout at most."""
+        """Hold the pipeline's lease on a sink table's schema: one worker at a time changes it.
+
+        The lease is short and renewed by a thread while it is held (an ALTER may take minutes), so
+        that a worker that died holding it blocks the others for :data:`SCHEMA_LEASE_TTL_S` at most.
+        """
 
         def waiting(holder: str) -> None:
             self.detail = f"waiting for worker {holder} to finish a schema change on {sink_table}"
 
-        ttl = 2 * self.settings.schema_change_timeout_s + 10
-        with self.state.lease(
-            self.settings.name, f"schema {sink_table}", self.worker, ttl_s=ttl, waiting=waiting
-        ):
-            yield
+        name, ttl = f"schema {sink_table}", SCHEMA_LEASE_TTL_S
+        held = threading.Event()
+
+        def renew() -> None:
+            while not held.wait(ttl / 3):
+                try:
+                    self.state.take_lease(self.settings.name, name, self.worker, ttl)
+                except Exception as e:  # the next renewal tries again; the lease lasts ttl
+                    log.warning("renewing the lease %r failed: %s", name, e)
+
+        with self.state.lease(self.settings.name, name, self.worker, ttl_s=ttl, waiting=waiting):
+            renewer = threading.Thread(target=renew, name="ferry-schema-lease", daemon=True)
+            renewer.start()
+            try:
+                yield
+            finally:
+                held.set()
+                renewer.join()
 
     def _refresh_sink_schema(self, sink_table: TableId) -> None:
         self._sink_schemas.pop(sink_table, None)
