@@ -55,6 +55,8 @@ def running_control(
         carry_over_timeout=timeout,
     )
     plane = ControlPlane(settings)
+    for row in plane.store.pipelines():  # a database shared by the session: only this test's run
+        plane.store.update_pipeline(row, phase="DELETED")
     supervisor = Supervisor(plane, data_dir=tmp_path / "pipelines", interval_s=0.2, worker="test-worker")
     stop = threading.Event()
     thread = threading.Thread(target=supervisor.run, args=(stop,), daemon=True)

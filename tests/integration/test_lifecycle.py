@@ -52,10 +52,6 @@ def test_a_new_version_inherits_the_offsets_of_a_stopped_one(
     n, m = 300, 200
     produce_events(kafka_bootstrap, topic, range(n))
     with running_control(tmp_path, state_url=state_url) as control:
-        for existing in control.plane.list_pipelines(ENV):  # a server shared by the session
-            control.plane.store.update_pipeline(
-                control.plane._row(ENV, existing["metadata"]["name"]), phase="DELETED"
-            )
         control.create("orders-v1", job_text(kafka_bootstrap, topic, warehouse))
         control.wait_phase("orders-v1", "RUNNING")
         wait_rows(warehouse, "app.events", n)
