@@ -17,7 +17,7 @@ from ferry.testing.kafka_broker import TopicFactory, produce
 
 pytestmark = pytest.mark.integration
 
-EVENTS_PER_PARTITION = 6000
+EVENTS_PER_PARTITION = 15000
 
 
 def start(job: Path, cwd: Path, log: Path) -> subprocess.Popen[bytes]:
