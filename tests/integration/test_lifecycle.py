@@ -263,3 +263,29 @@ def test_a_pipeline_whose_process_fails_is_failed_with_the_reason(
         failed = control.wait_phase("broken", "FAILED", timeout=60)
         detail = failed["status"]["detail"]
         assert "exited with code" in detail and "log:" in detail
+
+
+def test_a_replay_from_a_savepoint_reads_what_came_after_it(
+    kafka_bootstrap: str, topic_factory: TopicFactory, tmp_path: Path
+) -> None:
+    topic = topic_factory(1)
+    warehouse, rebuilt = tmp_path / "warehouse", tmp_path / "rebuilt"
+    produce_events(kafka_bootstrap, topic, range(60), partitions=1)
+    with running_control(tmp_path) as control:
+        control.create("live", job_text(kafka_bootstrap, topic, warehouse))
+        wait_rows(warehouse, "app.events", 60)
+        control.plane.set_stopped(ENV, "live", True)
+        control.wait_phase("live", "STOPPED")
+        [savepoint] = control.plane.list_savepoints(ENV, "live")
+        produce_events(kafka_bootstrap, topic, range(60, 100), partitions=1)
+
+        control.create(
+            "after-savepoint",
+            job_text(kafka_bootstrap, topic, rebuilt),
+            startFrom={"savepoint": savepoint["metadata"]["uid"]},
+            bounded={"mode": "latest-offset"},
+        )
+        done = control.wait_phase("after-savepoint", "STOPPED", "FAILED", timeout=90)
+        assert done["status"]["phase"] == "STOPPED", done["status"]
+        assert done["status"]["progress"]["recordsDone"] == 40
+        assert sorted(r["id"] for r in iceberg_rows(rebuilt, "app.events")) == list(range(60, 100))

@@ -52,6 +52,7 @@ from ferry.pipeline.adapt import CastError, RowAdapter
 from ferry.pipeline.apply import apply_schema_change
 from ferry.pipeline.events import (
     BadRecord,
+    CreateTable,
     DataChange,
     Event,
     SchemaChange,
@@ -381,6 +382,13 @@ class PipelineRunner:
                 _change_bytes(event),
             )
             return None
+        sink_table = self.tables.sink_table(table_id)
+        if self._sink_schema(sink_table) is None:
+            # the source's schema is known (from a checkpoint, a savepoint or another table routed
+            # here) but its sink table is not there: it is created as a create.table would create it
+            schema = self._source_schema(table_id)
+            assert schema is not None
+            self._route_change(table_id, CreateTable(table_id, schema), event.position)
         if isinstance(self.sink, OffsetCommitting) and table_id not in self._skip_checked:
             self._skip_checked.add(table_id)
             sink_table = self.tables.sink_table(table_id)
