@@ -14,7 +14,6 @@ from typing import Any
 import httpx
 import pytest
 from fastapi import FastAPI
-from sqlalchemy.engine import URL
 
 from ferry.api.app import create_app
 from ferry.control.config import TokenConfig
@@ -34,17 +33,6 @@ JOB = """source:
 sink:
   type: memory
 """
-
-
-def state_url(server: PostgresServer) -> str:
-    return URL.create(
-        "postgresql+psycopg",
-        username=server.user,
-        password=server.password,
-        host=server.host,
-        port=server.port,
-        database=server.database,
-    ).render_as_string(hide_password=False)
 
 
 class Api:
@@ -87,7 +75,7 @@ def api(postgres_server: PostgresServer) -> Iterator[Api]:
         TokenConfig(name="deployer", token=EDITOR, roles={env: "editor"}),
         TokenConfig(name="reader", token=VIEWER, roles={env: "viewer"}),
     ]
-    plane = ControlPlane(ControlSettings(state_url=state_url(postgres_server)))
+    plane = ControlPlane(ControlSettings(state_url=postgres_server.sqlalchemy_url))
     yield Api(create_app(plane, tokens), plane, env)
     plane.close()
 

@@ -15,6 +15,7 @@ from confluent_kafka.admin import AdminClient
 from ferry.control.exceptions import ControlError
 from ferry.control.models import INITIAL_OFFSET_FROM
 from ferry.testing.kafka_broker import TopicFactory, produce
+from ferry.testing.postgres import PostgresServer
 from tests.integration.control_helpers import (
     ENV,
     events_table,
@@ -39,9 +40,8 @@ def produce_events(bootstrap: str, topic: str, ids: range, partitions: int = 2) 
 def state_url(request: pytest.FixtureRequest, tmp_path: Path) -> str:
     if request.param == "sqlite":
         return f"sqlite:///{tmp_path}/state.db"
-    from tests.integration.test_state_store_postgres import state_url as postgres_url
-
-    return postgres_url(request.getfixturevalue("postgres_server"))
+    server: PostgresServer = request.getfixturevalue("postgres_server")
+    return server.sqlalchemy_url
 
 
 def test_a_new_version_inherits_the_offsets_of_a_stopped_one(

@@ -5,7 +5,6 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from sqlalchemy.engine import URL
 
 from ferry.config.loader import load_job_text
 from ferry.pipeline.schema import TableId
@@ -19,20 +18,8 @@ from tests.integration.helpers import job_yaml, orders_table
 pytestmark = pytest.mark.integration
 
 
-def state_url(server: PostgresServer) -> str:
-    url = URL.create(
-        "postgresql+psycopg",
-        username=server.user,
-        password=server.password,
-        host=server.host,
-        port=server.port,
-        database=server.database,
-    )
-    return url.render_as_string(hide_password=False)
-
-
 def test_checkpoints_status_and_history_round_trip(postgres_server: PostgresServer) -> None:
-    store = StateStore(state_url(postgres_server))
+    store = StateStore(postgres_server.sqlalchemy_url)
     name = "pg-round-trip"
     first = store.save_checkpoint(name, {("orders", 0): 10, ("orders", 1): 7}, {"tables": {}})
     second = store.save_checkpoint(
@@ -65,12 +52,12 @@ def test_a_pipeline_keeps_its_state_in_postgresql(
     records = [table.insert({"id": i, "item": f"i{i}", "qty": i}) for i in range(1, 6)]
     produce(kafka_bootstrap, topic, [v for _, v in records], keys=[k for k, _ in records])
     text = job_yaml(kafka_bootstrap, topic, tmp_path, group_id).replace(
-        f"state.url: sqlite:///{tmp_path}/state.db", f"state.url: '{state_url(postgres_server)}'"
+        f"state.url: sqlite:///{tmp_path}/state.db", f"state.url: '{postgres_server.sqlalchemy_url}'"
     )
     sink = MemorySink()
     build_runner(load_job_text(text), sink=sink).run()
     assert len(sink.rows(TableId.parse("inventory.orders"))) == 5
-    store = StateStore(state_url(postgres_server))
+    store = StateStore(postgres_server.sqlalchemy_url)
     checkpoint = store.latest_checkpoint(group_id)
     assert checkpoint is not None and checkpoint.offsets == {(topic, 0): 5}
     assert checkpoint.schemas["tables"]["inventory.orders"]["version"] == 1

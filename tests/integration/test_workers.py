@@ -21,7 +21,6 @@ from typing import Any
 
 import pytest
 from confluent_kafka import Producer
-from sqlalchemy.engine import URL
 
 from ferry.cli.output import render_status
 from ferry.pipeline.events import CreateTable, DataChange, Op, SourcePosition
@@ -39,17 +38,6 @@ PARTITIONS = 4
 #: Events per partition before the added column and after it; then, around the kill, this many at
 #: a time until a second after it.
 BEFORE, AFTER, EVENTS_PER_SEND = 300, 300, 10
-
-
-def postgres_url(server: PostgresServer) -> str:
-    return URL.create(
-        "postgresql+psycopg",
-        username=server.user,
-        password=server.password,
-        host=server.host,
-        port=server.port,
-        database=server.database,
-    ).render_as_string(hide_password=False)
 
 
 def start(job: Path, cwd: Path, log: Path, mode: str) -> subprocess.Popen[bytes]:
@@ -117,7 +105,8 @@ def deployment(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str
     state, mode = request.param
     if state == "sqlite":
         return f"sqlite:///{tmp_path}/state.db", mode
-    return postgres_url(request.getfixturevalue("postgres_server")), mode
+    server: PostgresServer = request.getfixturevalue("postgres_server")
+    return server.sqlalchemy_url, mode
 
 
 def test_two_workers_share_the_partitions_and_one_takes_over_when_the_other_is_killed(
@@ -268,7 +257,7 @@ pipeline:
 
 @pytest.fixture
 def postgres_state(postgres_server: PostgresServer) -> Iterator[str]:
-    yield postgres_url(postgres_server)
+    yield postgres_server.sqlalchemy_url
 
 
 def in_threads(url: str, writers: int, rounds: int, work: Callable[[StateStore, int, int], None]) -> None:

@@ -26,25 +26,21 @@ import argparse
 import asyncio
 import atexit
 import contextlib
-import ctypes
-import ctypes.util
-import hashlib
 import os
 import secrets
-import shutil
 import signal
 import socket
 import subprocess
 import sys
-import tempfile
 import threading
 import time
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from types import TracebackType
-from typing import Any
+from typing import Any, Self
 
 from ferry.exceptions import FerryError
+from ferry.testing import jvm
+from ferry.testing.jvm import HOST, LOG_TAIL_LINES
 
 __all__ = [
     "FlussCluster",
@@ -68,7 +64,6 @@ KEEP_DATA_ENV = "FERRY_FLUSS_KEEP_DATA"
 """Set to ``1`` to keep a cluster's directory (configuration, logs, data) after it stops."""
 
 POM_RELATIVE_PATH = Path("docker") / "fluss" / "pom.xml"
-STAMP_FILE = ".ferry-pom-sha256"
 SERVER_JAR = "fluss-server-"
 CLIENT_JAR = "fluss-client-"
 REQUIRED_JAR_PREFIXES = (
@@ -81,8 +76,6 @@ REQUIRED_JAR_PREFIXES = (
     "log4j-core-",
     "log4j-slf4j-impl-",
 )
-LOG_TAIL_LINES = 60
-HOST = "127.0.0.1"
 #: What the CoordinatorServer logs when it learns of a TabletServer (at its start, or later), for
 #: when the Python client is not installed to ask it.
 TABLET_SERVER_SEEN = ("Received CHILD_ADDED event for server", "New tablet server callback for tablet server")
@@ -98,205 +91,31 @@ class FlussClusterError(FerryError):
 
 
 # --------------------------------------------------------------------------------------------------
-# Small process and network helpers
-# --------------------------------------------------------------------------------------------------
-
-
-def _tail(text: str, lines: int = LOG_TAIL_LINES) -> str:
-    return "\n".join(text.splitlines()[-lines:])
-
-
-@contextlib.contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
-    """An exclusive advisory lock, so that concurrent sessions do not fetch into the cache at once."""
-    import fcntl  # noqa: PLC0415 - POSIX only, needed only while fetching
-
-    with path.open("a+b") as handle:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
-
-
-def _free_ports(count: int) -> list[int]:
-    """Ports free on 127.0.0.1 right now (all held open together, so they differ)."""
-    sockets: list[socket.socket] = []
-    try:
-        for _ in range(count):
-            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            sock.bind((HOST, 0))
-            sockets.append(sock)
-        return [int(sock.getsockname()[1]) for sock in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
-
-
-def _port_open(port: int) -> bool:
-    try:
-        with socket.create_connection((HOST, port), timeout=0.5):
-            return True
-    except OSError:
-        return False
-
-
-def _parent_death_hook() -> Callable[[], None] | None:
-    """A pre-exec hook that makes the child get SIGTERM when this process dies (Linux only)."""
-    if not sys.platform.startswith("linux"):
-        return None
-    libc_name = ctypes.util.find_library("c")
-    if libc_name is None:
-        return None
-    libc = ctypes.CDLL(libc_name, use_errno=True)
-    parent = os.getpid()
-
-    def hook() -> None:
-        libc.prctl(1, signal.SIGTERM, 0, 0, 0)  # PR_SET_PDEATHSIG
-        if os.getppid() != parent:  # the parent already died between fork and prctl
-            os.kill(os.getpid(), signal.SIGTERM)
-
-    return hook
-
-
-# --------------------------------------------------------------------------------------------------
 # Jars
 # --------------------------------------------------------------------------------------------------
 
-
-def _repo_root() -> Path | None:
-    """The checkout that holds ``docker/fluss/pom.xml``: searched from this file, then from the cwd."""
-    for start in (Path(__file__).resolve().parent, Path.cwd().resolve()):
-        for folder in (start, *start.parents):
-            if (folder / POM_RELATIVE_PATH).is_file():
-                return folder
-    return None
-
-
-def find_pom() -> Path | None:
-    """The pom that lists the cluster's jars, or None when no checkout of the project can be found."""
-    root = _repo_root()
-    return None if root is None else root / POM_RELATIVE_PATH
-
-
-def default_cache_dir() -> Path:
-    """``$FERRY_FLUSS_CACHE`` if set, else ``<repo>/.cache/fluss``, else ``~/.cache/ferry/fluss``."""
-    configured = os.environ.get(CACHE_ENV)
-    if configured:
-        return Path(configured).expanduser().resolve()
-    root = _repo_root()
-    if root is not None:
-        return root / ".cache" / "fluss"
-    return Path.home() / ".cache" / "ferry" / "fluss"
-
-
-def _jars(lib: Path) -> list[Path]:
-    return sorted(p for p in lib.iterdir() if p.name.endswith(".jar")) if lib.is_dir() else []
-
-
-def _complete(lib: Path) -> bool:
-    names = [jar.name for jar in _jars(lib)]
-    return all(any(name.startswith(prefix) for name in names) for prefix in REQUIRED_JAR_PREFIXES)
-
-
-def _read_stamp(lib: Path) -> str | None:
-    try:
-        return (lib / STAMP_FILE).read_text(encoding="utf-8").strip()
-    except OSError:
-        return None
-
-
-def ensure_jars(cache_dir: Path | None = None, *, pom: Path | None = None, timeout: float = 1800.0) -> Path:
-    """Make sure the cluster's jars are in ``<cache_dir>/lib`` and return that folder.
-
-    They are fetched with Maven when the folder is missing, incomplete, or was filled from another
-    version of the pom; otherwise nothing is fetched. Outside a checkout (no pom) a complete folder
-    is used as it is.
-    """
-    cache = (cache_dir or default_cache_dir()).resolve()
-    lib = cache / "lib"
-    pom = pom or find_pom()
-    if pom is None:
-        if _complete(lib):
-            return lib
-        raise FlussClusterError(
-            f"Fluss jars are missing from {lib} and {POM_RELATIVE_PATH} cannot be found to fetch them: "
-            f"run from a checkout of ferry, or point {CACHE_ENV} at a folder whose lib/ holds the jars"
-        )
-    digest = hashlib.sha256(pom.read_bytes()).hexdigest()
-    if _complete(lib) and _read_stamp(lib) == digest:
-        return lib
-    cache.mkdir(parents=True, exist_ok=True)
-    with _file_lock(cache / ".fetch.lock"):
-        if _complete(lib) and _read_stamp(lib) == digest:
-            return lib
-        mvn = shutil.which("mvn")
-        if mvn is None:
-            raise FlussClusterError(
-                f"Maven (mvn) is not on PATH; it is needed once to fetch the Fluss jars into {lib}"
-            )
-        staging = Path(tempfile.mkdtemp(prefix="lib-fetching-", dir=cache))
-        try:
-            print(f"Fetching Apache Fluss jars with Maven into {lib} ...", file=sys.stderr, flush=True)
-            command = [
-                mvn, "-q", "-B", "-f", str(pom.resolve()), "dependency:copy-dependencies",
-                f"-DoutputDirectory={staging}", "-DincludeScope=runtime",
-            ]  # fmt: skip
-            try:
-                result = subprocess.run(
-                    command, capture_output=True, text=True, timeout=timeout, check=False, cwd=pom.parent
-                )
-            except subprocess.TimeoutExpired as exc:
-                raise FlussClusterError(f"Maven did not fetch the Fluss jars within {timeout:.0f} s") from exc
-            if result.returncode != 0:
-                raise FlussClusterError(
-                    f"Maven failed (exit {result.returncode}) to fetch the Fluss jars with "
-                    f"{' '.join(command)}:\n{_tail(result.stdout + result.stderr)}"
-                )
-            if not _complete(staging):
-                found = ", ".join(jar.name for jar in _jars(staging)) or "nothing"
-                raise FlussClusterError(
-                    f"Maven ran but the Fluss jars are incomplete; expected jars starting with "
-                    f"{', '.join(REQUIRED_JAR_PREFIXES)}, found: {found}"
-                )
-            (staging / STAMP_FILE).write_text(digest + "\n", encoding="utf-8")
-            if lib.exists():
-                shutil.rmtree(lib)
-            staging.rename(lib)
-        finally:
-            if staging.exists():
-                shutil.rmtree(staging, ignore_errors=True)
-    return lib
+_JARS = jvm.MavenJars("Fluss", POM_RELATIVE_PATH, CACHE_ENV, REQUIRED_JAR_PREFIXES, FlussClusterError)
+find_pom = _JARS.find_pom
+default_cache_dir = _JARS.default_cache_dir
+ensure_jars = _JARS.ensure
 
 
 def _server_classpath(lib: Path) -> str:
     """The Fluss servers: their shaded jar and the Log4j 2 binding of the slf4j it bundles."""
-    jars = [j for j in _jars(lib) if j.name.startswith((SERVER_JAR, "log4j-"))]
-    return os.pathsep.join(str(j) for j in jars)
+    server = [j for j in jvm.jars(lib) if j.name.startswith((SERVER_JAR, "log4j-"))]
+    return os.pathsep.join(str(j) for j in server)
 
 
 def _zookeeper_classpath(lib: Path) -> str:
     """ZooKeeper: every jar but Fluss's own."""
-    jars = [j for j in _jars(lib) if not j.name.startswith((SERVER_JAR, CLIENT_JAR))]
-    return os.pathsep.join(str(j) for j in jars)
+    zookeeper = [j for j in jvm.jars(lib) if not j.name.startswith((SERVER_JAR, CLIENT_JAR))]
+    return os.pathsep.join(str(j) for j in zookeeper)
 
 
 def client_classpath(cache_dir: Path | None = None) -> list[Path]:
     """The jars of the Fluss Java client (fetched if needed): the Fluss sink's ``alter-table.classpath``."""
     lib = ensure_jars(cache_dir)
-    return [j for j in _jars(lib) if j.name.startswith(CLIENT_JAR)]
-
-
-def _java() -> str:
-    java_home = os.environ.get("JAVA_HOME")
-    if java_home and (Path(java_home) / "bin" / "java").is_file():
-        return str(Path(java_home) / "bin" / "java")
-    java = shutil.which("java")
-    if java is None:
-        raise FlussClusterError(
-            "Java is not installed (no java on PATH and no JAVA_HOME); Fluss needs Java 17+"
-        )
-    return java
+    return [j for j in jvm.jars(lib) if j.name.startswith(CLIENT_JAR)]
 
 
 def _zookeeper_ok(port: int) -> bool:
@@ -313,31 +132,19 @@ def _zookeeper_ok(port: int) -> bool:
 # The cluster
 # --------------------------------------------------------------------------------------------------
 
-_LOG4J2_XML = """<?xml version="1.0" encoding="UTF-8"?>
-<Configuration status="WARN">
-  <Appenders>
-    <Console name="STDOUT" target="SYSTEM_OUT">
-      <PatternLayout pattern="[%d] %p %m (%c)%n"/>
-    </Console>
-  </Appenders>
-  <Loggers>
-    <Root level="INFO">
-      <AppenderRef ref="STDOUT"/>
-    </Root>
-    <Logger name="org.apache.zookeeper" level="WARN"/>
-    <Logger name="org.apache.fluss.shaded" level="WARN"/>
-  </Loggers>
-</Configuration>
-"""
+_QUIET_LOGGERS = ("org.apache.zookeeper", "org.apache.fluss.shaded")
 
 
-class FlussCluster:
+class FlussCluster(jvm.JvmService):
     """ZooKeeper, a CoordinatorServer and a TabletServer in child JVMs; clients use :attr:`bootstrap_servers`.
 
     Use it as a context manager, or call :meth:`start` and :meth:`stop`. ``properties`` add to or
     override the ``server.yaml`` of both Fluss servers. With ``sasl_users`` (user → password) each
     server also listens on a SASL/PLAIN listener for those users: :attr:`sasl_bootstrap_servers`.
     """
+
+    error = FlussClusterError
+    title = "the Fluss cluster"
 
     def __init__(
         self,
@@ -372,9 +179,7 @@ class FlussCluster:
     @property
     def bootstrap_servers(self) -> str:
         """``127.0.0.1:PORT`` of the CoordinatorServer; raises if the cluster was not started."""
-        if self.coordinator_port is None:
-            raise FlussClusterError("the Fluss cluster is not started")
-        return f"{HOST}:{self.coordinator_port}"
+        return self._address(self.coordinator_port)
 
     @property
     def sasl_bootstrap_servers(self) -> str:
@@ -388,30 +193,15 @@ class FlussCluster:
         return None if self.data_dir is None else self.data_dir / f"{name}.log"
 
     def log_tail(self, name: str, lines: int = LOG_TAIL_LINES) -> str:
-        log = self.log_file(name)
-        try:
-            return "" if log is None else _tail(log.read_text(encoding="utf-8", errors="replace"), lines)
-        except OSError:
-            return ""
+        return jvm.read_tail(self.log_file(name), lines)
 
-    def start(self) -> FlussCluster:
+    def start(self) -> Self:
         """Fetch the jars if needed, start the three JVMs and wait until tables can be created."""
         if self._processes:
             raise FlussClusterError("the Fluss cluster is already started")
         began = time.monotonic()
         lib = ensure_jars(self.cache_dir)
-        for attempt in range(1, 4):
-            try:
-                self._start_once(lib)
-            except FlussClusterError as exc:
-                self._cleanup_after_failure()
-                if "Address already in use" in str(exc) and attempt < 3:
-                    continue
-                raise
-            except BaseException:
-                self._cleanup_after_failure()
-                raise
-            break
+        self._start_retrying(lambda: self._start_once(lib))
         self.startup_seconds = time.monotonic() - began
         return self
 
@@ -420,28 +210,16 @@ class FlussCluster:
         ``timeout`` seconds) and remove the cluster's directory."""
         try:
             for name in reversed(list(self._processes)):
-                _stop_child(self._processes[name], timeout)
+                jvm.stop_process(self._processes[name], timeout)
         finally:
             self._processes.clear()
             self.zookeeper_port = self.coordinator_port = self.tablet_port = None
             self.sasl_ports = {}
-            if self.data_dir is not None and not self.keep_data:
-                shutil.rmtree(self.data_dir, ignore_errors=True)
+            self._remove_data_dir()
 
     def is_running(self) -> bool:
         """True while all three JVMs are alive."""
         return bool(self._processes) and all(p.poll() is None for p in self._processes.values())
-
-    def __enter__(self) -> FlussCluster:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def __repr__(self) -> str:
         where = self.bootstrap_servers if self.coordinator_port is not None else "not started"
@@ -480,17 +258,14 @@ class FlussCluster:
         return "".join(f"{key}: {value}\n" for key, value in settings.items())
 
     def _start_once(self, lib: Path) -> None:
-        self.zookeeper_port, self.coordinator_port, self.tablet_port, *sasl = _free_ports(5)
+        self.zookeeper_port, self.coordinator_port, self.tablet_port, *sasl = jvm.free_ports(5)
         self.sasl_ports = dict(zip(("coordinator", "tablet"), sasl, strict=True)) if self.sasl_users else {}
-        for port in (self.zookeeper_port, self.coordinator_port, self.tablet_port, *self.sasl_ports.values()):
-            if _port_open(port):
-                raise FlussClusterError(f"port {HOST}:{port} is in use (Address already in use)")
-        if self.data_root is not None:
-            self.data_root.mkdir(parents=True, exist_ok=True)
-        self.data_dir = data_dir = Path(tempfile.mkdtemp(prefix="ferry-fluss-", dir=self.data_root)).resolve()
+        ports = (self.zookeeper_port, self.coordinator_port, self.tablet_port, *self.sasl_ports.values())
+        self._check_ports_free(ports)
+        data_dir = self._new_data_dir("ferry-fluss-")
         (data_dir / "tmp").mkdir()
         log4j = data_dir / "log4j2.xml"
-        log4j.write_text(_LOG4J2_XML, encoding="utf-8")
+        log4j.write_text(jvm.log4j2_xml("INFO", _QUIET_LOGGERS), encoding="utf-8")
         zoo_cfg = data_dir / "zookeeper.cfg"
         zoo_cfg.write_text(
             f"tickTime=2000\ndataDir={data_dir / 'zookeeper'}\nclientPort={self.zookeeper_port}\n"
@@ -502,7 +277,7 @@ class FlussCluster:
             (data_dir / role).mkdir()
             (data_dir / role / "server.yaml").write_text(self._server_yaml(role, port), encoding="utf-8")
 
-        java = _java()
+        java = jvm.find_java("Fluss", FlussClusterError)
         common = [
             "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-XX:+ExitOnOutOfMemoryError",
             "-Djava.awt.headless=true", f"-Djava.io.tmpdir={data_dir / 'tmp'}",
@@ -515,8 +290,8 @@ class FlussCluster:
         for role, main_class in (("coordinator", _COORDINATOR_MAIN), ("tablet", _TABLET_MAIN)):
             self._spawn(role, [java, f"-Xmx{self.heap}", *_JVM_OPENS, *common, "-cp", server_cp,
                                main_class, "--configDir", str(data_dir / role)])  # fmt: skip
-        self._wait(lambda: _port_open(self.coordinator_port or 0), "the CoordinatorServer's port")
-        self._wait(lambda: _port_open(self.tablet_port or 0), "the TabletServer's port")
+        self._wait(lambda: jvm.port_open(self.coordinator_port or 0), "the CoordinatorServer's port")
+        self._wait(lambda: jvm.port_open(self.tablet_port or 0), "the TabletServer's port")
         self._wait(self._tablet_server_live, "the CoordinatorServer to know a live TabletServer")
 
     def _tablet_server_live(self) -> bool:
@@ -539,16 +314,7 @@ class FlussCluster:
     def _spawn(self, name: str, command: list[str]) -> None:
         log = self.log_file(name)
         assert log is not None and self.data_dir is not None
-        with log.open("ab") as out:
-            self._processes[name] = subprocess.Popen(
-                command,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                cwd=self.data_dir,
-                start_new_session=True,
-                preexec_fn=_parent_death_hook(),  # noqa: PLW1509 - sets PR_SET_PDEATHSIG only
-            )
+        self._processes[name] = jvm.spawn(command, log, self.data_dir)
 
     def _wait(self, ready: Callable[[], bool], what: str) -> None:
         deadline = time.monotonic() + self.startup_timeout
@@ -567,26 +333,6 @@ class FlussCluster:
                     f"end of the tablet server's log:\n{self.log_tail('tablet')}"
                 )
             time.sleep(0.2)
-
-    def _cleanup_after_failure(self) -> None:
-        keep = self.keep_data
-        try:
-            self.stop(timeout=10.0)
-        finally:
-            if self.data_dir is not None and not keep:
-                shutil.rmtree(self.data_dir, ignore_errors=True)
-            self.data_dir = None
-
-
-def _stop_child(process: subprocess.Popen[bytes], timeout: float) -> None:
-    if process.poll() is None:
-        process.send_signal(signal.SIGTERM)
-        try:
-            process.wait(timeout=timeout)
-            return
-        except subprocess.TimeoutExpired:
-            process.kill()
-    process.wait(timeout=30)
 
 
 # --------------------------------------------------------------------------------------------------
@@ -715,21 +461,22 @@ def main(argv: Sequence[str] | None = None) -> int:
     commands.add_parser("fetch", help="fetch the jars with Maven (if not cached); print their folder")
     commands.add_parser("run", help="run a cluster until Ctrl-C or SIGTERM; print its bootstrap address")
     args = parser.parse_args(argv)
-    try:
-        if args.command == "fetch":
-            print(ensure_jars())
-            return 0
-        stopping = threading.Event()
-        signal.signal(signal.SIGTERM, lambda *_: stopping.set())
-        with FlussCluster() as cluster:
-            print(cluster.bootstrap_servers, flush=True)
-            print(f"Fluss cluster ready in {cluster.startup_seconds:.1f} s; Ctrl-C stops it", file=sys.stderr)
-            with contextlib.suppress(KeyboardInterrupt):
-                stopping.wait()
+    return jvm.run_command(lambda: _command(args), FlussClusterError)
+
+
+def _command(args: argparse.Namespace) -> int:
+    """Carry out the parsed command line of :func:`main`."""
+    if args.command == "fetch":
+        print(ensure_jars())
         return 0
-    except FlussClusterError as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
+    stopping = threading.Event()
+    signal.signal(signal.SIGTERM, lambda *_: stopping.set())
+    with FlussCluster() as cluster:
+        print(cluster.bootstrap_servers, flush=True)
+        print(f"Fluss cluster ready in {cluster.startup_seconds:.1f} s; Ctrl-C stops it", file=sys.stderr)
+        with contextlib.suppress(KeyboardInterrupt):
+            stopping.wait()
+    return 0
 
 
 if __name__ == "__main__":

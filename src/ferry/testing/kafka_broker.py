@@ -24,27 +24,23 @@ from __future__ import annotations
 import argparse
 import base64
 import contextlib
-import hashlib
 import json
 import os
-import shutil
 import signal
-import socket
 import subprocess
 import sys
-import tempfile
 import time
 import uuid
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
-from types import TracebackType
-from typing import Any, Protocol
+from typing import Any, Protocol, Self
 
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from ferry.exceptions import FerryError
-from ferry.process import parent_death_hook
+from ferry.testing import jvm
+from ferry.testing.jvm import HOST, LOG_TAIL_LINES
 
 __all__ = [
     "KafkaBroker",
@@ -66,185 +62,22 @@ KEEP_DATA_ENV = "FERRY_KAFKA_KEEP_DATA"
 """Set to ``1`` to keep a broker's data directory (log, config, segments) after it stops."""
 
 POM_RELATIVE_PATH = Path("docker") / "kafka" / "pom.xml"
-STAMP_FILE = ".ferry-pom-sha256"
 REQUIRED_JAR_PREFIXES = ("kafka_2.13-", "kafka-server-", "kafka-clients-", "scala-library-", "log4j-core-")
-LOG_TAIL_LINES = 60
-HOST = "127.0.0.1"
 
 
 class KafkaBrokerError(FerryError):
     """The local Kafka broker could not be fetched, started, reached or stopped."""
 
 
-# --------------------------------------------------------------------------------------------------
-# Locating the pom and the jar cache
-# --------------------------------------------------------------------------------------------------
-
-
-def _repo_root() -> Path | None:
-    """The checkout that holds ``docker/kafka/pom.xml``: searched from this file, then from the cwd."""
-    starts = [Path(__file__).resolve().parent, Path.cwd().resolve()]
-    for start in starts:
-        for folder in (start, *start.parents):
-            if (folder / POM_RELATIVE_PATH).is_file():
-                return folder
-    return None
-
-
-def find_pom() -> Path | None:
-    """The pom that lists the broker's jars, or None when no checkout of the project can be found."""
-    root = _repo_root()
-    return None if root is None else root / POM_RELATIVE_PATH
-
-
-def default_cache_dir() -> Path:
-    """``$FERRY_KAFKA_CACHE`` if set, else ``<repo>/.cache/kafka``, else ``~/.cache/ferry/kafka``."""
-    configured = os.environ.get(CACHE_ENV)
-    if configured:
-        return Path(configured).expanduser().resolve()
-    root = _repo_root()
-    if root is not None:
-        return root / ".cache" / "kafka"
-    return Path.home() / ".cache" / "ferry" / "kafka"
-
-
-def _has_broker_jars(lib: Path) -> bool:
-    if not lib.is_dir():
-        return False
-    names = [entry.name for entry in lib.iterdir() if entry.name.endswith(".jar")]
-    return all(any(name.startswith(prefix) for name in names) for prefix in REQUIRED_JAR_PREFIXES)
-
-
-def _sha256(path: Path) -> str:
-    return hashlib.sha256(path.read_bytes()).hexdigest()
-
-
-def _read_stamp(lib: Path) -> str | None:
-    try:
-        return (lib / STAMP_FILE).read_text(encoding="utf-8").strip()
-    except OSError:
-        return None
-
-
-@contextlib.contextmanager
-def _file_lock(path: Path) -> Iterator[None]:
-    """An exclusive advisory lock, so that concurrent sessions do not fetch into the cache at once."""
-    import fcntl  # noqa: PLC0415 - POSIX only, needed only while fetching
-
-    with path.open("a+b") as handle:
-        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
-        try:
-            yield
-        finally:
-            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
-
-
-def _tail(text: str, lines: int = LOG_TAIL_LINES) -> str:
-    return "\n".join(text.splitlines()[-lines:])
-
-
-def ensure_jars(cache_dir: Path | None = None, *, pom: Path | None = None, timeout: float = 1800.0) -> Path:
-    """Make sure the broker's jars are in ``<cache_dir>/lib`` and return that folder.
-
-    The jars are fetched with Maven when the folder is missing, incomplete, or was filled from a
-    different version of the pom; otherwise nothing is fetched. Outside a checkout (no pom) a
-    complete folder is used as it is.
-    """
-    cache = (cache_dir or default_cache_dir()).resolve()
-    lib = cache / "lib"
-    pom = pom or find_pom()
-    if pom is None:
-        if _has_broker_jars(lib):
-            return lib
-        raise KafkaBrokerError(
-            f"Kafka jars are missing from {lib} and {POM_RELATIVE_PATH} cannot be found to fetch them: "
-            f"run from a checkout of ferry, or point {CACHE_ENV} at a folder whose lib/ holds the jars"
-        )
-    pom = pom.resolve()
-    digest = _sha256(pom)
-    if _has_broker_jars(lib) and _read_stamp(lib) == digest:
-        return lib
-
-    cache.mkdir(parents=True, exist_ok=True)
-    with _file_lock(cache / ".fetch.lock"):
-        if _has_broker_jars(lib) and _read_stamp(lib) == digest:
-            return lib
-        mvn = shutil.which("mvn")
-        if mvn is None:
-            raise KafkaBrokerError(
-                f"Maven (mvn) is not on PATH; it is needed once to fetch the Kafka jars into {lib}"
-            )
-        staging = Path(tempfile.mkdtemp(prefix="lib-fetching-", dir=cache))
-        try:
-            print(f"Fetching Apache Kafka jars with Maven into {lib} ...", file=sys.stderr, flush=True)
-            command = [
-                mvn, "-q", "-B", "-f", str(pom), "dependency:copy-dependencies",
-                f"-DoutputDirectory={staging}", "-DincludeScope=runtime",
-            ]  # fmt: skip
-            try:
-                result = subprocess.run(
-                    command, capture_output=True, text=True, timeout=timeout, check=False, cwd=pom.parent
-                )
-            except subprocess.TimeoutExpired as exc:
-                raise KafkaBrokerError(f"Maven did not fetch the Kafka jars within {timeout:.0f} s") from exc
-            if result.returncode != 0:
-                raise KafkaBrokerError(
-                    f"Maven failed (exit {result.returncode}) to fetch the Kafka jars with "
-                    f"{' '.join(command)}:\n{_tail(result.stdout + result.stderr)}"
-                )
-            if not _has_broker_jars(staging):
-                found = sorted(entry.name for entry in staging.iterdir())
-                raise KafkaBrokerError(
-                    f"Maven ran but the Kafka jars are incomplete; expected jars starting with "
-                    f"{', '.join(REQUIRED_JAR_PREFIXES)}, found: {', '.join(found) or 'nothing'}"
-                )
-            (staging / STAMP_FILE).write_text(digest + "\n", encoding="utf-8")
-            if lib.exists():
-                shutil.rmtree(lib)
-            staging.rename(lib)
-        finally:
-            if staging.exists():
-                shutil.rmtree(staging, ignore_errors=True)
-    return lib
+_JARS = jvm.MavenJars("Kafka", POM_RELATIVE_PATH, CACHE_ENV, REQUIRED_JAR_PREFIXES, KafkaBrokerError)
+find_pom = _JARS.find_pom
+default_cache_dir = _JARS.default_cache_dir
+ensure_jars = _JARS.ensure
 
 
 # --------------------------------------------------------------------------------------------------
 # Processes
 # --------------------------------------------------------------------------------------------------
-
-
-def _java() -> str:
-    java_home = os.environ.get("JAVA_HOME")
-    if java_home and (Path(java_home) / "bin" / "java").is_file():
-        return str(Path(java_home) / "bin" / "java")
-    java = shutil.which("java")
-    if java is None:
-        raise KafkaBrokerError(
-            "Java is not installed (no java on PATH and no JAVA_HOME); Kafka needs Java 17+"
-        )
-    return java
-
-
-def _free_ports(count: int) -> list[int]:
-    """Ports free on 127.0.0.1 right now (all held open together, so they differ)."""
-    sockets: list[socket.socket] = []
-    try:
-        for _ in range(count):
-            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            sock.bind((HOST, 0))
-            sockets.append(sock)
-        return [int(sock.getsockname()[1]) for sock in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
-
-
-def _port_open(port: int) -> bool:
-    try:
-        with socket.create_connection((HOST, port), timeout=0.5):
-            return True
-    except OSError:
-        return False
 
 
 def _cluster_id() -> str:
@@ -255,59 +88,23 @@ def _cluster_id() -> str:
             return text
 
 
-def _pid_alive(pid: int) -> bool:
-    """True while the process exists and is not a zombie."""
-    stat = Path(f"/proc/{pid}/stat")
-    if Path("/proc/self/stat").exists():
-        try:
-            fields = stat.read_text(encoding="utf-8", errors="replace").rsplit(")", 1)[1].split()
-        except (OSError, IndexError):
-            return False
-        return bool(fields) and fields[0] not in ("Z", "X")
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
-
-
 def _pid_is_broker(pid: int, data_dir: Path) -> bool:
     """True when ``pid`` is the broker that runs from ``data_dir`` (and not a recycled pid)."""
-    if not _pid_alive(pid):
-        return False
-    try:
-        cmdline = Path(f"/proc/{pid}/cmdline").read_bytes()
-    except OSError:
-        return True  # no /proc: trust the pid
-    return b"kafka.Kafka" in cmdline and str(data_dir).encode() in cmdline
+    return jvm.pid_runs(pid, b"kafka.Kafka", str(data_dir).encode())
 
 
 # --------------------------------------------------------------------------------------------------
 # The broker
 # --------------------------------------------------------------------------------------------------
 
-_LOG4J2_XML = """<?xml version="1.0" encoding="UTF-8"?>
-<Configuration status="WARN">
-  <Appenders>
-    <Console name="STDOUT" target="SYSTEM_OUT">
-      <PatternLayout pattern="[%d] %p %m (%c)%n"/>
-    </Console>
-  </Appenders>
-  <Loggers>
-    <Root level="{root_level}">
-      <AppenderRef ref="STDOUT"/>
-    </Root>
-    <Logger name="kafka.request.logger" level="WARN"/>
-    <Logger name="org.apache.kafka.common.utils.AppInfoParser" level="WARN"/>
-    <Logger name="org.apache.kafka.common.config.AbstractConfig" level="WARN"/>
-  </Loggers>
-</Configuration>
-"""
+_QUIET_LOGGERS = (
+    "kafka.request.logger",
+    "org.apache.kafka.common.utils.AppInfoParser",
+    "org.apache.kafka.common.config.AbstractConfig",
+)
 
 
-class KafkaBroker:
+class KafkaBroker(jvm.JvmService):
     """A single-node Kafka broker in a child JVM, reachable at :attr:`bootstrap_servers`.
 
     Use it as a context manager, or call :meth:`start` and :meth:`stop`. ``port`` and
@@ -316,6 +113,9 @@ class KafkaBroker:
     process (see :meth:`write_state` and :meth:`from_state_file`); otherwise it is sent SIGTERM
     if this process dies without stopping it.
     """
+
+    error = KafkaBrokerError
+    title = "the Kafka broker"
 
     def __init__(
         self,
@@ -354,36 +154,21 @@ class KafkaBroker:
     @property
     def bootstrap_servers(self) -> str:
         """``127.0.0.1:PORT`` of the PLAINTEXT listener; raises if the broker was not started."""
-        if self.port is None:
-            raise KafkaBrokerError("the Kafka broker is not started")
-        return f"{HOST}:{self.port}"
+        return self._address(self.port)
 
     @property
     def log_file(self) -> Path | None:
         """The broker's own log (JVM stdout and stderr), inside its data directory."""
         return None if self.data_dir is None else self.data_dir / "broker.log"
 
-    def start(self) -> KafkaBroker:
+    def start(self) -> Self:
         """Fetch the jars if needed, format storage, start the JVM and wait until clients can connect."""
         if self.pid is not None:
             raise KafkaBrokerError(f"the Kafka broker is already started (pid {self.pid})")
         began = time.monotonic()
         lib = ensure_jars(self.cache_dir)
         fixed_ports = self._requested_port is not None or self._requested_controller_port is not None
-        attempts = 1 if fixed_ports else 3
-        for attempt in range(1, attempts + 1):
-            try:
-                self._start_once(lib)
-            except KafkaBrokerError as exc:
-                port_taken = "Address already in use" in str(exc)
-                self._cleanup_after_failure()
-                if port_taken and attempt < attempts:
-                    continue
-                raise
-            except BaseException:
-                self._cleanup_after_failure()
-                raise
-            break
+        self._start_retrying(lambda: self._start_once(lib), attempts=1 if fixed_ports else 3)
         self.startup_seconds = time.monotonic() - began
         return self
 
@@ -391,7 +176,7 @@ class KafkaBroker:
         """Send SIGTERM, wait up to ``timeout`` seconds, then SIGKILL; remove the data directory."""
         try:
             if self._process is not None:
-                self._stop_child(self._process, timeout)
+                jvm.stop_process(self._process, timeout)
             elif self.pid is not None:
                 self._stop_pid(self.pid, timeout)
         finally:
@@ -399,8 +184,7 @@ class KafkaBroker:
             self.pid = None
             self.port = None
             self.controller_port = None
-            if self.data_dir is not None and not self.keep_data:
-                shutil.rmtree(self.data_dir, ignore_errors=True)
+            self._remove_data_dir()
 
     def is_running(self) -> bool:
         """True while the broker's JVM is alive."""
@@ -412,13 +196,7 @@ class KafkaBroker:
 
     def log_tail(self, lines: int = LOG_TAIL_LINES) -> str:
         """The last lines of the broker's log, or an empty string when there is none."""
-        log = self.log_file
-        if log is None:
-            return ""
-        try:
-            return _tail(log.read_text(encoding="utf-8", errors="replace"), lines)
-        except OSError:
-            return ""
+        return jvm.read_tail(self.log_file, lines)
 
     def state(self) -> dict[str, Any]:
         """What another process needs to find and stop this broker."""
@@ -454,17 +232,6 @@ class KafkaBroker:
         except (OSError, ValueError, KeyError, TypeError) as exc:
             raise KafkaBrokerError(f"cannot read the Kafka broker state file {path}: {exc}") from exc
         return broker
-
-    def __enter__(self) -> KafkaBroker:
-        return self.start()
-
-    def __exit__(
-        self,
-        exc_type: type[BaseException] | None,
-        exc: BaseException | None,
-        traceback: TracebackType | None,
-    ) -> None:
-        self.stop()
 
     def __repr__(self) -> str:
         where = self.bootstrap_servers if self.port is not None else "not started"
@@ -513,29 +280,24 @@ class KafkaBroker:
     def _start_once(self, lib: Path) -> None:
         free = [
             port
-            for port in _free_ports(3)
+            for port in jvm.free_ports(3)
             if port not in (self._requested_port, self._requested_controller_port)
         ]
         self.port = self._requested_port or free[0]
         self.controller_port = self._requested_controller_port or free[1]
-        for port in (self.port, self.controller_port):
-            if _port_open(port):
-                raise KafkaBrokerError(f"port {HOST}:{port} is in use (Address already in use)")
-
-        if self.data_root is not None:
-            self.data_root.mkdir(parents=True, exist_ok=True)
-        self.data_dir = Path(tempfile.mkdtemp(prefix="ferry-kafka-", dir=self.data_root)).resolve()
-        config = self.data_dir / "server.properties"
+        self._check_ports_free((self.port, self.controller_port))
+        data_dir = self._new_data_dir("ferry-kafka-")
+        config = data_dir / "server.properties"
         config.write_text(
-            "".join(f"{key}={value}\n" for key, value in self._server_properties(self.data_dir).items()),
+            "".join(f"{key}={value}\n" for key, value in self._server_properties(data_dir).items()),
             encoding="utf-8",
         )
-        log4j_broker = self.data_dir / "log4j2.xml"
-        log4j_broker.write_text(_LOG4J2_XML.replace("{root_level}", "INFO"), encoding="utf-8")
-        log4j_tool = self.data_dir / "log4j2-tool.xml"
-        log4j_tool.write_text(_LOG4J2_XML.replace("{root_level}", "WARN"), encoding="utf-8")
+        log4j_broker = data_dir / "log4j2.xml"
+        log4j_broker.write_text(jvm.log4j2_xml("INFO", _QUIET_LOGGERS), encoding="utf-8")
+        log4j_tool = data_dir / "log4j2-tool.xml"
+        log4j_tool.write_text(jvm.log4j2_xml("WARN", _QUIET_LOGGERS), encoding="utf-8")
 
-        java = _java()
+        java = jvm.find_java("Kafka", KafkaBrokerError)
         classpath = str(lib / "*")
         self.cluster_id = _cluster_id()
         format_command = [
@@ -558,7 +320,7 @@ class KafkaBroker:
         if formatted.returncode != 0:
             raise KafkaBrokerError(
                 f"formatting the Kafka storage failed (exit {formatted.returncode}):\n"
-                f"{_tail(formatted.stdout + formatted.stderr)}"
+                f"{jvm.tail(formatted.stdout + formatted.stderr)}"
             )
 
         server_command = [
@@ -567,17 +329,7 @@ class KafkaBroker:
             f"-Dlog4j2.configurationFile={log4j_broker}", "-cp", classpath,
             "kafka.Kafka", str(config),
         ]  # fmt: skip
-        log_file = self.data_dir / "broker.log"
-        with log_file.open("ab") as log:
-            self._process = subprocess.Popen(
-                server_command,
-                stdin=subprocess.DEVNULL,
-                stdout=log,
-                stderr=subprocess.STDOUT,
-                cwd=self.data_dir,
-                start_new_session=True,
-                preexec_fn=None if self.detached else parent_death_hook(),  # noqa: PLW1509
-            )
+        self._process = jvm.spawn(server_command, data_dir / "broker.log", data_dir, detached=self.detached)
         self.pid = self._process.pid
         self._wait_ready()
 
@@ -600,7 +352,7 @@ class KafkaBroker:
                     f"{self._log_hint()}:\n{self.log_tail()}"
                 )
             if admin is None:
-                if not _port_open(self.port):
+                if not jvm.port_open(self.port):
                     time.sleep(0.2)
                     continue
                 admin = AdminClient({"bootstrap.servers": self.bootstrap_servers, "log_level": 3})
@@ -617,26 +369,6 @@ class KafkaBroker:
             return f"log {self.log_file}"
         return f"end of its log (set {KEEP_DATA_ENV}=1 to keep the whole log and data directory)"
 
-    def _cleanup_after_failure(self) -> None:
-        keep = self.keep_data
-        try:
-            self.stop(timeout=10.0)
-        finally:
-            if self.data_dir is not None and not keep:
-                shutil.rmtree(self.data_dir, ignore_errors=True)
-            self.data_dir = None
-
-    @staticmethod
-    def _stop_child(process: subprocess.Popen[bytes], timeout: float) -> None:
-        if process.poll() is None:
-            process.send_signal(signal.SIGTERM)
-            try:
-                process.wait(timeout=timeout)
-                return
-            except subprocess.TimeoutExpired:
-                process.kill()
-        process.wait(timeout=30)
-
     def _stop_pid(self, pid: int, timeout: float) -> None:
         if self.data_dir is None or not _pid_is_broker(pid, self.data_dir):
             return
@@ -644,13 +376,13 @@ class KafkaBroker:
             os.kill(pid, signal.SIGTERM)
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
-            if not _pid_alive(pid):
+            if not jvm.pid_alive(pid):
                 return
             time.sleep(0.2)
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
         deadline = time.monotonic() + 10
-        while _pid_alive(pid):
+        while jvm.pid_alive(pid):
             if time.monotonic() > deadline:
                 raise KafkaBrokerError(f"the Kafka broker (pid {pid}) did not exit after SIGKILL")
             time.sleep(0.1)
@@ -838,58 +570,58 @@ def main(argv: Sequence[str] | None = None) -> int:
     )  # fmt: skip
     stop.add_argument("--timeout", type=float, default=30.0, help="seconds before SIGKILL (default 30)")
     args = parser.parse_args(argv)
+    return jvm.run_command(lambda: _command(args), KafkaBrokerError)
 
-    try:
-        if args.command == "fetch":
-            print(ensure_jars(args.cache))
+
+def _command(args: argparse.Namespace) -> int:
+    """Carry out the parsed command line of :func:`main`."""
+    if args.command == "fetch":
+        print(ensure_jars(args.cache))
+        return 0
+    state_file: Path = args.state_file or _default_state_file()
+    if args.command == "start":
+        if state_file.exists():
+            running = KafkaBroker.from_state_file(state_file)
+            if running.is_running():
+                print(f"a Kafka broker already runs (pid {running.pid}); reusing it", file=sys.stderr)
+                print(running.bootstrap_servers)
+                return 0
+            running.stop()
+            state_file.unlink(missing_ok=True)
+        broker = KafkaBroker(
+            cache_dir=args.cache,
+            port=args.port,
+            controller_port=args.controller_port,
+            properties=dict(args.properties),
+            startup_timeout=args.timeout,
+            detached=True,
+        ).start()
+        broker.write_state(state_file)
+        print(
+            f"Kafka broker ready at {broker.bootstrap_servers} (pid {broker.pid}, "
+            f"{broker.startup_seconds:.1f} s); log {broker.log_file}",
+            file=sys.stderr,
+        )
+        print(broker.bootstrap_servers)
+        return 0
+    if not state_file.exists():
+        if args.command == "stop":
+            print(f"no Kafka broker state file at {state_file}; nothing to stop", file=sys.stderr)
             return 0
-        state_file: Path = args.state_file or _default_state_file()
-        if args.command == "start":
-            if state_file.exists():
-                running = KafkaBroker.from_state_file(state_file)
-                if running.is_running():
-                    print(f"a Kafka broker already runs (pid {running.pid}); reusing it", file=sys.stderr)
-                    print(running.bootstrap_servers)
-                    return 0
-                running.stop()
-                state_file.unlink(missing_ok=True)
-            broker = KafkaBroker(
-                cache_dir=args.cache,
-                port=args.port,
-                controller_port=args.controller_port,
-                properties=dict(args.properties),
-                startup_timeout=args.timeout,
-                detached=True,
-            ).start()
-            broker.write_state(state_file)
-            print(
-                f"Kafka broker ready at {broker.bootstrap_servers} (pid {broker.pid}, "
-                f"{broker.startup_seconds:.1f} s); log {broker.log_file}",
-                file=sys.stderr,
-            )
+        print(f"no Kafka broker state file at {state_file}", file=sys.stderr)
+        return 1
+    broker = KafkaBroker.from_state_file(state_file)
+    if args.command == "status":
+        if broker.is_running():
             print(broker.bootstrap_servers)
             return 0
-        if not state_file.exists():
-            if args.command == "stop":
-                print(f"no Kafka broker state file at {state_file}; nothing to stop", file=sys.stderr)
-                return 0
-            print(f"no Kafka broker state file at {state_file}", file=sys.stderr)
-            return 1
-        broker = KafkaBroker.from_state_file(state_file)
-        if args.command == "status":
-            if broker.is_running():
-                print(broker.bootstrap_servers)
-                return 0
-            print(f"the Kafka broker of {state_file} (pid {broker.pid}) is not running", file=sys.stderr)
-            return 1
-        pid = broker.pid
-        broker.stop(timeout=args.timeout)
-        state_file.unlink(missing_ok=True)
-        print(f"Kafka broker (pid {pid}) stopped", file=sys.stderr)
-        return 0
-    except KafkaBrokerError as exc:
-        print(f"error: {exc}", file=sys.stderr)
+        print(f"the Kafka broker of {state_file} (pid {broker.pid}) is not running", file=sys.stderr)
         return 1
+    pid = broker.pid
+    broker.stop(timeout=args.timeout)
+    state_file.unlink(missing_ok=True)
+    print(f"Kafka broker (pid {pid}) stopped", file=sys.stderr)
+    return 0
 
 
 if __name__ == "__main__":

@@ -2,8 +2,9 @@
 
 The server listens on a free port of 127.0.0.1, with its unix socket in the same temporary directory,
 and trusts nobody: every login needs a password (SCRAM). A database and a user that owns it are
-created; :attr:`PostgresServer.conninfo` is what psycopg connects with. Leaving the ``with`` block
-stops the server and deletes the directory.
+created; :attr:`PostgresServer.conninfo` is what psycopg connects with, and
+:attr:`PostgresServer.sqlalchemy_url` what SQLAlchemy (the state store) connects with. Leaving the
+``with`` block stops the server and deletes the directory.
 
 The binaries come from ``$FERRY_PG_BIN``, else the directory ``pg_ctl`` on the ``PATH`` resolves to,
 else the newest ``/usr/lib/postgresql/<version>/bin``. PostgreSQL refuses to run as root: when the
@@ -29,6 +30,8 @@ import subprocess
 import tempfile
 from pathlib import Path
 from types import TracebackType
+
+from sqlalchemy.engine import URL
 
 from ferry.exceptions import FerryError
 
@@ -104,6 +107,19 @@ class PostgresServer:
     def conninfo(self) -> str:
         """The psycopg connection string of the test user on the test database."""
         return self._conninfo(self.user, self.password, self.database)
+
+    @property
+    def sqlalchemy_url(self) -> str:
+        """The SQLAlchemy URL (psycopg driver, password included) of the test user on the test
+        database: what the state store connects with."""
+        return URL.create(
+            "postgresql+psycopg",
+            username=self.user,
+            password=self.password,
+            host=self.host,
+            port=self.port,
+            database=self.database,
+        ).render_as_string(hide_password=False)
 
     @property
     def admin_conninfo(self) -> str:
