@@ -5,14 +5,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Iterator
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 
+from ferry.config.loader import load_job_text
 from ferry.control.exceptions import ControlError
 from ferry.control.models import INITIAL_OFFSET_FROM, INITIAL_OFFSET_FROM_TIMEOUT
-from ferry.control.service import ControlPlane, ControlSettings, latest_offsets_format
+from ferry.control.service import ControlPlane, ControlSettings, inherited_offsets, latest_offsets_format
 from ferry.control.supervisor import Supervisor, child_job_text
 
 ENV = "default"
@@ -286,3 +288,17 @@ def test_a_rebuild_needs_a_sink_that_drops_tables_and_a_start(plane: ControlPlan
         400, create, plane, "r1", rebuildTables=["app.orders"], startFrom={"timestampMillis": 1}
     )
     assert "cannot drop tables" in message
+
+
+def test_a_topic_with_its_own_start_keeps_it_and_only_topics_read_by_name_inherit(
+    plane: ControlPlane,
+) -> None:
+    stopped_with_savepoint(plane, "v1")
+    [savepoint] = plane.store.savepoints(ENV, "v1")
+    offsets = {"orders": {"0": 42}, "payments": {"0": 7}, "refunds": {"0": 3}}
+    text = job(
+        "orders;payments",
+        source_extra="  tables:\n    - topic: payments\n      scan.startup.mode: latest-offset\n",
+    )
+    inherited = inherited_offsets(load_job_text(text), replace(savepoint, offsets=offsets))
+    assert inherited == {("orders", 0): 42}
