@@ -23,16 +23,18 @@ def key_getter(keys: tuple[str, ...], sink: str) -> Callable[[Row], Hashable]:
     return key
 
 
-def collapse(changes: Sequence[DataChange], key: Callable[[Row], Hashable]) -> dict[Hashable, Row | None]:
-    """The last state of every key the changes touch: its row, or ``None`` when it is deleted.
+def last_changes(
+    changes: Sequence[DataChange], key: Callable[[Row], Hashable]
+) -> dict[Hashable, tuple[Op, Row]]:
+    """The last change of every key the changes touch: its op and row (for a delete, the old row).
 
     An update that changes the key deletes the old key.
     """
-    state: dict[Hashable, Row | None] = {}
+    state: dict[Hashable, tuple[Op, Row]] = {}
     for change in changes:
         if change.op is Op.DELETE:
             if change.before is not None:
-                state[key(change.before)] = None
+                state[key(change.before)] = (Op.DELETE, change.before)
             continue
         after = change.after
         if after is None:
@@ -41,6 +43,11 @@ def collapse(changes: Sequence[DataChange], key: Callable[[Row], Hashable]) -> d
         if change.op is Op.UPDATE and change.before is not None:
             old_key = key(change.before)
             if old_key != new_key:
-                state[old_key] = None
-        state[new_key] = after
+                state[old_key] = (Op.DELETE, change.before)
+        state[new_key] = (change.op, after)
     return state
+
+
+def collapse(changes: Sequence[DataChange], key: Callable[[Row], Hashable]) -> dict[Hashable, Row | None]:
+    """The last state of every key the changes touch: its row, or ``None`` when it is deleted."""
+    return {k: None if op is Op.DELETE else row for k, (op, row) in last_changes(changes, key).items()}

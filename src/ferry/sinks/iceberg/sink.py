@@ -65,11 +65,11 @@ from ferry.pipeline.events import (
     DropColumn,
     Op,
     RenameColumn,
-    Row,
     SchemaChange,
 )
 from ferry.pipeline.schema import Schema, TableId
 from ferry.pipeline.types import DataType
+from ferry.sinks.arrow import rows_to_arrow
 from ferry.sinks.base import SinkCapabilities
 from ferry.sinks.capabilities import CAPABILITIES as ALL_CAPABILITIES
 from ferry.sinks.exceptions import SinkTerminalError, SinkTransientError
@@ -281,7 +281,7 @@ class IcebergSink(TableFormatSink):
             if deletes:
                 self.skipped_deletes[table_id] = self.skipped_deletes.get(table_id, 0) + deletes
                 log.warning("%s has no primary key: %d deletes not applied (append-only)", table_id, deletes)
-        data = _to_arrow(table_id, schema, rows)
+        data = rows_to_arrow(schema.as_arrow(), rows, sink=self.kind, table_id=table_id)
         with table.transaction() as tx:
             if touched:
                 delete_keys(table, tx, keys, touched, properties)
@@ -532,33 +532,3 @@ def _prune_filter(column: str, values: list[Any]) -> BooleanExpression:
 def _parts(value: Hashable) -> tuple[Any, ...]:
     assert isinstance(value, tuple)
     return value
-
-
-def _to_arrow(table_id: TableId, schema: IcebergSchema, rows: list[Row]) -> pa.Table:
-    """The rows as an Arrow table of the Iceberg schema (its field ids, required fields and types)."""
-    arrow_schema = schema.as_arrow()
-    try:
-        data = pa.Table.from_pylist(rows, schema=arrow_schema)
-    except (pa.ArrowException, TypeError, ValueError, OverflowError) as e:
-        raise SinkTerminalError(
-            _explain_bad_value(arrow_schema, rows, e), sink="iceberg", table=str(table_id)
-        ) from e
-    for field in arrow_schema:
-        if not field.nullable and data.column(field.name).null_count:
-            raise SinkTerminalError(
-                f"column {field.name} is required (NOT NULL or primary key) but a row has no value for it",
-                sink="iceberg",
-                table=str(table_id),
-            )
-    return data
-
-
-def _explain_bad_value(arrow_schema: Any, rows: list[Row], error: Exception) -> str:
-    for field in arrow_schema:
-        for row in rows:
-            value = row.get(field.name)
-            try:
-                pa.array([value], type=field.type)
-            except (pa.ArrowException, TypeError, ValueError, OverflowError) as e:
-                return f"column {field.name}: value {value!r} does not fit {field.type} ({e})"
-    return f"rows do not fit the table's schema ({error})"

@@ -29,7 +29,7 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import Callable, Hashable, Iterator, Sequence
+from collections.abc import Iterator
 from dataclasses import replace
 from datetime import UTC, date, datetime
 from datetime import time as dt_time
@@ -65,6 +65,7 @@ from ferry.pipeline.events import (
 )
 from ferry.pipeline.schema import Schema, TableId
 from ferry.pipeline.types import DataType
+from ferry.sinks.arrow import rows_to_arrow
 from ferry.sinks.base import SinkCapabilities
 from ferry.sinks.capabilities import CAPABILITIES as ALL_CAPABILITIES
 from ferry.sinks.exceptions import SinkTerminalError
@@ -78,7 +79,7 @@ from ferry.sinks.paimon.types import (
     to_paimon_fields,
     to_paimon_type,
 )
-from ferry.sinks.rows import key_getter
+from ferry.sinks.rows import key_getter, last_changes
 from ferry.sinks.table_format import TableFormatSink
 
 log = logging.getLogger(__name__)
@@ -268,8 +269,10 @@ class PaimonSink(TableFormatSink):
         fields = table.table_schema.fields
         keys = tuple(table.primary_keys)
         rowkind = table.table_schema.options.get(ROWKIND_OPTION) if keys else None
+        arrow_schema = PyarrowFieldParser.from_paimon_schema(fields)
         if keys:
-            state = collapse(changes, key_getter(keys, self.kind))
+            last = last_changes(changes, key_getter(keys, self.kind))
+            state = {k: (ROW_KINDS[op], row) for k, (op, row) in last.items()}
             if rowkind is None:
                 deletes = sum(1 for kind, _ in state.values() if kind == ROW_KINDS[Op.DELETE])
                 if deletes:
@@ -280,7 +283,6 @@ class PaimonSink(TableFormatSink):
                     )
                 rows = [row for _, row in state.values()]
             else:
-                arrow_schema = PyarrowFieldParser.from_paimon_schema(fields)
                 delete = ROW_KINDS[Op.DELETE]
                 rows = [
                     {**(_fill_not_null(row, arrow_schema) if kind == delete else row), rowkind: kind}
@@ -292,7 +294,7 @@ class PaimonSink(TableFormatSink):
             if deletes:
                 self.skipped_deletes[table_id] = self.skipped_deletes.get(table_id, 0) + deletes
                 log.warning("%s has no primary key: %d deletes not applied (append-only)", table_id, deletes)
-        data = _to_arrow(table_id, PyarrowFieldParser.from_paimon_schema(fields), rows)
+        data = rows_to_arrow(arrow_schema, rows, sink=self.kind, table_id=table_id)
         builder = table.new_stream_write_builder()
         builder.commit_user = self.commit_user
         writer = builder.new_write()
@@ -438,50 +440,6 @@ def _incompatibilities(existing: Schema, wanted: Schema) -> list[str]:
     return problems
 
 
-def collapse(
-    changes: Sequence[DataChange], key: Callable[[Row], Hashable]
-) -> dict[Hashable, tuple[str, Row]]:
-    """The last change of every key the changes touch: its row kind and row (for a delete, the old row).
-
-    An update that changes the key deletes the old key.
-    """
-    state: dict[Hashable, tuple[str, Row]] = {}
-    delete = ROW_KINDS[Op.DELETE]
-    for change in changes:
-        if change.op is Op.DELETE:
-            if change.before is not None:
-                state[key(change.before)] = (delete, change.before)
-            continue
-        after = change.after
-        if after is None:
-            continue
-        new_key = key(after)
-        if change.op is Op.UPDATE and change.before is not None:
-            old_key = key(change.before)
-            if old_key != new_key:
-                state[old_key] = (delete, change.before)
-        state[new_key] = (ROW_KINDS[change.op], after)
-    return state
-
-
-def _to_arrow(table_id: TableId, arrow_schema: pa.Schema, rows: list[Row]) -> pa.Table:
-    """The rows as an Arrow table of the Paimon schema."""
-    try:
-        data = pa.Table.from_pylist(rows, schema=arrow_schema)
-    except (pa.ArrowException, TypeError, ValueError, OverflowError) as e:
-        raise SinkTerminalError(
-            _explain_bad_value(arrow_schema, rows, e), sink="paimon", table=str(table_id)
-        ) from e
-    for field in arrow_schema:
-        if not field.nullable and data.column(field.name).null_count:
-            raise SinkTerminalError(
-                f"column {field.name} is NOT NULL (or a primary key) but a row has no value for it",
-                sink="paimon",
-                table=str(table_id),
-            )
-    return data
-
-
 def _fill_not_null(row: Row, arrow_schema: pa.Schema) -> Row:
     """A deleted row with a stand-in value in each NOT NULL column it lacks: Paimon needs only its key,
     but writes every column of the row."""
@@ -512,14 +470,3 @@ def _stand_in(arrow_type: pa.DataType) -> Any:
     if pa.types.is_timestamp(arrow_type):
         return datetime(1970, 1, 1, tzinfo=UTC if arrow_type.tz else None)
     return 0
-
-
-def _explain_bad_value(arrow_schema: Any, rows: list[Row], error: Exception) -> str:
-    for field in arrow_schema:
-        for row in rows:
-            value = row.get(field.name)
-            try:
-                pa.array([value], type=field.type)
-            except (pa.ArrowException, TypeError, ValueError, OverflowError) as e:
-                return f"column {field.name}: value {value!r} does not fit {field.type} ({e})"
-    return f"rows do not fit the table's schema ({error})"
