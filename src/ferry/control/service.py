@@ -124,13 +124,8 @@ class ControlPlane:
         self._check_job(job)
         check_rebuild(job, spec)
         if existing is not None:
-            self._forget_runtime_state(existing.runtime_name)
-        detail = "waiting for a worker to start it"
-        deadline: int | None = None
-        if reference is not None:
-            timeout = self._carry_over_timeout(spec)
-            deadline = now_ms() + int(timeout.total_seconds() * 1000)
-            detail = f"waiting for the offsets of pipeline {reference!r}; fails at {iso(deadline)}"
+            self.state.forget(existing.runtime_name)
+        deadline, detail = self._waiting(spec)
         if spec.start_from is not None and spec.start_from.savepoint is not None:
             self.usable_savepoint(spec.start_from.savepoint, environment)
         if spec.stopped:
@@ -489,17 +484,20 @@ class ControlPlane:
     def _resume(self, row: PipelineRow) -> None:
         if row.phase not in ("STOPPED", "FAILED"):
             return
-        deadline = None
-        detail = "waiting for a worker to start it"
-        if PipelineSpec.model_validate(row.spec).properties.get(INITIAL_OFFSET_FROM) and not row.traits.get(
-            "carriedOver"
-        ):
-            timeout = self._carry_over_timeout(PipelineSpec.model_validate(row.spec))
-            deadline = now_ms() + int(timeout.total_seconds() * 1000)
-            detail = f"waiting for the offsets of the reference pipeline; fails at {iso(deadline)}"
+        deadline, detail = (None, "waiting for a worker to start it")
+        if not row.traits.get("carriedOver"):
+            deadline, detail = self._waiting(PipelineSpec.model_validate(row.spec))
         self.store.update_pipeline(
             row, phase="PENDING", detail=detail, deadline_ms=deadline, generation=row.generation + 1
         )
+
+    def _waiting(self, spec: PipelineSpec) -> tuple[int | None, str]:
+        """A starting pipeline's deadline for inherited offsets (None without a reference) and detail."""
+        reference = spec.properties.get(INITIAL_OFFSET_FROM)
+        if reference is None:
+            return None, "waiting for a worker to start it"
+        deadline = now_ms() + int(self._carry_over_timeout(spec).total_seconds() * 1000)
+        return deadline, f"waiting for the offsets of pipeline {reference!r}; fails at {iso(deadline)}"
 
     def _no_savepoint_in_progress(self, row: PipelineRow) -> None:
         for savepoint in self.store.savepoints(row.environment, row.name):
@@ -522,9 +520,6 @@ class ControlPlane:
                 f"deleting savepoints of pipeline {row.name!r} needs force=true (it is {row.phase}; a "
                 "deleted savepoint can no longer be resumed from or inherited)",
             )
-
-    def _forget_runtime_state(self, runtime: str) -> None:
-        self.state.forget(runtime)
 
     def _progress(self, row: PipelineRow, metrics: Mapping[str, Any]) -> dict[str, Any] | None:
         ends = row.traits.get("endOffsets")

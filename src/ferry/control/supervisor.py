@@ -24,6 +24,7 @@ import threading
 import time
 import uuid
 from dataclasses import dataclass, field
+from io import StringIO
 from pathlib import Path
 from typing import Any, TextIO
 
@@ -113,7 +114,8 @@ class Supervisor:
             self._reap(key)
 
     def tick(self) -> None:
-        for row in self.store.pipelines():
+        rows = self.store.pipelines()
+        for row in rows:
             if self.environments is not None and row.environment not in self.environments:
                 continue
             match row.phase:
@@ -125,7 +127,7 @@ class Supervisor:
                     self._stopping(row)
                 case _:
                     self._not_running(row)
-        live = {(r.environment, r.name) for r in self.store.pipelines()}
+        live = {(r.environment, r.name) for r in rows}
         for key in [k for k in self.children if k not in live]:
             self._kill(key)
 
@@ -143,7 +145,7 @@ class Supervisor:
         row = self._fresh(row)
         try:
             traits = self._prepare(row, spec)
-        except (ControlError, Exception) as e:
+        except Exception as e:
             message = e.message if isinstance(e, ControlError) else f"{type(e).__name__}: {e}"
             self.store.update_pipeline(row, phase="FAILED", detail=f"could not start: {message}")
             return
@@ -526,8 +528,6 @@ def child_job_text(row: PipelineRow, state_url: str) -> str:
             source["scan.bounded.timestamp-millis"] = spec.bounded.timestamp_millis
         if spec.bounded.offsets is not None:
             source["scan.bounded.specific-offsets"] = format_specific_offsets(spec.bounded.offsets)
-    from io import StringIO  # noqa: PLC0415
-
     out = StringIO()
     yaml.dump(data, out)
     return out.getvalue()
