@@ -14,6 +14,7 @@ from typing import Any, TypeVar
 from ferry.control.service import ControlPlane, ControlSettings
 from ferry.control.supervisor import Supervisor
 from ferry.testing import debezium as dbz
+from tests.integration.helpers import iceberg_rows
 
 T = TypeVar("T")
 ENV = "default"
@@ -105,19 +106,6 @@ pipeline:
   checkpoint.interval: 200ms
 {extra}
 """
-
-
-def iceberg_rows(warehouse: Path, name: str) -> list[dict[str, Any]]:
-    from pyiceberg.catalog.sql import SqlCatalog
-    from pyiceberg.exceptions import NoSuchTableError
-
-    if not (warehouse / "catalog.db").exists():
-        return []
-    catalog = SqlCatalog("ferry", uri=f"sqlite:///{warehouse}/catalog.db", warehouse=warehouse.as_uri())
-    try:
-        return catalog.load_table(name).scan().to_arrow().to_pylist()
-    except NoSuchTableError:
-        return []
 
 
 def wait_rows(warehouse: Path, name: str, count: int, timeout: float = 60.0) -> list[dict[str, Any]]:

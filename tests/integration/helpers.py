@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import subprocess
+import sys
 from pathlib import Path
 from typing import Any
 
@@ -108,3 +110,31 @@ class Feed:
 
     def offsets(self) -> dict[tuple[str, int], int]:
         return {(SINK_TEST_TOPIC, self.partition): self.offset}
+
+
+def start_run(job: Path, cwd: Path, log: Path, *options: str) -> subprocess.Popen[bytes]:
+    """``ferry run [options] job`` in a subprocess, its log (WARNING and up) appended to ``log``."""
+    with log.open("ab") as stderr:
+        return subprocess.Popen(
+            [sys.executable, "-m", "ferry.cli.main", "--log-level", "WARNING", "run", *options, str(job)],
+            cwd=cwd,
+            stdout=subprocess.DEVNULL,
+            stderr=stderr,
+        )
+
+
+def iceberg_rows(warehouse: Path, name: str) -> list[dict[str, Any]]:
+    """The rows of an Iceberg table of the warehouse's SQL catalog; none while it does not exist."""
+    from pyiceberg.catalog.sql import SqlCatalog
+    from pyiceberg.exceptions import NoSuchTableError
+
+    if not (warehouse / "catalog.db").exists():
+        return []
+    catalog = SqlCatalog("ferry", uri=f"sqlite:///{warehouse}/catalog.db", warehouse=warehouse.as_uri())
+    try:
+        rows: list[dict[str, Any]] = catalog.load_table(name).scan().to_arrow().to_pylist()
+    except NoSuchTableError:
+        return []
+    finally:
+        catalog.engine.dispose()
+    return rows

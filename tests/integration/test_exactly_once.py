@@ -5,7 +5,6 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
-import sys
 import time
 from pathlib import Path
 
@@ -14,42 +13,17 @@ import pytest
 from ferry.pipeline.state import StateStore
 from ferry.testing import debezium as dbz
 from ferry.testing.kafka_broker import TopicFactory, produce
+from tests.integration.helpers import iceberg_rows, start_run
 
 pytestmark = pytest.mark.integration
 
 EVENTS_PER_PARTITION = 15000
 
 
-def start(job: Path, cwd: Path, log: Path) -> subprocess.Popen[bytes]:
-    with log.open("ab") as stderr:
-        return subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "ferry.cli.main",
-                "--log-level",
-                "INFO",
-                "run",
-                "--no-worker",
-                str(job),
-            ],
-            cwd=cwd,
-            stdout=subprocess.DEVNULL,
-            stderr=stderr,
-        )
-
-
 def progress(state: StateStore, pipeline: str) -> int:
     """Records checkpointed so far (a checkpoint taken when partitions are assigned adds none)."""
     checkpoint = state.latest_checkpoint(pipeline)
     return 0 if checkpoint is None else sum(checkpoint.offsets.values())
-
-
-def iceberg_rows(warehouse: Path, name: str) -> list[dict[str, object]]:
-    from pyiceberg.catalog.sql import SqlCatalog
-
-    catalog = SqlCatalog("ferry", uri=f"sqlite:///{warehouse}/catalog.db", warehouse=warehouse.as_uri())
-    return catalog.load_table(name).scan().to_arrow().to_pylist()
 
 
 def test_sigkill_at_any_point_neither_loses_nor_duplicates_rows(
@@ -99,7 +73,7 @@ pipeline:
     # each run is killed once it has made progress (more records checkpointed), at a varying moment after
     for pause in (0.0, 0.05, 0.13, 0.21):
         seen = progress(state, group_id)
-        process = start(job, tmp_path, log)
+        process = start_run(job, tmp_path, log, "--no-worker")
         deadline = time.monotonic() + 60
         while progress(state, group_id) == seen and process.poll() is None and time.monotonic() < deadline:
             time.sleep(0.02)
@@ -109,7 +83,7 @@ pipeline:
             kills += 1
         process.wait(timeout=30)
     started = time.monotonic()
-    final = start(job, tmp_path, log)
+    final = start_run(job, tmp_path, log, "--no-worker")
     try:
         final.wait(timeout=200)
     except subprocess.TimeoutExpired:

@@ -12,7 +12,6 @@ import multiprocessing
 import os
 import signal
 import subprocess
-import sys
 import threading
 import time
 from collections.abc import Callable, Iterator
@@ -31,6 +30,7 @@ from ferry.sinks.table_format import TableFormatSink, decode_offsets
 from ferry.testing import debezium as dbz
 from ferry.testing.kafka_broker import TopicFactory
 from ferry.testing.postgres import PostgresServer
+from tests.integration.helpers import iceberg_rows, start_run
 
 pytestmark = pytest.mark.integration
 
@@ -38,17 +38,6 @@ PARTITIONS = 4
 #: Events per partition before the added column and after it; then, around the kill, this many at
 #: a time until a second after it.
 BEFORE, AFTER, EVENTS_PER_SEND = 300, 300, 10
-
-
-def start(job: Path, cwd: Path, log: Path, mode: str) -> subprocess.Popen[bytes]:
-    """``ferry run`` as a faust worker (``--worker``) or the hot path alone (``--no-worker``)."""
-    with log.open("ab") as stderr:
-        return subprocess.Popen(
-            [sys.executable, "-m", "ferry.cli.main", "--log-level", "WARNING", "run", mode, str(job)],
-            cwd=cwd,
-            stdout=subprocess.DEVNULL,
-            stderr=stderr,
-        )
 
 
 def wait_for(
@@ -84,15 +73,6 @@ class Pipeline:
         return [
             (h.outcome, h.reason) for h in self.state.schema_history(self.name) if h.change.startswith(prefix)
         ]
-
-
-def iceberg_rows(warehouse: Path, name: str) -> list[dict[str, Any]]:
-    from pyiceberg.catalog.sql import SqlCatalog
-
-    catalog = SqlCatalog("ferry", uri=f"sqlite:///{warehouse}/catalog.db", warehouse=warehouse.as_uri())
-    rows: list[dict[str, Any]] = catalog.load_table(name).scan().to_arrow().to_pylist()
-    catalog.engine.dispose()
-    return rows
 
 
 @pytest.fixture(
@@ -164,7 +144,7 @@ pipeline:
 """)
     pipeline = Pipeline(state_url, group_id)
     logs = [tmp_path / "worker-1.log", tmp_path / "worker-2.log"]
-    workers = [start(job, tmp_path, log, mode) for log in logs]
+    workers = [start_run(job, tmp_path, log, mode) for log in logs]
     try:
         # both join the group and get two partitions each
         wait_for(

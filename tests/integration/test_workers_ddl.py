@@ -5,39 +5,18 @@ and applied once."""
 from __future__ import annotations
 
 import signal
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from ferry.testing import debezium as dbz
 from ferry.testing.kafka_broker import TopicFactory, produce
-from tests.integration.test_workers import Pipeline, iceberg_rows, wait_for
+from tests.integration.helpers import iceberg_rows, start_run
+from tests.integration.test_workers import Pipeline, wait_for
 
 pytestmark = pytest.mark.integration
 
 ROWS = 50
-
-
-def start(job: Path, cwd: Path, log: Path, worker_id: str) -> subprocess.Popen[bytes]:
-    with log.open("ab") as stderr:
-        return subprocess.Popen(
-            [
-                sys.executable,
-                "-m",
-                "ferry.cli.main",
-                "--log-level",
-                "WARNING",
-                "run",
-                "--worker-id",
-                worker_id,
-                str(job),
-            ],
-            cwd=cwd,
-            stdout=subprocess.DEVNULL,
-            stderr=stderr,
-        )
 
 
 def test_each_worker_reads_every_ddl_hint(
@@ -84,7 +63,8 @@ pipeline:
     pipeline = Pipeline(f"sqlite:///{tmp_path}/state.db", group_id)
     logs = [tmp_path / "w1.log", tmp_path / "w2.log"]
     workers = [
-        start(job, tmp_path, log, worker_id) for log, worker_id in zip(logs, ("w1", "w2"), strict=True)
+        start_run(job, tmp_path, log, "--worker-id", worker_id)
+        for log, worker_id in zip(logs, ("w1", "w2"), strict=True)
     ]
     try:
         wait_for(
