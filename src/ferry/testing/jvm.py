@@ -15,7 +15,6 @@ import hashlib
 import os
 import shutil
 import signal
-import socket
 import subprocess
 import sys
 import tempfile
@@ -27,6 +26,7 @@ from typing import ClassVar, Self
 
 from ferry.exceptions import FerryError
 from ferry.process import parent_death_hook
+from ferry.testing.ports import HOST, free_ports, port_open
 
 __all__ = [
     "HOST",
@@ -49,7 +49,6 @@ __all__ = [
     "tail",
 ]
 
-HOST = "127.0.0.1"
 LOG_TAIL_LINES = 60
 STAMP_FILE = ".ferry-pom-sha256"
 PORT_TAKEN = "Address already in use"
@@ -87,29 +86,6 @@ def file_lock(path: Path) -> Iterator[None]:
             yield
         finally:
             fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
-
-
-def free_ports(count: int) -> list[int]:
-    """Ports free on 127.0.0.1 right now (all held open together, so they differ)."""
-    sockets: list[socket.socket] = []
-    try:
-        for _ in range(count):
-            sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-            sock.bind((HOST, 0))
-            sockets.append(sock)
-        return [int(sock.getsockname()[1]) for sock in sockets]
-    finally:
-        for sock in sockets:
-            sock.close()
-
-
-def port_open(port: int) -> bool:
-    """True when something accepts connections on 127.0.0.1:``port``."""
-    try:
-        with socket.create_connection((HOST, port), timeout=0.5):
-            return True
-    except OSError:
-        return False
 
 
 # --------------------------------------------------------------------------------------------------

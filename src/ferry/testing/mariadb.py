@@ -20,7 +20,6 @@ import contextlib
 import os
 import secrets
 import shutil
-import socket
 import subprocess
 import tempfile
 import time
@@ -28,13 +27,13 @@ from pathlib import Path
 from types import TracebackType
 
 from ferry.exceptions import FerryError
+from ferry.testing.ports import HOST, free_ports, port_open
 
 __all__ = ["BIN_ENV", "MariaDbServer", "MariaDbServerError", "find_binary"]
 
 BIN_ENV = "FERRY_MARIADB_BIN"
 """Environment variable naming the directory of ``mariadb-install-db`` and ``mariadbd``."""
 
-HOST = "127.0.0.1"
 _START_ATTEMPTS = 3
 
 
@@ -59,13 +58,6 @@ def find_binary(*names: str) -> Path:
     raise MariaDbServerError(
         f"no MariaDB binary ({' or '.join(names)}) found; set {BIN_ENV} to its directory"
     )
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((HOST, 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 def _quote_string(value: str) -> str:
@@ -152,7 +144,7 @@ class MariaDbServer:
         directory = self.directory
         log = directory / "server.log"
         for attempt in range(_START_ATTEMPTS):
-            self.port = _free_port()
+            self.port = free_ports(1)[0]
             self._process = subprocess.Popen(
                 [
                     str(server),
@@ -190,9 +182,7 @@ class MariaDbServer:
     def _accepts_connections(self) -> bool:
         if not self.socket_path.exists():
             return False
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            s.settimeout(0.5)
-            return s.connect_ex((HOST, self.port)) == 0
+        return port_open(self.port)
 
     def admin_sql(self, *statements: str) -> None:
         """Run statements as ``root`` through the unix socket."""

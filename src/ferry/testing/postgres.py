@@ -25,7 +25,6 @@ import re
 import secrets
 import shlex
 import shutil
-import socket
 import subprocess
 import tempfile
 from pathlib import Path
@@ -34,13 +33,13 @@ from types import TracebackType
 from sqlalchemy.engine import URL
 
 from ferry.exceptions import FerryError
+from ferry.testing.ports import HOST, free_ports
 
 __all__ = ["BIN_ENV", "PostgresServer", "PostgresServerError", "find_bin_dir"]
 
 BIN_ENV = "FERRY_PG_BIN"
 """Environment variable naming the directory of ``initdb`` and ``pg_ctl``."""
 
-HOST = "127.0.0.1"
 SERVICE_USER = "postgres"
 _ADMIN = "ferry_admin"
 _START_ATTEMPTS = 3
@@ -68,13 +67,6 @@ def find_bin_dir() -> Path:
     raise PostgresServerError(
         f"no PostgreSQL binaries (initdb, pg_ctl, postgres) found; set {BIN_ENV} to their directory"
     )
-
-
-def _free_port() -> int:
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind((HOST, 0))
-        port: int = s.getsockname()[1]
-        return port
 
 
 class PostgresServer:
@@ -212,7 +204,7 @@ class PostgresServer:
         directory = self.directory
         log = directory / "server.log"
         for attempt in range(_START_ATTEMPTS):
-            self.port = _free_port()
+            self.port = free_ports(1)[0]
             options = " ".join(
                 shlex.quote(o)
                 for o in (
