@@ -57,6 +57,8 @@ def offset_range(
     """Where a bounded replay starts and ends, per partition of the topics it reads by name."""
     from confluent_kafka import Consumer, TopicPartition  # noqa: PLC0415
 
+    from ferry.connectors.kafka.source import offset_at  # noqa: PLC0415
+
     assert spec.bounded is not None
     consumer = Consumer({"bootstrap.servers": job.source.bootstrap_servers, "group.id": "ferry-replay-range"})
     starts: dict[tuple[str, int], int] = {}
@@ -72,19 +74,15 @@ def offset_range(
                 if checkpoint is not None and (topic, partition) in checkpoint.offsets:
                     start = checkpoint.offsets[(topic, partition)]
                 elif start_from is not None and start_from.timestamp_millis is not None:
-                    found = consumer.offsets_for_times(
-                        [TopicPartition(topic, partition, start_from.timestamp_millis)], timeout=10
-                    )[0].offset
-                    start = found if found >= 0 else high
+                    found = offset_at(consumer, topic, partition, start_from.timestamp_millis)
+                    start = high if found is None else found
                 elif start_from is not None and start_from.offsets is not None:
                     start = start_from.offsets.get(topic, {}).get(partition, low)
                 end = high
                 if spec.bounded.mode == "timestamp":
                     assert spec.bounded.timestamp_millis is not None
-                    found = consumer.offsets_for_times(
-                        [TopicPartition(topic, partition, spec.bounded.timestamp_millis)], timeout=10
-                    )[0].offset
-                    end = found if found >= 0 else high
+                    found = offset_at(consumer, topic, partition, spec.bounded.timestamp_millis)
+                    end = high if found is None else found
                 elif spec.bounded.mode == "specific-offsets":
                     assert spec.bounded.offsets is not None
                     end = spec.bounded.offsets.get(partition, high)

@@ -81,6 +81,13 @@ class LostRange:
     earliest: int
 
 
+def offset_at(consumer: Consumer, topic: str, partition: int, timestamp_ms: int) -> int | None:
+    """The first offset of a partition whose record is at or after ``timestamp_ms``; None when
+    every record is older."""
+    [found] = consumer.offsets_for_times([TopicPartition(topic, partition, timestamp_ms)], timeout=10)
+    return int(found.offset) if found.offset >= 0 else None
+
+
 class KafkaSource:
     """Reads topics (a list or a pattern) as one consumer of a consumer group."""
 
@@ -329,10 +336,8 @@ class KafkaSource:
                 return int(OFFSET_END)
             case "timestamp":
                 assert start.timestamp_ms is not None
-                found = consumer.offsets_for_times(
-                    [TopicPartition(tp.topic, tp.partition, start.timestamp_ms)], timeout=10
-                )
-                return int(found[0].offset) if found[0].offset >= 0 else OFFSET_END
+                found = offset_at(consumer, tp.topic, tp.partition, start.timestamp_ms)
+                return int(OFFSET_END) if found is None else found
             case "specific-offsets":
                 return int(start.specific_offsets.get(tp.partition, OFFSET_STORED))
         return int(OFFSET_STORED)
@@ -364,9 +369,7 @@ class KafkaSource:
                 self.end_offsets[key] = int(high)
             elif self.end.mode == "timestamp":
                 assert self.end.timestamp_ms is not None
-                found = consumer.offsets_for_times(
-                    [TopicPartition(tp.topic, tp.partition, self.end.timestamp_ms)], timeout=10
-                )
-                self.end_offsets[key] = int(found[0].offset) if found[0].offset >= 0 else int(high)
+                found = offset_at(consumer, tp.topic, tp.partition, self.end.timestamp_ms)
+                self.end_offsets[key] = int(high) if found is None else found
             else:
                 self.end_offsets[key] = int(self.end.specific_offsets.get(tp.partition, high))
