@@ -251,4 +251,14 @@ class SchemaHint:
     position: SourcePosition | None = None
 
 
-Event = DataChange | SchemaChange | BadRecord | SchemaObserved | SchemaHint
+@dataclass(frozen=True, slots=True)
+class Tombstone:
+    """A record with a key and no value: Debezium writes one after each delete
+    (``tombstones.on.delete``) so that log compaction can remove the key. Nothing to write: the
+    runner counts it and moves past it."""
+
+    position: SourcePosition
+    key: bytes | None
+
+
+Event = DataChange | SchemaChange | BadRecord | SchemaObserved | SchemaHint | Tombstone
