@@ -14,19 +14,17 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import logging
-import queue
 import threading
-import time
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ferry.config.job import JobConfig, expand_schema_change_tags
 from ferry.connectors.formats import decoder_for
 from ferry.connectors.kafka.dead_letter import KafkaDeadLetter
+from ferry.connectors.kafka.schema_changes import SchemaChangeReader
 from ferry.connectors.kafka.source import EndPosition, KafkaSource, StartPosition
-from ferry.connectors.record import Record
 from ferry.exceptions import TerminalError
-from ferry.pipeline.events import SCHEMA_CHANGE_TAGS, Event
+from ferry.pipeline.events import SCHEMA_CHANGE_TAGS
 from ferry.pipeline.route import Route, TableRouter
 from ferry.pipeline.router import SchemaChangeBehavior, SchemaChangeRouter
 from ferry.pipeline.runner import HintSource, PipelineRunner, RunnerSettings
@@ -131,6 +129,13 @@ def build_runner(
         ),
     )
     decoder = decoder_for(source_config.value_format.value)
+    if hints is None and source_config.schema_change_topic:
+        hints = SchemaChangeReader(
+            bootstrap_servers=source_config.bootstrap_servers,
+            topic=source_config.schema_change_topic,
+            decoder=decoder_for("debezium-schema-change"),
+            properties=properties,
+        )
     sink = sink or build_sink(job)
     router = SchemaChangeRouter(
         sink,
@@ -178,67 +183,13 @@ def run_with_status(runner: PipelineRunner, status_port: int | None, stop: threa
             server.stop()
 
 
-class HintQueue:
-    """DDL hints handed from the faust agent (event loop thread) to the hot path (runner thread)."""
-
-    def __init__(self, bootstrap_servers: str, topic: str | None) -> None:
-        self.bootstrap_servers = bootstrap_servers
-        self.topic = topic
-        self._queue: queue.SimpleQueue[Event] = queue.SimpleQueue()
-        self._read: dict[int, int] = {}
-        self._changed = threading.Condition()
-
-    def put(self, events: list[Event], partition: int, offset: int) -> None:
-        for event in events:
-            self._queue.put(event)
-        with self._changed:
-            self._read[partition] = offset
-            self._changed.notify_all()
-
-    def drain(self) -> list[Event]:
-        out: list[Event] = []
-        while True:
-            try:
-                out.append(self._queue.get_nowait())
-            except queue.Empty:
-                return out
-
-    def sync(self, timeout: float) -> list[Event]:
-        """Wait until the agent has read the schema-change topic up to its current end."""
-        if self.topic is None:
-            return self.drain()
-        from confluent_kafka import Consumer, TopicPartition  # noqa: PLC0415
-
-        consumer = Consumer({"bootstrap.servers": self.bootstrap_servers, "group.id": "ferry-hint-sync"})
-        try:
-            metadata = consumer.list_topics(self.topic, timeout=10)
-            ends = {}
-            for partition in metadata.topics[self.topic].partitions:
-                low, high = consumer.get_watermark_offsets(TopicPartition(self.topic, partition), timeout=10)
-                if high > low:
-                    ends[partition] = high - 1
-        finally:
-            consumer.close()
-        deadline = time.monotonic() + timeout
-        with self._changed:
-            while any(self._read.get(p, -1) < end for p, end in ends.items()):
-                left = deadline - time.monotonic()
-                if left <= 0:
-                    log.warning(
-                        "schema-change topic %s not read to its end within %.0f s", self.topic, timeout
-                    )
-                    break
-                self._changed.wait(min(left, 0.5))
-        return self.drain()
-
-
 class FerryWorker:
     """Runs one pipeline as a faust worker; :meth:`run` returns when the pipeline stops.
 
-    Every worker of a pipeline needs every DDL hint of the tables it reads, and the schema-change
-    topic has one partition: so each worker named by ``worker_id`` reads it in a faust group of its
-    own (``ferry-<pipeline>-control-<worker_id>``), while the change events are shared through the
-    pipeline's consumer group. Give a worker a stable id so that its reader resumes where it was.
+    The change events are shared through the pipeline's consumer group; Debezium's schema-change
+    topic is read by each runner from the position its checkpoint holds
+    (:class:`~ferry.connectors.kafka.schema_changes.SchemaChangeReader`). ``worker_id`` names the
+    worker's faust app (``ferry-<pipeline>-control-<worker_id>``) and its data folder.
     """
 
     def __init__(
@@ -254,7 +205,6 @@ class FerryWorker:
         self.data_dir = Path(data_dir)
         self.log_level = log_level
         self.stop_event = threading.Event()
-        self.hints = HintQueue(job.source.bootstrap_servers, job.source.schema_change_topic)
         self.runner: PipelineRunner | None = None
         self.error: BaseException | None = None
         self._done = threading.Event()
@@ -277,25 +227,6 @@ class FerryWorker:
             topic_partitions=1,
             topic_replication_factor=1,
         )
-        schema_change_topic = self.job.source.schema_change_topic
-        if schema_change_topic:
-            decoder = decoder_for("debezium-schema-change")
-            topic = app.topic(schema_change_topic, key_serializer="raw", value_serializer="raw")
-
-            async def schema_changes(stream: Any) -> None:
-                async for event in stream.events():
-                    message = event.message
-                    record = Record(
-                        message.topic,
-                        message.partition,
-                        message.offset,
-                        key=message.key,
-                        value=message.value,
-                        timestamp=(1, int(message.timestamp * 1000)),
-                    )
-                    self.hints.put(decoder.decode([record]), message.partition, message.offset)
-
-            app.agent(topic, name="schema-changes")(schema_changes)
 
         async def hot_path() -> None:
             loop = asyncio.get_running_loop()
@@ -318,7 +249,7 @@ class FerryWorker:
 
     def _run_pipeline(self) -> None:
         try:
-            self.runner = build_runner(self.job, hints=self.hints)
+            self.runner = build_runner(self.job)
             run_with_status(self.runner, self.job.pipeline.status_port, self.stop_event)
         except BaseException as e:
             self.error = e

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import Any, Protocol, runtime_checkable
 
 #: (topic, partition) → offset
@@ -56,6 +56,24 @@ class RebalanceListener(Protocol):
 
     def partitions_lost(self, partitions: Sequence[tuple[str, int]]) -> None:
         """These partitions already belong to another worker: forget them, commit nothing."""
+        ...
+
+
+@runtime_checkable
+class Watermarking(Protocol):
+    """A source that tells how far its partitions reach now."""
+
+    def high_watermarks(self, topics: Collection[str]) -> dict[tuple[str, int], int]:
+        """The offset after the last record written, now, of each partition of ``topics`` read here."""
+        ...
+
+
+@runtime_checkable
+class RecordFetching(Protocol):
+    """A source that can read one record again (for a dead letter that must carry it as it was)."""
+
+    def fetch(self, position: tuple[str, int, int]) -> tuple[bytes | None, bytes | None] | None:
+        """The key and value of the record at (topic, partition, offset); None when it is gone."""
         ...
 
 

@@ -7,7 +7,7 @@ tested without a broker; integration tests use the real Kafka source.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 from ferry.connectors.record import Record
@@ -50,6 +50,20 @@ class MemorySource:
 
     def finished(self) -> bool:
         return self.position >= len(self.records)
+
+    def high_watermarks(self, topics: Collection[str]) -> dict[tuple[str, int], int]:
+        ends: dict[tuple[str, int], int] = {}
+        for record in self.records:
+            key = (record.topic(), record.partition())
+            if key[0] in topics:
+                ends[key] = max(ends.get(key, 0), record.offset() + 1)
+        return ends
+
+    def fetch(self, position: tuple[str, int, int]) -> tuple[bytes | None, bytes | None] | None:
+        for record in self.records:
+            if (record.topic(), record.partition(), record.offset()) == tuple(position):
+                return record.key(), record.value()
+        return None
 
     def close(self) -> None:
         self.closed = True

@@ -11,13 +11,13 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Any
 
 import orjson
 
 from ferry.exceptions import TerminalError
-from ferry.pipeline.events import DataChange, Row
+from ferry.pipeline.events import DataChange, Op, Row
 from ferry.pipeline.schema import Schema
 from ferry.pipeline.types import DataType, TypeRoot
 
@@ -167,40 +167,70 @@ def _to_bytes(v: Any) -> bytes:
 
 
 class RowAdapter:
-    """Shapes rows of one source schema to one sink schema. Build once, use for many rows."""
+    """Shapes rows of one source schema to one sink schema. Build once, use for many rows.
+
+    ``renames`` (old name → new name, as DDL named them) lets a sink column that another worker
+    already renamed take the value of the source column under its old name. A delete needs only
+    the key: when the rest of its before-image cannot be cast, the key alone goes.
+    """
 
     def __init__(
-        self, source: Schema, sink_schema: Schema, sink_type: Callable[[DataType], DataType]
+        self,
+        source: Schema,
+        sink_schema: Schema,
+        sink_type: Callable[[DataType], DataType],
+        renames: Mapping[str, str] | None = None,
     ) -> None:
-        self.dropped = tuple(c.name for c in source.columns if c.name not in sink_schema)
-        self.missing = tuple(c.name for c in sink_schema.columns if c.name not in source)
+        #: sink column → the source column its value comes from (the same name unless renamed)
+        self.sources: dict[str, str] = {c.name: c.name for c in sink_schema.columns if c.name in source}
+        for old, new in (renames or {}).items():
+            if old in source and new in sink_schema and new not in source and old not in sink_schema:
+                self.sources[new] = old
+        taken = set(self.sources.values())
+        self.dropped = tuple(c.name for c in source.columns if c.name not in taken)
+        self.missing = tuple(c.name for c in sink_schema.columns if c.name not in self.sources)
         self.casts: dict[str, Cast] = {}
         self.targets = {c.name: c.type for c in sink_schema.columns}
         for col in sink_schema.columns:
-            src = source.find(col.name)
+            src = source.find(self.sources.get(col.name, col.name))
             if src is not None:
                 cast = cast_for(sink_type(src.type), col.type)
                 if cast is not None:
                     self.casts[col.name] = cast
         self.names = sink_schema.names
+        self.keys = sink_schema.primary_keys
+        self.renamed = any(s != n for n, s in self.sources.items())
         self.identity = (
-            not self.dropped and not self.missing and not self.casts and source.names == self.names
+            not self.dropped
+            and not self.missing
+            and not self.casts
+            and not self.renamed
+            and source.names == self.names
         )
 
-    def adapt_row(self, row: Row | None) -> Row | None:
+    def adapt_row(self, row: Row | None, only: tuple[str, ...] | None = None) -> Row | None:
         if row is None:
             return None
-        out = {name: row.get(name) for name in self.names}
+        sources = self.sources
+        out = {name: row.get(sources.get(name, name)) for name in self.names}
         for name, cast in self.casts.items():
             value = out[name]
-            if value is not None:
+            if value is not None and (only is None or name in only):
                 try:
                     out[name] = cast(value)
                 except (ValueError, ArithmeticError) as e:
                     raise CastError(name, value, self.targets[name], str(e)) from e
+        if only is not None:
+            out = {name: (out[name] if name in only else None) for name in self.names}
         return out
 
     def adapt(self, change: DataChange) -> DataChange:
         if self.identity:
             return change
+        if change.op is Op.DELETE and self.keys:
+            try:
+                before = self.adapt_row(change.before)
+            except CastError:
+                before = self.adapt_row(change.before, self.keys)  # a delete needs only the key
+            return change._replace(before=before, after=None)
         return change._replace(before=self.adapt_row(change.before), after=self.adapt_row(change.after))

@@ -3,18 +3,30 @@
 The schema a record carries is the trigger: when it differs from what ferry knows, the tracker
 diffs the two and emits schema changes. DDL is a hint: it names renames (which records cannot
 show) and table drops. DDL that travels in order with the rows (Canal, Maxwell) is applied where
-it stands; Debezium's schema-change topic is not ordered with the data, so its column changes only
-explain the next drift seen in records, and its table schemas only ever widen what is known.
+it stands; Debezium's schema-change topic is not ordered with the data, so its renames only
+explain the next drift seen in records, and its table drops wait for the rows written before them.
 
-With several partitions per table, the tracker keeps one schema per (table, partition) and merges
-them so that the table's schema only widens: a column goes away only when no partition has it any
-more, and a type never narrows (a narrower source type still fits the wider column).
+Several partitions per table. The tracker keeps the last schema each (table, partition) showed,
+and the table's schema is their union, so rows read with any of them fit it:
+
+- an added column or a wider type is part of the table as soon as one partition shows it;
+- a column that a partition no longer has (dropped, or renamed by DDL) stays in the table until
+  every partition that holds the table has *passed* the change: it showed a schema without the
+  column, or it was read up to the high watermark it had when the change was first seen (Debezium
+  writes each change before the rows that follow it, so every row older than the change lies
+  below that watermark). Only then is the drop or rename emitted. Until then a renamed column's
+  rows are read under its old name (see :meth:`SchemaTracker.aliases`), so values written with
+  either schema land in the same column;
+- a table dropped by unordered DDL is dropped once every partition passed the drop.
+
+A column keeps its identity across a rename: each partition maps the names its records carry to
+the table's names.
 """
 
 from __future__ import annotations
 
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -40,6 +52,11 @@ from ferry.pipeline.exceptions import SchemaError
 from ferry.pipeline.schema import Column, Schema, TableId, schema_from_dict, schema_to_dict
 from ferry.pipeline.types import widen
 
+#: (topic, partition)
+Partition = tuple[str, int]
+#: The high watermarks, now, of the partitions of some topics that this pipeline reads.
+Watermarks = Callable[[Collection[str]], Mapping[Partition, int]]
+
 
 @dataclass(frozen=True, slots=True)
 class SchemaVersion:
@@ -52,11 +69,30 @@ class SchemaVersion:
 
 
 @dataclass
+class PendingRemoval:
+    """A drop or rename of a column, or a table drop, waiting for every partition to pass it.
+
+    ``holders`` are the partitions that may still hold rows written before the change, each with
+    the high watermark it had when the change was first seen (``None``: unknown, the partition
+    must show the change itself).
+    """
+
+    change: DropColumn | RenameColumn | DropTable
+    holders: dict[Partition, int | None] = field(default_factory=dict)
+
+
+@dataclass
 class TrackedTable:
     schema: Schema
     version: int = 1
+    #: The last schema each partition showed, in the names its records carry.
     partitions: dict[int, Schema] = field(default_factory=dict)
     history: list[SchemaVersion] = field(default_factory=list)
+    #: Per partition: a name its records carry → the table's name for that column (renames not final).
+    aliases: dict[int, dict[str, str]] = field(default_factory=dict)
+    pending: list[PendingRemoval] = field(default_factory=list)
+    #: The topics the table's records came from.
+    topics: set[str] = field(default_factory=set)
 
 
 class SchemaTracker:
@@ -75,10 +111,35 @@ class SchemaTracker:
         tracked = self.tables.get(table_id)
         return 0 if tracked is None else tracked.version
 
+    def aliases(self, table_id: TableId, partition: int) -> dict[str, str]:
+        """The names a partition's records carry that the table knows by another (renames not yet
+        final): rename these keys of a row to read it with the table's schema."""
+        tracked = self.tables.get(table_id)
+        return {} if tracked is None else tracked.aliases.get(partition, {})
+
+    def renames(self, table_id: TableId) -> dict[str, str]:
+        """Every rename DDL named for the table, old name → new name (a sink another worker already
+        renamed the column at takes this table's old name under the new one)."""
+        out = {r.old_name: r.new_name for r in self.pending_renames.get(table_id, [])}
+        tracked = self.tables.get(table_id)
+        if tracked is not None:
+            for pending in tracked.pending:
+                if isinstance(pending.change, RenameColumn):
+                    out[pending.change.old_name] = pending.change.new_name
+        return out
+
+    def has_pending(self) -> bool:
+        return any(t.pending for t in self.tables.values())
+
     # ------------------------------------------------------------------------------ observations
 
-    def observe(self, event: SchemaObserved) -> list[SchemaChange]:
-        """A record (or a whole-table DDL event) shows a table's schema: the changes it implies."""
+    def observe(self, event: SchemaObserved, watermarks: Watermarks | None = None) -> list[SchemaChange]:
+        """A record (or a whole-table DDL event) shows a table's schema: the changes it implies.
+
+        ``watermarks`` gives the high watermarks of the partitions of the table's topics: a column
+        the record lacks is removed once every one of them passed that point (without it, once
+        every partition seen so far showed the removal).
+        """
         table_id, new = event.table_id, event.schema
         if event.ddl is not None:
             # a whole-table schema from DDL (Debezium's tableChanges) describes the table after
@@ -91,20 +152,43 @@ class SchemaTracker:
             change = CreateTable(table_id, new)
             tracked = self.tables[table_id] = TrackedTable(new, 0)
             tracked.partitions[partition] = new
+            self._seen(tracked, event.position)
             self._record(tracked, [change], event.position)
             return [change]
-        changes = self._confirm_renames(table_id, tracked, new)
+        self._seen(tracked, event.position)
+        previous = tracked.partitions.get(partition)
+        had = (
+            set()
+            if previous is None
+            else set(_renamed_columns(previous, tracked.aliases.get(partition, {})).names)
+        )
+        known_aliases = tracked.aliases.get(partition, {})
+        aliases = self._aliases_for(table_id, tracked, partition, new)
         tracked.partitions[partition] = new
-        target = self._merge(tracked.schema, tracked.partitions.values(), new)
-        drift = diff_schemas(table_id, tracked.schema, target)
-        if drift:
-            tracked.schema = self._replay(tracked.schema, drift)
-        changes += drift
+        if aliases:
+            tracked.aliases[partition] = aliases
+        else:
+            tracked.aliases.pop(partition, None)
+        mapped = _renamed_columns(new, aliases)
+        target = self._merge(tracked.schema, self._mapped_partitions(tracked), mapped)
+        changes = diff_schemas(table_id, tracked.schema, target)
+        if changes:
+            tracked.schema = self._replay(tracked.schema, changes)
+        for name, table_name in aliases.items():
+            if known_aliases.get(name) != table_name:
+                self._pend(tracked, RenameColumn(table_id, table_name, name), watermarks)
+        for col in tracked.schema.columns:
+            # only a column this partition had is removed by its absence: a partition seen for
+            # the first time may be older than a column another partition added
+            if col.name in had and col.name not in mapped and col.name not in tracked.schema.primary_keys:
+                self._pend(tracked, DropColumn(table_id, col.name), watermarks)
+        changes += self._settle(table_id, tracked, {})
         self._record(tracked, changes, event.position)
         return changes
 
-    def hint(self, event: SchemaHint) -> list[SchemaChange]:
-        """DDL names changes: apply them where ordered, else keep renames to explain later drift."""
+    def hint(self, event: SchemaHint, watermarks: Watermarks | None = None) -> list[SchemaChange]:
+        """DDL names changes: apply them where ordered, else keep renames to explain later drift
+        and let table drops wait for the rows written before them."""
         emitted: list[SchemaChange] = []
         for change in event.changes:
             tracked = self.tables.get(change.table_id)
@@ -114,8 +198,10 @@ class SchemaTracker:
                     self._record(tracked, [change], event.position)
                     emitted.append(change)
                 continue
-            if tracked is None and isinstance(change, RenameColumn) and not event.ordered:
-                self.pending_renames.setdefault(change.table_id, []).append(change)
+            if not event.ordered and isinstance(change, RenameColumn):
+                renames = self.pending_renames.setdefault(change.table_id, [])
+                if change not in renames:
+                    renames.append(change)
                 continue
             if tracked is None:
                 if event.ordered and not isinstance(change, DropTable):
@@ -126,12 +212,17 @@ class SchemaTracker:
                     )
                 continue  # Debezium's schema-change topic covers tables this pipeline may not read
             if isinstance(change, DropTable):
-                del self.tables[change.table_id]
-                emitted.append(change)
+                if event.ordered:
+                    del self.tables[change.table_id]
+                    emitted.append(change)
+                else:
+                    self._pend(tracked, change, watermarks)
+                    settled = self._settle(change.table_id, tracked, {})
+                    if change.table_id in self.tables:
+                        self._record(tracked, settled, event.position)
+                    emitted += settled
                 continue
             if not event.ordered:
-                if isinstance(change, RenameColumn):
-                    self.pending_renames.setdefault(change.table_id, []).append(change)
                 continue
             if is_applied(tracked.schema, change) or _tightens(tracked.schema, change):
                 continue
@@ -147,6 +238,25 @@ class SchemaTracker:
             emitted.append(change)
         return emitted
 
+    def settle(self, positions: Mapping[Partition, int]) -> list[SchemaChange]:
+        """The removals that every holding partition has now passed (``positions``: the next
+        offset to read of each partition this pipeline reads)."""
+        emitted: list[SchemaChange] = []
+        for table_id, tracked in list(self.tables.items()):
+            if tracked.pending:
+                changes = self._settle(table_id, tracked, positions)
+                if table_id in self.tables:
+                    self._record(tracked, [c for c in changes if not isinstance(c, DropTable)], None)
+                emitted += changes
+        return emitted
+
+    def forget_partitions(self, partitions: Collection[Partition]) -> None:
+        """Partitions another worker reads from now on: their rows are no longer waited for here."""
+        for tracked in self.tables.values():
+            for pending in tracked.pending:
+                for tp in partitions:
+                    pending.holders.pop(tp, None)
+
     def apply(self, change: SchemaChange, position: SourcePosition | None = None) -> None:
         """Record a change that came as an event of its own (a truncate in the data stream)."""
         tracked = self.tables.get(change.table_id)
@@ -160,30 +270,125 @@ class SchemaTracker:
 
     # ------------------------------------------------------------------------------ internals
 
-    def _confirm_renames(self, table_id: TableId, tracked: TrackedTable, new: Schema) -> list[SchemaChange]:
-        confirmed: list[SchemaChange] = []
-        pending = self.pending_renames.get(table_id, [])
-        for rename in list(pending):
+    @staticmethod
+    def _seen(tracked: TrackedTable, position: SourcePosition | None) -> None:
+        if position is not None:
+            tracked.topics.add(position.topic)
+
+    def _aliases_for(
+        self, table_id: TableId, tracked: TrackedTable, partition: int, new: Schema
+    ) -> dict[str, str]:
+        """How the names of ``new`` (a partition's schema) map to the table's: the renames this
+        partition already showed, and those DDL named that ``new`` shows for the first time."""
+        table = tracked.schema
+        aliases = {n: t for n, t in tracked.aliases.get(partition, {}).items() if n in new and t in table}
+        for rename in self.pending_renames.get(table_id, []):
             if (
-                rename.old_name in tracked.schema
-                and rename.new_name not in tracked.schema
-                and rename.new_name in new
+                rename.old_name in table
                 and rename.old_name not in new
+                and rename.new_name in new
+                and rename.new_name not in table
+                and rename.old_name not in aliases.values()
             ):
-                after_change = apply_schema_change(tracked.schema, rename)
-                assert after_change is not None
-                tracked.schema = after_change
-                tracked.partitions = {
-                    p: s if rename.old_name not in s else _renamed(s, rename)
-                    for p, s in tracked.partitions.items()
-                }
-                confirmed.append(rename)
-                pending.remove(rename)
-        return confirmed
+                aliases[rename.new_name] = rename.old_name
+        return aliases
+
+    def _mapped_partitions(self, tracked: TrackedTable) -> list[Schema]:
+        return [_renamed_columns(s, tracked.aliases.get(p, {})) for p, s in tracked.partitions.items()]
+
+    @staticmethod
+    def _pend(
+        tracked: TrackedTable, change: DropColumn | RenameColumn | DropTable, watermarks: Watermarks | None
+    ) -> None:
+        for pending in tracked.pending:
+            if pending.change == change:
+                return
+            if (
+                not isinstance(change, DropTable)
+                and not isinstance(pending.change, DropTable)
+                and _column_of(pending.change) == _column_of(change)
+            ):
+                if isinstance(change, RenameColumn):  # a rename DDL explains a drop seen before
+                    pending.change = change
+                return
+        holders: dict[Partition, int | None] = {}
+        if watermarks is not None and tracked.topics:
+            # the partitions this pipeline reads here, seen or not yet: each may hold older rows
+            holders.update(watermarks(sorted(tracked.topics)))
+        else:
+            for p in tracked.partitions:
+                for topic in tracked.topics or {""}:
+                    holders[(topic, p)] = None
+        tracked.pending.append(PendingRemoval(change, holders))
+
+    def _settle(
+        self, table_id: TableId, tracked: TrackedTable, positions: Mapping[Partition, int]
+    ) -> list[SchemaChange]:
+        emitted: list[SchemaChange] = []
+        for pending in list(tracked.pending):
+            if not all(
+                self._passed(tracked, pending.change, tp, mark, positions)
+                for tp, mark in pending.holders.items()
+            ):
+                continue
+            tracked.pending.remove(pending)
+            change = pending.change
+            if isinstance(change, DropTable):
+                del self.tables[table_id]
+                self.pending_renames.pop(table_id, None)
+                return [*emitted, change]
+            if _column_of(change) not in tracked.schema:
+                continue
+            if isinstance(change, RenameColumn) and change.new_name in tracked.schema:
+                change = DropColumn(table_id, change.old_name)  # the new name was added meanwhile
+            after_change = apply_schema_change(tracked.schema, change)
+            assert after_change is not None
+            tracked.schema = after_change
+            for p, seen in list(tracked.partitions.items()):
+                aliases = tracked.aliases.get(p, {})
+                if isinstance(change, RenameColumn):
+                    aliases = {
+                        n: (change.new_name if t == change.old_name else t) for n, t in aliases.items()
+                    }
+                # a partition that passed the change by its position shows it from now on
+                tracked.partitions[p] = _passed_schema(seen, change)
+                aliases = {n: t for n, t in aliases.items() if n != t}
+                if aliases:
+                    tracked.aliases[p] = aliases
+                else:
+                    tracked.aliases.pop(p, None)
+            if isinstance(change, RenameColumn):
+                renames = self.pending_renames.get(table_id, [])
+                if change in renames:
+                    renames.remove(change)
+            emitted.append(change)
+        return emitted
+
+    @staticmethod
+    def _passed(
+        tracked: TrackedTable,
+        change: DropColumn | RenameColumn | DropTable,
+        partition: Partition,
+        mark: int | None,
+        positions: Mapping[Partition, int],
+    ) -> bool:
+        if mark is not None and positions.get(partition, -1) >= mark:
+            return True
+        if isinstance(change, DropTable):
+            return mark is None
+        schema = tracked.partitions.get(partition[1])
+        if schema is None:
+            return False
+        column = _column_of(change)
+        shown = {tracked.aliases.get(partition[1], {}).get(n, n) for n in schema.names}
+        if isinstance(change, RenameColumn):
+            return column not in schema.names and change.new_name in schema.names
+        return column not in shown
 
     @staticmethod
     def _merge(current: Schema, partitions: Iterable[Schema], latest: Schema) -> Schema:
-        """Columns any partition has (current order, new ones after their predecessor in ``latest``)."""
+        """The current columns, widened by every partition's, then the columns a partition has and
+        the table not (after their predecessor in ``latest``); no column is removed here."""
         seen: dict[str, Column] = {}
         for schema in partitions:
             for col in schema.columns:
@@ -192,10 +397,9 @@ class SchemaTracker:
         columns: list[Column] = []
         for col in current.columns:
             merged = seen.pop(col.name, None)
-            if merged is not None:
-                # widening with the current type: a type never narrows, and tightening a
-                # column to NOT NULL never reaches the sink
-                columns.append(replace(merged, type=widen(col.type, merged.type)))
+            # widening with the current type: a type never narrows, and tightening a
+            # column to NOT NULL never reaches the sink
+            columns.append(col if merged is None else replace(merged, type=widen(col.type, merged.type)))
         for name in latest.names:
             if name in seen:
                 index = latest.position(name)
@@ -243,6 +447,9 @@ class SchemaTracker:
                     "schema": schema_to_dict(t.schema),
                     "partitions": {str(p): schema_to_dict(s) for p, s in t.partitions.items()},
                     "history": [[h.version, h.change, h.at_ms, h.position] for h in t.history[-100:]],
+                    "aliases": {str(p): a for p, a in t.aliases.items()},
+                    "pending": [_pending_to_dict(p) for p in t.pending],
+                    "topics": sorted(t.topics),
                 }
                 for tid, t in self.tables.items()
             },
@@ -257,16 +464,59 @@ class SchemaTracker:
     def restore(cls, data: Mapping[str, Any]) -> SchemaTracker:
         tracker = cls()
         for tid, t in data.get("tables", {}).items():
-            tracker.tables[TableId.parse(tid)] = TrackedTable(
+            table_id = TableId.parse(tid)
+            tracker.tables[table_id] = TrackedTable(
                 schema_from_dict(t["schema"]),
                 t["version"],
                 {int(p): schema_from_dict(s) for p, s in t["partitions"].items()},
                 [SchemaVersion(*h) for h in t.get("history", [])],
+                {int(p): dict(a) for p, a in t.get("aliases", {}).items()},
+                [_pending_from_dict(table_id, p) for p in t.get("pending", [])],
+                set(t.get("topics", [])),
             )
         for tid, renames in data.get("pending_renames", {}).items():
             table_id = TableId.parse(tid)
             tracker.pending_renames[table_id] = [RenameColumn(table_id, old, new) for old, new in renames]
         return tracker
+
+
+def _pending_to_dict(pending: PendingRemoval) -> dict[str, Any]:
+    change = pending.change
+    data: dict[str, Any] = {
+        "change": change.tag,
+        "holders": [[t, p, mark] for (t, p), mark in sorted(pending.holders.items())],
+    }
+    if isinstance(change, DropColumn):
+        data["column"] = change.column_name
+    elif isinstance(change, RenameColumn):
+        data["column"], data["new_name"] = change.old_name, change.new_name
+    return data
+
+
+def _pending_from_dict(table_id: TableId, data: Mapping[str, Any]) -> PendingRemoval:
+    change: DropColumn | RenameColumn | DropTable
+    if data["change"] == DropTable.tag:
+        change = DropTable(table_id)
+    elif data["change"] == RenameColumn.tag:
+        change = RenameColumn(table_id, data["column"], data["new_name"])
+    else:
+        change = DropColumn(table_id, data["column"])
+    return PendingRemoval(change, {(t, int(p)): mark for t, p, mark in data.get("holders", [])})
+
+
+def _column_of(change: DropColumn | RenameColumn) -> str:
+    return change.column_name if isinstance(change, DropColumn) else change.old_name
+
+
+def _renamed_columns(schema: Schema, aliases: Mapping[str, str]) -> Schema:
+    if not aliases:
+        return schema
+    return Schema(
+        tuple(replace(c, name=aliases.get(c.name, c.name)) for c in schema.columns),
+        tuple(aliases.get(k, k) for k in schema.primary_keys),
+        tuple(aliases.get(k, k) for k in schema.partition_keys),
+        schema.comment,
+    )
 
 
 def diff_schemas(table_id: TableId, old: Schema, new: Schema) -> list[SchemaChange]:
@@ -322,6 +572,17 @@ def _apply_loosely(schema: Schema, change: SchemaChange) -> Schema | None:
         return apply_schema_change(schema, change) if not is_applied(schema, change) else schema
     except Exception:
         return schema
+
+
+def _passed_schema(schema: Schema, change: DropColumn | RenameColumn) -> Schema:
+    """A partition's last schema once the table's rows passed ``change``."""
+    if isinstance(change, RenameColumn):
+        if change.old_name in schema and change.new_name not in schema:
+            return _renamed(schema, change)
+        return schema
+    if change.column_name in schema and change.column_name not in schema.primary_keys:
+        return schema.with_columns(c for c in schema.columns if c.name != change.column_name)
+    return schema
 
 
 def _renamed(schema: Schema, rename: RenameColumn) -> Schema:

@@ -200,7 +200,7 @@ def test_a_schema_change_both_workers_see_is_applied_once_and_recorded_once_as_a
     sink = SlowSink()
     workers = [runner_for(SharedSource(), sink, tmp_path) for _ in range(2)]
     for worker in workers:
-        worker._sink_schema(TID)  # each has the schema from before the change in its cache
+        worker.schemas.sink_schema(TID)  # each has the schema from before the change in its cache
     add = E.AddColumn(TID, Column("extra", T.INT()))
     threads = [
         threading.Thread(target=w.process, args=([E.SchemaHint(TID, (add,), "ALTER", True)], []))

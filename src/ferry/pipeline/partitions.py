@@ -1,0 +1,112 @@
+"""The partitions a runner reads: their offsets, and the rows a transactional sink already holds.
+
+Several workers run one pipeline by sharing its partitions (a Kafka consumer group). A runner owns
+the offsets of the partitions assigned to it, and only those. A newly assigned partition may hold
+rows another worker committed to a transactional sink after its last checkpoint: those rows are
+*skipped by offset* — the sink's commits record, per partition, the offset they reached, read
+again at each assignment (and for each table when it is first seen).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Collection, Sequence
+
+from ferry.connectors.base import Offsets
+from ferry.pipeline.events import DataChange
+from ferry.pipeline.route import TableRouter
+from ferry.pipeline.schema import TableId
+from ferry.sinks.base import OffsetCommitting, Sink
+
+Partition = tuple[str, int]
+
+
+class PartitionOffsets:
+    """Next offset to read per owned partition, and per table the offsets below which its rows are
+    already in the sink."""
+
+    def __init__(self, sink: Sink, tables: TableRouter) -> None:
+        self.sink = sink
+        self.tables = tables
+        #: (topic, partition) → the next offset to read
+        self.offsets: dict[Partition, int] = {}
+        #: table → (topic, partition) → rows below this offset are already committed at the sink
+        self.skip: dict[TableId, dict[Partition, int]] = {}
+        #: Tables whose sink commits were read for the partitions owned now.
+        self.checked: set[TableId] = set()
+        self.rows_skipped = 0
+        self._sink_marks: dict[TableId, dict[Partition, int]] = {}
+
+    def assigned(self) -> dict[str, list[int]]:
+        """``{topic: [partition, ...]}`` of the partitions owned now."""
+        out: dict[str, list[int]] = {}
+        for topic, partition in sorted(self.offsets):
+            out.setdefault(topic, []).append(partition)
+        return out
+
+    def advance(self, records: Sequence[object]) -> None:
+        """Past every one of ``records`` (confluent-kafka messages)."""
+        offsets = self.offsets
+        for record in records:
+            offsets[(record.topic(), record.partition())] = record.offset() + 1  # type: ignore[attr-defined]
+
+    def advance_to(self, changes: Sequence[DataChange]) -> None:
+        """Past every one of ``changes`` (the rows read before a barrier)."""
+        offsets = self.offsets
+        for change in changes:
+            position = change.position
+            if position is not None:
+                key = (position.topic, position.partition)
+                offsets[key] = max(offsets.get(key, 0), position.offset + 1)
+
+    def take(self, starts: Offsets) -> None:
+        """Partitions read here from now on, from these offsets."""
+        self.offsets.update(starts)
+        self._sink_marks.clear()
+        if not isinstance(self.sink, OffsetCommitting):
+            return
+        committed: dict[TableId, dict[Partition, int]] = {}
+        for table_id in self.checked:
+            sink_table = self.tables.sink_table(table_id)
+            if sink_table not in committed:
+                committed[sink_table] = self.sink.committed_offsets(sink_table)
+            marks = {tp: o for tp, o in committed[sink_table].items() if tp in starts and o > starts[tp]}
+            if marks:
+                self.skip[table_id] = {**self.skip.get(table_id, {}), **marks}
+
+    def forget(self, partitions: Collection[Partition]) -> None:
+        for tp in partitions:
+            self.offsets.pop(tp, None)
+            for marks in self.skip.values():
+                marks.pop(tp, None)
+        self.skip = {t: m for t, m in self.skip.items() if m}
+
+    def first_seen(self, table_id: TableId) -> None:
+        """A table read for the first time here: the rows its sink table already holds are skipped."""
+        if not isinstance(self.sink, OffsetCommitting) or table_id in self.checked:
+            return
+        self.checked.add(table_id)
+        sink_table = self.tables.sink_table(table_id)
+        marks = self._sink_marks.get(sink_table)
+        if marks is None:
+            committed = self.sink.committed_offsets(sink_table)
+            marks = {tp: o for tp, o in committed.items() if o > self.offsets.get(tp, 0)}
+            self._sink_marks[sink_table] = marks
+        if marks:
+            self.skip[table_id] = dict(marks)
+
+    def committed(self, change: DataChange) -> bool:
+        """True for a row the sink already holds (read again after a restart or a hand-over)."""
+        marks = self.skip.get(change.table_id)
+        if not marks or change.position is None:
+            return False
+        topic, partition, offset = change.position
+        mark = marks.get((topic, partition))
+        if mark is None:
+            return False
+        if offset < mark:
+            self.rows_skipped += 1
+            return True
+        del marks[(topic, partition)]
+        if not marks:
+            self.skip = {t: m for t, m in self.skip.items() if m}
+        return False

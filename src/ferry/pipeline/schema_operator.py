@@ -1,0 +1,464 @@
+"""The schema operator: what a pipeline knows of its source schemas, and every schema change's way
+to the sink.
+
+It holds the :class:`~ferry.pipeline.tracker.SchemaTracker` and the position reached in the
+schema-change topic (Debezium's DDL hints), and saves both in each checkpoint, so that a restart
+neither reads a hint twice as new nor misses one. For each schema event the runner hands it, it
+decides whether the sink must change; only then does it raise a barrier (the runner checkpoints
+everything read before the event, with the schemas as they were before it), and then it routes
+each change: under a lease of the sink table (one worker at a time), against the sink's actual
+schema (a replay never applies a change twice), through the router's decision, into the history.
+
+A partition that only catches up with a schema the table already has costs nothing: no barrier,
+no checkpoint.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from concurrent.futures import TimeoutError as FutureTimeout
+from contextlib import contextmanager
+from dataclasses import dataclass, replace
+from functools import partial
+from typing import TYPE_CHECKING, Any, Protocol
+
+from ferry.exceptions import FerryError, TerminalError, TransientError
+from ferry.pipeline.apply import apply_schema_change
+from ferry.pipeline.events import (
+    BadRecord,
+    CreateTable,
+    Event,
+    SchemaChange,
+    SchemaHint,
+    SchemaObserved,
+    SourcePosition,
+)
+from ferry.pipeline.exceptions import SchemaChangeRefusedError
+from ferry.pipeline.route import TableRouter
+from ferry.pipeline.router import Action, Decision, SchemaChangeRouter
+from ferry.pipeline.schema import Schema, TableId, widen_schemas
+from ferry.pipeline.state import SchemaHistoryEntry, StateStore, now_ms
+from ferry.pipeline.tracker import Partition, SchemaTracker, Watermarks, diff_schemas
+from ferry.sinks.base import AsyncSchemaChanges, SchemaCaching, Sink
+from ferry.sinks.exceptions import SinkTerminalError
+
+if TYPE_CHECKING:
+    from ferry.pipeline.transform import TableTransforms
+
+log = logging.getLogger(__name__)
+
+#: How long a schema-change lease lasts unless renewed (its holder renews it while it works).
+SCHEMA_LEASE_TTL_S = 10.0
+#: The key of the schema-change topic's offsets in a checkpoint's schemas.
+SCHEMA_CHANGE_OFFSETS = "schema_change_offsets"
+
+
+class HintSource(Protocol):
+    """DDL hints read beside the data (Debezium's schema-change topic), from a given position."""
+
+    def open(self, start: Mapping[int, int]) -> None:
+        """Start reading at these offsets (per partition; the others from the beginning)."""
+        ...
+
+    def drain(self) -> list[Event]:
+        """The hints read since the last call, without waiting."""
+        ...
+
+    def sync(self, timeout: float) -> list[Event]:
+        """The hints up to the topic's current end (at once when it is read to its end already)."""
+        ...
+
+    def close(self) -> None: ...
+
+
+class SchemaDefinitions(Protocol):
+    """Whole-table schemas the schema-change topic describes (payload-only records are typed by them)."""
+
+    def add(self, table_id: TableId, schema: Schema) -> None: ...
+
+
+class SchemaChangeTimeoutError(TerminalError):
+    """The flush before a schema change, or its application, took longer than allowed."""
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaSettings:
+    pipeline: str
+    #: Bounds the barrier's flush, each apply and a background ALTER (``schema.operator.rpc-timeout``).
+    timeout_s: float = 180.0
+    #: How often a background schema change at the sink is polled.
+    poll_s: float = 0.2
+
+
+class SchemaOperator:
+    """Schema state and schema changes of one pipeline (see the module documentation)."""
+
+    def __init__(
+        self,
+        *,
+        settings: SchemaSettings,
+        sink: Sink,
+        state: StateStore,
+        router: SchemaChangeRouter,
+        tables: TableRouter,
+        worker: str,
+        hints: HintSource | None = None,
+        definitions: SchemaDefinitions | None = None,
+        transforms: TableTransforms | None = None,
+        watermarks: Watermarks | None = None,
+    ) -> None:
+        self.settings = settings
+        self.sink = sink
+        self.state = state
+        self.router = router
+        self.tables = tables
+        self.worker = worker
+        self.hints = hints
+        self.definitions = definitions
+        self.transforms = transforms
+        self.watermarks = watermarks
+        self.tracker = SchemaTracker()
+        #: Per partition of the schema-change topic: the next offset whose hints reach the tracker.
+        self.hint_offsets: dict[int, int] = {}
+        self.changes_routed = 0
+        self.wait_ms = 0
+        #: Tells the runner what it shows: a detail line while a change waits.
+        self.on_detail: Callable[[str], None] = lambda detail: None
+        #: Tells the runner which source tables' rows must be shaped anew (their sink table changed).
+        self.on_sink_changed: Callable[[Collection[TableId]], None] = lambda tables: None
+        self._sink_schemas: dict[TableId, Schema | None] = {}
+        self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ferry-sink")
+
+    # ------------------------------------------------------------------------------ state
+
+    def restore(self, schemas: Mapping[str, Any] | None) -> None:
+        """Schemas and the schema-change topic's position from a checkpoint (None: none yet)."""
+        if schemas is not None:
+            self.tracker = SchemaTracker.restore(schemas)
+            offsets = schemas.get(SCHEMA_CHANGE_OFFSETS) or {}
+            self.hint_offsets = {int(p): int(o) for p, o in offsets.items()}
+        if self.hints is not None:
+            # definitions describe every table version: they are read again from the beginning
+            self.hints.open({} if self.definitions is not None else self.hint_offsets)
+
+    def snapshot(self) -> dict[str, Any]:
+        """What a checkpoint saves: the tracked schemas and the schema-change topic's position."""
+        data = self.tracker.snapshot()
+        if self.hint_offsets:
+            data[SCHEMA_CHANGE_OFFSETS] = {str(p): o for p, o in sorted(self.hint_offsets.items())}
+        return data
+
+    def close(self) -> None:
+        self._executor.shutdown(wait=False)
+        if self.hints is not None:
+            self.hints.close()
+
+    # ------------------------------------------------------------------------------ events
+
+    def may_change(self, event: Event) -> bool:
+        """False for a record schema the tracker already has for that partition (after a restart),
+        and for the whole-table schemas of the schema-change topic (they only type records)."""
+        if not isinstance(event, SchemaObserved):
+            return True
+        if event.ddl is not None:
+            return False
+        tracked = self.tracker.tables.get(event.table_id)
+        partition = event.position.partition if event.position is not None else -1
+        return tracked is None or tracked.partitions.get(partition) != event.schema
+
+    def handle(
+        self, event: SchemaObserved | SchemaHint, barrier: Callable[[Mapping[str, Any]], None]
+    ) -> str | None:
+        """Track one schema event; when the sink must change, ``barrier(schemas before it)`` first.
+        Returns why the event cannot be tracked (the caller sends it to the dead letter), or None."""
+        if not self.may_change(event):
+            return None
+        if isinstance(event, SchemaObserved):
+            self.take_hints(self._hints_for(event))
+        before = self.snapshot()
+        sources = self.transforms.sources(self.tracker) if self.transforms is not None else {}
+        started = time.monotonic()
+        # the event is tracked on a copy: rows read before it are written with the schemas before it
+        after = SchemaTracker.restore(before)
+        try:
+            if isinstance(event, SchemaObserved):
+                changes = after.observe(event, self.watermarks)
+            else:
+                changes = after.hint(event, self.watermarks)
+        except FerryError as e:
+            return f"schema change cannot be applied to {event.table_id}: {e}"
+        self._route(
+            changes, after=after, sources=sources, before=before, barrier=barrier, position=event.position
+        )
+        if changes:
+            self.wait_ms += int((time.monotonic() - started) * 1000)
+        return None
+
+    def take_hints(self, events: Sequence[Event]) -> None:
+        """Hints read from the schema-change topic: renames and table drops wait in the tracker (no
+        barrier: they change nothing at the sink until records or positions confirm them)."""
+        for event in events:
+            if isinstance(event, BadRecord):
+                log.warning("schema-change topic: %s", event)
+            position = event.position if isinstance(event, SchemaObserved | SchemaHint | BadRecord) else None
+            if position is not None:
+                if position.offset < self.hint_offsets.get(position.partition, 0):
+                    if self.definitions is not None and isinstance(event, SchemaObserved):
+                        self.definitions.add(event.table_id, event.schema)
+                    continue  # read before the last checkpoint: already tracked
+                self.hint_offsets[position.partition] = position.offset + 1
+            if isinstance(event, SchemaObserved):
+                if self.definitions is not None and event.ddl is not None:
+                    self.definitions.add(event.table_id, event.schema)
+            elif isinstance(event, SchemaHint):
+                self.tracker.hint(event, self.watermarks)
+
+    def drain_hints(self) -> None:
+        if self.hints is not None:
+            self.take_hints(self.hints.drain())
+
+    def sync_hints(self) -> None:
+        """Read the schema-change topic to its current end (for a record no known schema describes)."""
+        if self.hints is not None:
+            self.take_hints(self.hints.sync(self.settings.timeout_s))
+
+    def settle(
+        self, positions: Mapping[Partition, int], barrier: Callable[[Mapping[str, Any]], None]
+    ) -> None:
+        """Drops and renames every partition has passed by now reach the sink."""
+        if not self.tracker.has_pending():
+            return
+        before = self.snapshot()
+        sources = self.transforms.sources(self.tracker) if self.transforms is not None else {}
+        started = time.monotonic()
+        after = SchemaTracker.restore(before)
+        changes = after.settle(positions)
+        self._route(changes, after=after, sources=sources, before=before, barrier=barrier, position=None)
+        if changes:
+            self.wait_ms += int((time.monotonic() - started) * 1000)
+
+    def forget_partitions(self, partitions: Collection[Partition]) -> None:
+        self.tracker.forget_partitions(partitions)
+
+    def _hints_for(self, event: SchemaObserved) -> list[Event]:
+        """A column gone from a record's schema may be a rename: read every DDL hint written so far
+        (Debezium writes the DDL before the rows that follow it) before diffing."""
+        known = self.tracker.schema(event.table_id)
+        if (
+            self.hints is None
+            or known is None
+            or event.ddl is not None
+            or all(name in event.schema for name in known.names)
+        ):
+            return []
+        return self.hints.sync(self.settings.timeout_s)
+
+    def _route(
+        self,
+        changes: list[SchemaChange],
+        *,
+        after: SchemaTracker,
+        sources: Mapping[TableId, Schema],
+        before: Mapping[str, Any],
+        barrier: Callable[[Mapping[str, Any]], None],
+        position: SourcePosition | None,
+    ) -> None:
+        """Barrier (rows read so far written with the schemas before), then the tracker moves on
+        to ``after`` and each change goes to the sink."""
+        if not changes:
+            self.tracker = after
+            return
+        table_id = changes[0].table_id
+        self.on_detail(f"schema change on {table_id}: flushing rows read before it")
+        self._bounded(partial(barrier, before), f"flush before a schema change on {table_id}")
+        self.tracker = after
+        if self.transforms is not None:  # the router and the sink see the projected schemas
+            changes = self.transforms.schema_changes(changes, sources)
+        for change in changes:
+            self.route_change(change.table_id, change, position)
+        self.on_detail("reading")
+
+    # ------------------------------------------------------------------------------ the sink
+
+    def source_schema(self, source_table: TableId) -> Schema | None:
+        """The schema a source table's rows have when they reach the sink: after its transform."""
+        schema = self.tracker.schema(source_table)
+        if self.transforms is None or schema is None:
+            return schema
+        return self.transforms.schema(source_table, schema)
+
+    def sink_schema(self, sink_table: TableId) -> Schema | None:
+        if sink_table not in self._sink_schemas:
+            self._sink_schemas[sink_table] = self.sink.table_schema(sink_table)
+        return self._sink_schemas[sink_table]
+
+    def forget_sink_schemas(self, source_tables: Collection[TableId]) -> None:
+        """Another worker may have changed the sink tables: read them again."""
+        self._sink_schemas.clear()
+        if isinstance(self.sink, SchemaCaching):
+            for sink_table in {self.tables.sink_table(t) for t in source_tables}:
+                self.sink.forget_schema(sink_table)
+
+    def ensure_sink_table(self, source_table: TableId, position: SourcePosition | None) -> None:
+        """The source's schema is known (from a checkpoint, a savepoint or another table routed
+        here) but its sink table is not there: it is created as a create.table would create it."""
+        sink_table = self.tables.sink_table(source_table)
+        if self.sink_schema(sink_table) is None:
+            schema = self.source_schema(source_table)
+            assert schema is not None
+            self.route_change(source_table, CreateTable(source_table, schema), position)
+
+    def route_change(
+        self, source_table: TableId, change: SchemaChange, position: SourcePosition | None
+    ) -> None:
+        sink_table = self.tables.sink_table(source_table)
+        with self._schema_lease(sink_table):
+            # another worker may have applied the change already: decide on the sink's schema as is
+            self._refresh_sink_schema(sink_table)
+            sink_schema = self.sink_schema(sink_table)
+            for sink_change in self._sink_changes(source_table, sink_table, change, sink_schema):
+                decision = self.router.decide(sink_change, sink_schema)
+                if decision.action in (Action.APPLY, Action.IGNORED):
+                    after = apply_schema_change(sink_schema, decision.change)
+                    try:
+                        retry(
+                            partial(
+                                self._bounded,
+                                partial(self.sink.apply_schema_change, decision.change, after),
+                                f"applying {decision.change}",
+                            ),
+                            f"applying {decision.change}",
+                            self.on_detail,
+                        )
+                        self._await_schema_change(sink_table, decision.change)
+                    except SinkTerminalError as e:
+                        decision = self.router.on_refused(decision, e)
+                    self._refresh_sink_schema(sink_table)
+                    sink_schema = self.sink_schema(sink_table)
+                self._history(source_table, sink_table, decision, position)
+                if decision.action is Action.FAIL:
+                    raise SchemaChangeRefusedError(
+                        decision.reason,
+                        sink=self.sink.kind,
+                        table=str(sink_table),
+                        change=str(decision.change),
+                    )
+        self.changes_routed += 1
+        self.on_sink_changed([source_table, *self.tables.sources_of(sink_table)])
+
+    @contextmanager
+    def _schema_lease(self, sink_table: TableId) -> Iterator[None]:
+        """Hold the pipeline's lease on a sink table's schema: one worker at a time changes it.
+
+        The lease is short and renewed by a thread while it is held (an ALTER may take minutes), so
+        that a worker that died holding it blocks the others for :data:`SCHEMA_LEASE_TTL_S` at most.
+        """
+
+        def waiting(holder: str) -> None:
+            self.on_detail(f"waiting for worker {holder} to finish a schema change on {sink_table}")
+
+        name, ttl = f"schema {sink_table}", SCHEMA_LEASE_TTL_S
+        held = threading.Event()
+        pipeline = self.settings.pipeline
+
+        def renew() -> None:
+            while not held.wait(ttl / 3):
+                try:
+                    self.state.take_lease(pipeline, name, self.worker, ttl)
+                except Exception as e:  # the next renewal tries again; the lease lasts ttl
+                    log.warning("renewing the lease %r failed: %s", name, e)
+
+        with self.state.lease(pipeline, name, self.worker, ttl_s=ttl, waiting=waiting):
+            renewer = threading.Thread(target=renew, name="ferry-schema-lease", daemon=True)
+            renewer.start()
+            try:
+                yield
+            finally:
+                held.set()
+                renewer.join()
+
+    def _refresh_sink_schema(self, sink_table: TableId) -> None:
+        self._sink_schemas.pop(sink_table, None)
+        if isinstance(self.sink, SchemaCaching):
+            self.sink.forget_schema(sink_table)
+
+    def _await_schema_change(self, sink_table: TableId, change: SchemaChange) -> None:
+        """Wait until a sink whose ALTERs run in the background has finished this one."""
+        if not isinstance(self.sink, AsyncSchemaChanges):
+            return
+        timeout = self.settings.timeout_s
+        started = time.monotonic()
+        self.on_detail(f"waiting for {self.sink.kind} to finish {change} (since {now_ms()} ms)")
+        while self.sink.schema_change_pending(sink_table):
+            if time.monotonic() - started > timeout:
+                raise SchemaChangeTimeoutError(
+                    f"{self.sink.kind} did not finish {change} on {sink_table} within {timeout:g} s "
+                    "(schema.operator.rpc-timeout)"
+                )
+            time.sleep(self.settings.poll_s)
+
+    def _sink_changes(
+        self, source_table: TableId, sink_table: TableId, change: SchemaChange, sink_schema: Schema | None
+    ) -> list[SchemaChange]:
+        """The change as the sink table sees it. A table fed by several sources gets their widest
+        common schema: only additions and widenings, never a drop."""
+        retargeted = replace(change, table_id=sink_table)
+        others = [s for s in self.tables.sources_of(sink_table) if s != source_table]
+        if not others or sink_schema is None:
+            return [retargeted]
+        source_schema = self.source_schema(source_table)
+        if source_schema is None:
+            return []
+        wider = widen_schemas(sink_schema, source_schema)
+        return [c for c in diff_schemas(sink_table, sink_schema, wider) if c.tag != "drop.column"]
+
+    def _history(
+        self, source_table: TableId, sink_table: TableId, decision: Decision, position: SourcePosition | None
+    ) -> None:
+        log.info(
+            "schema change %s on %s: %s (%s)",
+            decision.change,
+            sink_table,
+            decision.action.value,
+            decision.reason,
+        )
+        entry = SchemaHistoryEntry(
+            str(source_table),
+            str(sink_table),
+            str(decision.change),
+            decision.action.value,
+            decision.reason,
+            None if position is None else str(position),
+            now_ms(),
+        )
+        self.state.add_schema_history(self.settings.pipeline, [entry])
+
+    def _bounded(self, work: Callable[[], None], what: str) -> None:
+        timeout = self.settings.timeout_s
+        future = self._executor.submit(work)
+        try:
+            future.result(timeout=timeout)
+        except FutureTimeout:
+            raise SchemaChangeTimeoutError(
+                f"{what} did not finish within {timeout:g} s (schema.operator.rpc-timeout)"
+            ) from None
+
+
+def retry(work: Callable[[], None], what: str, on_detail: Callable[[str], None], attempts: int = 5) -> None:
+    """Run ``work``, again after a transient error (backing off), at most ``attempts`` times."""
+    delay = 0.2
+    for attempt in range(1, attempts + 1):
+        try:
+            work()
+            return
+        except TransientError as e:
+            if attempt == attempts:
+                raise
+            log.warning("%s failed (attempt %d of %d), retrying: %s", what, attempt, attempts, e)
+            on_detail(f"retrying {what}: {e}")
+            time.sleep(delay)
+            delay = min(delay * 2, 5.0)
