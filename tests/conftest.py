@@ -18,6 +18,7 @@ from ferry.testing.kafka_broker import (
 )
 from ferry.testing.mariadb import MariaDbServer
 from ferry.testing.postgres import PostgresServer
+from tests.support.registry import SchemaRegistry
 
 
 @pytest.fixture(scope="session")
@@ -82,3 +83,11 @@ def fluss_cluster() -> Iterator[FlussCluster]:
     the whole session (and by the conformance suite's Fluss backend): ``fluss_cluster.bootstrap_servers``."""
     yield shared_cluster()
     stop_shared_cluster()
+
+
+@pytest.fixture(scope="session")
+def schema_registry() -> Iterator[SchemaRegistry]:
+    """A real schema registry (Apicurio Registry) on 127.0.0.1, shared by the whole session:
+    ``schema_registry.url`` is its Confluent-compatible API."""
+    with SchemaRegistry() as registry:
+        yield registry

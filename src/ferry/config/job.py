@@ -16,9 +16,12 @@ from enum import StrEnum
 from typing import Annotated, Any, Literal, Self, Union
 
 from pydantic import (
+    AliasChoices,
     BeforeValidator,
     Field,
+    ModelWrapValidatorHandler,
     PlainSerializer,
+    SecretStr,
     ValidationInfo,
     field_validator,
     model_validator,
@@ -155,8 +158,69 @@ class ValueFormat(StrEnum):
     """``value.format``: how the change events in the data topics are written."""
 
     DEBEZIUM_JSON = "debezium-json"
+    DEBEZIUM_AVRO = "debezium-avro"
+    """Debezium's Avro converter: the Confluent wire format, schemas in a schema registry."""
     CANAL_JSON = "canal-json"
     MAXWELL_JSON = "maxwell-json"
+
+
+#: Other spellings of ``value.format`` values (Flink's name of the Debezium Avro format).
+_VALUE_FORMAT_SPELLINGS = {"debezium-avro-confluent": ValueFormat.DEBEZIUM_AVRO}
+#: The formats written by Debezium, which has a schema-change topic.
+_DEBEZIUM_FORMATS = frozenset({ValueFormat.DEBEZIUM_JSON, ValueFormat.DEBEZIUM_AVRO})
+
+
+class RegistryCredentialsSource(StrEnum):
+    """``schema-registry.basic-auth.credentials-source``: where the schema registry's HTTP basic
+    credentials come from (the values of Confluent's ``basic.auth.credentials.source``)."""
+
+    USER_INFO = "USER_INFO"
+    """``schema-registry.basic-auth.user-info`` (``user:password``)."""
+    URL = "URL"
+    """The registry URL itself (``https://user:password@host``), or none."""
+    SASL_INHERIT = "SASL_INHERIT"
+    """The Kafka consumer's ``properties.sasl.username`` and ``properties.sasl.password``."""
+
+
+#: Registry option → its accepted keys: ferry's first, then Flink's ``debezium-avro-confluent``
+#: format options (bare, and prefixed with ``value.`` as Flink's Kafka connector writes them).
+_REGISTRY_KEYS: dict[str, tuple[str, ...]] = {
+    option: (
+        f"schema-registry.{option}",
+        f"debezium-avro-confluent.{option}",
+        f"value.debezium-avro-confluent.{option}",
+    )
+    for option in ("url", "basic-auth.user-info", "basic-auth.credentials-source")
+}
+
+
+def _registry_field(option: str, **kwargs: Any) -> Any:
+    keys = _REGISTRY_KEYS[option]
+    return Field(default=None, alias=keys[0], validation_alias=AliasChoices(*keys), **kwargs)
+
+
+def _check_registry_urls(value: str | None) -> str | None:
+    if value is None:
+        return None
+    urls = [url.strip() for url in value.split(",")]
+    for url in urls:
+        if not url.startswith(("http://", "https://")) or len(url.split("://", 1)[1]) == 0:
+            raise ValueError(f"{_without_userinfo(url)!r} is not an http:// or https:// URL")
+    return ",".join(urls)
+
+
+def _url_has_userinfo(url: str) -> bool:
+    authority = url.split("://", 1)[-1].split("/", 1)[0]
+    return "@" in authority
+
+
+def _without_userinfo(url: str) -> str:
+    """``url`` with the credentials it may carry replaced by ``***``."""
+    scheme, sep, rest = url.partition("://")
+    authority, slash, path = rest.partition("/")
+    if "@" in authority:
+        authority = "***@" + authority.rsplit("@", 1)[1]
+    return f"{scheme}{sep}{authority}{slash}{path}"
 
 
 class StartupMode(StrEnum):
@@ -304,6 +368,12 @@ class KafkaSourceConfig(StartupOptions):
     topic_pattern: str | None = Field(default=None, alias="topic-pattern")
     value_format: ValueFormat = Field(default=ValueFormat.DEBEZIUM_JSON, alias="value.format")
     schema_change_topic: str | None = Field(default=None, alias="schema-change.topic")
+    #: The schema registry of ``debezium-avro``: comma-separated ``http(s)://`` URLs.
+    schema_registry_url: str | None = _registry_field("url")
+    schema_registry_user_info: SecretStr | None = _registry_field("basic-auth.user-info", repr=False)
+    schema_registry_credentials_source: RegistryCredentialsSource | None = _registry_field(
+        "basic-auth.credentials-source"
+    )
     scan_bounded_mode: BoundedMode = Field(default=BoundedMode.UNBOUNDED, alias="scan.bounded.mode")
     scan_bounded_timestamp_millis: int | None = Field(
         default=None, ge=0, alias="scan.bounded.timestamp-millis"
@@ -344,6 +414,82 @@ class KafkaSourceConfig(StartupOptions):
 
     _pattern = field_validator("topic_pattern")(_check_regex)
 
+    @field_validator("value_format", mode="before")
+    @classmethod
+    def _value_format_spelling(cls, value: Any) -> Any:
+        return _VALUE_FORMAT_SPELLINGS.get(value, value) if isinstance(value, str) else value
+
+    _registry_urls = field_validator("schema_registry_url")(_check_registry_urls)
+
+    @field_validator("schema_registry_credentials_source", mode="before")
+    @classmethod
+    def _credentials_source_case(cls, value: Any) -> Any:
+        return value.strip().upper() if isinstance(value, str) else value
+
+    @field_validator("schema_registry_user_info")
+    @classmethod
+    def _user_info_shape(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and ":" not in value.get_secret_value():
+            raise ValueError("write the credentials as user:password")
+        return value
+
+    @model_validator(mode="wrap")
+    @classmethod
+    def _check_registry(cls, data: Any, handler: ModelWrapValidatorHandler[Self]) -> Self:
+        """The registry options, named in errors by the spelling the job file uses."""
+        given: dict[str, str] = {}
+        if isinstance(data, dict):
+            for option, keys in _REGISTRY_KEYS.items():
+                present = [k for k in keys if data.get(k) is not None]
+                if len(present) > 1:
+                    raise OptionError(f"{present[0]} is also given as {present[1]}: keep one", present[1])
+                if present:
+                    given[option] = present[0]
+        source = handler(data)
+
+        def key(option: str) -> str:
+            return given.get(option, _REGISTRY_KEYS[option][0])
+
+        url, user_info = source.schema_registry_url, source.schema_registry_user_info
+        if source.value_format is not ValueFormat.DEBEZIUM_AVRO:
+            if given:
+                option = next(iter(given))
+                avro, actual = ValueFormat.DEBEZIUM_AVRO, source.value_format
+                raise OptionError(f"only used when value.format is {avro} (it is {actual})", key(option))
+            return source
+        if url is None:
+            raise OptionError(
+                f"{key('url')} is required when value.format is {ValueFormat.DEBEZIUM_AVRO}", "value.format"
+            )
+        credentials = source.schema_registry_credentials_source
+        if credentials is None:
+            credentials = RegistryCredentialsSource.USER_INFO if user_info else RegistryCredentialsSource.URL
+        if credentials is RegistryCredentialsSource.USER_INFO:
+            if user_info is None:
+                raise OptionError(
+                    f"{key('basic-auth.user-info')} is required when {key('basic-auth.credentials-source')} "
+                    "is USER_INFO",
+                    key("basic-auth.credentials-source"),
+                )
+            if _url_has_userinfo(url):
+                raise OptionError(
+                    f"the URL carries credentials and {key('basic-auth.user-info')} is given: keep one",
+                    key("url"),
+                )
+        elif user_info is not None:
+            raise OptionError(
+                f"only used when {key('basic-auth.credentials-source')} is USER_INFO (it is {credentials})",
+                key("basic-auth.user-info"),
+            )
+        if credentials is RegistryCredentialsSource.SASL_INHERIT:
+            missing = [k for k in ("sasl.username", "sasl.password") if k not in source.properties]
+            if missing:
+                raise OptionError(
+                    f"SASL_INHERIT takes the consumer's SASL credentials: properties.{missing[0]} is missing",
+                    key("basic-auth.credentials-source"),
+                )
+        return source
+
     @field_validator("schema_change_topic")
     @classmethod
     def _schema_change_topic_name(cls, value: str | None) -> str | None:
@@ -360,7 +506,7 @@ class KafkaSourceConfig(StartupOptions):
             raise OptionError("one of topic or topic-pattern is required", "topic")
         if self.topic is not None and self.topic_pattern is not None:
             raise OptionError("give topic or topic-pattern, not both", "topic-pattern")
-        if self.schema_change_topic is not None and self.value_format is not ValueFormat.DEBEZIUM_JSON:
+        if self.schema_change_topic is not None and self.value_format not in _DEBEZIUM_FORMATS:
             raise OptionError(
                 f"only Debezium has a schema-change topic; {self.value_format} has DDL in the data topics",
                 "schema-change.topic",
@@ -389,6 +535,26 @@ class KafkaSourceConfig(StartupOptions):
     def startup_for(self, topic: str) -> StartupOptions:
         """The start position of one topic: its ``tables`` override, else the source's own."""
         return next((t for t in self.tables if t.topic == topic), self)
+
+    @property
+    def schema_change_format(self) -> str:
+        """The decoder format of the schema-change topic: Debezium writes it with the data topics'
+        converter (``debezium-schema-change`` for JSON, ``debezium-avro-schema-change`` for Avro)."""
+        if self.value_format is ValueFormat.DEBEZIUM_AVRO:
+            return "debezium-avro-schema-change"
+        return "debezium-schema-change"
+
+    def decoder_options(self) -> dict[str, Any]:
+        """The options of this source's decoders (of ``value.format`` and of
+        :attr:`schema_change_format`): none for the JSON formats; for ``debezium-avro``, the schema
+        registry's URLs and its basic credentials (a secret), as the credentials source says."""
+        if self.value_format is not ValueFormat.DEBEZIUM_AVRO:
+            return {}
+        credentials = self.schema_registry_user_info
+        if self.schema_registry_credentials_source is RegistryCredentialsSource.SASL_INHERIT:
+            sasl = self.properties
+            credentials = SecretStr(f"{sasl['sasl.username']}:{sasl['sasl.password']}")
+        return {"schema_registry_url": self.schema_registry_url, "schema_registry_user_info": credentials}
 
 
 #: Every source type; today Kafka only. A union keyed on ``type`` so that more can be added.

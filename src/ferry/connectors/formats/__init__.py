@@ -41,6 +41,9 @@ class Decoder(Protocol):
 FORMATS: dict[str, str] = {
     "debezium-json": "debezium:DebeziumJsonDecoder",
     "debezium-schema-change": "debezium_schema_change:DebeziumSchemaChangeDecoder",
+    "debezium-avro": "debezium_avro:DebeziumAvroDecoder",
+    "debezium-avro-confluent": "debezium_avro:DebeziumAvroDecoder",
+    "debezium-avro-schema-change": "debezium_avro:DebeziumAvroSchemaChangeDecoder",
     "canal-json": "canal:CanalJsonDecoder",
     "maxwell-json": "maxwell:MaxwellJsonDecoder",
 }
