@@ -85,6 +85,84 @@ SOURCE: dict[str, Any] = {
 }
 
 
+def _optional_field(avro: Any) -> dict[str, Any]:
+    return {"type": ["null", avro], "default": None}
+
+
+#: ``io.debezium.connector.mysql.SchemaChangeValue`` as Connect's AvroData writes it.
+COLUMN = {
+    "type": "record",
+    "name": "Column",
+    "namespace": "io.debezium.connector.schema",
+    "fields": [
+        {"name": "name", "type": "string"},
+        {"name": "jdbcType", "type": "int"},
+        {"name": "nativeType", **_optional_field("int")},
+        {"name": "typeName", "type": "string"},
+        {"name": "typeExpression", **_optional_field("string")},
+        {"name": "charsetName", **_optional_field("string")},
+        {"name": "length", **_optional_field("int")},
+        {"name": "scale", **_optional_field("int")},
+        {"name": "position", "type": "int"},
+        {"name": "optional", **_optional_field("boolean")},
+        {"name": "autoIncremented", **_optional_field("boolean")},
+        {"name": "generated", **_optional_field("boolean")},
+        {"name": "comment", **_optional_field("string")},
+        {"name": "defaultValueExpression", **_optional_field("string")},
+        {"name": "enumValues", **_optional_field({"type": "array", "items": "string"})},
+    ],
+    "connect.name": "io.debezium.connector.schema.Column",
+}
+SCHEMA_CHANGE_VALUE = {
+    "type": "record",
+    "name": "SchemaChangeValue",
+    "namespace": "io.debezium.connector.mysql",
+    "fields": [
+        {"name": "source", "type": copy.deepcopy(SOURCE)},
+        {"name": "ts_ms", "type": "long"},
+        {"name": "databaseName", **_optional_field("string")},
+        {"name": "schemaName", **_optional_field("string")},
+        {"name": "ddl", **_optional_field("string")},
+        {
+            "name": "tableChanges",
+            "type": {
+                "type": "array",
+                "items": {
+                    "type": "record",
+                    "name": "Change",
+                    "namespace": "io.debezium.connector.schema",
+                    "fields": [
+                        {"name": "type", "type": "string"},
+                        {"name": "id", "type": "string"},
+                        {
+                            "name": "table",
+                            **_optional_field(
+                                {
+                                    "type": "record",
+                                    "name": "Table",
+                                    "fields": [
+                                        {"name": "defaultCharsetName", **_optional_field("string")},
+                                        {
+                                            "name": "primaryKeyColumnNames",
+                                            **_optional_field({"type": "array", "items": "string"}),
+                                        },
+                                        {"name": "columns", "type": {"type": "array", "items": COLUMN}},
+                                        {"name": "comment", **_optional_field("string")},
+                                    ],
+                                    "connect.name": "io.debezium.connector.schema.Table",
+                                }
+                            ),
+                        },
+                    ],
+                    "connect.name": "io.debezium.connector.schema.Change",
+                },
+            },
+        },
+    ],
+    "connect.name": "io.debezium.connector.mysql.SchemaChangeValue",
+}
+
+
 @dataclass
 class AvroColumn:
     """A column: its Avro type (not optional), whether it is optional, its Connect default."""
