@@ -8,7 +8,9 @@ can take a fresh one. Leaving the ``with`` block stops the server and deletes th
 
 The binaries (``mariadb-install-db`` or ``mysql_install_db``, and ``mariadbd`` or ``mysqld``) come from
 ``$FERRY_MARIADB_BIN``, else the ``PATH``, else ``/usr/sbin`` and ``/usr/bin``. Running as root, the
-server is started with ``--user=root``. The server favours speed over durability::
+server is started with ``--user=root``. ``server_options`` add to (or override) the server's command
+line, e.g. a binary log for change-data capture (``--log-bin``, which replaces the default
+``--skip-log-bin``). The server favours speed over durability::
 
     with MariaDbServer() as db:
         pymysql.connect(host=db.host, port=db.port, user=db.user, password=db.password, database=db.database)
@@ -23,6 +25,7 @@ import shutil
 import subprocess
 import tempfile
 import time
+from collections.abc import Sequence
 from pathlib import Path
 from types import TracebackType
 
@@ -78,6 +81,7 @@ class MariaDbServer:
         user: str = "ferry",
         password: str | None = None,
         start_timeout: float = 60.0,
+        server_options: Sequence[str] = (),
     ) -> None:
         self.database = database
         self.user = user
@@ -85,6 +89,7 @@ class MariaDbServer:
         self.host = HOST
         self.port = 0
         self.start_timeout = start_timeout
+        self.server_options = tuple(server_options)
         self._dir: Path | None = None
         self._process: subprocess.Popen[bytes] | None = None
 
@@ -106,6 +111,12 @@ class MariaDbServer:
         self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
     ) -> None:
         self.stop()
+
+    def _binlog_options(self) -> list[str]:
+        """``--skip-log-bin`` unless ``server_options`` turn the binary log on."""
+        if any(option.startswith("--log-bin") for option in self.server_options):
+            return []
+        return ["--skip-log-bin"]
 
     def _user_option(self) -> list[str]:
         return ["--user=root"] if os.geteuid() == 0 else []
@@ -155,13 +166,14 @@ class MariaDbServer:
                     f"--log-error={log}",
                     f"--port={self.port}",
                     f"--bind-address={HOST}",
-                    "--skip-log-bin",
+                    *self._binlog_options(),
                     "--skip-name-resolve",
                     "--innodb-flush-log-at-trx-commit=0",
                     "--innodb-doublewrite=0",
                     "--character-set-server=utf8mb4",
                     "--collation-server=utf8mb4_bin",
                     *self._user_option(),
+                    *self.server_options,
                 ],
                 stdout=subprocess.DEVNULL,
                 stderr=subprocess.DEVNULL,

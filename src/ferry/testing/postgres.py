@@ -9,7 +9,9 @@ created; :attr:`PostgresServer.conninfo` is what psycopg connects with, and
 The binaries come from ``$FERRY_PG_BIN``, else the directory ``pg_ctl`` on the ``PATH`` resolves to,
 else the newest ``/usr/lib/postgresql/<version>/bin``. PostgreSQL refuses to run as root: when the
 tests run as root, the directory is given to the ``postgres`` user and the binaries run as that user
-through ``runuser``. The server favours speed over durability (``fsync=off``)::
+through ``runuser``. ``settings`` are extra server settings (``-c name=value``), e.g.
+``{"wal_level": "logical"}`` for logical decoding. The server favours speed over durability
+(``fsync=off``)::
 
     with PostgresServer() as pg:
         with psycopg.connect(pg.conninfo) as conn:
@@ -27,6 +29,7 @@ import shlex
 import shutil
 import subprocess
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 from types import TracebackType
 
@@ -80,6 +83,7 @@ class PostgresServer:
         password: str | None = None,
         bin_dir: Path | None = None,
         start_timeout: int = 60,
+        settings: Mapping[str, str] | None = None,
     ) -> None:
         self.database = database
         self.user = user
@@ -88,6 +92,7 @@ class PostgresServer:
         self.port = 0
         self.bin_dir = bin_dir
         self.start_timeout = start_timeout
+        self.settings: dict[str, str] = dict(settings or {})
         self._admin_password = secrets.token_urlsafe(16)
         self._dir: Path | None = None
         self._running = False
@@ -220,6 +225,7 @@ class PostgresServer:
                     "synchronous_commit=off",
                     "-c",
                     "full_page_writes=off",
+                    *(part for name, value in self.settings.items() for part in ("-c", f"{name}={value}")),
                 )
             )
             result = self._run(
