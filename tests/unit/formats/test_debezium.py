@@ -10,7 +10,15 @@ from format_fixtures import documents, key_value_records, of_type, records, rows
 
 from ferry.connectors.formats import decoder_for
 from ferry.connectors.record import Record
-from ferry.pipeline.events import BadRecord, DataChange, Op, SchemaObserved, SourcePosition, TruncateTable
+from ferry.pipeline.events import (
+    BadRecord,
+    DataChange,
+    Op,
+    SchemaObserved,
+    SourcePosition,
+    Tombstone,
+    TruncateTable,
+)
 from ferry.pipeline.schema import TableId
 from ferry.pipeline.types import BIGINT, DOUBLE, INT, STRING
 
@@ -72,10 +80,10 @@ FIXTURES: dict[str, tuple[dict[str, int], int]] = {
     "debezium/serde-update.json": ({"update": 1}, 1),
     "debezium/serde-with-schema.json": ({"insert": 1}, 1),
     "debezium/serde-without-schema.json": ({"insert": 1}, 1),
-    # A bare row (ExtractNewRecordState output), not a change event.
-    "debezium/serde-unwrapped.json": ({"bad": 1}, 0),
-    # Kafka Connect rows with a schema but no change envelope.
-    "apache-seatunnel/compatible_data.txt": ({"bad": 3}, 0),
+    # A bare row (ExtractNewRecordState output): an upsert.
+    "debezium/serde-unwrapped.json": ({"update": 1}, 1),
+    # Kafka Connect rows with a schema but no change envelope (ExtractNewRecordState output).
+    "apache-seatunnel/compatible_data.txt": ({"update": 3}, 1),
 }
 
 
@@ -348,7 +356,7 @@ def test_a_delete_without_before_image_takes_the_key() -> None:
         ({"op": "m", "message": {"prefix": "p"}}, "unsupported op 'm' (a logical decoding message)"),
         ({"op": "c", "after": None, "source": {"db": "a", "table": "b"}}, "op 'c' without an 'after' row"),
         ({"op": "c", "after": [1]}, "'before' and 'after' must be JSON objects or null"),
-        ({"id": 1, "name": "bare row"}, "not a Debezium change event: no 'op' field"),
+        ({"before": {"id": 1}}, "not a Debezium change event: no 'op' field"),
         (
             {"ddl": "ALTER TABLE t ADD c INT", "tableChanges": []},
             "not a Debezium change event: no 'op' field "
@@ -387,14 +395,30 @@ def test_bad_records_say_what_is_wrong(value: Any, reason: str) -> None:
     assert bad.value == _bytes(value)
 
 
-def test_a_tombstone_is_a_bad_record_and_the_batch_goes_on() -> None:
-    good = {"op": "c", "after": {"id": 1}, "source": {"db": "inventory", "table": "products"}}
+def test_a_tombstone_is_a_tombstone_and_the_batch_goes_on() -> None:
+    # Debezium's tombstones.on.delete=true: the delete, then its key with a null value
+    key = {
+        "schema": {
+            "type": "struct",
+            "optional": False,
+            "name": "dbserver1.inventory.customers.Key",
+            "fields": [{"type": "int32", "optional": False, "field": "id"}],
+        },
+        "payload": {"id": 1004},
+    }
+    delete = {"op": "d", "before": {"id": 1004}, "after": None, "source": {"db": "inventory", "table": "t"}}
+    topic = "dbserver1.inventory.customers"
     events = decoder_for("debezium-json").decode(
-        [Record("t", 0, 0, key=b"k", value=None), Record("t", 0, 1, value=orjson.dumps(good))]
+        [
+            Record(topic, 0, 0, key=orjson.dumps(key), value=orjson.dumps(delete)),
+            Record(topic, 0, 1, key=orjson.dumps(key), value=None),
+            Record(topic, 0, 2, key=None, value=None),
+        ]
     )
-    assert isinstance(events[0], BadRecord) and events[0].reason == "tombstone (null value)"
-    assert events[0].key == b"k" and events[0].value is None
-    assert [type(e) for e in events[1:]] == [SchemaObserved, DataChange]
+    assert [type(e) for e in events] == [SchemaObserved, DataChange, Tombstone, Tombstone]
+    assert events[2] == Tombstone(SourcePosition(topic, 0, 1), orjson.dumps(key))
+    assert events[3] == Tombstone(SourcePosition(topic, 0, 2), None)
+    assert not of_type(events, BadRecord)
 
 
 def test_truncate() -> None:

@@ -457,6 +457,11 @@ class RowConverter:
             (n, f.convert) for n, f in by_name.items() if f.convert is not None and f.data_type.nullable
         )
 
+    @property
+    def fields(self) -> dict[str, ConnectField]:
+        """Each field's name and Connect type, in schema order."""
+        return self._by_name
+
     def convert(self, row: dict[str, Any]) -> None:
         """Check ``row`` against the schema and turn its values into Python values, in place.
 

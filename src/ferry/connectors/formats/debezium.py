@@ -10,6 +10,24 @@ is inferred from the values (:class:`~ferry.connectors.formats.InferredTable`).
 Table ids: MySQL ``source.db``/``source.table``; PostgreSQL and the other connectors whose source
 block has a ``schema``: ``source.schema``/``source.table``; without a source block, the last two
 parts of the topic name (``server.db.table``). Primary keys are the fields of the record key.
+
+Other shapes of the same topics:
+
+* A tombstone (a key and a null value, which Debezium writes after each delete with its default
+  ``tombstones.on.delete=true``) is a :class:`~ferry.pipeline.events.Tombstone`.
+* A flattened record (Debezium's ``ExtractNewRecordState`` transform), with or without the
+  envelope, is the row itself: no ``op``, ``before``, ``after`` or ``source``. Fields named with
+  the transform's default prefix ``__`` are its metadata and never columns: ``__op``
+  (``add.fields=op``), ``__deleted`` (``delete.handling.mode=rewrite``,
+  ``delete.tombstone.handling.mode=rewrite``), ``__db``/``__schema``/``__table`` (the table id,
+  else the topic's), ``__source_ts_ms`` or ``__ts_ms`` (the change's time). The op is ``__op``'s;
+  without it a row is an upsert (an update by key) and a delete when ``__deleted`` is true, whose
+  before-image is the row (or the key when the row has no columns).
+* With :class:`~ferry.connectors.formats.definitions.TableDefinitions` (the tables the
+  schema-change topic described), a table's columns have the DDL's types where the record's own
+  say less, and payload-only rows decode to what the envelope would have given (see
+  :mod:`~ferry.connectors.formats.debezium_columns`). Without a definition the envelope's types
+  are used, and payload-only schemas are inferred from the values.
 """
 
 from __future__ import annotations
@@ -28,6 +46,8 @@ from ferry.connectors.formats import (
     json_error,
 )
 from ferry.connectors.formats.connect_types import ConversionError, RowConverter
+from ferry.connectors.formats.debezium_columns import EnvelopeRefinement, PayloadRows
+from ferry.connectors.formats.definitions import TableDefinitions
 from ferry.connectors.record import RecordLike
 from ferry.pipeline.events import (
     DataChange,
@@ -35,6 +55,7 @@ from ferry.pipeline.events import (
     Op,
     SchemaObserved,
     SourcePosition,
+    Tombstone,
     TruncateTable,
 )
 from ferry.pipeline.schema import Schema, TableId
@@ -43,6 +64,11 @@ _OPS = {"c": Op.INSERT, "u": Op.UPDATE, "d": Op.DELETE, "r": Op.READ}
 _ENVELOPE = b'{"schema":'
 _PAYLOAD_KEY = b'"payload"'
 _MAX_CACHED_SCHEMAS = 1024
+#: The prefix of the fields ``ExtractNewRecordState`` adds (``add.fields.prefix``'s default).
+_METADATA = "__"
+#: Fields a flattened row does not have (a change event's, a schema-change event's).
+_ENVELOPE_FIELDS = ("op", "before", "after", "source", "tableChanges")
+_TRUE = ("true", True)
 #: Builds a NamedTuple without its Python-level ``__new__`` (the hot path makes two per record).
 _new = tuple.__new__
 Row = dict[str, Any]
@@ -55,6 +81,24 @@ class _Plan:
     row: RowConverter | None
     error: str | None = None
     schemas: dict[tuple[str, ...], Schema] = field(default_factory=dict)
+    connect_schema: Any = None
+    """The record's Connect schema, for :meth:`flattened`."""
+    flat: _Plan | None = None
+
+    def flattened(self) -> _Plan:
+        """The plan of the same schema read as a flattened row (``ExtractNewRecordState``)."""
+        if self.flat is None:
+            schema = self.connect_schema
+            fields = schema.get("fields") if type(schema) is dict else None
+            if type(fields) is not list:
+                self.flat = _Plan(None, "the record's schema is not a Kafka Connect struct")
+            else:
+                columns = [f for f in fields if not (type(f) is dict and _is_metadata(f.get("field")))]
+                try:
+                    self.flat = _Plan(RowConverter({**schema, "fields": columns}))
+                except DecodeError as e:
+                    self.flat = _Plan(None, f"the record's schema is invalid: {e.reason}")
+        return self.flat
 
     def schema(self, keys: tuple[str, ...]) -> Schema:
         schema = self.schemas.get(keys)
@@ -77,12 +121,44 @@ class _Table:
     inferred: InferredTable = field(default_factory=InferredTable.empty)
     emitted: Schema | None = None
     """The schema last emitted for the table in this partition."""
+    version: int = -1
+    """The version of the definitions that ``refined`` and ``shapes`` were matched against."""
+    refined_plan: _Plan | None = None
+    refined: _Refined | None = None
+    """The DDL's refinement of ``refined_plan``'s rows, when a definition matched them."""
+    shapes: dict[tuple[str, ...], _Defined | None] = field(default_factory=dict)
+    """Payload-only rows by their column names: the definition that matched them, if any."""
+
+
+@dataclass(slots=True, eq=False)
+class _Refined:
+    refinement: EnvelopeRefinement
+    schemas: dict[tuple[str, ...], Schema] = field(default_factory=dict)
+
+    def schema(self, keys: tuple[str, ...]) -> Schema:
+        schema = self.schemas.get(keys)
+        if schema is None:
+            schema = self.schemas[keys] = self.refinement.schema(keys)
+        return schema
+
+
+@dataclass(slots=True, eq=False)
+class _Defined:
+    rows: PayloadRows
+    schemas: dict[tuple[str, ...], Schema] = field(default_factory=dict)
+
+    def schema(self, keys: tuple[str, ...]) -> Schema:
+        schema = self.schemas.get(keys)
+        if schema is None:
+            schema = self.schemas[keys] = self.rows.schema(keys)
+        return schema
 
 
 class DebeziumJsonDecoder:
     """Decodes ``debezium-json`` records (see the module documentation)."""
 
-    def __init__(self) -> None:
+    def __init__(self, definitions: TableDefinitions | None = None) -> None:
+        self._definitions = definitions
         self._tables: dict[tuple[Any, ...], _Table] = {}
         self._plans: dict[bytes, _Plan] = {}
         self._last_plan: dict[tuple[str, int], tuple[bytes, _Plan]] = {}
@@ -104,12 +180,12 @@ class DebeziumJsonDecoder:
         for record in records:
             try:
                 value = record.value()
-                if value is None:
-                    append(bad_record(record, "tombstone (null value)"))
-                    continue
                 topic = record.topic()
                 partition = record.partition()
                 position = new(position_type, (topic, partition, record.offset()))
+                if value is None:
+                    append(Tombstone(position, record.key()))
+                    continue
                 plan = _INFER
                 payload: Any = None
                 if value.startswith(envelope):
@@ -133,14 +209,18 @@ class DebeziumJsonDecoder:
                         payload, plan = self._envelope(payload, value, topic, partition)
                 if type(payload) is not dict:
                     raise DecodeError("not a Debezium change event: the payload is not a JSON object")
+                code = payload.get("op")
+                op = ops.get(code)  # type: ignore[arg-type]
                 source = payload.get("source")
+                if op is None and code is None and not any(f in payload for f in _ENVELOPE_FIELDS):
+                    self._flattened(payload, plan, record, position, out)
+                    continue
                 if type(source) is dict and (name := source.get("table")):
                     table = tables.get((source.get("db"), source.get("schema"), name, partition))
                     if table is None:
                         table = self._new_table(source, partition)
                 else:
                     table = self._topic_table(topic, partition)
-                op = ops.get(payload.get("op"))  # type: ignore[arg-type]
                 if op is None:
                     self._no_row_op(payload, table.table_id, record, position, out)
                     continue
@@ -154,27 +234,10 @@ class DebeziumJsonDecoder:
                     raise DecodeError("'before' and 'after' must be JSON objects or null")
                 key = record.key()
                 keys = () if key is None else self._key_names(key, topic, partition)
-                row = plan.row
-                if row is not None:
-                    try:
-                        if after is not None:
-                            row.convert(after)
-                        if before is not None:
-                            row.convert(before)
-                    except ConversionError as e:
-                        raise DecodeError(e.reason) from None
-                    schema = plan.schema(keys)
-                else:
-                    inferred = table.inferred
-                    changed = inferred.with_keys(keys) if keys != inferred.keys else False
-                    if after is not None and inferred.observe(after):
-                        changed = True
-                    if before is not None and inferred.observe(before):
-                        changed = True
-                    schema = inferred.rebuild() if changed else inferred.schema
+                converter, schema = self._convert(table, plan, keys, after, before)
                 if op is delete:
                     if before is None:
-                        before = self._key_row(key, plan)
+                        before = self._key_row(key, converter, table)
                 elif after is None:
                     raise DecodeError(f"op {payload['op']!r} without an 'after' row")
                 if table.emitted is not schema:
@@ -190,6 +253,138 @@ class DebeziumJsonDecoder:
             except Exception as e:  # a record must never stop the batch
                 append(bad_record(record, internal_error(e)))
         return out
+
+    # ------------------------------------------------------------------------------- rows
+
+    def _convert(
+        self, table: _Table, plan: _Plan, keys: tuple[str, ...], after: Row | None, before: Row | None
+    ) -> tuple[RowConverter | PayloadRows | None, Schema]:
+        """Convert a change's rows in place: their converter and their table's schema."""
+        row = plan.row
+        definitions = self._definitions
+        if row is not None:
+            try:
+                if after is not None:
+                    row.convert(after)
+                if before is not None:
+                    row.convert(before)
+                if definitions is None:
+                    return row, plan.schema(keys)
+                refined = self._refined(table, plan, row, definitions)
+                if refined is None:
+                    return row, plan.schema(keys)
+                if after is not None:
+                    refined.refinement.apply(after)
+                if before is not None:
+                    refined.refinement.apply(before)
+            except ConversionError as e:
+                raise DecodeError(e.reason) from None
+            return row, refined.schema(keys)
+        if definitions is not None:
+            defined = self._defined(table, after if after is not None else before, definitions)
+            if defined is not None:
+                try:
+                    if after is not None:
+                        defined.rows.convert(after)
+                    if before is not None:
+                        defined.rows.convert(before)
+                except ConversionError as e:
+                    raise DecodeError(e.reason) from None
+                return defined.rows, defined.schema(keys)
+        inferred = table.inferred
+        changed = inferred.with_keys(keys) if keys != inferred.keys else False
+        if after is not None and inferred.observe(after):
+            changed = True
+        if before is not None and inferred.observe(before):
+            changed = True
+        return None, inferred.rebuild() if changed else inferred.schema
+
+    def _refined(
+        self, table: _Table, plan: _Plan, row: RowConverter, definitions: TableDefinitions
+    ) -> _Refined | None:
+        """The DDL's refinement of an envelope's rows, matched once per schema, table and version."""
+        if table.refined_plan is plan and table.version == definitions.version:
+            return table.refined
+        definition = definitions.match(table.table_id, row.names)
+        table.refined_plan, table.version = plan, definitions.version
+        table.shapes.clear()
+        table.refined = (
+            None if definition is None else _Refined(EnvelopeRefinement.of(row.fields, definition))
+        )
+        return table.refined
+
+    def _defined(self, table: _Table, row: Row | None, definitions: TableDefinitions) -> _Defined | None:
+        """The definition of payload-only rows with ``row``'s columns, matched once per shape."""
+        if row is None:
+            return None
+        if table.version != definitions.version:
+            table.shapes.clear()
+            table.refined_plan = table.refined = None
+            table.version = definitions.version
+        shape = tuple(row)
+        if shape in table.shapes:
+            return table.shapes[shape]
+        definition = definitions.match(table.table_id, frozenset(shape))
+        defined = None if definition is None else _Defined(PayloadRows(definition))
+        table.version = definitions.version  # a refresh may have added definitions
+        table.shapes[shape] = defined
+        return defined
+
+    # -------------------------------------------------------------------------- flattened rows
+
+    def _flattened(
+        self, payload: Row, plan: _Plan, record: RecordLike, position: SourcePosition, out: list[Event]
+    ) -> None:
+        """A record of ``ExtractNewRecordState``'s output: the row, with its metadata fields."""
+        metadata = {name: payload.pop(name) for name in [n for n in payload if _is_metadata(n)]}
+        table = self._flat_table(metadata, position.topic, position.partition)
+        code, deleted = metadata.get("__op"), metadata.get("__deleted")
+        if deleted not in (None, "true", "false", True, False):
+            raise DecodeError(f'\'__deleted\' must be "true" or "false", got {deleted!r}')
+        if code is not None:
+            op = _OPS.get(code)
+            if op is None:
+                raise DecodeError(f"unknown op {code!r} in '__op'")
+        else:
+            op = Op.DELETE if deleted in _TRUE else Op.UPDATE
+        if op is not Op.DELETE and deleted in _TRUE:
+            raise DecodeError(f"'__deleted' is true but '__op' is {code!r}")
+        if plan.row is not None or plan.error is not None:
+            plan = plan.flattened()
+            if plan.error is not None:
+                raise DecodeError(plan.error)
+        key = record.key()
+        keys = () if key is None else self._key_names(key, position.topic, position.partition)
+        row: Row | None = payload if payload else None
+        if op is Op.DELETE:
+            converter, schema = self._convert(table, plan, keys, None, row)
+            before, after = row if row is not None else self._key_row(key, converter, table), None
+        else:
+            if row is None:
+                raise DecodeError("a flattened record without columns")
+            converter, schema = self._convert(table, plan, keys, row, None)
+            before, after = None, row
+        if table.emitted is not schema:
+            if table.emitted is None or table.emitted != schema:
+                out.append(SchemaObserved(table.table_id, schema, position))
+            table.emitted = schema
+        ts = metadata.get("__source_ts_ms") or metadata.get("__ts_ms")
+        out.append(
+            _new(DataChange, (table.table_id, op, before, after, position, ts if type(ts) is int else None))
+        )
+
+    def _flat_table(self, metadata: Row, topic: str, partition: int) -> _Table:
+        name = metadata.get("__table")
+        if type(name) is not str or not name:
+            return self._topic_table(topic, partition)
+        db, schema = metadata.get("__db"), metadata.get("__schema")
+        if not db and not schema:
+            parts = topic.split(".")
+            db = parts[-2] if len(parts) >= 2 else None
+        table = self._tables.get((db, schema, name, partition))
+        if table is None:
+            table = self._new_table({"db": db, "schema": schema, "table": name}, partition)
+        return table
 
     # ------------------------------------------------------------------------------ envelope
 
@@ -238,7 +433,7 @@ class DebeziumJsonDecoder:
             return names
         return tuple(document)
 
-    def _key_row(self, key: bytes | None, plan: _Plan) -> Row:
+    def _key_row(self, key: bytes | None, converter: RowConverter | PayloadRows | None, table: _Table) -> Row:
         """A delete's before-image when the record has none: the key's fields."""
         document = None
         if key is not None:
@@ -252,9 +447,11 @@ class DebeziumJsonDecoder:
             raise DecodeError(
                 "delete without a before-image or a key (a PostgreSQL table needs REPLICA IDENTITY FULL)"
             )
-        if plan.row is not None:
+        if converter is not None:
             try:
-                plan.row.convert_present(document)
+                converter.convert_present(document)
+                if type(converter) is RowConverter and table.refined is not None:
+                    table.refined.refinement.apply(document)
             except ConversionError as e:
                 raise DecodeError(f"key {e.reason}") from None
         return document
@@ -293,6 +490,10 @@ class DebeziumJsonDecoder:
             out.append(bad_record(record, f"unknown op {code!r}", position))
 
 
+def _is_metadata(name: Any) -> bool:
+    return type(name) is str and name.startswith(_METADATA)
+
+
 def _parse(value: bytes) -> Any:
     try:
         return orjson.loads(value)
@@ -302,17 +503,19 @@ def _parse(value: bytes) -> Any:
 
 def _build_plan(schema: Any) -> _Plan:
     if type(schema) is not dict or schema.get("type") != "struct" or type(schema.get("fields")) is not list:
-        return _Plan(None, "the record's schema is not a Kafka Connect struct")
+        return _Plan(None, "the record's schema is not a Kafka Connect struct", connect_schema=schema)
     fields = {f.get("field"): f for f in schema["fields"] if type(f) is dict}
     row_schema = fields.get("after") or fields.get("before")
     if row_schema is None:
         return _Plan(
-            None, "the record's schema does not describe a change event: it has no 'after' or 'before'"
+            None,
+            "the record's schema does not describe a change event: it has no 'after' or 'before'",
+            connect_schema=schema,
         )
     try:
-        return _Plan(RowConverter(row_schema))
+        return _Plan(RowConverter(row_schema), connect_schema=schema)
     except DecodeError as e:
-        return _Plan(None, f"the record's schema is invalid: {e.reason}")
+        return _Plan(None, f"the record's schema is invalid: {e.reason}", connect_schema=schema)
 
 
 def _schema_prefix(value: bytes, schema: Any) -> bytes | None:
