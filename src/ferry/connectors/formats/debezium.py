@@ -447,6 +447,10 @@ class DebeziumJsonDecoder:
             raise DecodeError(
                 "delete without a before-image or a key (a PostgreSQL table needs REPLICA IDENTITY FULL)"
             )
+        if converter is None and self._definitions is not None:
+            latest = self._definitions.latest(table.table_id)
+            if latest is not None and all(name in latest for name in document):
+                converter = PayloadRows(latest)
         if converter is not None:
             try:
                 converter.convert_present(document)

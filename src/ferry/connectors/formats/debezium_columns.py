@@ -9,7 +9,7 @@ Two things come together here, for a table whose definition the schema-change to
   ``DATETIME`` sent as milliseconds) and where the connector's settings lost it:
   ``decimal.handling.mode=string`` (text → ``Decimal``), ``double`` (a double → ``Decimal``
   quantized to the column's scale, exact up to 15 significant digits) and
-  ``bigint.unsigned.handling.mode=long`` (an integer → ``DECIMAL(20, 0)``). ``TINYINT(1)``
+  ``bigint.unsigned.handling.mode=long`` (an ``int64`` → ``DECIMAL(20, 0)``, unwrapped). ``TINYINT(1)``
   (``BOOLEAN`` in ferry, an ``int16`` in Debezium) takes 0 and 1 only; spatial columns become
   MySQL's internal form (a 4-byte little-endian SRID, then the WKB). Where the two disagree on the
   kind of value (a column whose type changed while the DDL was read ahead of its rows) the
@@ -19,7 +19,9 @@ Two things come together here, for a table whose definition the schema-change to
   representation is what Debezium's MySQL connector writes for the declared type, told from the
   JSON value: a JSON string in a ``DECIMAL`` column is base64 (``precise``) or decimal text
   (``string``), a JSON float is ``double`` mode, a JSON integer is a decimal written as a number
-  (``bigint.unsigned.handling.mode=long``, or ``JsonConverter``'s ``decimal.format=NUMERIC``). The
+  (``JsonConverter``'s ``decimal.format=NUMERIC``) or, in a ``DECIMAL(20, 0)`` (``BIGINT
+  UNSIGNED``), ``bigint.unsigned.handling.mode=long``, whose values above 2^63 - 1 come wrapped to
+  negative numbers and are unwrapped (in both shapes). The
   value then goes through the same :func:`refine`, so a row decodes to the same values, and its
   table to the same schema, with the envelope or without it.
 
@@ -66,6 +68,8 @@ _DECIMAL_CONTEXT = Context(prec=2 * t.MAX_DECIMAL_PRECISION)
 _GEOMETRY = "io.debezium.data.geometry."
 _FAMILIES = (t.INTEGERS, t.FLOATS, t.BINARIES, t.CHARACTER)
 _CONNECT_DECIMAL = "org.apache.kafka.connect.data.Decimal"
+#: What ferry makes of MySQL's ``BIGINT UNSIGNED`` (and ``SERIAL``).
+_BIGINT_UNSIGNED = t.DECIMAL(20, 0)
 
 
 # ----------------------------------------------------------------------------------- refinement
@@ -91,7 +95,7 @@ def refine(connect: ConnectField, declared: DataType) -> Refinement:
     elif have in t.INTEGERS and want is TypeRoot.BOOLEAN:
         convert = _boolean
     elif want is TypeRoot.DECIMAL and have in t.INTEGERS:
-        convert = Decimal
+        convert = _unsigned_bigint if declared.same_ignoring_nullability(_BIGINT_UNSIGNED) else Decimal
     elif want is TypeRoot.DECIMAL and have in t.FLOATS:
         convert = _quantizer(declared.scale or 0)
     elif want is TypeRoot.DECIMAL and have in t.CHARACTER:
@@ -107,6 +111,11 @@ def _boolean(value: int) -> bool:
     if value in (0, 1):
         return bool(value)
     raise ValueError("a TINYINT(1) (BOOLEAN) value other than 0 and 1")
+
+
+def _unsigned_bigint(value: int) -> Decimal:
+    # bigint.unsigned.handling.mode=long: values above 2^63 - 1 arrive wrapped, as negative longs
+    return Decimal(value + (1 << 64) if value < 0 else value)
 
 
 def _quantizer(scale: int) -> Convert:
@@ -319,6 +328,8 @@ def _connect_schema(declared: DataType, kind: type, text: bool) -> dict[str, Any
     if root is TypeRoot.DECIMAL:
         if kind is float or (kind is str and text):
             return {"type": "float64" if kind is float else "string"}
+        if kind is int and declared.same_ignoring_nullability(_BIGINT_UNSIGNED):
+            return {"type": "int64"}  # bigint.unsigned.handling.mode=long
         if kind is str or kind is int:
             parameters = {"scale": str(declared.scale or 0)}
             if declared.precision is not None:

@@ -60,6 +60,11 @@ class TableDefinitions:
                 found = self._newest(table_id, names)
         return found
 
+    def latest(self, table_id: TableId) -> Schema | None:
+        """The newest schema of ``table_id`` (for a delete's key, whose names match no schema)."""
+        known = self._schemas.get(table_id)
+        return known[-1] if known else None
+
     def tables(self) -> list[TableId]:
         return list(self._schemas)
 
