@@ -29,7 +29,7 @@ from ferry.exceptions import FerryError
 from ferry.testing import jvm
 from ferry.testing.jvm import HOST
 
-__all__ = ["SchemaRegistry", "SchemaRegistryError", "ensure_application"]
+__all__ = ["SchemaRegistry", "SchemaRegistryError", "converter_plugin_path", "ensure_application"]
 
 CACHE_ENV = "FERRY_REGISTRY_CACHE"
 POM = Path("docker") / "registry" / "pom.xml"
@@ -107,6 +107,22 @@ def _build(pom: Path, digest: str, cache: Path, app: Path, timeout: float) -> No
             shutil.rmtree(staging, ignore_errors=True)
 
 
+#: Apicurio's Avro converter for Kafka Connect, a plugin folder of jars.
+_CONVERTER_JARS = jvm.MavenJars(
+    "Apicurio converter",
+    Path("docker") / "registry" / "converter" / "pom.xml",
+    CACHE_ENV,
+    ("apicurio-registry-utils-converter-", "apicurio-registry-serdes-avro-serde-", "avro-"),
+    SchemaRegistryError,
+)
+
+
+def converter_plugin_path(cache_dir: Path | None = None) -> Path:
+    """A Kafka Connect ``plugin.path`` entry that holds Apicurio's Avro converter (one plugin
+    folder of jars, fetched once from Maven Central)."""
+    return _CONVERTER_JARS.ensure(cache_dir or default_cache_dir() / "converter").parent
+
+
 class SchemaRegistry(jvm.JvmService):
     """Apicurio Registry in a child JVM; :attr:`url` is its Confluent-compatible API."""
 
@@ -138,6 +154,20 @@ class SchemaRegistry(jvm.JvmService):
     def url(self) -> str:
         """The Confluent-compatible API: what a Confluent client takes as ``url``."""
         return self.root_url + CCOMPAT_PATH
+
+    def converter_settings(self, side: str = "value") -> dict[str, str]:
+        """Kafka Connect worker settings for the ``side`` (``key`` or ``value``) converter:
+        Apicurio's Avro converter registering schemas in this registry and writing the Confluent
+        wire format (the 4-byte id is the content id, which the Confluent-compatible API serves)."""
+        prefix = f"{side}.converter"
+        return {
+            prefix: "io.apicurio.registry.utils.converter.AvroConverter",
+            f"{prefix}.apicurio.registry.url": f"{self.root_url}/apis/registry/v2",
+            f"{prefix}.apicurio.registry.auto-register": "true",
+            f"{prefix}.apicurio.registry.find-latest": "true",
+            f"{prefix}.apicurio.registry.as-confluent": "true",
+            f"{prefix}.apicurio.registry.use-id": "contentId",
+        }
 
     @property
     def log_file(self) -> Path | None:

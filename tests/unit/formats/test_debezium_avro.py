@@ -588,3 +588,44 @@ pipeline:
     finally:
         for opened in (decoder, schema_changes):
             opened.close()  # type: ignore[attr-defined]
+
+
+def test_schema_references_are_read_as_apicurios_converter_registers_them(
+    registry_client: SchemaRegistryClient, decoder: DebeziumAvroDecoder
+) -> None:
+    """Apicurio's Avro converter registers Debezium's ``Source`` record as a schema of its own and
+    the envelope refers to it by name."""
+    import io
+
+    from confluent_kafka.schema_registry import Schema, SchemaReference
+    from fastavro import parse_schema, schemaless_writer
+
+    table = orders(registry_client)
+    source_subject = f"{table.topic}-io.debezium.connector.mysql.Source"
+    source_schema = Schema(orjson.dumps(avro.SOURCE).decode(), "AVRO")
+    registry_client.register_schema(source_subject, source_schema)
+    version = registry_client.lookup_schema(source_subject, source_schema).version
+    envelope = table.value_schema()
+    envelope["fields"][2]["type"] = "io.debezium.connector.mysql.Source"
+    reference = SchemaReference("io.debezium.connector.mysql.Source", source_subject, version)
+    schema_id = registry_client.register_schema(
+        f"{table.topic}-value", Schema(orjson.dumps(envelope).decode(), "AVRO", [reference])
+    )
+    assert registry_client.get_schema(schema_id).references, "the registry keeps the reference"
+    named: dict[str, Any] = {}
+    parse_schema(avro.SOURCE, named_schemas=named)
+    buffer = io.BytesIO()
+    row = {"id": 1, "item": "pen", "qty": 3}
+    source = {
+        "version": "3.6.1.Final", "connector": "mysql", "name": table.server, "ts_ms": 5, "snapshot": "false",
+        "db": "inventory", "table": "orders", "server_id": 1, "file": "binlog.000001", "pos": 4,
+    }  # fmt: skip
+    schemaless_writer(
+        buffer,
+        parse_schema(envelope, named_schemas=named),
+        {"before": None, "after": row, "source": source, "op": "c", "ts_ms": 5},
+    )
+    value = b"\x00" + schema_id.to_bytes(4, "big") + buffer.getvalue()
+    observed, change = decoder.decode(records(table.topic, [(table.encode_key(row), value)]))
+    assert isinstance(observed, SchemaObserved) and observed.schema.primary_keys == ("id",)
+    assert isinstance(change, DataChange) and change.after == row and change.ts_ms == 5

@@ -25,7 +25,7 @@ integers, text, floats and booleans are what the JSON converter gives too, so th
 from __future__ import annotations
 
 import binascii
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from decimal import Decimal
 from typing import Any
 
@@ -273,10 +273,19 @@ class AvroRow:
     __slots__ = ("_converts", "_readers", "columns", "names")
 
     def __init__(
-        self, avro: dict[str, Any], translator: _Translator | None = None, namespace: str | None = None
+        self,
+        avro: dict[str, Any],
+        translator: _Translator | None = None,
+        namespace: str | None = None,
+        *,
+        referenced: Sequence[Any] = (),
     ) -> None:
+        """``referenced``: the schemas that define the named types ``avro`` refers to (schema
+        references), theirs first."""
         if translator is None:
             translator = _Translator()
+            for schema in referenced:
+                translator.connect(schema, None)  # defines its named types
             namespace = translator.names.define(avro, namespace)
         fields = avro.get("fields")
         if avro.get("type") not in ("record", "error") or not isinstance(fields, list):

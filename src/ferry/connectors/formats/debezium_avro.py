@@ -285,7 +285,7 @@ def _build_plan(writer: WriterSchema) -> _Plan:
     if not records:
         return _Plan(None, f"schema id {writer.schema_id}: 'before' and 'after' are not Avro records")
     try:
-        return _Plan(AvroRow(records[0], namespace=_namespace(schema)))
+        return _Plan(AvroRow(records[0], namespace=_namespace(schema), referenced=writer.referenced))
     except DecodeError as e:
         return _Plan(None, f"schema id {writer.schema_id} is invalid: {e.reason}")
 

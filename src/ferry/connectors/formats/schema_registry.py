@@ -78,6 +78,8 @@ class WriterSchema:
     """The schema as JSON (a dict for a record), with its logical types."""
     parsed: Any
     """fastavro's parsed schema, without logical types (physical values only)."""
+    referenced: tuple[Any, ...] = ()
+    """The schemas (as JSON) that define the named types ``schema`` refers to, theirs first."""
 
 
 def schema_id_of(value: bytes | None) -> int | None:
@@ -129,39 +131,70 @@ class ConfluentAvroReader:
                 self._fetch(schema_id)
 
     def _fetch(self, schema_id: int) -> None:
+        registered = self._ask(
+            lambda: self._client.get_schema(schema_id), schema_id, f"schema id {schema_id}"
+        )
+        if registered is None:
+            return
+        schema_type = (registered.schema_type or "AVRO").upper()
+        if schema_type != "AVRO":
+            self._unreadable[schema_id] = f"schema id {schema_id} is a {schema_type} schema, not Avro"
+            return
+        referenced: list[str] = []
+        if not self._referenced(registered.references, schema_id, referenced, set()):
+            return
+        try:
+            self._schemas[schema_id] = _writer_schema(schema_id, registered.schema_str, referenced)
+        except DecodeError as e:
+            self._unreadable[schema_id] = e.reason
+
+    def _referenced(
+        self, references: Any, schema_id: int, texts: list[str], seen: set[tuple[str, int]]
+    ) -> bool:
+        """Append the schemas that ``references`` name (theirs first) to ``texts``: Apicurio's
+        serde registers a record of another namespace (Debezium's ``Source``) as a schema of its
+        own that the envelope refers to by name. False when one is missing (the reason is kept)."""
+        for reference in references or ():
+            subject, version = reference.subject, reference.version
+            if (subject, version) in seen:
+                continue
+            seen.add((subject, version))
+            what = f"the schema {subject!r} version {version} that schema id {schema_id} refers to"
+            registered = self._ask(
+                lambda s=subject, v=version: self._client.get_version(s, v), schema_id, what
+            )
+            if registered is None:
+                return False
+            schema = registered.schema
+            if not self._referenced(schema.references, schema_id, texts, seen):
+                return False
+            texts.append(schema.schema_str or "")
+        return True
+
+    def _ask(self, request: Any, schema_id: int, what: str) -> Any:
+        """The registry's answer to ``request()``; None when it does not have ``what`` (the reason
+        is kept for :meth:`read`); raises when it cannot answer."""
         from confluent_kafka.schema_registry.error import SchemaRegistryError  # noqa: PLC0415
 
         try:
-            registered = self._client.get_schema(schema_id)
+            return request()
         except SchemaRegistryError as e:
             status = e.http_status_code
             detail = self._scrub(f"HTTP {status}: {e.error_message}")
             if status == 404 or e.error_code in _NOT_FOUND_CODES:
-                reason = f"schema id {schema_id} is not in the schema registry ({detail})"
-                self._unreadable[schema_id] = reason
-                return
-            message = f"the schema registry at {self.url} answered {detail} for schema id {schema_id}"
+                self._unreadable[schema_id] = f"{what} is not in the schema registry ({detail})"
+                return None
+            message = f"the schema registry at {self.url} answered {detail} for {what}"
             if status in _RETRIABLE_STATUSES or status >= 500:
                 raise SchemaRegistryUnavailableError(message, url=self.url, schema_id=schema_id) from None
             raise SchemaRegistryAccessError(message, url=self.url, schema_id=schema_id) from None
         except Exception as e:  # httpx's transport errors, timeouts, a malformed answer
             detail = self._scrub(f"{type(e).__name__}: {e}")
             raise SchemaRegistryUnavailableError(
-                f"cannot reach the schema registry at {self.url} for schema id {schema_id}: {detail}",
+                f"cannot reach the schema registry at {self.url} for {what}: {detail}",
                 url=self.url,
                 schema_id=schema_id,
             ) from None
-        schema_type = (registered.schema_type or "AVRO").upper()
-        if schema_type != "AVRO":
-            self._unreadable[schema_id] = f"schema id {schema_id} is a {schema_type} schema, not Avro"
-            return
-        if registered.references:
-            self._unreadable[schema_id] = f"schema id {schema_id} has references, which ferry does not read"
-            return
-        try:
-            self._schemas[schema_id] = _writer_schema(schema_id, registered.schema_str)
-        except DecodeError as e:
-            self._unreadable[schema_id] = e.reason
 
     # -------------------------------------------------------------------------------- reading
 
@@ -216,16 +249,20 @@ def read_datum(writer: WriterSchema, value: bytes, what: str = "value") -> Any:
     return datum
 
 
-def _writer_schema(schema_id: int, text: str | None) -> WriterSchema:
-    try:
-        schema = orjson.loads(text or "")
-    except orjson.JSONDecodeError as e:
-        raise DecodeError(f"schema id {schema_id} is not JSON: {e.msg}") from None
-    try:
-        parsed = parse_schema(physical(schema), _ignore_default_error=True)
-    except Exception as e:  # fastavro's SchemaParseException, UnknownType ...
-        raise DecodeError(f"schema id {schema_id} is not a valid Avro schema: {e}") from None
-    return WriterSchema(schema_id, schema, parsed)
+def _writer_schema(schema_id: int, text: str | None, referenced: list[str]) -> WriterSchema:
+    named: dict[str, Any] = {}
+    referenced_json = []
+    for reference in (*referenced, text):
+        try:
+            schema = orjson.loads(reference or "")
+        except orjson.JSONDecodeError as e:
+            raise DecodeError(f"schema id {schema_id} is not JSON: {e.msg}") from None
+        try:
+            parsed = parse_schema(physical(schema), named_schemas=named, _ignore_default_error=True)
+        except Exception as e:  # fastavro's SchemaParseException, UnknownType ...
+            raise DecodeError(f"schema id {schema_id} is not a valid Avro schema: {e}") from None
+        referenced_json.append(schema)
+    return WriterSchema(schema_id, referenced_json[-1], parsed, tuple(referenced_json[:-1]))
 
 
 def physical(schema: Any) -> Any:
