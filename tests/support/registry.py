@@ -22,6 +22,7 @@ import tempfile
 import time
 import urllib.error
 import urllib.request
+import zipfile
 from pathlib import Path
 from typing import Self
 
@@ -117,10 +118,24 @@ _CONVERTER_JARS = jvm.MavenJars(
 )
 
 
+#: Declares the converter to Connect's ``plugin.discovery=service_load``: Apicurio's 2.x jars
+#: carry no ``META-INF/services`` entry of their own.
+_SERVICES_JAR = "ferry-apicurio-converter-services.jar"
+_SERVICE = "META-INF/services/org.apache.kafka.connect.storage.Converter"
+_CONVERTER_CLASS = "io.apicurio.registry.utils.converter.AvroConverter"
+
+
 def converter_plugin_path(cache_dir: Path | None = None) -> Path:
     """A Kafka Connect ``plugin.path`` entry that holds Apicurio's Avro converter (one plugin
-    folder of jars, fetched once from Maven Central)."""
-    return _CONVERTER_JARS.ensure(cache_dir or default_cache_dir() / "converter").parent
+    folder of jars, fetched once from Maven Central, with a service declaration jar)."""
+    lib = _CONVERTER_JARS.ensure(cache_dir or default_cache_dir() / "converter")
+    services = lib / _SERVICES_JAR
+    if not services.is_file():
+        staging = lib / f".{_SERVICES_JAR}.{os.getpid()}"
+        with zipfile.ZipFile(staging, "w") as jar:
+            jar.writestr(_SERVICE, _CONVERTER_CLASS + "\n")
+        staging.replace(services)
+    return lib.parent
 
 
 class SchemaRegistry(jvm.JvmService):
@@ -161,7 +176,7 @@ class SchemaRegistry(jvm.JvmService):
         wire format (the 4-byte id is the content id, which the Confluent-compatible API serves)."""
         prefix = f"{side}.converter"
         return {
-            prefix: "io.apicurio.registry.utils.converter.AvroConverter",
+            prefix: _CONVERTER_CLASS,
             f"{prefix}.apicurio.registry.url": f"{self.root_url}/apis/registry/v2",
             f"{prefix}.apicurio.registry.auto-register": "true",
             f"{prefix}.apicurio.registry.find-latest": "true",
