@@ -18,19 +18,23 @@ import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ferry.config.job import JobConfig, expand_schema_change_tags
+from ferry.config.checks import (  # noqa: F401 - earlier callers import the error and the refusal here
+    UnsupportedOptionError,
+    accepted_schema_changes,
+    behavior_refusal,
+    check_supported,
+)
+from ferry.config.job import JobConfig
 from ferry.connectors.formats import decoder_for
 from ferry.connectors.kafka.dead_letter import KafkaDeadLetter
 from ferry.connectors.kafka.schema_changes import SchemaChangeReader
 from ferry.connectors.kafka.source import EndPosition, KafkaSource, StartPosition
-from ferry.exceptions import TerminalError
-from ferry.pipeline.events import SCHEMA_CHANGE_TAGS
 from ferry.pipeline.route import Route, TableRouter
-from ferry.pipeline.router import SchemaChangeBehavior, SchemaChangeRouter
+from ferry.pipeline.router import SchemaChangeRouter
 from ferry.pipeline.runner import HintSource, PipelineRunner, RunnerSettings
 from ferry.pipeline.state import StateStore
-from ferry.sinks import Sink, sink_class
-from ferry.sinks.capabilities import CAPABILITIES
+from ferry.sinks import Sink
+from ferry.sinks.registry import sink_class
 
 if TYPE_CHECKING:
     from ferry.pipeline.transform import TableTransforms
@@ -38,53 +42,10 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def accepted_schema_changes(include: tuple[str, ...] | None, exclude: tuple[str, ...]) -> frozenset[str]:
-    """The tags a sink's ``include.schema.changes`` / ``exclude.schema.changes`` leave; exclude wins."""
-    included = expand_schema_change_tags(include) if include is not None else frozenset(SCHEMA_CHANGE_TAGS)
-    return included - expand_schema_change_tags(exclude)
-
-
 def build_sink(job: JobConfig) -> Sink:
     cls: Any = sink_class(job.sink.type)
     sink: Sink = cls(job.sink, pipeline=job.pipeline.name)
     return sink
-
-
-class UnsupportedOptionError(TerminalError):
-    """A job file asks for something this version of ferry does not do yet."""
-
-
-def behavior_refusal(sink_kind: str, behavior: SchemaChangeBehavior) -> str | None:
-    """Why a sink does not take a behaviour (Hologres refuses TRY_EVOLVE), or None."""
-    capabilities = CAPABILITIES.get(sink_kind)
-    if (
-        behavior is SchemaChangeBehavior.TRY_EVOLVE
-        and capabilities is not None
-        and not capabilities.try_evolve
-    ):
-        return (
-            f"pipeline.schema.change.behavior: the {sink_kind} sink does not take TRY_EVOLVE "
-            "(a refused change would leave its table behind the source); use LENIENT or EVOLVE"
-        )
-    return None
-
-
-def check_supported(job: JobConfig) -> None:
-    """Refuse, before anything starts, what the job asks for and ferry would otherwise ignore."""
-    if job.transform:
-        from ferry.pipeline.transform import stateful_reason, unsupported_reason  # noqa: PLC0415
-
-        reason = stateful_reason(job) or unsupported_reason(job)
-        if reason is not None:
-            raise UnsupportedOptionError(reason)
-    refusal = behavior_refusal(job.sink.type, job.pipeline.schema_change_behavior)
-    if refusal is not None:
-        raise UnsupportedOptionError(refusal)
-    if job.pipeline.parallelism != 1:
-        raise UnsupportedOptionError(
-            "pipeline.parallelism: a worker runs one pipeline thread; to scale out, start more workers "
-            "with the same job file (they share the partitions through the consumer group)"
-        )
 
 
 def _transforms(job: JobConfig) -> TableTransforms | None:

@@ -15,8 +15,8 @@ from typing import Any
 
 from ferry.pipeline.schema import TableId
 from ferry.sinks.base import Sink
-from ferry.sinks.capabilities import CAPABILITIES
 from ferry.sinks.memory import MemorySink
+from ferry.sinks.registry import DESTINATIONS
 
 
 @dataclass
@@ -41,10 +41,11 @@ class Backend:
     real: bool
 
 
-def memory_backend(kind: str) -> Callable[[Context], Backend]:
+def memory_backend(sink_type: str) -> Callable[[Context], Backend]:
     def make(context: Context) -> Backend:
-        sink = MemorySink(pipeline=context.pipeline, capabilities=CAPABILITIES[kind], kind=kind)
-        return Backend(kind, sink, sink.rows, real=False)
+        capabilities = DESTINATIONS[sink_type].capabilities
+        sink = MemorySink(pipeline=context.pipeline, capabilities=capabilities, type=sink_type)
+        return Backend(sink_type, sink, sink.rows, real=False)
 
     return make
 
@@ -269,7 +270,7 @@ def maxcompute_backend(context: Context) -> Backend:
 
 
 #: Sink type → how to build it for one test.
-BACKENDS: dict[str, Callable[[Context], Backend]] = {kind: memory_backend(kind) for kind in CAPABILITIES} | {
+BACKENDS: dict[str, Callable[[Context], Backend]] = {t: memory_backend(t) for t in DESTINATIONS} | {
     "iceberg": iceberg_backend,
     "paimon": paimon_backend,
     "kafka": kafka_backend,

@@ -27,6 +27,7 @@ from ferry.pipeline.router import SchemaChangeBehavior, SchemaChangeRouter
 from ferry.pipeline.runner import PipelineRunner, RunnerSettings
 from ferry.pipeline.schema import Column, Schema, TableId
 from ferry.pipeline.state import StateStore
+from ferry.sinks.base import ChangeKind as K
 from tests.conformance.backends import BACKENDS, Backend, Context
 from tests.shared import SHARED
 
@@ -45,26 +46,26 @@ BASE = Schema.of(
 BEFORE = [{"id": 1, "name": "a", "qty": 1, "code": "x"}, {"id": 2, "name": "b", "qty": 2, "code": "y"}]
 
 #: matrix change name → the change ferry receives (as in-order DDL)
-CHANGES: dict[str, E.SchemaChange] = {
-    "add_column_last": E.AddColumn(TID, Column("extra", T.INT())),
-    "add_column_positioned": E.AddColumn(TID, Column("extra", T.INT()), E.after("id")),
-    "drop_column": E.DropColumn(TID, "qty"),
-    "rename_column": E.RenameColumn(TID, "qty", "quantity"),
-    "alter_column_type": E.AlterColumnType(TID, "qty", T.BIGINT(), T.INT()),
-    "relax_nullability": E.AlterColumnType(TID, "code", T.STRING(), T.STRING().not_null()),
-    "tighten_nullability": E.AlterColumnType(TID, "qty", T.INT().not_null(), T.INT()),
-    "create_table": E.CreateTable(OTHER, Schema.of([Column("k", T.BIGINT().not_null())], ["k"])),
-    "drop_table": E.DropTable(TID),
-    "truncate_table": E.TruncateTable(TID),
-    "alter_column_comment": E.AlterColumnComment(TID, "qty", "units ordered"),
-    "alter_table_comment": E.AlterTableComment(TID, "orders"),
+CHANGES: dict[K, E.SchemaChange] = {
+    K.ADD_COLUMN_LAST: E.AddColumn(TID, Column("extra", T.INT())),
+    K.ADD_COLUMN_POSITIONED: E.AddColumn(TID, Column("extra", T.INT()), E.after("id")),
+    K.DROP_COLUMN: E.DropColumn(TID, "qty"),
+    K.RENAME_COLUMN: E.RenameColumn(TID, "qty", "quantity"),
+    K.ALTER_COLUMN_TYPE: E.AlterColumnType(TID, "qty", T.BIGINT(), T.INT()),
+    K.RELAX_NULLABILITY: E.AlterColumnType(TID, "code", T.STRING(), T.STRING().not_null()),
+    K.TIGHTEN_NULLABILITY: E.AlterColumnType(TID, "qty", T.INT().not_null(), T.INT()),
+    K.CREATE_TABLE: E.CreateTable(OTHER, Schema.of([Column("k", T.BIGINT().not_null())], ["k"])),
+    K.DROP_TABLE: E.DropTable(TID),
+    K.TRUNCATE_TABLE: E.TruncateTable(TID),
+    K.ALTER_COLUMN_COMMENT: E.AlterColumnComment(TID, "qty", "units ordered"),
+    K.ALTER_TABLE_COMMENT: E.AlterTableComment(TID, "orders"),
 }
 
 
 @dataclass(frozen=True)
 class Case:
     sink: str
-    change: str
+    change: K
     behavior: SchemaChangeBehavior
     outcome: str
     note: str
@@ -83,7 +84,7 @@ def load_cases() -> list[Case]:
             (SchemaChangeBehavior.LENIENT, "project_lenient"),
             (SchemaChangeBehavior.EVOLVE, "project_evolve"),
         ):
-            cases.append(Case(row["sink"], row["change"], behavior, row[column], row.get("note") or ""))
+            cases.append(Case(row["sink"], K(row["change"]), behavior, row[column], row.get("note") or ""))
     return cases
 
 
@@ -263,7 +264,7 @@ def test_schema_change(case: Case, tmp_path: Path, request: pytest.FixtureReques
 
 def test_a_repeated_change_is_applied_once(tmp_path: Path, request: pytest.FixtureRequest) -> None:
     backend = BACKENDS["iceberg"](context(tmp_path, request))
-    change = CHANGES["add_column_positioned"]
+    change = CHANGES[K.ADD_COLUMN_POSITIONED]
     run_case(backend, SchemaChangeBehavior.EVOLVE, change, tmp_path, [])
     # a replay of the same DDL (a restart from an earlier checkpoint) finds it applied
     replay = run_case(backend, SchemaChangeBehavior.EVOLVE, change, tmp_path / "again", [])

@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import yaml
 
+from ferry.config.checks import accepted_schema_changes
 from ferry.config.job import TransformConfig
 from ferry.connectors.formats.ddl import parse_ddl
 from ferry.connectors.memory import MemoryDeadLetter, MemorySource
@@ -26,10 +27,9 @@ from ferry.pipeline.runner import PipelineRunner, RunnerSettings
 from ferry.pipeline.schema import TableId
 from ferry.pipeline.state import StateStore
 from ferry.pipeline.transform import TableTransforms
-from ferry.sinks.capabilities import CAPABILITIES
 from ferry.sinks.hologres.types import TypeNormalizeStrategy, hologres_type
 from ferry.sinks.memory import MemorySink
-from ferry.worker import accepted_schema_changes
+from ferry.sinks.registry import SINKS
 
 CASES = sorted((Path(__file__).parent / "cases").glob("*.yaml"))
 
@@ -55,11 +55,11 @@ def events_of(spec: list[dict[str, Any]]) -> list[E.Event]:
 @pytest.mark.parametrize("path", CASES, ids=lambda p: p.stem)
 def test_golden(path: Path, tmp_path: Path) -> None:
     case = yaml.safe_load(path.read_text())
-    kind = case["sink"]
+    sink_type = case["sink"]
     strategy = case.get("type-normalize-strategy")
     sink = MemorySink(
-        capabilities=CAPABILITIES.get(kind),
-        kind=kind,
+        capabilities=SINKS[sink_type].capabilities,
+        type=sink_type,
         type_mapping=None
         if strategy is None
         else partial(hologres_type, strategy=TypeNormalizeStrategy(strategy)),

@@ -29,10 +29,10 @@ from ferry.pipeline.events import (
 )
 from ferry.pipeline.schema import Column, Schema, TableId
 from ferry.pipeline.types import ARRAY, BIGINT, DATE, DECIMAL, INT, STRING, TIMESTAMP_LTZ, VARCHAR
-from ferry.sinks import sink_class
 from ferry.sinks.exceptions import SinkTerminalError, SinkTransientError
 from ferry.sinks.hologres.config import HologresSinkConfig
 from ferry.sinks.hologres.sink import HologresSink
+from ferry.sinks.registry import sink_class
 from ferry.testing.postgres import PostgresServer
 from tests.integration.helpers import Feed
 

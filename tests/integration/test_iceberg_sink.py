@@ -53,12 +53,13 @@ from ferry.pipeline.types import (
     DataType,
     Field,
 )
-from ferry.sinks import OffsetCommitting, sink_class
+from ferry.sinks import OffsetCommitting
 from ferry.sinks.base import ChangeKind, Support
 from ferry.sinks.exceptions import SinkTerminalError
 from ferry.sinks.iceberg.config import IcebergSinkConfig
 from ferry.sinks.iceberg.sink import IcebergSink
 from ferry.sinks.iceberg.types import sink_schema
+from ferry.sinks.registry import sink_class
 from tests.integration.helpers import SINK_TEST_TOPIC as TOPIC
 from tests.integration.helpers import Feed
 

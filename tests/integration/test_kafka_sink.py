@@ -13,7 +13,6 @@ import orjson
 import pytest
 from confluent_kafka.admin import AdminClient, ConfigResource
 
-from ferry.config.sinks import sink_config_classes
 from ferry.connectors.formats import decoder_for
 from ferry.pipeline.events import (
     AddColumn,
@@ -44,11 +43,11 @@ from ferry.pipeline.types import (
     TIMESTAMP_LTZ,
     Field,
 )
-from ferry.sinks import sink_class
 from ferry.sinks.base import ChangeKind, Support
 from ferry.sinks.exceptions import SinkTerminalError, SinkTransientError
 from ferry.sinks.kafka.config import KafkaSinkConfig
 from ferry.sinks.kafka.sink import KafkaSink, topic_name
+from ferry.sinks.registry import SINKS, sink_class
 from ferry.testing.kafka_broker import KafkaBrokerError, TopicFactory, delete_topic
 from tests.integration.helpers import read_all
 
@@ -112,7 +111,7 @@ def same_rows(got: list[DataChange], sent: list[DataChange]) -> None:
 
 def test_capabilities_create_table_applied_everything_else_ignored() -> None:
     assert sink_class("kafka") is KafkaSink
-    assert sink_config_classes()["kafka"] is KafkaSinkConfig
+    assert SINKS["kafka"].config is KafkaSinkConfig
     for kind in ChangeKind:
         expected = Support.APPLY if kind is ChangeKind.CREATE_TABLE else Support.IGNORED
         assert KafkaSink.capabilities.support(kind) is expected

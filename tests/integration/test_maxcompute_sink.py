@@ -45,10 +45,10 @@ from ferry.pipeline.types import (
     VARCHAR,
     Field,
 )
-from ferry.sinks import sink_class
 from ferry.sinks.exceptions import SinkTerminalError, SinkTransientError
 from ferry.sinks.maxcompute.config import MaxComputeSinkConfig
 from ferry.sinks.maxcompute.sink import MaxComputeSink
+from ferry.sinks.registry import sink_class
 from ferry.testing.maxcompute import MaxComputeServer
 from tests.integration.helpers import Feed
 

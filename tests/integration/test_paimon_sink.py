@@ -50,11 +50,12 @@ from ferry.pipeline.types import (
     DataType,
     Field,
 )
-from ferry.sinks import OffsetCommitting, sink_class
+from ferry.sinks import OffsetCommitting
 from ferry.sinks.base import ChangeKind, Support
 from ferry.sinks.exceptions import SinkTerminalError
 from ferry.sinks.paimon.config import DEFAULT_ROWKIND_COLUMN, PaimonSinkConfig
 from ferry.sinks.paimon.sink import PaimonSink
+from ferry.sinks.registry import sink_class
 from tests.integration.helpers import SINK_TEST_TOPIC as TOPIC
 from tests.integration.helpers import Feed
 

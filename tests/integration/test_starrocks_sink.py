@@ -33,8 +33,8 @@ from ferry.pipeline.events import (
 )
 from ferry.pipeline.schema import Column, Schema, TableId
 from ferry.pipeline.types import BIGINT, BOOLEAN, BYTES, DECIMAL, INT, STRING, TIMESTAMP_LTZ, VARCHAR
-from ferry.sinks import sink_class
 from ferry.sinks.exceptions import SinkTerminalError
+from ferry.sinks.registry import sink_class
 from ferry.sinks.selectdb.config import SelectDbSinkConfig
 from ferry.sinks.selectdb.sink import SelectDbSink
 from ferry.sinks.starrocks.config import StarRocksSinkConfig
@@ -70,11 +70,11 @@ def make_config(
     server: MariaDbServer,
     database: str,
     load: StreamLoadServer | None,
-    kind: str = "starrocks",
+    sink_type: str = "starrocks",
     **options: Any,
 ) -> dict[str, Any]:
     config: dict[str, Any] = {
-        "type": kind,
+        "type": sink_type,
         "jdbc-url": f"jdbc:mysql://{server.host}:{server.port}/{database}",
         "username": server.user,
         "password": server.password,
@@ -83,7 +83,7 @@ def make_config(
         **options,
     }
     if load is not None:
-        config["load-url" if kind == "starrocks" else "fenodes"] = load.url
+        config["load-url" if sink_type == "starrocks" else "fenodes"] = load.url
     return config
 
 
@@ -394,7 +394,7 @@ def test_selectdb_deletes_with_the_doris_delete_sign_and_loads_each_write(
 ) -> None:
     config = SelectDbSinkConfig.model_validate(
         make_config(
-            mariadb_server, database, load_server, kind="selectdb", **{"sink.enable-batch-mode": False}
+            mariadb_server, database, load_server, sink_type="selectdb", **{"sink.enable-batch-mode": False}
         )
     )
     sink = SelectDbSink(config, pipeline="p1", vendor_only_statements=False)

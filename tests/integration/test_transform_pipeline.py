@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+from ferry.config.checks import accepted_schema_changes, check_supported
 from ferry.config.loader import load_job_text
 from ferry.connectors.formats import decoder_for
 from ferry.connectors.memory import MemoryDeadLetter, MemorySource
@@ -25,7 +26,6 @@ from ferry.pipeline.transform import TableTransforms, TransformError
 from ferry.sinks.memory import MemorySink
 from ferry.testing import debezium as dbz
 from ferry.testing.kafka_broker import create_topic, produce
-from ferry.worker import accepted_schema_changes, check_supported
 from tests.integration.helpers import read_all
 
 pytestmark = pytest.mark.integration

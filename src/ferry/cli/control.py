@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import click
 from click.core import ParameterSource
 
-from ferry.config.job import parse_duration
+from ferry.options import parse_duration
 
 if TYPE_CHECKING:
     from ferry.control.config import ServerConfig

@@ -60,8 +60,8 @@ def main(log_level: str) -> None:
 @handle_errors
 def validate(job: Path) -> None:
     """Check a job file without starting anything."""
+    from ferry.config.checks import check_supported  # noqa: PLC0415
     from ferry.config.loader import load_job, validate_command  # noqa: PLC0415
-    from ferry.worker import check_supported  # noqa: PLC0415
 
     summary = validate_command(job)
     check_supported(load_job(job))

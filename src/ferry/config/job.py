@@ -29,12 +29,23 @@ from pydantic import (
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
-from ferry.config.base import ConfigModel, fold_prefixed
-from ferry.config.sinks import SinkConfig, sink_config_classes
 from ferry.exceptions import FerryError
-from ferry.pipeline.events import SCHEMA_CHANGE_TAGS
+from ferry.options import ConfigModel, Duration, fold_prefixed
+from ferry.pipeline.events import (
+    SCHEMA_CHANGE_TAGS,
+    AddColumn,
+    AlterColumnComment,
+    AlterColumnType,
+    AlterTableComment,
+    CreateTable,
+    DropColumn,
+    DropTable,
+    RenameColumn,
+    TruncateTable,
+)
 from ferry.pipeline.router import SchemaChangeBehavior
 from ferry.pipeline.schema import TableId
+from ferry.sinks.registry import SINKS, SinkConfig
 
 
 class OptionError(ValueError):
@@ -51,75 +62,22 @@ class OptionError(ValueError):
 
 
 # --------------------------------------------------------------------------------------------------
-# Durations
-
-
-#: Duration unit → milliseconds. The names are those of Flink's ``TimeUtils``.
-_DURATION_UNITS: dict[str, int] = {
-    **dict.fromkeys(("ms", "milli", "millis", "millisecond", "milliseconds"), 1),
-    **dict.fromkeys(("s", "sec", "secs", "second", "seconds"), 1000),
-    **dict.fromkeys(("m", "min", "mins", "minute", "minutes"), 60_000),
-    **dict.fromkeys(("h", "hour", "hours"), 3_600_000),
-    **dict.fromkeys(("d", "day", "days"), 86_400_000),
-}
-_DURATION_RE = re.compile(r"(\d+)\s*([a-z]*)")
-
-
-def parse_duration(value: object) -> timedelta:
-    """``"5s"``, ``"500ms"``, ``"3min"``, ``"1 h"`` or an integer number of milliseconds."""
-    if isinstance(value, timedelta):
-        result = value
-    elif isinstance(value, int) and not isinstance(value, bool):
-        result = timedelta(milliseconds=value)
-    elif isinstance(value, str):
-        match = _DURATION_RE.fullmatch(value.strip().lower())
-        if match is None or (match.group(2) and match.group(2) not in _DURATION_UNITS):
-            raise ValueError(
-                "not a duration: write a number with a unit (500ms, 5s, 3min, 1h, 1d) "
-                "or an integer number of milliseconds"
-            )
-        result = timedelta(milliseconds=int(match.group(1)) * _DURATION_UNITS.get(match.group(2), 1))
-    else:
-        raise ValueError("a duration is a string such as '5s' or an integer number of milliseconds")
-    if result <= timedelta(0):
-        raise ValueError("a duration must be longer than zero")
-    return result
-
-
-def format_duration(value: timedelta) -> str:
-    """The shortest exact spelling of a duration in the job-file syntax (``"5s"``, ``"3min"``)."""
-    ms = round(value.total_seconds() * 1000)
-    for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("min", 60_000), ("s", 1000)):
-        if ms and ms % size == 0:
-            return f"{ms // size}{unit}"
-    return f"{ms}ms"
-
-
-#: A duration option; JSON renders it in the job-file syntax (``"3min"``).
-Duration = Annotated[
-    timedelta,
-    BeforeValidator(parse_duration),
-    PlainSerializer(format_duration, return_type=str, when_used="json"),
-]
-
-
-# --------------------------------------------------------------------------------------------------
 # Schema-change names
 
 
 #: Family name → the schema-change tags it stands for (Flink CDC's ``SchemaChangeEventTypeFamily``,
 #: with ferry's comment changes added to ``alter``, ``table`` and ``column``).
 SCHEMA_CHANGE_FAMILIES: dict[str, frozenset[str]] = {
-    "table": frozenset({"create.table", "drop.table", "truncate.table", "alter.table.comment"}),
+    "table": frozenset({CreateTable.tag, DropTable.tag, TruncateTable.tag, AlterTableComment.tag}),
     "column": frozenset(
-        {"add.column", "drop.column", "rename.column", "alter.column.type", "alter.column.comment"}
+        {AddColumn.tag, DropColumn.tag, RenameColumn.tag, AlterColumnType.tag, AlterColumnComment.tag}
     ),
-    "create": frozenset({"create.table"}),
-    "drop": frozenset({"drop.column", "drop.table"}),
-    "add": frozenset({"add.column"}),
-    "alter": frozenset({"alter.column.type", "alter.column.comment", "alter.table.comment"}),
-    "rename": frozenset({"rename.column"}),
-    "truncate": frozenset({"truncate.table"}),
+    "create": frozenset({CreateTable.tag}),
+    "drop": frozenset({DropColumn.tag, DropTable.tag}),
+    "add": frozenset({AddColumn.tag}),
+    "alter": frozenset({AlterColumnType.tag, AlterColumnComment.tag, AlterTableComment.tag}),
+    "rename": frozenset({RenameColumn.tag}),
+    "truncate": frozenset({TruncateTable.tag}),
 }
 
 
@@ -704,11 +662,11 @@ class PipelineConfig(ConfigModel):
 def _tag_of(data: Any, section: str, known: Iterable[str], hint: str) -> None:
     if not isinstance(data, dict):
         return
-    kind = data.get("type")
-    if kind is None:
+    tag = data.get("type")
+    if tag is None:
         raise OptionError(f"missing key 'type' ({hint})", "type")
-    if kind not in known:
-        raise OptionError(f"{section} type {kind!r} is not supported: {hint}", "type")
+    if tag not in known:
+        raise OptionError(f"{section} type {tag!r} is not supported: {hint}", "type")
 
 
 class JobConfig(ConfigModel):
@@ -735,8 +693,7 @@ class JobConfig(ConfigModel):
     @field_validator("sink", mode="before")
     @classmethod
     def _sink_type(cls, value: Any) -> Any:
-        kinds = sink_config_classes()
-        _tag_of(value, "sink", kinds, "the sink types are " + ", ".join(repr(k) for k in sorted(kinds)))
+        _tag_of(value, "sink", SINKS, "the sink types are " + ", ".join(repr(t) for t in SINKS))
         return value
 
     @field_validator("sink")

@@ -29,7 +29,8 @@ from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from sqlalchemy.engine import make_url
 
 from ferry.config.exceptions import ConfigError, ConfigProblem
-from ferry.config.job import BoundedMode, JobConfig, OptionError, format_duration
+from ferry.config.job import BoundedMode, JobConfig, OptionError
+from ferry.options import format_duration
 
 Loc = tuple[str | int, ...]
 Position = tuple[int, int]  # 0-based line and column, as ruamel keeps them

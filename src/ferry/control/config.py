@@ -29,10 +29,10 @@ from typing import Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, model_validator
 
-from ferry.config.job import Duration
 from ferry.config.loader import load_model_file
 from ferry.control.models import MAX_CARRY_OVER_TIMEOUT
 from ferry.control.service import ControlSettings
+from ferry.options import Duration
 
 Role = Literal["viewer", "editor"]
 #: The environment name that gives a token its role in every environment.

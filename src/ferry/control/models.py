@@ -13,7 +13,8 @@ from typing import Literal, Self
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from ferry.config.job import SpecificOffsets, parse_duration
+from ferry.config.job import SpecificOffsets
+from ferry.options import parse_duration
 
 #: The property naming the pipeline whose offsets a new pipeline inherits (SPEC §4).
 INITIAL_OFFSET_FROM = "sql.tables.initial-offset-from"

@@ -25,7 +25,7 @@ def drop_tables(job: JobConfig, tables: Iterable[str], pipeline: str) -> list[st
     try:
         if not isinstance(sink, TableDropping):
             raise ControlError(
-                400, f"spec.rebuildTables: the {sink.kind} sink cannot drop tables for a rebuild"
+                400, f"spec.rebuildTables: the {sink.type} sink cannot drop tables for a rebuild"
             )
         return [name for name in tables if sink.drop_table(TableId.parse(name))]
     finally:
@@ -36,7 +36,7 @@ def check_rebuild(job: JobConfig, spec: PipelineSpec) -> None:
     """Refuse at creation a rebuild the sink cannot do, and a rebuild without a start."""
     if not spec.rebuild_tables:
         return
-    from ferry.sinks import sink_class  # noqa: PLC0415
+    from ferry.sinks.registry import sink_class  # noqa: PLC0415
 
     if not issubclass(sink_class(job.sink.type), TableDropping):
         raise ControlError(

@@ -15,8 +15,9 @@ from typing import Any
 
 from pydantic import ValidationError
 
+from ferry.config.checks import UnsupportedOptionError, check_supported
 from ferry.config.exceptions import ConfigError
-from ferry.config.job import JobConfig, format_specific_offsets, parse_duration
+from ferry.config.job import JobConfig, format_specific_offsets
 from ferry.config.loader import load_job_text
 from ferry.control.exceptions import ControlError
 from ferry.control.models import (
@@ -27,6 +28,7 @@ from ferry.control.models import (
 )
 from ferry.control.replay import check_rebuild
 from ferry.control.store import ControlStore, PipelineRow, SavepointRow, runtime_name
+from ferry.options import parse_duration
 from ferry.pipeline.state import StateStore, decode_offsets, now_ms
 
 API_VERSION = "ferry/v1"
@@ -335,8 +337,6 @@ class ControlPlane:
 
     @staticmethod
     def _check_job(job: JobConfig) -> None:
-        from ferry.worker import UnsupportedOptionError, check_supported  # noqa: PLC0415
-
         try:
             check_supported(job)
         except UnsupportedOptionError as e:

@@ -163,27 +163,27 @@ class SchemaChangeRouter:
             return Decision(
                 Action.APPLY,
                 replace(change, position=LAST),
-                f"{self.sink.kind} only appends columns: added last",
+                f"{self.sink.type} only appends columns: added last",
                 kind,
             )
         if support is Support.IGNORED:
             return Decision(
-                Action.IGNORED, change, f"{self.sink.kind} keeps no schema: it travels with each row", kind
+                Action.IGNORED, change, f"{self.sink.type} keeps no schema: it travels with each row", kind
             )
         if support is Support.NOT_SYNCED:
             return Decision(
-                Action.SKIP, change, f"{self.sink.kind} does not sync {kind.value} ({support.value})", kind
+                Action.SKIP, change, f"{self.sink.type} does not sync {kind.value} ({support.value})", kind
             )
         # unsupported by the sink
         if self.behavior is SchemaChangeBehavior.EVOLVE:
             return Decision(
                 Action.FAIL,
                 change,
-                f"sink {self.sink.kind} does not support {kind.value} on table {change.table_id} "
+                f"sink {self.sink.type} does not support {kind.value} on table {change.table_id} "
                 f"({change}) and schema change behavior is EVOLVE",
                 kind,
             )
-        return Decision(Action.SKIP, change, f"{self.sink.kind} does not support {kind.value}", kind)
+        return Decision(Action.SKIP, change, f"{self.sink.type} does not support {kind.value}", kind)
 
     def _rename_as_new_column(self, change: RenameColumn, sink_schema: Schema, kind: ChangeKind) -> Decision:
         old = sink_schema.find(change.old_name)
@@ -193,7 +193,7 @@ class SchemaChangeRouter:
         return Decision(
             Action.APPLY,
             AddColumn(change.table_id, column, LAST),
-            f"LENIENT rename at {self.sink.kind}: {change.new_name} added as a new column, "
+            f"LENIENT rename at {self.sink.type}: {change.new_name} added as a new column, "
             f"{change.old_name} kept and NULL from now on",
             kind,
         )
@@ -210,7 +210,7 @@ class SchemaChangeRouter:
             return Decision(
                 Action.FAIL,
                 change,
-                f"table {change.table_id} exists at sink {self.sink.kind} with an incompatible schema: "
+                f"table {change.table_id} exists at sink {self.sink.type} with an incompatible schema: "
                 f"sink has {sink_schema.describe()}, source has {wanted.describe()}",
                 kind,
             )
@@ -222,7 +222,7 @@ class SchemaChangeRouter:
             return Decision(
                 Action.FAIL,
                 decision.change,
-                f"sink {self.sink.kind} refused {decision.change}: {error}",
+                f"sink {self.sink.type} refused {decision.change}: {error}",
                 decision.kind,
             )
         return Decision(

@@ -22,12 +22,10 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Protocol, runtime_checkable
 
+from ferry.connectors.base import Offsets
 from ferry.pipeline.events import DataChange, SchemaChange
 from ferry.pipeline.schema import Schema, TableId
 from ferry.pipeline.types import DataType
-
-#: (topic, partition) → the next offset to read, as Kafka commits it.
-Offsets = Mapping[tuple[str, int], int]
 
 
 class ChangeKind(StrEnum):
@@ -44,6 +42,8 @@ class ChangeKind(StrEnum):
     TRUNCATE_TABLE = "truncate_table"
     ALTER_COLUMN_COMMENT = "alter_column_comment"
     ALTER_TABLE_COMMENT = "alter_table_comment"
+    #: Never an event (the tracker keeps a column nullable): no sink declares it; the matrix lists it.
+    TIGHTEN_NULLABILITY = "tighten_nullability"
 
 
 class Support(StrEnum):
@@ -73,11 +73,33 @@ class SinkCapabilities:
         return self.changes.get(kind, Support.UNSUPPORTED)
 
 
+#: Comments are never synced (most sinks).
+COMMENTS_NOT_SYNCED: Mapping[ChangeKind, Support] = {
+    ChangeKind.ALTER_COLUMN_COMMENT: Support.NOT_SYNCED,
+    ChangeKind.ALTER_TABLE_COMMENT: Support.NOT_SYNCED,
+}
+
+#: A table format with schema evolution (Iceberg, Paimon): every column change, no table drop or
+#: truncate.
+TABLE_FORMAT_CHANGES: Mapping[ChangeKind, Support] = {
+    ChangeKind.CREATE_TABLE: Support.APPLY,
+    ChangeKind.ADD_COLUMN_LAST: Support.APPLY,
+    ChangeKind.ADD_COLUMN_POSITIONED: Support.APPLY,
+    ChangeKind.DROP_COLUMN: Support.APPLY,
+    ChangeKind.RENAME_COLUMN: Support.APPLY,
+    ChangeKind.ALTER_COLUMN_TYPE: Support.APPLY,
+    ChangeKind.RELAX_NULLABILITY: Support.APPLY,
+    ChangeKind.DROP_TABLE: Support.UNSUPPORTED,
+    ChangeKind.TRUNCATE_TABLE: Support.UNSUPPORTED,
+    **COMMENTS_NOT_SYNCED,
+}
+
+
 class Sink(ABC):
-    """A destination of change events. Subclasses set :attr:`capabilities` and :attr:`kind`."""
+    """A destination of change events. Subclasses set :attr:`capabilities` and :attr:`type`."""
 
     #: The sink type, as job files name it (a test double may stand in for another per instance).
-    kind: str
+    type: str
     #: Declared per sink class; a test double may set its own per instance.
     capabilities: SinkCapabilities
 
@@ -107,6 +129,12 @@ class Sink(ABC):
 
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release connections; the default does nothing."""
+
+    @property
+    def kind(self) -> str:
+        """The former name of :attr:`type`, still read by ``ferry.pipeline.schema_operator`` and
+        ``ferry.pipeline.runner``: remove it once they read ``type``."""
+        return self.type
 
 
 @runtime_checkable
@@ -145,3 +173,18 @@ class AsyncSchemaChanges(Protocol):
     def schema_change_pending(self, table_id: TableId) -> bool:
         """True while a schema change the sink accepted for this table is still running."""
         ...
+
+
+__all__ = [
+    "COMMENTS_NOT_SYNCED",
+    "TABLE_FORMAT_CHANGES",
+    "AsyncSchemaChanges",
+    "ChangeKind",
+    "OffsetCommitting",
+    "Offsets",
+    "SchemaCaching",
+    "Sink",
+    "SinkCapabilities",
+    "Support",
+    "TableDropping",
+]

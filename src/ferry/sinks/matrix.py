@@ -24,26 +24,28 @@ from ferry.pipeline.events import (
 )
 from ferry.pipeline.router import Action, SchemaChangeBehavior, SchemaChangeRouter
 from ferry.pipeline.schema import Column, Schema, TableId
-from ferry.sinks.capabilities import CAPABILITIES
+from ferry.sinks.base import ChangeKind as K
+from ferry.sinks.memory import MemorySink
+from ferry.sinks.registry import DESTINATIONS
 
 _TABLE = TableId.parse("db.t")
 _SCHEMA = Schema.of(
     [Column("id", t.INT().not_null()), Column("qty", t.INT()), Column("code", t.STRING().not_null())], ["id"]
 )
 #: The matrix's change names, in its order, with a sample change of each (None: never an event).
-SAMPLES: dict[str, SchemaChange | None] = {
-    "add_column_last": AddColumn(_TABLE, Column("extra", t.INT())),
-    "add_column_positioned": AddColumn(_TABLE, Column("extra", t.INT()), after("id")),
-    "drop_column": DropColumn(_TABLE, "qty"),
-    "rename_column": RenameColumn(_TABLE, "qty", "quantity"),
-    "alter_column_type": AlterColumnType(_TABLE, "qty", t.BIGINT(), t.INT()),
-    "relax_nullability": AlterColumnType(_TABLE, "code", t.STRING(), t.STRING().not_null()),
-    "tighten_nullability": None,
-    "create_table": CreateTable(TableId.parse("db.t2"), _SCHEMA),
-    "drop_table": DropTable(_TABLE),
-    "truncate_table": TruncateTable(_TABLE),
-    "alter_column_comment": AlterColumnComment(_TABLE, "qty", "units"),
-    "alter_table_comment": AlterTableComment(_TABLE, "orders"),
+SAMPLES: dict[K, SchemaChange | None] = {
+    K.ADD_COLUMN_LAST: AddColumn(_TABLE, Column("extra", t.INT())),
+    K.ADD_COLUMN_POSITIONED: AddColumn(_TABLE, Column("extra", t.INT()), after("id")),
+    K.DROP_COLUMN: DropColumn(_TABLE, "qty"),
+    K.RENAME_COLUMN: RenameColumn(_TABLE, "qty", "quantity"),
+    K.ALTER_COLUMN_TYPE: AlterColumnType(_TABLE, "qty", t.BIGINT(), t.INT()),
+    K.RELAX_NULLABILITY: AlterColumnType(_TABLE, "code", t.STRING(), t.STRING().not_null()),
+    K.TIGHTEN_NULLABILITY: None,
+    K.CREATE_TABLE: CreateTable(TableId.parse("db.t2"), _SCHEMA),
+    K.DROP_TABLE: DropTable(_TABLE),
+    K.TRUNCATE_TABLE: TruncateTable(_TABLE),
+    K.ALTER_COLUMN_COMMENT: AlterColumnComment(_TABLE, "qty", "units"),
+    K.ALTER_TABLE_COMMENT: AlterTableComment(_TABLE, "orders"),
 }
 MODES = (
     SchemaChangeBehavior.LENIENT,
@@ -54,17 +56,15 @@ MODES = (
 )
 
 
-def outcome(kind: str, change: str, behavior: SchemaChangeBehavior) -> str:
+def outcome(sink_type: str, change: K, behavior: SchemaChangeBehavior) -> str:
     """The outcome word for one sink, one change of the matrix and one behaviour."""
-    from ferry.sinks.memory import MemorySink  # noqa: PLC0415 - memory imports the router
-
-    capabilities = CAPABILITIES[kind]
+    capabilities = DESTINATIONS[sink_type].capabilities
     sample = SAMPLES[change]
     if sample is None:
         return "no event"
     if behavior is SchemaChangeBehavior.TRY_EVOLVE and not capabilities.try_evolve:
         return "refused at validation"
-    sink = MemorySink(capabilities=capabilities, kind=kind)
+    sink = MemorySink(capabilities=capabilities, type=sink_type)
     existing = None if isinstance(sample, CreateTable) else _SCHEMA
     decision = SchemaChangeRouter(sink, behavior, SCHEMA_CHANGE_TAGS).decide(sample, existing)
     if decision.action is Action.APPLY:
@@ -81,12 +81,12 @@ def markdown() -> str:
     parts = []
     header = "| change | " + " | ".join(m.value for m in MODES) + " |"
     rule = "|---|" + "---|" * len(MODES)
-    for kind in sorted(CAPABILITIES):
-        notes = CAPABILITIES[kind].notes
-        lines = [f"#### {kind}", "", header, rule]
+    for sink_type, declared in DESTINATIONS.items():
+        notes = declared.capabilities.notes
+        lines = [f"#### {sink_type}", "", header, rule]
         for change in SAMPLES:
-            cells = " | ".join(outcome(kind, change, m) for m in MODES)
-            lines.append(f"| `{change}` | {cells} |")
+            cells = " | ".join(outcome(sink_type, change, m) for m in MODES)
+            lines.append(f"| `{change.value}` | {cells} |")
         if notes:
             lines.append("")
             lines += [f"- `{k.value}`: {note}" for k, note in notes.items()]

@@ -11,13 +11,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from ferry.config.base import SinkConfigBase
+from ferry.options import SinkConfigBase
 from ferry.pipeline.apply import apply_schema_change
-from ferry.pipeline.events import DataChange, Op, SchemaChange
+from ferry.pipeline.events import DataChange, Op, RenameColumn, SchemaChange
 from ferry.pipeline.router import change_kind
 from ferry.pipeline.schema import Schema, TableId
 from ferry.pipeline.types import DataType
 from ferry.sinks.base import ChangeKind, Offsets, Sink, SinkCapabilities, Support
+from ferry.sinks.declaration import SinkDeclaration
 from ferry.sinks.exceptions import SinkTerminalError, SinkTransientError
 
 #: Everything supported: the default for a memory sink.
@@ -47,7 +48,7 @@ class MemoryTable:
 class MemorySink(Sink):
     """Tables in memory, upserted by primary key (appended when a table has none)."""
 
-    kind: str = "memory"
+    type: str = "memory"
     capabilities: SinkCapabilities = ALL_SUPPORTED
 
     def __init__(
@@ -56,6 +57,7 @@ class MemorySink(Sink):
         *,
         pipeline: str = "ferry",
         capabilities: SinkCapabilities | None = None,
+        type: str | None = None,
         kind: str | None = None,
         type_mapping: Callable[[DataType], DataType] | None = None,
         pending_polls: int = 0,
@@ -64,8 +66,10 @@ class MemorySink(Sink):
         self.pipeline = pipeline
         if capabilities is not None:
             self.capabilities = capabilities
-        if kind is not None:
-            self.kind = kind  # stands in for that sink: errors and history name it
+        # ``kind`` is the former name of ``type``, still passed by a runner test
+        stands_in_for = type if type is not None else kind
+        if stands_in_for is not None:
+            self.type = stands_in_for  # stands in for that sink: errors and history name it
         #: Standing in for a sink with its own types: what it stores for each source type.
         self.type_mapping = type_mapping
         #: Standing in for a sink whose ALTERs run asynchronously: polls before one is done.
@@ -88,7 +92,7 @@ class MemorySink(Sink):
 
     def apply_schema_change(self, change: SchemaChange, schema_after: Schema | None) -> None:
         if change.tag in self.refuse_tags:
-            raise SinkTerminalError(f"refuses {change}", sink=self.kind, table=str(change.table_id))
+            raise SinkTerminalError(f"refuses {change}", sink=self.type, table=str(change.table_id))
         current = self.table_schema(change.table_id)
         after = apply_schema_change(current, change)
         if after is not None and self.type_mapping is not None:
@@ -127,7 +131,7 @@ class MemorySink(Sink):
             table = self.tables.get(table_id)
             if table is None:
                 raise SinkTransientError(
-                    "rows for a table that does not exist", sink=self.kind, table=str(table_id)
+                    "rows for a table that does not exist", sink=self.type, table=str(table_id)
                 )
             keys = table.schema.primary_keys
             for change in changes:
@@ -165,7 +169,7 @@ class MemorySink(Sink):
 class NullSink(Sink):
     """Accepts everything and keeps nothing but counts; the benchmark's floor."""
 
-    kind: str = "null"
+    type: str = "null"
     capabilities: SinkCapabilities = ALL_SUPPORTED
 
     def __init__(self, config: NullSinkConfig | None = None, *, pipeline: str = "ferry") -> None:
@@ -189,9 +193,25 @@ class NullSink(Sink):
         self.flushes += 1
 
 
+MEMORY = SinkDeclaration(
+    type="memory",
+    config=MemorySinkConfig,
+    capabilities=ALL_SUPPORTED,
+    sink_class="ferry.sinks.memory:MemorySink",
+    test_double=True,
+)
+NULL = SinkDeclaration(
+    type="null",
+    config=NullSinkConfig,
+    capabilities=ALL_SUPPORTED,
+    sink_class="ferry.sinks.memory:NullSink",
+    test_double=True,
+)
+
+
 def _renamed(change: SchemaChange) -> tuple[str, str] | None:
-    if change.tag == "rename.column":
-        return change.old_name, change.new_name  # type: ignore[union-attr]
+    if isinstance(change, RenameColumn):
+        return change.old_name, change.new_name
     return None
 
 

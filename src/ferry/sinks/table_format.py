@@ -125,7 +125,7 @@ class TableFormatSink(Sink):
         if table is None:
             raise SinkTerminalError(
                 f"table does not exist ({self.format_name} {self.identifier(table_id)})",
-                sink=self.kind,
+                sink=self.type,
                 table=str(table_id),
             )
         return table
@@ -150,7 +150,7 @@ class TableFormatSink(Sink):
                 raise SinkTerminalError(
                     f"{change.tag} is not supported: the sink never drops or truncates "
                     f"a {self.format_name} table",
-                    sink=self.kind,
+                    sink=self.type,
                     table=str(table_id),
                 )
             elif not self.already_applied(change):
@@ -231,4 +231,4 @@ class TableFormatSink(Sink):
         except Exception as e:
             self._schemas.pop(table_id, None)
             error = SinkTransientError if self.is_transient(e) else SinkTerminalError
-            raise error(f"{action}: {type(e).__name__}: {e}", sink=self.kind, table=str(table_id)) from e
+            raise error(f"{action}: {type(e).__name__}: {e}", sink=self.type, table=str(table_id)) from e

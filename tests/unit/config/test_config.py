@@ -11,6 +11,7 @@ from pydantic import ValidationError
 from tests.shared import SHARED
 
 from ferry.config import ConfigError, JobConfig, load_job, load_job_text, validate_command
+from ferry.config.checks import UnsupportedOptionError, check_supported
 from ferry.config.job import (
     SCHEMA_CHANGE_FAMILIES,
     BoundedMode,
@@ -19,14 +20,12 @@ from ferry.config.job import (
     StartupMode,
     ValueFormat,
     expand_schema_change_tags,
-    format_duration,
     format_specific_offsets,
-    parse_duration,
     parse_specific_offsets,
 )
 from ferry.exceptions import TerminalError
+from ferry.options import format_duration, parse_duration
 from ferry.pipeline.events import SCHEMA_CHANGE_TAGS
-from ferry.worker import UnsupportedOptionError, check_supported
 
 ROOT = Path(__file__).resolve().parents[3]
 CONFIGS = sorted((ROOT / "configs").glob("*.yaml"))

@@ -5,10 +5,9 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
-from ferry.config.sinks import sink_config_classes
-from ferry.sinks import SINK_CLASSES
 from ferry.sinks.fluss.alter import NewColumn, escape, request
 from ferry.sinks.fluss.config import FlussSinkConfig
+from ferry.sinks.registry import SINKS
 
 
 def config(**options: object) -> FlussSinkConfig:
@@ -16,8 +15,9 @@ def config(**options: object) -> FlussSinkConfig:
 
 
 def test_the_sink_is_registered_without_importing_its_client() -> None:
-    assert sink_config_classes()["fluss"] is FlussSinkConfig
-    assert SINK_CLASSES["fluss"] == ("ferry.sinks.fluss.sink", "FlussSink", "fluss")
+    declared = SINKS["fluss"]
+    assert declared.config is FlussSinkConfig
+    assert (declared.sink_class, declared.extra) == ("ferry.sinks.fluss.sink:FlussSink", "fluss")
 
 
 def test_flink_cdc_spelling_folds_into_the_model() -> None:

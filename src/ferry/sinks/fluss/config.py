@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 
-from ferry.config.base import SinkConfigBase, fold_prefixed
+from ferry.options import SinkConfigBase, fold_prefixed
 
 
 class FlussSinkConfig(SinkConfigBase):

@@ -7,7 +7,7 @@ counted in :attr:`FlussSink.skipped_deletes`). The sink creates the database and
 compatibility instead. Types are stored as :mod:`ferry.sinks.fluss.types` maps them.
 
 Schema changes. Fluss appends columns, and drops tables; nothing else (see its declaration in
-``ferry.sinks.capabilities``). A column is added through the Java client (:mod:`.alter`), since
+``ferry.sinks.fluss``). A column is added through the Java client (:mod:`.alter`), since
 the Python client has no call for it; Fluss wants added columns nullable and refuses others.
 
 Rows. :meth:`FlussSink.write` buffers; :meth:`FlussSink.flush` collapses each table's changes to
@@ -34,9 +34,8 @@ from ferry.pipeline.events import AddColumn, CreateTable, DataChange, DropTable,
 from ferry.pipeline.schema import Column, Schema, TableId
 from ferry.pipeline.types import DataType, can_widen
 from ferry.sinks.base import Offsets, Sink, SinkCapabilities
-from ferry.sinks.capabilities import CAPABILITIES
 from ferry.sinks.exceptions import SinkError, SinkTerminalError, SinkTransientError
-from ferry.sinks.fluss import alter
+from ferry.sinks.fluss import FLUSS, alter
 from ferry.sinks.fluss.config import FlussSinkConfig
 from ferry.sinks.fluss.types import (
     FlussTypeError,
@@ -121,8 +120,8 @@ class _Table:
 class FlussSink(Sink):
     """Writes change events into Apache Fluss tables."""
 
-    kind: str = "fluss"
-    capabilities: SinkCapabilities = CAPABILITIES["fluss"]
+    type: str = FLUSS.type
+    capabilities: SinkCapabilities = FLUSS.capabilities
 
     def __init__(self, config: FlussSinkConfig, *, pipeline: str) -> None:
         self.config = config
@@ -143,7 +142,7 @@ class FlussSink(Sink):
             self._loop.close()
             raise SinkTerminalError(
                 f"cannot connect to {config.bootstrap_servers} ({type(e).__name__}: {_message(e)})",
-                sink=self.kind,
+                sink=self.type,
             ) from e
 
     # ------------------------------------------------------------------------------- names
@@ -161,14 +160,14 @@ class FlussSink(Sink):
         except TimeoutError as e:
             raise SinkTransientError(
                 f"{action}: no answer within {self.config.request_timeout:.0f} s (request.timeout)",
-                sink=self.kind,
+                sink=self.type,
                 table=None if table_id is None else str(table_id),
             ) from e
         except Exception as e:
             error = SinkTransientError if _retriable(e) else SinkTerminalError
             raise error(
                 f"{action}: {type(e).__name__}: {_message(e)}",
-                sink=self.kind,
+                sink=self.type,
                 table=None if table_id is None else str(table_id),
             ) from e
 
@@ -199,7 +198,7 @@ class FlussSink(Sink):
         try:
             columns = [Column(name, parse_fluss_type(text)) for name, text in info.get_schema().get_columns()]
         except FlussTypeError as e:
-            raise SinkTerminalError(str(e), sink=self.kind, table=str(table_id)) from e
+            raise SinkTerminalError(str(e), sink=self.type, table=str(table_id)) from e
         return Schema.of(columns, info.get_primary_keys(), comment=info.comment or None)
 
     def apply_schema_change(self, change: SchemaChange, schema_after: Schema | None) -> None:
@@ -219,7 +218,7 @@ class FlussSink(Sink):
             else:
                 raise SinkTerminalError(
                     f"{change.tag} is not supported: Fluss only appends columns and drops tables",
-                    sink=self.kind,
+                    sink=self.type,
                     table=str(table_id),
                 )
         finally:
@@ -233,7 +232,7 @@ class FlussSink(Sink):
             try:
                 descriptor = self._descriptor(path, schema)
             except FlussTypeError as e:
-                raise SinkTerminalError(str(e), sink=self.kind, table=str(table_id)) from e
+                raise SinkTerminalError(str(e), sink=self.type, table=str(table_id)) from e
 
             async def create() -> bool:
                 await self._admin.create_database(path.database_name, ignore_if_exists=True)
@@ -256,7 +255,7 @@ class FlussSink(Sink):
                 f"the table exists with a schema that cannot take the new table's rows "
                 f"({'; '.join(problems)}); existing: {existing.describe()}; "
                 f"wanted: {sink_schema(schema).describe()}",
-                sink=self.kind,
+                sink=self.type,
                 table=str(table_id),
             )
 
@@ -278,7 +277,7 @@ class FlussSink(Sink):
         table_id, column = change.table_id, change.column
         current = self.table_schema(table_id)
         if current is None:
-            raise SinkTerminalError("the table does not exist", sink=self.kind, table=str(table_id))
+            raise SinkTerminalError("the table does not exist", sink=self.type, table=str(table_id))
         if column.name in current:
             return  # a replay: already added
         path = self.table_path(table_id)
@@ -295,7 +294,7 @@ class FlussSink(Sink):
         except alter.AlterTableError as e:
             raise SinkTerminalError(
                 f"adding column {column.name} {sink_type(column.type)}: {e}",
-                sink=self.kind,
+                sink=self.type,
                 table=str(table_id),
             ) from e
 
@@ -322,7 +321,7 @@ class FlussSink(Sink):
             if schema is None:
                 raise SinkTerminalError(
                     f"table does not exist (Fluss {self.table_path(table_id)})",
-                    sink=self.kind,
+                    sink=self.type,
                     table=str(table_id),
                 )
             path = self.table_path(table_id)
@@ -338,7 +337,7 @@ class FlussSink(Sink):
         writer = table.writer
         if table.primary_key:
             keys = table.schema.primary_keys
-            state = collapse(changes, key_getter(keys, self.kind))
+            state = collapse(changes, key_getter(keys, self.type))
             upserts = [table.row(row) for row in state.values() if row is not None]
             deletes = [_key_row(keys, key) for key, row in state.items() if row is None]
         else:

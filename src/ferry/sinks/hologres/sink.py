@@ -19,7 +19,7 @@ from ferry.pipeline import types as ft
 from ferry.pipeline.schema import Schema, TableId
 from ferry.pipeline.types import DataType, TypeRoot
 from ferry.sinks.base import SinkCapabilities
-from ferry.sinks.capabilities import CAPABILITIES
+from ferry.sinks.hologres import HOLOGRES
 from ferry.sinks.hologres.config import HologresSinkConfig, MutateType
 from ferry.sinks.hologres.dialect import ARRAY_ELEMENTS, HologresDialect
 from ferry.sinks.hologres.types import hologres_type
@@ -38,8 +38,8 @@ _ARRAY_ELEMENT = {TypeRoot.TINYINT: ft.INT(), TypeRoot.SMALLINT: ft.INT(), TypeR
 class HologresSink(SqlSink):
     """Writes change events into Hologres (or, without the Hologres-only statements, PostgreSQL)."""
 
-    kind: str = "hologres"
-    capabilities: SinkCapabilities = CAPABILITIES["hologres"]
+    type: str = HOLOGRES.type
+    capabilities: SinkCapabilities = HOLOGRES.capabilities
     dialect: HologresDialect = HologresDialect()
 
     def __init__(

@@ -71,8 +71,8 @@ from ferry.pipeline.schema import Schema, TableId
 from ferry.pipeline.types import DataType
 from ferry.sinks.arrow import rows_to_arrow
 from ferry.sinks.base import SinkCapabilities
-from ferry.sinks.capabilities import CAPABILITIES as ALL_CAPABILITIES
 from ferry.sinks.exceptions import SinkTerminalError, SinkTransientError
+from ferry.sinks.iceberg import ICEBERG
 from ferry.sinks.iceberg.config import IcebergSinkConfig
 from ferry.sinks.iceberg.types import (
     IcebergTypeError,
@@ -89,7 +89,7 @@ from ferry.sinks.table_format import TableFormatSink
 
 log = logging.getLogger(__name__)
 
-CAPABILITIES = ALL_CAPABILITIES["iceberg"]
+CAPABILITIES = ICEBERG.capabilities
 
 #: Snapshot summary key holding a pipeline's offsets: ``{"topic": {"partition": next offset}}``.
 #: Table property holding the table comment (Spark and Flink use the same key).
@@ -115,7 +115,7 @@ class IcebergSink(TableFormatSink):
 
     format_name = "Iceberg"
 
-    kind: str = "iceberg"
+    type: str = ICEBERG.type
     capabilities: SinkCapabilities = CAPABILITIES
 
     def __init__(self, config: IcebergSinkConfig, *, pipeline: str) -> None:
@@ -129,7 +129,7 @@ class IcebergSink(TableFormatSink):
             self.catalog: Catalog = _open_catalog(config)
         except Exception as e:
             raise SinkTerminalError(
-                f"cannot open catalog {config.catalog_name!r} ({type(e).__name__}: {e})", sink=self.kind
+                f"cannot open catalog {config.catalog_name!r} ({type(e).__name__}: {e})", sink=self.type
             ) from e
 
     # ------------------------------------------------------------------------------- identifiers
@@ -186,7 +186,7 @@ class IcebergSink(TableFormatSink):
                 f"the table exists with a schema that cannot take the new table's rows "
                 f"({'; '.join(problems)}); existing: {_read_schema(table).describe()}; "
                 f"wanted: {sink_schema(change.schema).describe()}",
-                sink=self.kind,
+                sink=self.type,
                 table=str(change.table_id),
             )
 
@@ -230,7 +230,7 @@ class IcebergSink(TableFormatSink):
                     elif COMMENT_PROPERTY in table.properties:
                         tx.remove_properties(COMMENT_PROPERTY)
             case _:
-                raise SinkTerminalError(f"no rule for {change.tag}", sink=self.kind, table=str(table_id))
+                raise SinkTerminalError(f"no rule for {change.tag}", sink=self.type, table=str(table_id))
 
     def _alter_type(self, table: Table, table_id: TableId, name: str, new_type: DataType) -> None:
         schema = table.schema()
@@ -248,7 +248,7 @@ class IcebergSink(TableFormatSink):
             current = _read_schema(table).column(name).type
             raise SinkTerminalError(
                 f"cannot change the type of column {name} from {current} to {new_type}: {e}",
-                sink=self.kind,
+                sink=self.type,
                 table=str(table_id),
             ) from e
         if not steps:
@@ -271,7 +271,7 @@ class IcebergSink(TableFormatSink):
         keys = self._key_columns(table_id, schema)
         touched: list[Hashable] = []
         if keys:
-            state = collapse(changes, key_getter(keys, self.kind))
+            state = collapse(changes, key_getter(keys, self.type))
             rows = [row for row in state.values() if row is not None]
             if table.current_snapshot() is not None:
                 touched = list(state)
@@ -281,7 +281,7 @@ class IcebergSink(TableFormatSink):
             if deletes:
                 self.skipped_deletes[table_id] = self.skipped_deletes.get(table_id, 0) + deletes
                 log.warning("%s has no primary key: %d deletes not applied (append-only)", table_id, deletes)
-        data = rows_to_arrow(schema.as_arrow(), rows, sink=self.kind, table_id=table_id)
+        data = rows_to_arrow(schema.as_arrow(), rows, sink=self.type, table_id=table_id)
         with table.transaction() as tx:
             if touched:
                 delete_keys(table, tx, keys, touched, properties)

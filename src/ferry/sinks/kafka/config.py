@@ -24,7 +24,7 @@ from typing import Any, Literal
 
 from pydantic import Field, model_validator
 
-from ferry.config.base import SinkConfigBase, fold_prefixed
+from ferry.options import SinkConfigBase, fold_prefixed
 
 #: Producer properties the sink sets unless ``properties.*`` overrides them: no duplicates or
 #: reordering on retries, every in-sync replica acknowledges, and the Java client's partitioner, so

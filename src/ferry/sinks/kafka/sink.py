@@ -51,15 +51,15 @@ from ferry.pipeline.events import CreateTable, DataChange, DropTable, Op, Row, S
 from ferry.pipeline.schema import Schema, TableId
 from ferry.pipeline.types import DataType, TypeRoot
 from ferry.sinks.base import Offsets, Sink, SinkCapabilities
-from ferry.sinks.capabilities import CAPABILITIES as ALL_CAPABILITIES
 from ferry.sinks.exceptions import SinkError, SinkTerminalError, SinkTransientError
+from ferry.sinks.kafka import KAFKA
 from ferry.sinks.kafka.config import KafkaSinkConfig
 
 log = logging.getLogger(__name__)
 
 _IGNORED_NOTE = "Kafka keeps no schema; the change travels in the message payload"
 
-CAPABILITIES = ALL_CAPABILITIES["kafka"]
+CAPABILITIES = KAFKA.capabilities
 
 #: Record headers naming the table (``sink.add-tableId-to-header-enabled``), as Flink CDC names them.
 NAMESPACE_HEADER = "namespace"
@@ -479,7 +479,7 @@ class TableFormat:
 class KafkaSink(Sink):
     """Writes change events to Kafka topics (see the module documentation)."""
 
-    kind: str = "kafka"
+    type: str = KAFKA.type
     capabilities: SinkCapabilities = CAPABILITIES
 
     def __init__(self, config: KafkaSinkConfig, *, pipeline: str) -> None:
@@ -501,7 +501,7 @@ class KafkaSink(Sink):
             )
             self.admin = AdminClient(config.admin_properties())
         except KafkaException as e:
-            raise SinkTerminalError(f"cannot create the Kafka client: {e}", sink=self.kind) from e
+            raise SinkTerminalError(f"cannot create the Kafka client: {e}", sink=self.type) from e
 
     # ------------------------------------------------------------------------------- topics
 
@@ -532,7 +532,7 @@ class KafkaSink(Sink):
                 return
             transient = isinstance(error, KafkaError) and error.retriable()
             cls = SinkTransientError if transient else SinkTerminalError
-            raise cls(f"cannot create topic {name!r}: {e}", sink=self.kind, table=str(table_id)) from e
+            raise cls(f"cannot create topic {name!r}: {e}", sink=self.type, table=str(table_id)) from e
         self._wait_for_leaders(table_id, name, timeout)
         log.info("created topic %s%s", name, " (compacted)" if config else "")
         self._topics.add(name)
@@ -555,7 +555,7 @@ class KafkaSink(Sink):
             if time_now() > deadline:
                 raise SinkTransientError(
                     f"topic {name!r} has no leader for every partition after {timeout:g} s",
-                    sink=self.kind,
+                    sink=self.type,
                     table=str(table_id),
                 )
             sleep(0.05)
@@ -571,7 +571,7 @@ class KafkaSink(Sink):
             if self.config.upsert and not change.schema.primary_keys:
                 raise SinkTerminalError(
                     "sink.upsert needs a primary key: a compacted topic refuses records without a key",
-                    sink=self.kind,
+                    sink=self.type,
                     table=str(table_id),
                 )
             self._ensure_topic(table_id)
@@ -606,7 +606,7 @@ class KafkaSink(Sink):
                     raise SinkTerminalError(
                         f"cannot encode a row at {change.position or 'an unknown position'}: "
                         f"{type(e).__name__}: {e}",
-                        sink=self.kind,
+                        sink=self.type,
                         table=str(table_id),
                     ) from e
                 for key, value in records:
@@ -614,14 +614,14 @@ class KafkaSink(Sink):
                     count += 1
         remaining = self.producer.flush(self.config.flush_timeout_s)
         if self._fatal is not None:
-            raise SinkTerminalError(f"the producer failed: {self._fatal.str()}", sink=self.kind)
+            raise SinkTerminalError(f"the producer failed: {self._fatal.str()}", sink=self.type)
         if remaining or self._failures:
             problems = list(self._failures[:3])
             if remaining:
                 problems.append(f"{remaining} not acknowledged within {self.config.flush_timeout_s:g} s")
             raise SinkTransientError(
                 f"{len(self._failures) + remaining} of {count} records not delivered: " + "; ".join(problems),
-                sink=self.kind,
+                sink=self.type,
             )
         self._delivered += count
         self._buffer.clear()
@@ -646,7 +646,7 @@ class KafkaSink(Sink):
             except BufferError:
                 self.producer.poll(0.1)
             except KafkaException as e:
-                raise SinkTransientError(f"cannot produce to {topic!r}: {e}", sink=self.kind) from e
+                raise SinkTransientError(f"cannot produce to {topic!r}: {e}", sink=self.type) from e
         self.producer.poll(0)
 
     def _on_delivery(self, error: KafkaError | None, message: Any) -> None:

@@ -21,7 +21,7 @@ from typing import Literal
 
 from pydantic import Field, SecretStr, field_validator
 
-from ferry.config.base import SinkConfigBase
+from ferry.options import SinkConfigBase
 
 
 class MaxComputeSinkConfig(SinkConfigBase):

@@ -58,8 +58,8 @@ from ferry.pipeline.events import (
 from ferry.pipeline.schema import Column, Schema, TableId
 from ferry.pipeline.types import DataType
 from ferry.sinks.base import Offsets, Sink, SinkCapabilities
-from ferry.sinks.capabilities import CAPABILITIES
 from ferry.sinks.exceptions import SinkError, SinkTerminalError, SinkTransientError
+from ferry.sinks.maxcompute import MAXCOMPUTE
 from ferry.sinks.maxcompute.config import MaxComputeSinkConfig
 from ferry.sinks.maxcompute.dialect import MaxComputeDialect
 from ferry.sinks.maxcompute.types import from_type_name, sink_type
@@ -96,8 +96,8 @@ class _Table:
 class MaxComputeSink(Sink):
     """Writes change events into MaxCompute tables of one project."""
 
-    kind: str = "maxcompute"
-    capabilities: SinkCapabilities = CAPABILITIES["maxcompute"]
+    type: str = MAXCOMPUTE.type
+    capabilities: SinkCapabilities = MAXCOMPUTE.capabilities
     dialect: MaxComputeDialect = MaxComputeDialect()
 
     def __init__(self, config: MaxComputeSinkConfig, *, pipeline: str) -> None:
@@ -193,7 +193,7 @@ class MaxComputeSink(Sink):
                 else:
                     statements = [self.create_table_statement(table, change.schema)]
             elif existing is None and not isinstance(change, DropTable | TruncateTable):
-                raise SinkTerminalError(f"table {table} does not exist", sink=self.kind, table=str(table_id))
+                raise SinkTerminalError(f"table {table} does not exist", sink=self.type, table=str(table_id))
             else:
                 statements = self.schema_change_statements(table, change, existing)
             for statement in statements:
@@ -257,7 +257,7 @@ class MaxComputeSink(Sink):
         if column is None:
             raise SinkTerminalError(
                 f"{change.tag}: no column {name}; columns are {', '.join(schema.names)}",
-                sink=self.kind,
+                sink=self.type,
                 table=str(change.table_id),
             )
         return column
@@ -274,7 +274,7 @@ class MaxComputeSink(Sink):
             raise SinkTerminalError(
                 f"the table exists with a schema that cannot take the new table's rows "
                 f"({'; '.join(problems)}); existing: {existing.describe()}; wanted: {wanted.describe()}",
-                sink=self.kind,
+                sink=self.type,
                 table=str(table_id),
             )
 
@@ -290,7 +290,7 @@ class MaxComputeSink(Sink):
             with self._errors(table_id, "writing rows"):
                 table = self._table(table_id)
                 if table is None:
-                    raise SinkTerminalError("rows for a table that does not exist", sink=self.kind)
+                    raise SinkTerminalError("rows for a table that does not exist", sink=self.type)
                 self._write_table(table_id, table, self._buffers[table_id])
             del self._buffers[table_id]
             self._buffer_schemas.pop(table_id, None)
@@ -298,7 +298,7 @@ class MaxComputeSink(Sink):
     def _write_table(self, table_id: TableId, table: _Table, changes: list[DataChange]) -> None:
         keys = table.schema.primary_keys
         if keys and table.transactional:
-            self._upsert(table, collapse(changes, key_getter(keys, self.kind)))
+            self._upsert(table, collapse(changes, key_getter(keys, self.type)))
             return
         rows = [c.after for c in changes if c.op is not Op.DELETE and c.after is not None]
         if rows:
@@ -373,14 +373,14 @@ class MaxComputeSink(Sink):
             self._tables.pop(table_id, None)
             if e.table is None:  # name the table
                 message = self.scrub(str(e).removeprefix(f"{e.sink} sink: "))
-                raise type(e)(message, sink=self.kind, table=str(table_id)) from None
+                raise type(e)(message, sink=self.type, table=str(table_id)) from None
             raise
         except Exception as e:
             self._tables.pop(table_id, None)
             error = SinkTransientError if self.is_transient(e) else SinkTerminalError
             # pyodps' exception is not chained: its text or arguments could hold a secret
             message = " ".join(f"{action}: {type(e).__name__}: {e}".split())
-            raise error(self.scrub(message), sink=self.kind, table=str(table_id)) from None
+            raise error(self.scrub(message), sink=self.type, table=str(table_id)) from None
 
     def close(self) -> None:
         if self._buffers:

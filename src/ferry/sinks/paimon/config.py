@@ -20,7 +20,7 @@ from urllib.parse import urlparse
 
 from pydantic import Field, model_validator
 
-from ferry.config.base import SinkConfigBase, fold_prefixed
+from ferry.options import SinkConfigBase, fold_prefixed
 
 #: The warehouse when ``catalog.properties.warehouse`` is not set (relative to the working directory).
 DEFAULT_WAREHOUSE = Path("var/paimon")

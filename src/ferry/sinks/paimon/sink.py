@@ -67,8 +67,8 @@ from ferry.pipeline.schema import Schema, TableId
 from ferry.pipeline.types import DataType
 from ferry.sinks.arrow import rows_to_arrow
 from ferry.sinks.base import SinkCapabilities
-from ferry.sinks.capabilities import CAPABILITIES as ALL_CAPABILITIES
 from ferry.sinks.exceptions import SinkTerminalError
+from ferry.sinks.paimon import PAIMON
 from ferry.sinks.paimon.config import PaimonSinkConfig
 from ferry.sinks.paimon.types import (
     PaimonTypeError,
@@ -84,7 +84,7 @@ from ferry.sinks.table_format import TableFormatSink
 
 log = logging.getLogger(__name__)
 
-CAPABILITIES = ALL_CAPABILITIES["paimon"]
+CAPABILITIES = PAIMON.capabilities
 
 #: Snapshot property holding a pipeline's offsets: ``{"topic": {"partition": next offset}}``.
 #: The table option naming the row-kind column of a primary-key table.
@@ -100,7 +100,7 @@ class PaimonSink(TableFormatSink):
 
     format_name = "Paimon"
 
-    kind: str = "paimon"
+    type: str = PAIMON.type
     capabilities: SinkCapabilities = CAPABILITIES
 
     def __init__(self, config: PaimonSinkConfig, *, pipeline: str) -> None:
@@ -114,7 +114,7 @@ class PaimonSink(TableFormatSink):
                 warehouse.mkdir(parents=True, exist_ok=True)
             self.catalog: Any = CatalogFactory.create(config.resolved_catalog_properties())
         except Exception as e:
-            raise SinkTerminalError(f"cannot open catalog ({type(e).__name__}: {e})", sink=self.kind) from e
+            raise SinkTerminalError(f"cannot open catalog ({type(e).__name__}: {e})", sink=self.type) from e
 
     # ------------------------------------------------------------------------------- identifiers
 
@@ -163,14 +163,14 @@ class PaimonSink(TableFormatSink):
                 raise SinkTerminalError(
                     f"the table has a column {rowkind!r}, which the sink needs for the row kind: "
                     f"set table.properties.{ROWKIND_OPTION} to another name",
-                    sink=self.kind,
+                    sink=self.type,
                     table=str(change.table_id),
                 )
             extra = [] if rowkind is None else [(rowkind, AtomicType("STRING"))]
             try:
                 fields = to_paimon_fields(schema, extra)
             except PaimonTypeError as e:
-                raise SinkTerminalError(str(e), sink=self.kind, table=str(change.table_id)) from e
+                raise SinkTerminalError(str(e), sink=self.type, table=str(change.table_id)) from e
             paimon_schema = PaimonSchema(
                 fields,
                 primary_keys=list(schema.primary_keys),
@@ -190,7 +190,7 @@ class PaimonSink(TableFormatSink):
                 f"the table exists with a schema that cannot take the new table's rows "
                 f"({'; '.join(problems)}); existing: {existing.describe()}; "
                 f"wanted: {sink_schema(change.schema).describe()}",
-                sink=self.kind,
+                sink=self.type,
                 table=str(change.table_id),
             )
 
@@ -236,7 +236,7 @@ class PaimonSink(TableFormatSink):
             case AlterTableComment(comment=comment):
                 changes = [PaimonChange.update_comment(comment)]
             case _:
-                raise SinkTerminalError(f"no rule for {change.tag}", sink=self.kind, table=str(table_id))
+                raise SinkTerminalError(f"no rule for {change.tag}", sink=self.type, table=str(table_id))
         if changes:
             self.catalog.alter_table(self.identifier(table_id), changes, False)
 
@@ -251,7 +251,7 @@ class PaimonSink(TableFormatSink):
         except PaimonTypeError as e:
             raise SinkTerminalError(
                 f"cannot change the type of column {name} from {have} to {new_type}: {e}",
-                sink=self.kind,
+                sink=self.type,
                 table=str(table_id),
             ) from e
         changes: list[Any] = []
@@ -271,14 +271,14 @@ class PaimonSink(TableFormatSink):
         rowkind = table.table_schema.options.get(ROWKIND_OPTION) if keys else None
         arrow_schema = PyarrowFieldParser.from_paimon_schema(fields)
         if keys:
-            last = last_changes(changes, key_getter(keys, self.kind))
+            last = last_changes(changes, key_getter(keys, self.type))
             state = {k: (ROW_KINDS[op], row) for k, (op, row) in last.items()}
             if rowkind is None:
                 deletes = sum(1 for kind, _ in state.values() if kind == ROW_KINDS[Op.DELETE])
                 if deletes:
                     raise SinkTerminalError(
                         f"{deletes} deletes cannot be applied: the table has no {ROWKIND_OPTION} option",
-                        sink=self.kind,
+                        sink=self.type,
                         table=str(table_id),
                     )
                 rows = [row for _, row in state.values()]
@@ -294,7 +294,7 @@ class PaimonSink(TableFormatSink):
             if deletes:
                 self.skipped_deletes[table_id] = self.skipped_deletes.get(table_id, 0) + deletes
                 log.warning("%s has no primary key: %d deletes not applied (append-only)", table_id, deletes)
-        data = rows_to_arrow(arrow_schema, rows, sink=self.kind, table_id=table_id)
+        data = rows_to_arrow(arrow_schema, rows, sink=self.type, table_id=table_id)
         builder = table.new_stream_write_builder()
         builder.commit_user = self.commit_user
         writer = builder.new_write()

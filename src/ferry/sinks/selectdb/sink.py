@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from ferry.pipeline.events import DataChange
 from ferry.pipeline.schema import Schema, TableId
 from ferry.sinks.base import SinkCapabilities
-from ferry.sinks.capabilities import CAPABILITIES
+from ferry.sinks.selectdb import SELECTDB
 from ferry.sinks.selectdb.config import SelectDbSinkConfig
 from ferry.sinks.selectdb.dialect import SelectDbDialect
 from ferry.sinks.starrocks.dialect import MySqlProtocolDialect
@@ -22,8 +22,8 @@ from ferry.sinks.starrocks.sink import MySqlProtocolSink
 class SelectDbSink(MySqlProtocolSink):
     """Writes change events into SelectDB (or, without the vendor clauses, a MySQL-compatible server)."""
 
-    kind: str = "selectdb"
-    capabilities: SinkCapabilities = CAPABILITIES["selectdb"]
+    type: str = SELECTDB.type
+    capabilities: SinkCapabilities = SELECTDB.capabilities
     dialect: MySqlProtocolDialect = SelectDbDialect()
     dialect_class = SelectDbDialect
     delete_column = "__DORIS_DELETE_SIGN__"

@@ -19,7 +19,7 @@ from typing import Any
 
 from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.schema import Column as SaColumn
-from sqlalchemy.schema import CreateTable, Table
+from sqlalchemy.schema import CreateSchema, CreateTable, Table
 from sqlalchemy.sql.compiler import DDLCompiler, IdentifierPreparer
 from sqlalchemy.sql.ddl import ExecutableDDLElement
 from sqlalchemy.sql.expression import ClauseElement
@@ -71,6 +71,15 @@ class TableLayout(DDLCompiler):
         text = f"{head}{self.preparer.format_table(table)} (\n  {body}\n)"
         clauses = create.clauses if isinstance(create, CreateTableWith) else ()
         return text + "".join("\n" + self.process(clause) for clause in clauses)
+
+
+class MySqlLayout(TableLayout):
+    """:class:`TableLayout` for the MySQL protocol (MariaDB, StarRocks, Doris): a schema is a
+    database (``CREATE DATABASE``)."""
+
+    def visit_create_schema(self, create: CreateSchema, **kw: Any) -> str:
+        exists = "IF NOT EXISTS " if create.if_not_exists else ""
+        return f"CREATE DATABASE {exists}{self.preparer.quote_schema(create.element)}"
 
 
 class KeyDesc(ClauseElement):

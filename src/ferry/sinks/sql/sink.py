@@ -157,7 +157,7 @@ class SqlSink(Sink):
                 if statements and table.schema is not None and not self._schema_exists(cursor, table.schema):
                     statements.insert(0, self.dialect.create_schema(table.schema))
             elif current is None and not isinstance(change, DropTable | TruncateTable):
-                raise SinkTerminalError(f"table {table} does not exist", sink=self.kind, table=str(table_id))
+                raise SinkTerminalError(f"table {table} does not exist", sink=self.type, table=str(table_id))
             else:
                 statements = self.schema_change_statements(table, change, current)
             for statement in statements:
@@ -218,7 +218,7 @@ class SqlSink(Sink):
                 f"the table exists with a schema that cannot take the new table's rows "
                 f"({'; '.join(problems)}); existing: {existing.describe()}; "
                 f"wanted: {self.sink_schema(wanted).describe()}",
-                sink=self.kind,
+                sink=self.type,
                 table=str(table_id),
             )
 
@@ -259,7 +259,7 @@ class SqlSink(Sink):
             if rows:
                 cursor.executemany(self.dialect.insert(table, names), rows)
             return
-        state = collapse(changes, key_getter(keys, self.kind))
+        state = collapse(changes, key_getter(keys, self.type))
         gone = [list(_parts(k, len(keys))) for k, row in state.items() if row is None]
         kept = [values(row) for row in state.values() if row is not None]
         if gone:
@@ -328,7 +328,7 @@ class SqlSink(Sink):
             if table_id is not None:
                 self._schemas.pop(table_id, None)
             if self.secrets() and self.scrub(str(e)) != str(e):
-                raise SinkTerminalError(self.scrub(str(e)), sink=self.kind, table=table) from None
+                raise SinkTerminalError(self.scrub(str(e)), sink=self.type, table=table) from None
             raise
         except Exception as e:
             if table_id is not None:
@@ -339,7 +339,7 @@ class SqlSink(Sink):
             error = SinkTransientError if transient else SinkTerminalError
             # the driver's exception is not chained: its text or arguments could hold a secret
             raise error(
-                self.scrub(f"{action}: {type(e).__name__}: {e}"), sink=self.kind, table=table
+                self.scrub(f"{action}: {type(e).__name__}: {e}"), sink=self.type, table=table
             ) from None
 
 

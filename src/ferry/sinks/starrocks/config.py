@@ -22,7 +22,7 @@ from typing import Any, Literal
 
 from pydantic import Field, SecretStr, field_validator, model_validator
 
-from ferry.config.base import SinkConfigBase, fold_prefixed
+from ferry.options import SinkConfigBase, fold_prefixed, parse_duration
 
 _JDBC_URL = re.compile(r"^jdbc:mysql://(?P<host>[^:/?]+)(?::(?P<port>\d+))?(?:/(?P<db>[^?]*))?(?:\?.*)?$")
 #: The FE's MySQL port when ``jdbc-url`` names none.
@@ -31,8 +31,6 @@ DEFAULT_QUERY_PORT = 9030
 
 def _seconds(value: Any) -> Any:
     if isinstance(value, str) and not value.strip().replace(".", "", 1).isdigit():
-        from ferry.config.job import parse_duration  # noqa: PLC0415 - ferry.config.job imports this module
-
         return parse_duration(value).total_seconds()
     return value
 

@@ -32,7 +32,7 @@ from sqlalchemy.dialects.mysql.base import (
 )
 from sqlalchemy.engine import Dialect
 from sqlalchemy.ext.compiler import compiles
-from sqlalchemy.schema import CreateSchema, PrimaryKeyConstraint
+from sqlalchemy.schema import PrimaryKeyConstraint
 from sqlalchemy.sql.compiler import DDLCompiler, SQLCompiler
 from sqlalchemy.sql.expression import ClauseElement, ColumnElement
 from sqlalchemy.types import TypeEngine
@@ -65,14 +65,6 @@ class MySqlPreparer(ddl.AlwaysQuote, MySQLIdentifierPreparer):
     pass
 
 
-class MySqlLayout(ddl.TableLayout):
-    """ferry's ``CREATE TABLE`` layout; a schema is a database (``CREATE DATABASE``)."""
-
-    def visit_create_schema(self, create: CreateSchema, **kw: Any) -> str:
-        exists = "IF NOT EXISTS " if create.if_not_exists else ""
-        return f"CREATE DATABASE {exists}{self.preparer.quote_schema(create.element)}"
-
-
 class MySqlTypeCompiler(MySQLTypeCompiler):
     """MySQL's types, spelt as StarRocks's and Doris's documentation does (``BOOLEAN``, ``INT``)."""
 
@@ -83,7 +75,7 @@ class MySqlTypeCompiler(MySQLTypeCompiler):
         return "INT"
 
 
-class MariaDbDdlCompiler(MySqlLayout, MySQLDDLCompiler):
+class MariaDbDdlCompiler(ddl.MySqlLayout, MySQLDDLCompiler):
     pass
 
 

@@ -37,11 +37,11 @@ from ferry.pipeline.events import AddColumn, ColumnPosition, ColumnPositionKind,
 from ferry.pipeline.schema import Schema, TableId
 from ferry.pipeline.types import DataType, TypeRoot
 from ferry.sinks.base import Offsets, SinkCapabilities
-from ferry.sinks.capabilities import CAPABILITIES
 from ferry.sinks.exceptions import SinkTerminalError, SinkTransientError
 from ferry.sinks.rows import collapse, key_getter
 from ferry.sinks.sql.dialect import SqlTable
 from ferry.sinks.sql.sink import DbConnection, DbCursor, SqlSink
+from ferry.sinks.starrocks import STARROCKS
 from ferry.sinks.starrocks.config import MySqlProtocolSinkConfig
 from ferry.sinks.starrocks.dialect import MySqlProtocolDialect, StarRocksDialect
 from ferry.sinks.starrocks.stream_load import stream_load
@@ -67,7 +67,6 @@ _DONE_STATES = ("FINISHED", "CANCELLED")
 class MySqlProtocolSink(SqlSink):
     """Writes change events into a MySQL-protocol warehouse with Stream Load (StarRocks, SelectDB)."""
 
-    kind: str
     capabilities: SinkCapabilities
     dialect: MySqlProtocolDialect
     #: The dialect class of the vendor.
@@ -183,7 +182,7 @@ class MySqlProtocolSink(SqlSink):
                 if state == "CANCELLED":
                     message = rows[0][names.index("Msg")] if "Msg" in names else ""
                     raise SinkTerminalError(
-                        f"the schema change was cancelled: {message}", sink=self.kind, table=str(table_id)
+                        f"the schema change was cancelled: {message}", sink=self.type, table=str(table_id)
                     )
                 return state not in _DONE_STATES
             cursor.execute(
@@ -202,7 +201,7 @@ class MySqlProtocolSink(SqlSink):
                 if time.monotonic() > deadline:
                     raise SinkTransientError(
                         f"the schema change did not finish within {self.config.schema_evolution_timeout:g} s",
-                        sink=self.kind,
+                        sink=self.type,
                         table=str(table_id),
                     )
                 time.sleep(POLL_SECONDS)
@@ -235,7 +234,7 @@ class MySqlProtocolSink(SqlSink):
     ) -> dict[str, Any]:
         table = self.sql_table(table_id)
         if table.schema is None:
-            raise SinkTerminalError("no database for the table", sink=self.kind, table=str(table_id))
+            raise SinkTerminalError("no database for the table", sink=self.type, table=str(table_id))
         urls = self.config.load_urls
         for index, url in enumerate(urls):
             try:
@@ -249,7 +248,7 @@ class MySqlProtocolSink(SqlSink):
                     username=self.config.username,
                     password=self.config.password.get_secret_value(),
                     timeout=self.config.connect_timeout,
-                    sink=self.kind,
+                    sink=self.type,
                 )
             except SinkTransientError:
                 if index == len(urls) - 1:
@@ -289,7 +288,7 @@ class MySqlProtocolSink(SqlSink):
         if not keys:
             self._count_skipped(table_id, changes)
             return [values(c.after, False) for c in changes if c.op is not Op.DELETE and c.after], columns
-        state = collapse(changes, key_getter(keys, self.kind))
+        state = collapse(changes, key_getter(keys, self.type))
         rows: list[dict[str, Any]] = []
         for key, row in state.items():
             if row is None:
@@ -347,8 +346,8 @@ def load_value(value: Any, source_type: DataType) -> Any:
 class StarRocksSink(MySqlProtocolSink):
     """Writes change events into StarRocks (or, without the vendor clauses, a MySQL-compatible server)."""
 
-    kind: str = "starrocks"
-    capabilities: SinkCapabilities = CAPABILITIES["starrocks"]
+    type: str = STARROCKS.type
+    capabilities: SinkCapabilities = STARROCKS.capabilities
     dialect: MySqlProtocolDialect = StarRocksDialect()
     dialect_class = StarRocksDialect
     delete_column = "__op"

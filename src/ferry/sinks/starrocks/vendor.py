@@ -12,7 +12,7 @@ need no ``starrocks`` package.
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from sqlalchemy.types import TypeEngine
 from starrocks import datatype as sr
@@ -25,10 +25,6 @@ from starrocks.dialect import (
 
 from ferry.pipeline.types import DataType, TypeRoot
 from ferry.sinks.sql import ddl
-from ferry.sinks.starrocks.dialect import MySqlLayout
-
-if TYPE_CHECKING:
-    from ferry.sinks.starrocks.dialect import StarRocksDialect
 
 #: StarRocks types without parameters.
 STARROCKS_TYPES: Mapping[TypeRoot, TypeEngine[Any]] = {
@@ -49,7 +45,7 @@ class StarRocksPreparer(ddl.AlwaysQuote, StarRocksIdentifierPreparer):  # type: 
     pass
 
 
-class StarRocksDdlCompiler(MySqlLayout, StarRocksDDLCompiler):  # type: ignore[misc]
+class StarRocksDdlCompiler(ddl.MySqlLayout, StarRocksDDLCompiler):  # type: ignore[misc]
     pass
 
 
@@ -69,7 +65,16 @@ class StarRocksSqlDialect(StarRocksDialect):  # type: ignore[misc]
     type_compiler_cls = StarRocksTypes
 
 
-def starrocks_type(dialect: StarRocksDialect, t: DataType) -> TypeEngine[Any] | None:
+class ByteLimits(Protocol):
+    """What the StarRocks dialect knows of its string lengths (in bytes)."""
+
+    max_vendor_char: int
+    max_vendor_varchar: int
+
+    def byte_length(self, t: DataType, default: int) -> int: ...
+
+
+def starrocks_type(dialect: ByteLimits, t: DataType) -> TypeEngine[Any] | None:
     """StarRocks's type of a type the sink stores, or ``None`` if it has none; lengths in bytes."""
     root = t.root
     mapped: TypeEngine[Any] | None

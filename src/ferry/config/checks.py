@@ -1,0 +1,54 @@
+"""Checks of a whole job that its model alone cannot make: what this version of ferry refuses to
+run, and which schema changes the sink section accepts. ``ferry validate``, ``ferry run`` and the
+control plane make them before anything starts."""
+
+from __future__ import annotations
+
+from ferry.config.job import JobConfig, expand_schema_change_tags
+from ferry.exceptions import TerminalError
+from ferry.pipeline.events import SCHEMA_CHANGE_TAGS
+from ferry.pipeline.router import SchemaChangeBehavior
+from ferry.sinks.registry import SINKS
+
+
+class UnsupportedOptionError(TerminalError):
+    """A job file asks for something this version of ferry does not do yet."""
+
+
+def accepted_schema_changes(include: tuple[str, ...] | None, exclude: tuple[str, ...]) -> frozenset[str]:
+    """The tags a sink's ``include.schema.changes`` / ``exclude.schema.changes`` leave; exclude wins."""
+    included = expand_schema_change_tags(include) if include is not None else frozenset(SCHEMA_CHANGE_TAGS)
+    return included - expand_schema_change_tags(exclude)
+
+
+def behavior_refusal(sink_type: str, behavior: SchemaChangeBehavior) -> str | None:
+    """Why a sink does not take a behaviour (Hologres refuses TRY_EVOLVE), or None."""
+    declared = SINKS.get(sink_type)
+    if (
+        behavior is SchemaChangeBehavior.TRY_EVOLVE
+        and declared is not None
+        and not declared.capabilities.try_evolve
+    ):
+        return (
+            f"pipeline.schema.change.behavior: the {sink_type} sink does not take TRY_EVOLVE "
+            "(a refused change would leave its table behind the source); use LENIENT or EVOLVE"
+        )
+    return None
+
+
+def check_supported(job: JobConfig) -> None:
+    """Refuse, before anything starts, what the job asks for and ferry would otherwise ignore."""
+    if job.transform:
+        from ferry.pipeline.transform import stateful_reason, unsupported_reason  # noqa: PLC0415
+
+        reason = stateful_reason(job) or unsupported_reason(job)
+        if reason is not None:
+            raise UnsupportedOptionError(reason)
+    refusal = behavior_refusal(job.sink.type, job.pipeline.schema_change_behavior)
+    if refusal is not None:
+        raise UnsupportedOptionError(refusal)
+    if job.pipeline.parallelism != 1:
+        raise UnsupportedOptionError(
+            "pipeline.parallelism: a worker runs one pipeline thread; to scale out, start more workers "
+            "with the same job file (they share the partitions through the consumer group)"
+        )

@@ -1,0 +1,98 @@
+"""The base of every options model: frozen, strict about unknown keys, dotted aliases; durations.
+
+Job files (:mod:`ferry.config`), each sink's options (``ferry.sinks.<type>.config``), the server
+file and the pipeline resource's spec build on these. The module imports nothing else of ferry, so
+a sink's options model can be imported before, and by, the job model.
+"""
+
+from __future__ import annotations
+
+import re
+from datetime import timedelta
+from typing import Annotated, Any
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer
+
+
+class ConfigModel(BaseModel):
+    """Frozen, ``extra="forbid"``; fields are written with their dotted YAML names as aliases."""
+
+    model_config = ConfigDict(frozen=True, extra="forbid", populate_by_name=True)
+
+
+def fold_prefixed(data: Any, prefix: str, field: str) -> Any:
+    """Move every ``<prefix>.<key>: value`` of a mapping into ``field: {key: value}``.
+
+    Flink CDC writes open-ended option groups as flat dotted keys (``catalog.properties.uri``);
+    models keep them as one dict field.
+    """
+    if not isinstance(data, dict):
+        return data
+    dotted = prefix + "."
+    folded = {k[len(dotted) :]: v for k, v in data.items() if isinstance(k, str) and k.startswith(dotted)}
+    if not folded:
+        return data
+    rest = {k: v for k, v in data.items() if not (isinstance(k, str) and k.startswith(dotted))}
+    rest[field] = {
+        **rest.get(field, {}),
+        **{k: str(v) if not isinstance(v, str) else v for k, v in folded.items()},
+    }
+    return rest
+
+
+class SinkConfigBase(ConfigModel):
+    """Options every sink has. Each sink subclasses this with ``type: Literal["<type>"]``."""
+
+    type: str
+    name: str | None = None
+    include_schema_changes: tuple[str, ...] | None = Field(default=None, alias="include.schema.changes")
+    exclude_schema_changes: tuple[str, ...] = Field(default=(), alias="exclude.schema.changes")
+
+
+#: Duration unit → milliseconds. The names are those of Flink's ``TimeUtils``.
+_DURATION_UNITS: dict[str, int] = {
+    **dict.fromkeys(("ms", "milli", "millis", "millisecond", "milliseconds"), 1),
+    **dict.fromkeys(("s", "sec", "secs", "second", "seconds"), 1000),
+    **dict.fromkeys(("m", "min", "mins", "minute", "minutes"), 60_000),
+    **dict.fromkeys(("h", "hour", "hours"), 3_600_000),
+    **dict.fromkeys(("d", "day", "days"), 86_400_000),
+}
+_DURATION_RE = re.compile(r"(\d+)\s*([a-z]*)")
+
+
+def parse_duration(value: object) -> timedelta:
+    """``"5s"``, ``"500ms"``, ``"3min"``, ``"1 h"`` or an integer number of milliseconds."""
+    if isinstance(value, timedelta):
+        result = value
+    elif isinstance(value, int) and not isinstance(value, bool):
+        result = timedelta(milliseconds=value)
+    elif isinstance(value, str):
+        match = _DURATION_RE.fullmatch(value.strip().lower())
+        if match is None or (match.group(2) and match.group(2) not in _DURATION_UNITS):
+            raise ValueError(
+                "not a duration: write a number with a unit (500ms, 5s, 3min, 1h, 1d) "
+                "or an integer number of milliseconds"
+            )
+        result = timedelta(milliseconds=int(match.group(1)) * _DURATION_UNITS.get(match.group(2), 1))
+    else:
+        raise ValueError("a duration is a string such as '5s' or an integer number of milliseconds")
+    if result <= timedelta(0):
+        raise ValueError("a duration must be longer than zero")
+    return result
+
+
+def format_duration(value: timedelta) -> str:
+    """The shortest exact spelling of a duration in the job-file syntax (``"5s"``, ``"3min"``)."""
+    ms = round(value.total_seconds() * 1000)
+    for unit, size in (("d", 86_400_000), ("h", 3_600_000), ("min", 60_000), ("s", 1000)):
+        if ms and ms % size == 0:
+            return f"{ms // size}{unit}"
+    return f"{ms}ms"
+
+
+#: A duration option; JSON renders it in the job-file syntax (``"3min"``).
+Duration = Annotated[
+    timedelta,
+    BeforeValidator(parse_duration),
+    PlainSerializer(format_duration, return_type=str, when_used="json"),
+]
