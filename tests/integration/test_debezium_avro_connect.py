@@ -5,7 +5,7 @@ Avro converter in the Confluent wire format: ``debezium-avro`` reads its records
 from __future__ import annotations
 
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -32,18 +32,6 @@ class AvroConnect(KafkaConnect):
         props = super().worker_properties(plugins)
         props["plugin.path"] = f"{props['plugin.path']},{converter_plugin_path()}"
         return props
-
-
-@pytest.fixture
-def binlog_mariadb() -> Iterator[MariaDbServer]:
-    """MariaDB with a row-based binary log, reporting the MySQL 5.7 version that Debezium's MySQL
-    connector accepts."""
-    options = [
-        "--log-bin=mysql-bin", "--binlog-format=ROW", "--binlog-row-image=FULL",
-        "--server-id=11", "--version=5.7.19-log",
-    ]  # fmt: skip
-    with MariaDbServer(server_options=options) as server:
-        yield server
 
 
 def read_topic(
@@ -74,11 +62,11 @@ def at_least(count: int) -> Callable[[list[Record]], bool]:
 
 
 def test_a_real_debezium_connector_writing_avro_is_read_as_the_database_holds_it(
-    kafka_broker: KafkaBroker, schema_registry: SchemaRegistry, binlog_mariadb: MariaDbServer
+    kafka_broker: KafkaBroker, schema_registry: SchemaRegistry, binlog_mariadb_server: MariaDbServer
 ) -> None:
     import pymysql
 
-    db = binlog_mariadb
+    db = binlog_mariadb_server  # the session's MariaDB with a binary log (tests/support/fixtures.py)
     database = f"shop_{uuid.uuid4().hex[:8]}"
     prefix = f"dbz{uuid.uuid4().hex[:8]}"
     connection = pymysql.connect(
@@ -101,7 +89,7 @@ def test_a_real_debezium_connector_writing_avro_is_read_as_the_database_holds_it
         "database.port": str(db.port),
         "database.user": db.user,
         "database.password": db.password,
-        "database.server.id": "5401",
+        "database.server.id": "5490",  # apart from the session's other connectors (5401 on)
         "topic.prefix": prefix,
         "database.include.list": database,
         "schema.history.internal.kafka.bootstrap.servers": kafka_broker.bootstrap_servers,
