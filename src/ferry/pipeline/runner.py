@@ -311,7 +311,7 @@ class PipelineRunner:
 
     def step(self) -> int:
         """One batch: poll, decode, process; checkpoint when due. Returns the records read."""
-        self.schemas.drain_hints()
+        self.read_hints()
         records = self.source.poll(self.settings.batch_size, self.settings.poll_timeout_s)
         if records:
             self.process(self.decode(records), records)
@@ -323,6 +323,10 @@ class PipelineRunner:
         if now - self._last_status >= self.settings.status_interval_s:
             self._update_status(now)
         return len(records)
+
+    def read_hints(self) -> None:
+        """Take the DDL hints read since the last call (between batches: nothing is in flight)."""
+        self.schemas.drain_hints(self._barrier_at(()))
 
     def process(self, events: list[Event], records: Sequence[Any]) -> None:
         """Route a decoded batch; ``records`` are the raw records it came from (for offsets)."""

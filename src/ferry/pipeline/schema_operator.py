@@ -177,19 +177,21 @@ class SchemaOperator:
         Returns why the event cannot be tracked (the caller sends it to the dead letter), or None."""
         if not self.may_change(event):
             return None
-        if isinstance(event, SchemaObserved):
-            self.take_hints(self._hints_for(event))
         before = self.snapshot()
         sources = self.transforms.sources(self.tracker) if self.transforms is not None else {}
         started = time.monotonic()
         # the event is tracked on a copy: rows read before it are written with the schemas before it
         after = SchemaTracker.restore(before)
         try:
+            changes = (
+                self._take_hints(self._hints_for(event), after) if isinstance(event, SchemaObserved) else []
+            )
             if isinstance(event, SchemaObserved):
-                changes = after.observe(event, self.watermarks)
+                changes += after.observe(event, self.watermarks)
             else:
-                changes = after.hint(event, self.watermarks)
+                changes += after.hint(event, self.watermarks)
         except FerryError as e:
+            self.hint_offsets = {int(p): o for p, o in before.get(SCHEMA_CHANGE_OFFSETS, {}).items()}
             return f"schema change cannot be applied to {event.table_id}: {e}"
         self._route(
             changes, after=after, sources=sources, before=before, barrier=barrier, position=event.position
@@ -198,40 +200,56 @@ class SchemaOperator:
             self.wait_ms += int((time.monotonic() - started) * 1000)
         return None
 
-    def take_hints(self, events: Sequence[Event]) -> None:
-        """Hints read from the schema-change topic: renames and table drops wait in the tracker (no
-        barrier: they change nothing at the sink until records or positions confirm them)."""
+    def drain_hints(self, barrier: Callable[[Mapping[str, Any]], None]) -> None:
+        """The hints read since the last call; a column the DDL adds reaches the sink at once."""
+        if self.hints is not None:
+            self._hinted(self.hints.drain(), barrier)
+
+    def sync_hints(self, barrier: Callable[[Mapping[str, Any]], None]) -> None:
+        """Read the schema-change topic to its current end."""
+        if self.hints is not None:
+            self._hinted(self.hints.sync(self.settings.timeout_s), barrier)
+
+    def _hinted(self, events: Sequence[Event], barrier: Callable[[Mapping[str, Any]], None]) -> None:
+        if not events:
+            return
+        before = self.snapshot()
+        sources = self.transforms.sources(self.tracker) if self.transforms is not None else {}
+        after = SchemaTracker.restore(before)
+        changes = self._take_hints(events, after)
+        self._route(changes, after=after, sources=sources, before=before, barrier=barrier, position=None)
+
+    def _take_hints(self, events: Sequence[Event], tracker: SchemaTracker) -> list[SchemaChange]:
+        """Hints read from the schema-change topic, tracked by ``tracker``: columns the DDL adds are
+        changes now; drops, renames and table drops wait there until every partition passed them."""
+        changes: list[SchemaChange] = []
+        tracked_to = dict(self.hint_offsets)  # one record may give several events
         for event in events:
             if isinstance(event, BadRecord):
                 log.warning("schema-change topic: %s", event)
             position = event.position if isinstance(event, SchemaObserved | SchemaHint | BadRecord) else None
             if position is not None:
-                if position.offset < self.hint_offsets.get(position.partition, 0):
+                if position.offset < tracked_to.get(position.partition, 0):
                     if self.definitions is not None and isinstance(event, SchemaObserved):
                         self.definitions.add(event.table_id, event.schema)
                     continue  # read before the last checkpoint: already tracked
                 self.hint_offsets[position.partition] = position.offset + 1
-            if isinstance(event, SchemaObserved):
-                if self.definitions is not None and event.ddl is not None:
+            if isinstance(event, SchemaObserved) and event.ddl is not None:
+                if self.definitions is not None:
                     self.definitions.add(event.table_id, event.schema)
+                changes += tracker.described(event, self.watermarks)
             elif isinstance(event, SchemaHint):
-                self.tracker.hint(event, self.watermarks)
-
-    def drain_hints(self) -> None:
-        if self.hints is not None:
-            self.take_hints(self.hints.drain())
-
-    def sync_hints(self) -> None:
-        """Read the schema-change topic to its current end (for a record no known schema describes)."""
-        if self.hints is not None:
-            self.take_hints(self.hints.sync(self.settings.timeout_s))
+                changes += tracker.hint(event, self.watermarks)
+        return changes
 
     def settle(
         self, positions: Mapping[Partition, int], barrier: Callable[[Mapping[str, Any]], None]
     ) -> None:
-        """Drops and renames every partition has passed by now reach the sink."""
+        """Drops and renames every partition has passed by now reach the sink (the DDL read to its
+        end first: a later statement may add the column back)."""
         if not self.tracker.has_pending():
             return
+        self.sync_hints(barrier)
         before = self.snapshot()
         sources = self.transforms.sources(self.tracker) if self.transforms is not None else {}
         started = time.monotonic()
@@ -245,16 +263,15 @@ class SchemaOperator:
         self.tracker.forget_partitions(partitions)
 
     def _hints_for(self, event: SchemaObserved) -> list[Event]:
-        """A column gone from a record's schema may be a rename: read every DDL hint written so far
-        (Debezium writes the DDL before the rows that follow it) before diffing."""
+        """Every DDL hint written so far (Debezium writes the DDL before the rows that follow it),
+        before a record with other columns is diffed: a column gone may be a rename, a column
+        new to the table may be one the DDL dropped since."""
         known = self.tracker.schema(event.table_id)
-        if (
-            self.hints is None
-            or known is None
-            or event.ddl is not None
-            or all(name in event.schema for name in known.names)
-        ):
+        if self.hints is None or event.ddl is not None:
             return []
+        if known is not None and set(known.names) == set(event.schema.names):
+            return []  # the same columns (a type changed): the records say it all
+        # a table seen for the first time, or other columns: what DDL says of them is read first
         return self.hints.sync(self.settings.timeout_s)
 
     def _route(

@@ -172,8 +172,19 @@ def merge_schemas(
         parts = {**ours.partitions, **kept}
         newer = ours if _changed_ms(ours) >= _changed_ms(theirs) else theirs
         schema = SchemaTracker._merge(newer.schema, parts.values(), newer.schema) if parts else newer.schema
-        merged.tables[table_id] = TrackedTable(schema, newer.version, parts, newer.history)
-    return merged.snapshot()
+        merged.tables[table_id] = TrackedTable(
+            schema,
+            newer.version,
+            parts,
+            newer.history,
+            ours.aliases,
+            ours.pending,
+            ours.topics | theirs.topics,
+        )
+    out = merged.snapshot()
+    for key in set(written) - {"tables", "pending_renames"}:
+        out[key] = written[key]  # the writer's position in the schema-change topic, with its hints
+    return out
 
 
 def _changed_ms(table: TrackedTable) -> int:

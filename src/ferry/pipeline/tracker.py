@@ -102,6 +102,8 @@ class SchemaTracker:
         self.tables: dict[TableId, TrackedTable] = {}
         #: Renames named by unordered DDL, waiting for a record to show them.
         self.pending_renames: dict[TableId, list[RenameColumn]] = {}
+        #: The last schema DDL described for each table (applied when its first record comes).
+        self.descriptions: dict[TableId, Schema] = {}
 
     def schema(self, table_id: TableId) -> Schema | None:
         tracked = self.tables.get(table_id)
@@ -154,7 +156,10 @@ class SchemaTracker:
             tracked.partitions[partition] = new
             self._seen(tracked, event.position)
             self._record(tracked, [change], event.position)
-            return [change]
+            described = self.descriptions.get(table_id)
+            if described is None or described == new:
+                return [change]
+            return [change, *self.described(SchemaObserved(table_id, described, None, "DDL"), watermarks)]
         self._seen(tracked, event.position)
         previous = tracked.partitions.get(partition)
         had = (
@@ -170,17 +175,62 @@ class SchemaTracker:
         else:
             tracked.aliases.pop(partition, None)
         mapped = _renamed_columns(new, aliases)
-        target = self._merge(tracked.schema, self._mapped_partitions(tracked), mapped)
+        described = self.descriptions.get(table_id)
+        if described is not None:
+            # a column the DDL no longer has (read to its end before this) is not added: the rows
+            # that carry it are older than its drop
+            gone = {
+                c.name for c in mapped.columns if c.name not in tracked.schema and c.name not in described
+            }
+            if gone:
+                mapped = mapped.with_columns(c for c in mapped.columns if c.name not in gone)
+        target = self._merge(tracked.schema, self._mapped_partitions(tracked, described), mapped)
         changes = diff_schemas(table_id, tracked.schema, target)
         if changes:
             tracked.schema = self._replay(tracked.schema, changes)
+        renames = self.pending_renames.get(table_id, [])
         for name, table_name in aliases.items():
-            if known_aliases.get(name) != table_name:
+            if known_aliases.get(name) != table_name and name in _chain(renames, table_name):
+                # the table still knows the column by its old name: renamed once all passed it
                 self._pend(tracked, RenameColumn(table_id, table_name, name), watermarks)
         for col in tracked.schema.columns:
             # only a column this partition had is removed by its absence: a partition seen for
             # the first time may be older than a column another partition added
             if col.name in had and col.name not in mapped and col.name not in tracked.schema.primary_keys:
+                self._pend(tracked, DropColumn(table_id, col.name), watermarks)
+        changes += self._settle(table_id, tracked, {})
+        self._record(tracked, changes, event.position)
+        return changes
+
+    def described(self, event: SchemaObserved, watermarks: Watermarks | None = None) -> list[SchemaChange]:
+        """A table as a DDL statement left it (Debezium's ``tableChanges``), in statement order but
+        not in order with the rows: a column it adds is added now (rows without it fit); a column
+        it no longer has (dropped, or renamed as its DDL says) goes once every partition passed the
+        statement; types are left to the records (a record shows the type its values have)."""
+        table_id, new = event.table_id, event.schema
+        self.descriptions[table_id] = new
+        tracked = self.tables.get(table_id)
+        if tracked is None:
+            return []  # the table's records create it, with the types they carry, then this applies
+        table = tracked.schema
+        aliases = _rename_aliases(self.pending_renames.get(table_id, []), table, new, {})
+        mapped = _renamed_columns(new, aliases)
+        # a later statement has the column again: a drop waiting for it was not the last word
+        tracked.pending = [
+            p
+            for p in tracked.pending
+            if not (isinstance(p.change, DropColumn) and p.change.column_name in mapped)
+        ]
+        changes: list[SchemaChange] = []
+        additions = tuple(c for c in mapped.columns if c.name not in table)
+        if additions:
+            target = self._merge(table, [Schema(additions)], mapped)
+            changes = [c for c in diff_schemas(table_id, table, target) if isinstance(c, AddColumn)]
+            tracked.schema = self._replay(table, changes)
+        for name, table_name in aliases.items():
+            self._pend(tracked, RenameColumn(table_id, table_name, name), watermarks)
+        for col in tracked.schema.columns:
+            if col.name not in mapped and col.name not in tracked.schema.primary_keys:
                 self._pend(tracked, DropColumn(table_id, col.name), watermarks)
         changes += self._settle(table_id, tracked, {})
         self._record(tracked, changes, event.position)
@@ -282,19 +332,19 @@ class SchemaTracker:
         partition already showed, and those DDL named that ``new`` shows for the first time."""
         table = tracked.schema
         aliases = {n: t for n, t in tracked.aliases.get(partition, {}).items() if n in new and t in table}
-        for rename in self.pending_renames.get(table_id, []):
-            if (
-                rename.old_name in table
-                and rename.old_name not in new
-                and rename.new_name in new
-                and rename.new_name not in table
-                and rename.old_name not in aliases.values()
-            ):
-                aliases[rename.new_name] = rename.old_name
-        return aliases
+        return _rename_aliases(self.pending_renames.get(table_id, []), table, new, aliases)
 
-    def _mapped_partitions(self, tracked: TrackedTable) -> list[Schema]:
-        return [_renamed_columns(s, tracked.aliases.get(p, {})) for p, s in tracked.partitions.items()]
+    def _mapped_partitions(self, tracked: TrackedTable, described: Schema | None) -> list[Schema]:
+        """Every partition's schema in the table's names (without columns the DDL has no more)."""
+        out = []
+        for p, schema in tracked.partitions.items():
+            mapped = _renamed_columns(schema, tracked.aliases.get(p, {}))
+            if described is not None:
+                mapped = mapped.with_columns(
+                    c for c in mapped.columns if c.name in described or c.name in tracked.schema
+                )
+            out.append(mapped)
+        return out
 
     @staticmethod
     def _pend(
@@ -308,7 +358,7 @@ class SchemaTracker:
                 and not isinstance(pending.change, DropTable)
                 and _column_of(pending.change) == _column_of(change)
             ):
-                if isinstance(change, RenameColumn):  # a rename DDL explains a drop seen before
+                if isinstance(change, DropColumn):  # renamed, then dropped: it goes
                     pending.change = change
                 return
         holders: dict[Partition, int | None] = {}
@@ -359,8 +409,8 @@ class SchemaTracker:
                     tracked.aliases.pop(p, None)
             if isinstance(change, RenameColumn):
                 renames = self.pending_renames.get(table_id, [])
-                if change in renames:
-                    renames.remove(change)
+                chain = _chain(renames, change.old_name)
+                self.pending_renames[table_id] = [r for r in renames if r.old_name not in chain[:-1]]
             emitted.append(change)
         return emitted
 
@@ -372,7 +422,7 @@ class SchemaTracker:
         mark: int | None,
         positions: Mapping[Partition, int],
     ) -> bool:
-        if mark is not None and positions.get(partition, -1) >= mark:
+        if mark is not None and positions.get(partition, 0) >= mark:
             return True
         if isinstance(change, DropTable):
             return mark is None
@@ -458,6 +508,7 @@ class SchemaTracker:
                 for tid, renames in self.pending_renames.items()
                 if renames
             },
+            "descriptions": {str(tid): schema_to_dict(s) for tid, s in self.descriptions.items()},
         }
 
     @classmethod
@@ -477,6 +528,8 @@ class SchemaTracker:
         for tid, renames in data.get("pending_renames", {}).items():
             table_id = TableId.parse(tid)
             tracker.pending_renames[table_id] = [RenameColumn(table_id, old, new) for old, new in renames]
+        for tid, described in data.get("descriptions", {}).items():
+            tracker.descriptions[TableId.parse(tid)] = schema_from_dict(described)
         return tracker
 
 
@@ -502,6 +555,39 @@ def _pending_from_dict(table_id: TableId, data: Mapping[str, Any]) -> PendingRem
     else:
         change = DropColumn(table_id, data["column"])
     return PendingRemoval(change, {(t, int(p)): mark for t, p, mark in data.get("holders", [])})
+
+
+def _chain(renames: list[RenameColumn], name: str) -> list[str]:
+    """The names a column had through successive renames, starting at ``name``."""
+    names = [name]
+    for rename in renames:
+        if rename.old_name == names[-1] and rename.new_name not in names:
+            names.append(rename.new_name)
+    return names
+
+
+def _rename_aliases(
+    renames: list[RenameColumn], table: Schema, new: Schema, aliases: dict[str, str]
+) -> dict[str, str]:
+    """``aliases`` and, for each table column ``new`` lacks under a name DDL renamed it to (through
+    one rename or several), that name → the table's name."""
+    out = dict(aliases)
+    for col in table.columns:
+        if col.name in new or col.name in out.values():
+            continue
+        for name in reversed(_chain(renames, col.name)[1:]):
+            if name in new and name not in table and name not in out:
+                out[name] = col.name
+                break
+    # the other way: rows older than the table's schema carry a name it renamed since
+    for col in new.columns:
+        if col.name in table or col.name in out:
+            continue
+        for name in reversed(_chain(renames, col.name)[1:]):
+            if name in table and name not in new and name not in out.values():
+                out[col.name] = name
+                break
+    return out
 
 
 def _column_of(change: DropColumn | RenameColumn) -> str:

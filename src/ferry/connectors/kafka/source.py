@@ -21,7 +21,7 @@ from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -188,6 +188,40 @@ class KafkaSource:
             )
             out[(tp.topic, tp.partition)] = max(high - position, 0)
         return out
+
+    def high_watermarks(self, topics: Collection[str]) -> dict[tuple[str, int], int]:
+        """The end, now (a broker round trip each), of the partitions of ``topics`` assigned here."""
+        if self.consumer is None:
+            return {}
+        wanted = set(topics)
+        out: dict[tuple[str, int], int] = {}
+        for topic, partition in self.assigned:
+            if topic in wanted:
+                try:
+                    _low, high = self.consumer.get_watermark_offsets(
+                        TopicPartition(topic, partition), timeout=10, cached=False
+                    )
+                except KafkaException as e:
+                    raise SourceError(f"reading the end of {topic}[{partition}]: {e}") from e
+                out[(topic, partition)] = int(high)
+        return out
+
+    def fetch(self, position: tuple[str, int, int]) -> tuple[bytes | None, bytes | None] | None:
+        """The key and value of one record, read again with a consumer of its own."""
+        topic, partition, offset = position
+        consumer = Consumer({**self.settings, "group.id": f"{self.group_id}-fetch"}, logger=log)
+        try:
+            consumer.assign([TopicPartition(topic, partition, offset)])
+            for _ in range(50):  # each consume waits up to 0.2 s for the fetch
+                for record in consumer.consume(num_messages=1, timeout=0.2):
+                    if record.error() is None and record.offset() == offset:
+                        return record.key(), record.value()
+                    return None
+        except KafkaException as e:
+            log.warning("reading %s[%d] offset %d again failed: %s", topic, partition, offset, e)
+        finally:
+            consumer.close()
+        return None
 
     def finished(self) -> bool:
         """All partitions of the read topics reached their end: the ones assigned here by position,

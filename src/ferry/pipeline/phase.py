@@ -1,0 +1,21 @@
+"""The phases of a pipeline, as its runner reports them and the control plane keeps them."""
+
+from __future__ import annotations
+
+from enum import StrEnum
+
+
+class Phase(StrEnum):
+    """Where a pipeline is in its life: ``PENDING`` → ``RUNNING`` → ``STOPPING`` → ``STOPPED``,
+    or ``FAILED``; ``DELETED`` once the control plane deleted it.
+
+    A runner reports ``PENDING``, ``RUNNING``, ``STOPPED`` and ``FAILED``; a worker's pipeline
+    process (an instance) is ``RUNNING``, ``STOPPED`` or ``FAILED``.
+    """
+
+    PENDING = "PENDING"
+    RUNNING = "RUNNING"
+    STOPPING = "STOPPING"
+    STOPPED = "STOPPED"
+    FAILED = "FAILED"
+    DELETED = "DELETED"

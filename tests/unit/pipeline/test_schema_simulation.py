@@ -1,0 +1,296 @@
+"""Deterministic simulation of the core: several partitions, schema changes, DDL hints early and
+late, and a kill at any step, checked against a model of the source table.
+
+A source table lives in a small model database. Each statement becomes what Debezium's MySQL
+connector writes: a row change goes to partition ``id % P`` of the table's topic, with the schema
+envelope of the table as it is then; a schema change goes to the schema-change topic, before the
+rows that follow it. Production and consumption interleave as Hypothesis draws them: records are
+produced a few at a time; the runner reads any partition's produced records in any order; the
+schema-change topic is read ahead of or behind the data; checkpoints happen at random; a kill
+abandons the runner (and what the sink had not committed) and a new one starts from the state
+store. At the end everything is read, and the sink must hold exactly the model's table: the same
+columns (after every add, drop, rename and widening) and the same rows, value for value.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Collection, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from ferry.connectors.formats import decoder_for
+from ferry.connectors.memory import MemoryDeadLetter
+from ferry.connectors.record import Record
+from ferry.pipeline.events import SCHEMA_CHANGE_TAGS, Event
+from ferry.pipeline.route import TableRouter
+from ferry.pipeline.router import SchemaChangeBehavior, SchemaChangeRouter
+from ferry.pipeline.runner import PipelineRunner, RunnerSettings
+from ferry.pipeline.schema import TableId
+from ferry.pipeline.state import StateStore
+from ferry.sinks.memory import MemorySink
+from ferry.testing import debezium as dbz
+
+SERVER = "sim"
+TABLE = TableId(None, "db", "t")
+DATA = f"{SERVER}.db.t"
+
+
+@dataclass
+class World:
+    """What the source database holds and what Debezium has written of it."""
+
+    partitions: int
+    table: dbz.DebeziumTable = field(
+        default_factory=lambda: dbz.DebeziumTable(
+            SERVER,
+            "db",
+            "t",
+            [dbz.ConnectColumn("id", dbz.INT32, optional=False), dbz.ConnectColumn("a", dbz.INT32)],
+        )
+    )
+    rows: dict[int, dict[str, Any]] = field(default_factory=dict)
+    #: everything Debezium will write, in the order it writes it: (topic, partition, key, value)
+    writes: list[tuple[str, int, bytes | None, bytes]] = field(default_factory=list)
+    added: int = 0
+
+    def columns(self) -> list[str]:
+        return [c.name for c in self.table.columns]
+
+    def statement(self, kind: str, n: int) -> None:
+        names = [c for c in self.columns() if c != "id"]
+        if kind == "upsert":
+            key = n % 12
+            row = {c: (n * 7 + i) % 1000 if self._int(c) else f"v{n}" for i, c in enumerate(names)}
+            before = self.rows.get(key)
+            after = {"id": key, **row}
+            record = self.table.update(before, after) if before is not None else self.table.insert(after)
+            self.rows[key] = after
+            self._data(key, record)
+        elif kind == "delete":
+            key = n % 12
+            if key in self.rows:
+                self._data(key, self.table.delete(self.rows.pop(key)))
+        elif kind == "add":
+            self.added += 1
+            name = f"c{self.added}"
+            after = names[n % len(names)] if names and n % 2 else None
+            self._ddl(self.table.add_column(name, dbz.INT32 if n % 3 else dbz.STRING, after=after))
+            for row in self.rows.values():
+                row[name] = None
+        elif kind == "drop" and names:
+            name = names[n % len(names)]
+            self._ddl(self.table.drop_column(name))
+            for row in self.rows.values():
+                row.pop(name, None)
+        elif kind == "rename" and names:
+            old = names[n % len(names)]
+            new = f"{old}_r"
+            self._ddl(self.table.rename_column(old, new))
+            for row in self.rows.values():
+                row[new] = row.pop(old, None)
+        elif kind == "widen":
+            narrow = [c for c in self.table.columns if c.spec == dbz.INT32 and c.name != "id"]
+            if narrow:
+                self._ddl(self.table.change_type(narrow[n % len(narrow)].name, dbz.INT64))
+
+    def _int(self, name: str) -> bool:
+        return next(c for c in self.table.columns if c.name == name).spec["type"] != "string"
+
+    def _data(self, key: int, record: tuple[bytes | None, bytes]) -> None:
+        self.writes.append((DATA, key % self.partitions, *record))
+
+    def _ddl(self, ddl: str) -> None:
+        key, value = self.table.schema_change(ddl)
+        self.writes.append((SERVER, 0, key, value))
+
+
+class Log:
+    """The Kafka topics: records produced so far, per partition."""
+
+    def __init__(self, world: World) -> None:
+        self.world = world
+        self.produced = 0
+        self.topics: dict[tuple[str, int], list[Record]] = {(DATA, p): [] for p in range(world.partitions)}
+        self.topics[(SERVER, 0)] = []
+
+    def produce(self, count: int) -> None:
+        for topic, partition, key, value in self.world.writes[self.produced : self.produced + count]:
+            log = self.topics[(topic, partition)]
+            log.append(Record(topic, partition, len(log), key=key, value=value))
+        self.produced = min(len(self.world.writes), self.produced + count)
+
+
+class SimSource:
+    """The data topic's partitions, read where the test says (a Source, with watermarks)."""
+
+    def __init__(self, log: Log) -> None:
+        self.log = log
+        self.next: dict[tuple[str, int], int] = {}
+
+    def open(self, start_offsets: Mapping[tuple[str, int], int]) -> None:
+        self.next = {(DATA, p): start_offsets.get((DATA, p), 0) for p in range(self.log.world.partitions)}
+
+    def take(self, partition: int, count: int) -> list[Record]:
+        key = (DATA, partition)
+        records = self.log.topics[key][self.next[key] : self.next[key] + count]
+        self.next[key] += len(records)
+        return records
+
+    def poll(self, max_records: int, timeout: float) -> Sequence[Record]:
+        return []
+
+    def commit(self, offsets: Mapping[tuple[str, int], int]) -> None:
+        pass
+
+    def lag(self) -> dict[tuple[str, int], int]:
+        return {}
+
+    def finished(self) -> bool:
+        return False
+
+    def high_watermarks(self, topics: Collection[str]) -> dict[tuple[str, int], int]:
+        return {tp: len(records) for tp, records in self.log.topics.items() if tp[0] in topics}
+
+    def close(self) -> None:
+        pass
+
+
+class SimHints:
+    """The schema-change topic, fetched by its reader ahead of or behind the data."""
+
+    def __init__(self, log: Log) -> None:
+        self.log = log
+        self.decoder = decoder_for("debezium-schema-change")
+        self.position = 0
+        self.fetched = 0
+
+    def open(self, start: Mapping[int, int]) -> None:
+        self.position = self.fetched = start.get(0, 0)
+
+    def fetch(self, count: int) -> None:
+        self.fetched = min(len(self.log.topics[(SERVER, 0)]), self.fetched + count)
+
+    def drain(self) -> list[Event]:
+        records = self.log.topics[(SERVER, 0)][self.position : self.fetched]
+        self.position = max(self.position, self.fetched)
+        return self.decoder.decode(records)
+
+    def sync(self, timeout: float) -> list[Event]:
+        self.fetch(len(self.log.topics[(SERVER, 0)]))
+        return self.drain()
+
+    def close(self) -> None:
+        pass
+
+
+def new_runner(log: Log, sink: MemorySink, state: StateStore) -> tuple[PipelineRunner, SimSource, SimHints]:
+    source, hints = SimSource(log), SimHints(log)
+    runner = PipelineRunner(
+        settings=RunnerSettings(name="sim", tune_gc=False),
+        source=source,
+        decode=decoder_for("debezium-json").decode,
+        sink=sink,
+        state=state,
+        router=SchemaChangeRouter(sink, SchemaChangeBehavior.EVOLVE, SCHEMA_CHANGE_TAGS),
+        tables=TableRouter(),
+        dead_letter=MemoryDeadLetter(),
+        hints=hints,
+    )
+    runner.open()
+    return runner, source, hints
+
+
+statements = st.lists(
+    st.tuples(
+        st.sampled_from(["upsert"] * 6 + ["delete", "add", "drop", "rename", "widen"]),
+        st.integers(0, 1000),
+    ),
+    min_size=1,
+    max_size=60,
+)
+actions = st.lists(
+    st.one_of(
+        st.tuples(st.just("produce"), st.integers(1, 8)),
+        st.tuples(st.just("read"), st.integers(0, 2), st.integers(1, 6)),
+        st.tuples(st.just("hints"), st.integers(1, 3)),
+        st.tuples(st.just("checkpoint")),
+        st.tuples(st.just("kill")),
+    ),
+    max_size=80,
+)
+
+
+def run_simulation(partitions: int, script: list[tuple[str, int]], schedule: list[tuple[Any, ...]]) -> None:
+    world = World(partitions)
+    world.statement("upsert", 0)  # the table exists from the first row on
+    for kind, n in script:
+        world.statement(kind, n)
+    log = Log(world)
+    sink = MemorySink()
+    with tempfile.TemporaryDirectory() as folder:
+        state = StateStore(f"sqlite:///{folder}/state.db")
+        runner, source, hints = new_runner(log, sink, state)
+
+        def read(partition: int, count: int) -> None:
+            records = source.take(partition % partitions, count)
+            runner.read_hints()
+            runner.process(runner.decode(records), records)
+
+        for action in schedule:
+            match action:
+                case ("produce", count):
+                    log.produce(count)
+                case ("read", partition, count):
+                    read(partition, count)
+                case ("hints", count):
+                    hints.fetch(count)
+                case ("checkpoint",):
+                    runner.checkpoint()
+                case ("kill",):
+                    sink.pending.clear()  # written, never committed
+                    runner, source, hints = new_runner(log, sink, state)
+        log.produce(len(world.writes))
+        hints.fetch(len(world.writes))
+        for partition in range(partitions):
+            read(partition, len(world.writes))
+        runner.checkpoint()
+        state.close()
+    expected_columns = world.columns()
+    table = sink.tables[TABLE]
+    assert list(table.schema.names) == expected_columns, [str(c) for c in sink.applied]
+    got = {row["id"]: row for row in table.all_rows()}
+    expected = {key: {c: row.get(c) for c in expected_columns} for key, row in world.rows.items()}
+    assert got == expected, [str(c) for c in sink.applied]
+
+
+@settings(
+    max_examples=250,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(partitions=st.integers(1, 3), script=statements, schedule=actions)
+def test_every_interleaving_of_partitions_hints_and_kills_ends_with_the_source_table(
+    partitions: int, script: list[tuple[str, int]], schedule: list[tuple[Any, ...]]
+) -> None:
+    run_simulation(partitions, script, schedule)
+
+
+def test_a_rename_seen_first_in_one_partition_keeps_the_values_of_the_others() -> None:
+    # partition 0 is read through (past the rename) before partition 1 shows its older rows
+    run_simulation(
+        2,
+        [("upsert", 1), ("upsert", 2), ("rename", 0), ("upsert", 3), ("upsert", 4)],
+        [("produce", 100), ("hints", 5), ("read", 0, 100), ("checkpoint",), ("read", 1, 100)],
+    )
+
+
+def test_a_drop_seen_first_in_one_partition_does_not_come_back_with_the_others() -> None:
+    run_simulation(
+        3,
+        [("upsert", 1), ("upsert", 2), ("upsert", 3), ("drop", 0), ("upsert", 4), ("upsert", 5)],
+        [("produce", 100), ("read", 0, 100), ("kill",), ("read", 2, 1), ("read", 1, 100)],
+    )
