@@ -5,7 +5,7 @@ envelope on or off (with the table definitions the schema-change topic gave), an
 from __future__ import annotations
 
 import base64
-from datetime import date, datetime, time
+from datetime import UTC, date, datetime, time
 from decimal import Decimal
 from typing import Any
 
@@ -15,6 +15,7 @@ from debezium_mysql import (
     DECODED,
     TABLE,
     TOPIC,
+    WKB,
     change_event,
     definitions,
     described_schema,
@@ -22,13 +23,14 @@ from debezium_mysql import (
     key,
     row_values,
 )
-from format_fixtures import of_type
+from format_fixtures import FIXTURES, of_type, records
 
+from ferry.connectors.formats.ddl import parse_ddl
 from ferry.connectors.formats.debezium import DebeziumJsonDecoder
 from ferry.connectors.formats.definitions import TableDefinitions
 from ferry.connectors.record import Record
 from ferry.pipeline import types as t
-from ferry.pipeline.events import BadRecord, DataChange, Event, Op, SchemaObserved, Tombstone
+from ferry.pipeline.events import BadRecord, CreateTable, DataChange, Event, Op, SchemaObserved, Tombstone
 from ferry.pipeline.schema import Column, Schema, TableId
 
 DECIMAL_MODES = ("precise", "string", "double")
@@ -303,6 +305,25 @@ def test_definitions_are_matched_once_per_shape_and_refreshed_once() -> None:
     assert [o.schema for o in of_type(events, SchemaObserved)] == [described_schema()]
 
 
+def test_a_refresh_brings_the_definitions_of_shapes_seen_before() -> None:
+    older = {k: v for k, v in row_values().items() if k != "ratio"}
+    topic_contents = [[], [described_schema(list(older)), described_schema()]]
+    known = TableDefinitions(refresh=lambda: [known.add(TABLE, s) for s in topic_contents.pop(0)])
+    decoder = DebeziumJsonDecoder(known)
+    events = decode(
+        decoder,
+        change_event("c", None, older, envelope=False),  # refreshed: nothing yet, inferred
+        change_event("c", None, row_values(id=2), envelope=False),  # refreshed: both definitions
+        change_event("c", None, {**older, "id": 3}, envelope=False),  # the first shape's, now known
+    )
+    assert [c.after["price"] for c in of_type(events, DataChange)] == [
+        "BOI=",
+        Decimal("12.50"),
+        Decimal("12.50"),
+    ]
+    assert not topic_contents
+
+
 def test_a_refresh_that_finds_the_definition() -> None:
     known = TableDefinitions(refresh=lambda: known.add(TABLE, described_schema()))
     (observed, change) = decode(
@@ -458,3 +479,65 @@ def test_a_flattened_row_names_its_table() -> None:
 def test_bad_flattened_records(value: dict[str, Any], reason: str) -> None:
     (bad,) = decode(DebeziumJsonDecoder(), orjson.dumps(value))
     assert isinstance(bad, BadRecord) and bad.reason == reason
+
+
+# ------------------------------------------------------------------- Flink CDC's all-types rows
+
+
+def _full_types() -> TableDefinitions:
+    """The definition of Flink CDC's all-types table, from its CREATE TABLE."""
+    sql = (FIXTURES / "apache-flink-cdc/column_type_test.sql").read_text()
+    statement = sql[sql.index("CREATE TABLE full_types") : sql.index("DEFAULT CHARSET=utf8;") + 21]
+    (create,) = parse_ddl(statement, default_database="column_type_test")
+    assert isinstance(create, CreateTable)
+    known = TableDefinitions()
+    known.add(create.table_id, create.schema)
+    return known
+
+
+@pytest.mark.parametrize(
+    "path",
+    [
+        "apache-flink-cdc/debezium-data-schema-exclude.json",
+        # decimals written as JSON numbers (decimal.format=NUMERIC, bigint.unsigned precise)
+        "apache-flink-cdc/debezium-data-schema-exclude-with-numeric-decimal.json",
+    ],
+)
+def test_payload_only_all_types_with_the_tables_ddl(path: str) -> None:
+    known = _full_types()
+    topic = "mysql_binlog_source.column_type_test.full_types"
+    events = DebeziumJsonDecoder(known).decode(records(path, topic))
+    assert not of_type(events, BadRecord)
+    (observed,) = of_type(events, SchemaObserved)
+    assert observed.schema == known.latest(TableId(None, "column_type_test", "full_types"))
+    snapshot, update = of_type(events, DataChange)
+    assert (snapshot.op, update.op) == (Op.READ, Op.UPDATE)
+    row = snapshot.after
+    assert row["id"] == Decimal(1)
+    assert row["big_un_c"] == Decimal(18446744073709551615)
+    assert row["decimal_c"] == Decimal("123.4567")
+    assert row["numeric_c"] == Decimal(346)
+    assert (row["tiny_c"], row["small_un_c"], row["int_un_c"], row["big_c"]) == (
+        127,
+        65535,
+        4294967295,
+        9223372036854775807,
+    )
+    assert (row["bit1_c"], row["tiny1_c"], row["boolean_c"]) == (False, True, True)
+    assert row["float_c"] == 123.102 and row["double_c"] == 404.4443
+    assert row["date_c"] == date(2020, 7, 17)
+    assert row["time_c"] == time(18, 0, 22)
+    assert row["datetime3_c"] == datetime(2020, 7, 17, 18, 0, 22, 123000)
+    assert row["datetime6_c"] == datetime(2020, 7, 17, 18, 0, 22, 123456)
+    assert row["timestamp_c"] == datetime(2020, 7, 17, 18, 0, 22, tzinfo=UTC)
+    assert row["file_uuid"] == bytes.fromhex("651aed08390f4893b2f136923e7b7400")
+    assert row["bit_c"] == base64.b64decode("BAQEBAQEBAQ=")
+    assert row["tiny_blob_c"] == b"\x10"
+    assert (row["year_c"], row["enum_c"], row["set_c"]) == (2021, "red", "a,b")
+    assert row["json_c"] == '{"key1": "value1"}'
+    assert row["point_c"] == bytes(4) + base64.b64decode(WKB)
+    assert row["varchar_len0_c"] == ""
+    # DECIMAL(65, 1) is STRING and its scale is not in the DDL's ferry type: base64 stays as it
+    # came, a number becomes its text
+    assert row["big_decimal_c"] == ("34567892.1" if "numeric" in path else "FJqkSQ==")
+    assert update.after["timestamp_c"] == datetime(2020, 7, 17, 18, 33, 22, tzinfo=UTC)

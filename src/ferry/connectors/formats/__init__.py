@@ -5,7 +5,8 @@ a :class:`~ferry.pipeline.events.SchemaObserved` when the schema of the record's
 partition) differs from the last one the decoder emitted for it, then the record's
 :class:`~ferry.pipeline.events.DataChange` (or changes: Canal packs several rows in one message),
 or a :class:`~ferry.pipeline.events.SchemaHint` for a DDL message, or a
-:class:`~ferry.pipeline.events.BadRecord` naming what is wrong with it. A decoder never raises
+:class:`~ferry.pipeline.events.Tombstone` for a record with a key and no value (``debezium-json``),
+or a :class:`~ferry.pipeline.events.BadRecord` naming what is wrong with it. A decoder never raises
 for a bad record and never drops one silently.
 
 :func:`decoder_for` builds a decoder by format name. The decoders are imported on first use.

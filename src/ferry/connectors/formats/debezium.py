@@ -324,9 +324,13 @@ class DebeziumJsonDecoder:
         shape = tuple(row)
         if shape in table.shapes:
             return table.shapes[shape]
+        version = definitions.version
         definition = definitions.match(table.table_id, frozenset(shape))
+        if definitions.version != version:  # a refresh added definitions: match the others again
+            table.shapes.clear()
+            table.refined_plan = table.refined = None
+            table.version = definitions.version
         defined = None if definition is None else _Defined(PayloadRows(definition))
-        table.version = definitions.version  # a refresh may have added definitions
         table.shapes[shape] = defined
         return defined
 

@@ -36,7 +36,10 @@ What a JSON value cannot tell, and is taken as the connector's defaults say
   other decimal values showed, then decimal text (base64 that is all digits is always a
   negative number of at least 6 digits per 4 characters);
 * a ``DECIMAL`` wider than 38 digits is ``STRING`` in ferry and its scale is not in the
-  definition: base64 text stays as it came.
+  definition: base64 text stays as it came (a JSON number becomes its text);
+* a negative JSON integer in a ``DECIMAL(20, 0)`` is taken as a wrapped ``BIGINT UNSIGNED``
+  (``bigint.unsigned.handling.mode=long``), not as a signed ``DECIMAL(20, 0)`` written with
+  ``decimal.format=NUMERIC``: ferry's types do not tell the two columns apart.
 """
 
 from __future__ import annotations
@@ -336,6 +339,10 @@ def _connect_schema(declared: DataType, kind: type, text: bool) -> dict[str, Any
                 parameters["connect.decimal.precision"] = str(declared.precision)
             return {"type": "bytes", "name": _CONNECT_DECIMAL, "parameters": parameters}
         return None
+    if root is TypeRoot.STRING and (kind is int or kind is float):
+        # a DECIMAL wider than 38 digits (STRING in ferry) written as a number: its text
+        parameters = {"scale": "0", "connect.decimal.precision": str(2 * t.MAX_DECIMAL_PRECISION)}
+        return {"type": "bytes", "name": _CONNECT_DECIMAL, "parameters": parameters}
     if kind is bool:
         return {"type": "boolean"} if root is TypeRoot.BOOLEAN else None
     if kind is int:
