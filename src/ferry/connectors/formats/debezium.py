@@ -241,7 +241,7 @@ class DebeziumJsonDecoder:
                 elif after is None:
                     raise DecodeError(f"op {payload['op']!r} without an 'after' row")
                 if table.emitted is not schema:
-                    if table.emitted is None or table.emitted != schema:
+                    if schema.columns and (table.emitted is None or table.emitted != schema):
                         append(SchemaObserved(table.table_id, schema, position))
                     table.emitted = schema
                 ts = source.get("ts_ms") if type(source) is dict else None
@@ -369,7 +369,7 @@ class DebeziumJsonDecoder:
             converter, schema = self._convert(table, plan, keys, row, None)
             before, after = None, row
         if table.emitted is not schema:
-            if table.emitted is None or table.emitted != schema:
+            if schema.columns and (table.emitted is None or table.emitted != schema):
                 out.append(SchemaObserved(table.table_id, schema, position))
             table.emitted = schema
         ts = metadata.get("__source_ts_ms") or metadata.get("__ts_ms")
