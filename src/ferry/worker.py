@@ -89,12 +89,12 @@ def build_runner(
             dict(source_config.scan_bounded_specific_offsets or {}),
         ),
     )
-    decoder = decoder_for(source_config.value_format.value)
+    decoder = decoder_for(source_config.value_format.value, **source_config.decoder_options())
     if hints is None and source_config.schema_change_topic:
         hints = SchemaChangeReader(
             bootstrap_servers=source_config.bootstrap_servers,
             topic=source_config.schema_change_topic,
-            decoder=decoder_for("debezium-schema-change"),
+            decoder=decoder_for(source_config.schema_change_format, **source_config.decoder_options()),
             properties=properties,
         )
     sink = sink or build_sink(job)

@@ -9,8 +9,7 @@ class Phase(StrEnum):
     """Where a pipeline is in its life: ``PENDING`` → ``RUNNING`` → ``STOPPING`` → ``STOPPED``,
     or ``FAILED``; ``DELETED`` once the control plane deleted it.
 
-    A runner reports ``PENDING``, ``RUNNING``, ``STOPPED`` and ``FAILED``; a worker's pipeline
-    process (an instance) is ``RUNNING``, ``STOPPED`` or ``FAILED``.
+    A runner reports ``PENDING``, ``RUNNING``, ``STOPPED`` and ``FAILED`` of its own run.
     """
 
     PENDING = "PENDING"

@@ -104,6 +104,8 @@ class SchemaTracker:
         self.pending_renames: dict[TableId, list[RenameColumn]] = {}
         #: The last schema DDL described for each table (applied when its first record comes).
         self.descriptions: dict[TableId, Schema] = {}
+        #: Tables DDL dropped before their first record was read (their records are older).
+        self.dropped: set[TableId] = set()
 
     def schema(self, table_id: TableId) -> Schema | None:
         tracked = self.tables.get(table_id)
@@ -156,6 +158,9 @@ class SchemaTracker:
             tracked.partitions[partition] = new
             self._seen(tracked, event.position)
             self._record(tracked, [change], event.position)
+            if table_id in self.dropped:
+                self._pend(tracked, DropTable(table_id), watermarks)
+                return [change, *self._settle(table_id, tracked, {})]
             described = self.descriptions.get(table_id)
             if described is None or described == new:
                 return [change]
@@ -209,6 +214,7 @@ class SchemaTracker:
         statement; types are left to the records (a record shows the type its values have)."""
         table_id, new = event.table_id, event.schema
         self.descriptions[table_id] = new
+        self.dropped.discard(table_id)
         tracked = self.tables.get(table_id)
         if tracked is None:
             return []  # the table's records create it, with the types they carry, then this applies
@@ -260,6 +266,9 @@ class SchemaTracker:
                         table=str(change.table_id),
                         change=change.tag,
                     )
+                if isinstance(change, DropTable) and not event.ordered:
+                    self.dropped.add(change.table_id)
+                    self.descriptions.pop(change.table_id, None)
                 continue  # Debezium's schema-change topic covers tables this pipeline may not read
             if isinstance(change, DropTable):
                 if event.ordered:
@@ -509,6 +518,7 @@ class SchemaTracker:
                 if renames
             },
             "descriptions": {str(tid): schema_to_dict(s) for tid, s in self.descriptions.items()},
+            "dropped": sorted(str(tid) for tid in self.dropped),
         }
 
     @classmethod
@@ -528,6 +538,7 @@ class SchemaTracker:
         for tid, renames in data.get("pending_renames", {}).items():
             table_id = TableId.parse(tid)
             tracker.pending_renames[table_id] = [RenameColumn(table_id, old, new) for old, new in renames]
+        tracker.dropped = {TableId.parse(tid) for tid in data.get("dropped", [])}
         for tid, described in data.get("descriptions", {}).items():
             tracker.descriptions[TableId.parse(tid)] = schema_from_dict(described)
         return tracker
