@@ -26,6 +26,7 @@ from ferry.config.checks import (  # noqa: F401 - earlier callers import the err
 )
 from ferry.config.job import JobConfig
 from ferry.connectors.formats import decoder_for
+from ferry.connectors.formats.definitions import TableDefinitions
 from ferry.connectors.kafka.dead_letter import KafkaDeadLetter
 from ferry.connectors.kafka.schema_changes import SchemaChangeReader
 from ferry.connectors.kafka.source import EndPosition, KafkaSource, StartPosition
@@ -89,7 +90,13 @@ def build_runner(
             dict(source_config.scan_bounded_specific_offsets or {}),
         ),
     )
-    decoder = decoder_for(source_config.value_format.value, **source_config.decoder_options())
+    options = source_config.decoder_options()
+    definitions = None
+    if source_config.value_format.value == "debezium-json" and source_config.schema_change_topic:
+        # payload-only records are typed by the table definitions the schema-change topic carries
+        definitions = TableDefinitions()
+        options = {**options, "definitions": definitions}
+    decoder = decoder_for(source_config.value_format.value, **options)
     if hints is None and source_config.schema_change_topic:
         hints = SchemaChangeReader(
             bootstrap_servers=source_config.bootstrap_servers,
@@ -118,7 +125,7 @@ def build_runner(
         schema_change_timeout_s=pipeline.schema_operator_rpc_timeout.total_seconds(),
         fail_on_bad_record=pipeline.on_bad_record == "fail",
     )
-    return PipelineRunner(
+    runner = PipelineRunner(
         settings=settings,
         source=source,
         decode=decoder.decode,
@@ -128,8 +135,12 @@ def build_runner(
         tables=tables,
         dead_letter=dead_letter,
         hints=hints,
+        definitions=definitions,
         transforms=_transforms(job),
     )
+    if definitions is not None:
+        definitions.refresh = runner.sync_hints
+    return runner
 
 
 def run_with_status(runner: PipelineRunner, status_port: int | None, stop: threading.Event) -> None:

@@ -328,6 +328,10 @@ class PipelineRunner:
         """Take the DDL hints read since the last call (between batches: nothing is in flight)."""
         self.schemas.drain_hints(self._barrier_at(()))
 
+    def sync_hints(self) -> None:
+        """Read the schema-change topic to its end (a decoder met a record no definition describes)."""
+        self.schemas.sync_hints(self._barrier_at(()))
+
     def process(self, events: list[Event], records: Sequence[Any]) -> None:
         """Route a decoded batch; ``records`` are the raw records it came from (for offsets)."""
         buffers = self._buffers

@@ -27,9 +27,10 @@ class TableDefinitions:
     """Every schema the schema-change topic described, per table, oldest first."""
 
     def __init__(self, refresh: Callable[[], None] | None = None) -> None:
-        self._refresh = refresh
+        #: Reads the schema-change topic to its end (set by the runner that owns the decoder).
+        self.refresh = refresh
         self._schemas: dict[TableId, list[Schema]] = {}
-        self._refreshed: set[tuple[TableId, frozenset[str]]] = set()
+        self.refreshed: set[tuple[TableId, frozenset[str]]] = set()
         self.version = 0
         """Grows with every schema added: what a caller cached from :meth:`match` is stale when
         it changed."""
@@ -52,11 +53,11 @@ class TableDefinitions:
         and the definitions are searched again.
         """
         found = self._newest(table_id, names)
-        if found is None and self._refresh is not None:
+        if found is None and self.refresh is not None:
             shape = (table_id, names)
-            if shape not in self._refreshed:
-                self._refreshed.add(shape)
-                self._refresh()
+            if shape not in self.refreshed:
+                self.refreshed.add(shape)
+                self.refresh()
                 found = self._newest(table_id, names)
         return found
 
