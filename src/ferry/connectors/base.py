@@ -78,6 +78,16 @@ class RecordFetching(Protocol):
 
 
 @runtime_checkable
+class KeepingAlive(Protocol):
+    """A source whose consumer must be polled now and then to keep its group membership."""
+
+    def keep_alive(self) -> Sequence[Any]:
+        """Poll without taking records of the partitions read so far; return records of partitions
+        assigned during the poll, if any."""
+        ...
+
+
+@runtime_checkable
 class Rebalancing(Protocol):
     """A source whose partitions are shared with other workers and can move at any poll."""
 

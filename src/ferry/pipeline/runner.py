@@ -36,7 +36,15 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from ferry.connectors.base import DeadLetter, Offsets, Rebalancing, RecordFetching, Source, Watermarking
+from ferry.connectors.base import (
+    DeadLetter,
+    KeepingAlive,
+    Offsets,
+    Rebalancing,
+    RecordFetching,
+    Source,
+    Watermarking,
+)
 from ferry.exceptions import FerryError, TerminalError
 from ferry.pipeline.adapt import CastError, RowAdapter
 from ferry.pipeline.events import (
@@ -108,6 +116,9 @@ class RunnerSettings:
     schema_change_poll_s: float = 0.2
     #: Raise the garbage collector's thresholds while running (see :func:`tune_garbage_collector`).
     tune_gc: bool = True
+    #: A batch dense in schema changes is processed in parts of about this long, the consumer polled
+    #: in between, so that it keeps its group membership (well below ``max.poll.interval.ms``).
+    poll_budget_s: float = 30.0
 
 
 @dataclass
@@ -208,6 +219,8 @@ class PipelineRunner:
         #: (table, partition) → renamed keys, while a partition's rows carry a rename not yet final
         self._aliases: dict[tuple[TableId, int], dict[str, str]] = {}
         self._bad_reasons: Counter[str] = Counter()
+        #: The rest of a batch a part of which took the whole poll budget: (events, records)
+        self._leftover: tuple[list[Event], list[Any]] | None = None
         self._last_checkpoint = time.monotonic()
         self._last_status = 0.0
         self._window: tuple[float, int] = (time.monotonic(), 0)
@@ -242,7 +255,7 @@ class PipelineRunner:
                 tune_garbage_collector()
             while not stop.is_set():
                 self.step()
-                if self.source.finished():
+                if self._leftover is None and self.source.finished():
                     self._set_phase("RUNNING", "bounded read reached its end")
                     self._check_something_written()
                     break
@@ -312,9 +325,13 @@ class PipelineRunner:
     def step(self) -> int:
         """One batch: poll, decode, process; checkpoint when due. Returns the records read."""
         self.read_hints()
-        records = self.source.poll(self.settings.batch_size, self.settings.poll_timeout_s)
-        if records:
-            self.process(self.decode(records), records)
+        records: Sequence[Any]
+        if self._leftover is not None:
+            records = self._resume()
+        else:
+            records = self.source.poll(self.settings.batch_size, self.settings.poll_timeout_s)
+            if records:
+                self.process(self.decode(records), records)
         now = time.monotonic()
         if self._buffered >= self.settings.flush_rows or (
             now - self._last_checkpoint >= self.settings.checkpoint_interval_s
@@ -338,6 +355,7 @@ class PipelineRunner:
         skip = self.partitions.skip
         aliases = self._aliases
         buffered = 0
+        started = time.monotonic()
         for index, event in enumerate(events):
             if type(event) is DataChange:
                 table_id = event.table_id
@@ -363,6 +381,12 @@ class PipelineRunner:
             elif isinstance(event, SchemaObserved | SchemaHint) or is_schema_change(event):
                 self._buffered += buffered
                 buffered = 0
+                if index and time.monotonic() - started > self.settings.poll_budget_s:
+                    done = _records_before(records, event)
+                    if done is not None:
+                        self._leftover = (events[index:], list(records[done:]))
+                        records = records[:done]
+                        break
                 self._schema_event(event, events[:index])
                 buffers, skip, aliases = self._buffers, self.partitions.skip, self._aliases
         self._buffered += buffered
@@ -371,6 +395,21 @@ class PipelineRunner:
         if self.schemas.tracker.has_pending():
             self.schemas.settle(self.partitions.offsets, self._barrier_at(()))
             self._refresh_aliases()
+
+    def _resume(self) -> list[Any]:
+        """The rest of the last batch, after the consumer was polled (paused) to stay in its group."""
+        assert self._leftover is not None
+        events, records = self._leftover
+        self._leftover = None
+        arrived = self.source.keep_alive() if isinstance(self.source, KeepingAlive) else []
+        if isinstance(self.source, Rebalancing):  # partitions may have moved during that poll
+            owned = set(self.partitions.offsets)
+            records = [r for r in records if (r.topic(), r.partition()) in owned]
+            events = [e for e in events if _partition_of(e) in owned or _partition_of(e) is None]
+        self.process(events, records)
+        if arrived:
+            self.process(self.decode(arrived), arrived)
+        return [*records, *arrived]
 
     def _open_table(self, table_id: TableId, event: DataChange) -> list[DataChange] | None:
         if self.schemas.tracker.schema(table_id) is None:
@@ -576,6 +615,22 @@ class PipelineRunner:
             self.settings.name, self.phase, self.detail, metrics.as_dict(), worker=self.worker
         )
         self._last_status = now
+
+
+def _partition_of(event: Event) -> tuple[str, int] | None:
+    position = getattr(event, "position", None)
+    return None if position is None else (position.topic, position.partition)
+
+
+def _records_before(records: Sequence[Any], event: Event) -> int | None:
+    """How many of a batch's records come before the one ``event`` was decoded from."""
+    position = getattr(event, "position", None)
+    if position is None:
+        return None
+    for index, record in enumerate(records):
+        if (record.topic(), record.partition(), record.offset()) == tuple(position):
+            return index or None
+    return None
 
 
 def _partitions(partitions: Sequence[tuple[str, int]]) -> str:

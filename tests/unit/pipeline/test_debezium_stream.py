@@ -189,7 +189,9 @@ def test_a_bounded_read_whose_every_record_went_to_the_dead_letter_fails_naming_
 ) -> None:
     source = MemorySource(records([(b"1", b"<order id=1/>"), (b"2", b"<order id=2/>")]))
     runner = runner_for(source, MemorySink(), tmp_path)
-    with pytest.raises(NothingWrittenError, match=r"every one of the 2 records .*malformed JSON.*source.value.format"):
+    with pytest.raises(
+        NothingWrittenError, match=r"every one of the 2 records .*malformed JSON.*source.value.format"
+    ):
         runner.run()
     assert runner.phase == "FAILED"
 
@@ -199,3 +201,42 @@ def test_on_bad_record_fail_names_the_record(tmp_path: Path) -> None:
     runner = runner_for(source, MemorySink(), tmp_path, fail_on_bad_record=True)
     with pytest.raises(BadRecordError, match=r"topic srv.db.t, partition 0, offset 0"):
         runner.run()
+
+
+class PollingSource(MemorySource):
+    """A memory source whose consumer must be polled to stay in its group: counts those polls."""
+
+    def __init__(self, records: list[Record]) -> None:
+        super().__init__(records)
+        self.keep_alives = 0
+
+    def keep_alive(self) -> list[Record]:
+        self.keep_alives += 1
+        return []
+
+
+def test_a_batch_dense_in_schema_changes_is_processed_in_parts_polling_the_consumer_between(
+    tmp_path: Path,
+) -> None:
+    t = table()
+    stream = []
+    for i in range(6):
+        stream.append(t.insert({"id": i, "n": i, **{f"c{j}": j for j in range(i)}}))
+        t.add_column(f"c{i}", dbz.INT32)
+    source = PollingSource(records(stream))
+    sink = MemorySink()
+    runner = PipelineRunner(
+        settings=RunnerSettings(name="dense", tune_gc=False, poll_budget_s=0.0),
+        source=source,
+        decode=decoder_for("debezium-json").decode,
+        sink=sink,
+        state=StateStore(f"sqlite:///{tmp_path}/state.db"),
+        router=SchemaChangeRouter(sink, SchemaChangeBehavior.EVOLVE, SCHEMA_CHANGE_TAGS),
+        tables=TableRouter(),
+        dead_letter=MemoryDeadLetter(),
+    )
+    runner.run()
+    # one poll of the consumer before each schema change but the first of the batch
+    assert source.keep_alives == 5
+    assert len(sink.rows(TABLE)) == 6 and runner.metrics.records_read == 6
+    assert sink.tables[TABLE].schema.names == ("id", "n", "c0", "c1", "c2", "c3", "c4")

@@ -160,6 +160,21 @@ class KafkaSource:
             records = [r for r in records if r.offset() < ends.get((r.topic(), r.partition()), 1 << 62)]
         return records  # type: ignore[no-any-return]
 
+    def keep_alive(self) -> Sequence[Any]:
+        """A poll that keeps the group membership while a long batch is processed: the partitions
+        are paused so it takes no record of them (rebalance callbacks may run in it)."""
+        assert self.consumer is not None, "open() first"
+        paused = [TopicPartition(t, p) for t, p in self.assigned]
+        self.consumer.pause(paused)
+        try:
+            records = self.poll(1000, 0)
+        finally:
+            still = set(self.assigned)
+            resume = [tp for tp in paused if (tp.topic, tp.partition) in still]
+            if resume:
+                self.consumer.resume(resume)
+        return records
+
     def commit(self, offsets: Mapping[tuple[str, int], int]) -> None:
         if self.consumer is None or not offsets:
             return
@@ -280,8 +295,16 @@ class KafkaSource:
                 good.append(record)
             elif error.code() == KafkaError._PARTITION_EOF:
                 continue
+            elif error.code() == KafkaError._MAX_POLL_EXCEEDED:
+                # the group moved the partitions on; the consumer rejoins at its next poll
+                log.warning("left the consumer group (%s); rejoining", error.str())
             elif error.fatal() or not error.retriable():
-                raise SourceError(f"Kafka error on {record.topic()}[{record.partition()}]: {error.str()}")
+                where = (
+                    f"{record.topic()}[{record.partition()}]"
+                    if record.topic()
+                    else f"consumer group {self.group_id} ({', '.join(self.subscription)})"
+                )
+                raise SourceError(f"Kafka error on {where}: {error.str()}")
             else:
                 log.warning("Kafka error (will retry): %s", error.str())
         return good
