@@ -27,19 +27,23 @@ class Control:
     tmp_path: Path
 
     def phase(self, name: str) -> str:
-        return str(self.plane.get_pipeline(ENV, name)["status"]["phase"])
+        return str(self.plane.get_pipeline(ENV, name).status.phase)
 
     def wait_phase(self, name: str, *phases: str, timeout: float = 60.0) -> dict[str, Any]:
         def ready() -> dict[str, Any] | None:
-            resource = self.plane.get_pipeline(ENV, name)
+            resource = self.plane.get_pipeline(ENV, name).document()
             return resource if resource["status"]["phase"] in phases else None
 
         return wait_for(
-            ready, timeout, lambda: f"{name} in {phases}: {self.plane.get_pipeline(ENV, name)['status']}"
+            ready,
+            timeout,
+            lambda: f"{name} in {phases}: {self.plane.get_pipeline(ENV, name).document()['status']}",
         )
 
     def create(self, name: str, job: str, **spec: Any) -> dict[str, Any]:
-        return self.plane.create_pipeline(ENV, {"metadata": {"name": name}, "spec": {"job": job, **spec}})
+        return self.plane.create_pipeline(
+            ENV, {"metadata": {"name": name}, "spec": {"job": job, **spec}}
+        ).document()
 
 
 @contextmanager

@@ -77,7 +77,7 @@ def test_two_workers_share_a_pipeline_and_survive_a_sigkill(
         plane.create_pipeline(
             ENV,
             {"metadata": {"name": "orders"}, "spec": {"job": job_text(kafka_bootstrap, topic, warehouse)}},
-        )
+        ).document()
         group = runtime_name(ENV, "orders")
         wait_for(
             lambda: group_members(kafka_bootstrap, group) == 2,
@@ -102,16 +102,20 @@ def test_two_workers_share_a_pipeline_and_survive_a_sigkill(
         time.sleep(1.5)  # a row written twice would show up by now
         ids = sorted(r["id"] for r in iceberg_rows(warehouse, "app.events"))
         assert ids == list(range(next_id)), "rows lost or written twice"
-        assert plane.get_pipeline(ENV, "orders")["status"]["phase"] == "RUNNING"
+        assert plane.get_pipeline(ENV, "orders").status.phase == "RUNNING"
 
         plane.set_stopped(ENV, "orders", True)
         stopped = wait_for(
-            lambda: p if (p := plane.get_pipeline(ENV, "orders"))["status"]["phase"] != "STOPPING" else None,
+            lambda: (
+                p
+                if (p := plane.get_pipeline(ENV, "orders").document())["status"]["phase"] != "STOPPING"
+                else None
+            ),
             60,
             lambda: "the stop to finish",
         )
         assert stopped["status"]["phase"] == "STOPPED", stopped["status"]
-        savepoint = plane.list_savepoints(ENV, "orders", "UPGRADE")[-1]
+        savepoint = [r.document() for r in plane.list_savepoints(ENV, "orders", "UPGRADE")][-1]
         offsets = savepoint["status"]["offsets"][topic]
         assert offsets == ";".join(f"partition:{p},offset:{next_id // PARTITIONS}" for p in range(PARTITIONS))
     finally:

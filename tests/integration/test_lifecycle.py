@@ -59,7 +59,7 @@ def test_a_new_version_inherits_the_offsets_of_a_stopped_one(
         control.plane.set_stopped(ENV, "orders-v1", True)
         stopped = control.wait_phase("orders-v1", "STOPPED", "FAILED")
         assert stopped["status"]["phase"] == "STOPPED", stopped["status"]
-        savepoints = control.plane.list_savepoints(ENV, "orders-v1")
+        savepoints = [r.document() for r in control.plane.list_savepoints(ENV, "orders-v1")]
         assert [(s["spec"]["source"], s["status"]["state"]) for s in savepoints] == [("UPGRADE", "COMPLETED")]
         assert savepoints[0]["metadata"]["uid"] in stopped["status"]["detail"]
 
@@ -85,9 +85,9 @@ def test_a_new_version_inherits_the_offsets_of_a_stopped_one(
         payloads = {r["id"]: r["payload"] for r in rows}
         assert payloads[0] == "p0" and payloads[n + m - 1] == f"P{n + m - 1}"
 
-        v2 = control.plane.get_pipeline(ENV, "orders-v2")
+        v2 = control.plane.get_pipeline(ENV, "orders-v2").document()
         assert v2["status"]["traits"]["inheritedOffsetTopics"] == [topic]
-        v1 = control.plane.get_pipeline(ENV, "orders-v1")
+        v1 = control.plane.get_pipeline(ENV, "orders-v1").document()
         assert v1["status"]["latestOffsets"] == {
             topic: f"partition:0,offset:{n // 2};partition:1,offset:{n // 2}"
         }
@@ -111,7 +111,7 @@ def test_a_new_version_waits_for_a_running_reference_to_stop(
             "v2", job_text(kafka_bootstrap, topic, warehouse), properties={INITIAL_OFFSET_FROM: "v1"}
         )
         time.sleep(1.5)
-        pending = control.plane.get_pipeline(ENV, "v2")
+        pending = control.plane.get_pipeline(ENV, "v2").document()
         assert pending["status"]["phase"] == "PENDING"
         assert "waiting" in pending["status"]["detail"] and "'v1'" in pending["status"]["detail"]
         assert pending["status"]["deadline"] in pending["status"]["detail"]
@@ -155,7 +155,11 @@ def test_offsets_lost_to_retention_are_reported_and_reading_starts_at_the_earlie
         )
         wait_rows(warehouse, "app.events", 80)
         status = wait_for(
-            lambda: s if (s := control.plane.get_pipeline(ENV, "v2")["status"]).get("lostOffsets") else None,
+            lambda: (
+                s
+                if (s := control.plane.get_pipeline(ENV, "v2").document()["status"]).get("lostOffsets")
+                else None
+            ),
             30,
             lambda: "lostOffsets in the status",
         )
@@ -225,7 +229,7 @@ def test_manual_and_scheduled_savepoints_record_the_offsets_of_a_running_pipelin
 
         def request_manual() -> dict[str, Any] | None:
             try:
-                return control.plane.create_savepoint(ENV, "v1")
+                return control.plane.create_savepoint(ENV, "v1").document()
             except ControlError as e:  # a scheduled one is being recorded: 409, try again
                 assert e.status == 409, e.message
                 return None
@@ -236,7 +240,7 @@ def test_manual_and_scheduled_savepoints_record_the_offsets_of_a_running_pipelin
             # one requested after the manual one: the rows were read by then
             found = [
                 s
-                for s in control.plane.list_savepoints(ENV, "v1", source)
+                for s in [r.document() for r in control.plane.list_savepoints(ENV, "v1", source)]
                 if s["status"]["state"] == "COMPLETED"
                 and s["metadata"]["creationTimestamp"] >= manual["metadata"]["creationTimestamp"]
             ]
@@ -276,7 +280,7 @@ def test_a_replay_from_a_savepoint_reads_what_came_after_it(
         wait_rows(warehouse, "app.events", 60)
         control.plane.set_stopped(ENV, "live", True)
         control.wait_phase("live", "STOPPED")
-        [savepoint] = control.plane.list_savepoints(ENV, "live")
+        [savepoint] = [r.document() for r in control.plane.list_savepoints(ENV, "live")]
         produce_events(kafka_bootstrap, topic, range(60, 100), partitions=1)
 
         control.create(

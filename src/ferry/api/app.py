@@ -31,8 +31,16 @@ from starlette.exceptions import HTTPException
 
 from ferry.control.config import Role, TokenConfig
 from ferry.control.exceptions import ControlError
-from ferry.control.models import INITIAL_OFFSET_FROM, PipelineSpec
-from ferry.control.service import API_VERSION, ControlPlane
+from ferry.control.models import (
+    INITIAL_OFFSET_FROM,
+    Document,
+    Pipeline,
+    PipelineMetadata,
+    PipelineSpec,
+    Savepoint,
+    SavepointSource,
+)
+from ferry.control.service import ControlPlane
 
 log = logging.getLogger(__name__)
 
@@ -77,52 +85,6 @@ class RestError(Schema):
     errors: list[ErrorMessage]
 
 
-class PipelineMetadata(Schema):
-    name: str = Field(description="1 to 100 lower-case letters, digits and '-'.")
-    environment: str | None = Field(default=None, json_schema_extra={"readOnly": True})
-    uid: str | None = Field(default=None, json_schema_extra={"readOnly": True})
-    creation_timestamp: str | None = Field(
-        default=None, alias="creationTimestamp", json_schema_extra={"readOnly": True}
-    )
-    update_timestamp: str | None = Field(
-        default=None,
-        alias="updateTimestamp",
-        description="Read-only: an update that sets it is refused with 422.",
-        json_schema_extra={"readOnly": True},
-    )
-
-
-class PipelineTraits(Schema):
-    inherited_offset_topics: list[str] = Field(
-        default_factory=list,
-        alias="inheritedOffsetTopics",
-        description="The topics that started from offsets inherited from the reference pipeline.",
-    )
-
-
-class Progress(Schema):
-    records_done: int = Field(alias="recordsDone")
-    records_total: int = Field(alias="recordsTotal")
-    percent: float
-
-
-class PipelineStatus(Schema):
-    phase: Literal["PENDING", "RUNNING", "STOPPING", "STOPPED", "FAILED", "DELETED"]
-    detail: str = Field(description="What the pipeline does or waits for, or why it failed.")
-    deadline: str | None = Field(
-        default=None, description="When a pipeline waiting for inherited offsets gives up."
-    )
-    traits: PipelineTraits
-    latest_offsets: dict[str, str] = Field(
-        alias="latestOffsets",
-        description="topic → offsets in the scan.startup.specific-offsets format, once another "
-        "pipeline inherited them.",
-    )
-    metrics: dict[str, Any] | None = None
-    lost_offsets: Any = Field(default=None, alias="lostOffsets")
-    progress: Progress | None = Field(default=None, description="A bounded replay's progress.")
-
-
 class PipelineRequest(Schema):
     """The body of ``POST`` and ``PUT``: a pipeline as a ``GET`` returns it, or its metadata and spec."""
 
@@ -135,14 +97,6 @@ class PipelineRequest(Schema):
     )
 
 
-class Pipeline(Schema):
-    api_version: str = Field(default=API_VERSION, alias="apiVersion")
-    kind: Literal["Pipeline"] = "Pipeline"
-    metadata: PipelineMetadata
-    spec: PipelineSpec
-    status: PipelineStatus
-
-
 class ListMetadata(Schema):
     size: int
 
@@ -150,34 +104,6 @@ class ListMetadata(Schema):
 class PipelineList(Schema):
     metadata: ListMetadata
     items: list[Pipeline]
-
-
-class SavepointMetadata(Schema):
-    uid: str
-    pipeline: str
-    environment: str
-    creation_timestamp: str | None = Field(alias="creationTimestamp")
-
-
-class SavepointSpec(Schema):
-    source: Literal["UPGRADE", "MANUAL", "SCHEDULE"]
-    pinned: bool
-
-
-class SavepointStatus(Schema):
-    state: Literal["PENDING", "COMPLETED", "FAILED"]
-    reason: str
-    completion_timestamp: str | None = Field(alias="completionTimestamp")
-    offsets: dict[str, str] = Field(description="topic → offsets (scan.startup.specific-offsets format).")
-    sink_commit: dict[str, Any] = Field(alias="sinkCommit")
-
-
-class Savepoint(Schema):
-    api_version: str = Field(default=API_VERSION, alias="apiVersion")
-    kind: Literal["Savepoint"] = "Savepoint"
-    metadata: SavepointMetadata
-    spec: SavepointSpec
-    status: SavepointStatus
 
 
 class SavepointList(Schema):
@@ -411,8 +337,12 @@ def _json(content: Any, status: int = 200) -> JSONResponse:
     return JSONResponse(content, status_code=status)
 
 
-def _page(items: list[dict[str, Any]]) -> JSONResponse:
-    return _json({"metadata": {"size": len(items)}, "items": items})
+def _resource(resource: Document) -> JSONResponse:
+    return _json(resource.document())
+
+
+def _page(items: Sequence[Document]) -> JSONResponse:
+    return _json({"metadata": {"size": len(items)}, "items": [item.document() for item in items]})
 
 
 def _body(request: PipelineRequest) -> dict[str, Any]:
@@ -457,11 +387,11 @@ def _pipeline_routes(app: FastAPI, plane: ControlPlane) -> None:
         if reference is not None:
             ref_env = reference.rpartition("/")[0] or env
             who.require(ref_env, "viewer")
-        return _json(plane.create_pipeline(env, _body(body)))
+        return _resource(plane.create_pipeline(env, _body(body)))
 
     @route("GET", "/pipelines/{name}", Pipeline, (404,), "Get a pipeline and its status.")
     def get_pipeline(env: str, name: str, _: Viewer) -> Response:
-        return _json(plane.get_pipeline(env, name))
+        return _resource(plane.get_pipeline(env, name))
 
     @route(
         "PUT",
@@ -472,7 +402,7 @@ def _pipeline_routes(app: FastAPI, plane: ControlPlane) -> None:
         "spec.stopped stops (with a savepoint) or resumes it.",
     )
     def update_pipeline(env: str, name: str, _: Editor, body: Annotated[PipelineRequest, Body()]) -> Response:
-        return _json(plane.update_pipeline(env, name, _body(body)))
+        return _resource(plane.update_pipeline(env, name, _body(body)))
 
     @route(
         "DELETE",
@@ -487,7 +417,7 @@ def _pipeline_routes(app: FastAPI, plane: ControlPlane) -> None:
 
 
 SourceParam = Annotated[
-    Literal["UPGRADE", "MANUAL", "SCHEDULE"] | None,
+    SavepointSource | None,
     Query(description="Only the savepoints of this source."),
 ]
 ForceParam = Annotated[
@@ -511,7 +441,7 @@ def _savepoint_routes(app: FastAPI, plane: ControlPlane) -> None:
         "Take a MANUAL savepoint of a running pipeline (completed by its next checkpoint).",
     )
     def create_savepoint(env: str, name: str, _: Editor) -> Response:
-        return _json(plane.create_savepoint(env, name))
+        return _resource(plane.create_savepoint(env, name))
 
     @route(
         "DELETE",
@@ -524,14 +454,14 @@ def _savepoint_routes(app: FastAPI, plane: ControlPlane) -> None:
         env: str,
         name: str,
         _: Editor,
-        source: Annotated[Literal["UPGRADE", "MANUAL", "SCHEDULE"], Query(description="The source.")],
+        source: Annotated[SavepointSource, Query(description="The source.")],
         force: ForceParam = False,
     ) -> Response:
         return _json({"deleted": plane.delete_savepoints(env, name, source, force)})
 
     @route("GET", "/pipelines/{name}/savepoints/{uid}", Savepoint, (404,), "Get a savepoint.")
     def get_savepoint(env: str, name: str, uid: str, _: Viewer) -> Response:
-        return _json(plane.get_savepoint(env, name, uid))
+        return _resource(plane.get_savepoint(env, name, uid))
 
     @route(
         "PATCH",
@@ -543,7 +473,7 @@ def _savepoint_routes(app: FastAPI, plane: ControlPlane) -> None:
     def patch_savepoint(
         env: str, name: str, uid: str, _: Editor, body: Annotated[SavepointPatch, Body()]
     ) -> Response:
-        return _json(plane.set_pinned(env, name, uid, body.spec.pinned))
+        return _resource(plane.set_pinned(env, name, uid, body.spec.pinned))
 
     @route(
         "DELETE",

@@ -1,7 +1,9 @@
 """The ``ferry`` command: a thin shell over the library.
 
 Every command renders text or JSON; errors become exit codes here and nowhere else: 0 success,
-1 the pipeline failed, 2 invalid input (a job file, an argument), 3 an unexpected error.
+1 the pipeline failed, 2 invalid input (a job file, an argument), 4 an unexpected error (a bug:
+the traceback is logged). ``ferry check`` answers with its verdict instead (0, 1, 2) and 3 for
+input it cannot read (:data:`ferry.check.cli.EXIT_INPUT_ERROR`).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 
 EXIT_FAILED = 1
 EXIT_INVALID = 2
-EXIT_UNEXPECTED = 3
+EXIT_UNEXPECTED = 4
 
 
 def handle_errors(func: F) -> F:
@@ -39,6 +41,12 @@ def handle_errors(func: F) -> F:
         except FerryError as e:
             click.echo(f"error: {e}", err=True)
             sys.exit(EXIT_FAILED)
+        except click.ClickException:
+            raise
+        except Exception as e:
+            logging.getLogger(__name__).error("unexpected error", exc_info=e)
+            click.echo(f"error: unexpected {type(e).__name__}: {e}", err=True)
+            sys.exit(EXIT_UNEXPECTED)
 
     return wrapper  # type: ignore[return-value]
 

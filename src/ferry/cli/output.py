@@ -1,8 +1,10 @@
-"""Rendering of command results as text or JSON."""
+"""Rendering of command results as text or JSON: a pipeline's status, and the control plane's
+pipeline and savepoint resources (as the API answers them)."""
 
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Mapping
 from typing import Any
 
 import orjson
@@ -96,4 +98,116 @@ def render_status(store: StateStore, names: list[str], output: str) -> str:
             lines.append(f"    {_when(h['at_ms'])}  {h['change']}  → {h['outcome']} ({h['reason']})")
         if not p["schema_history"]:
             lines.append("    (none)")
+    return "\n".join(lines)
+
+
+def render_pipeline(resource: Mapping[str, Any]) -> str:
+    metadata, spec, status = resource["metadata"], resource["spec"], resource.get("status") or {}
+    lines = [
+        f"pipeline {metadata['name']} (environment {metadata.get('environment', '?')})",
+        f"  phase:    {status.get('phase', '?')}",
+        f"  detail:   {status.get('detail', '')}",
+    ]
+    if status.get("deadline"):
+        lines.append(f"  deadline: {status['deadline']}")
+    reference = (spec.get("properties") or {}).get("sql.tables.initial-offset-from")
+    if reference:
+        lines.append(f"  inherits offsets from: {reference}")
+    inherited = (status.get("traits") or {}).get("inheritedOffsetTopics") or []
+    lines.append(f"  inherited topics: {', '.join(inherited) if inherited else 'none'}")
+    latest = status.get("latestOffsets") or {}
+    if latest:
+        lines.append("  latest offsets:")
+        lines += [f"    {topic}: {offsets}" for topic, offsets in sorted(latest.items())]
+    progress = status.get("progress")
+    if progress:
+        lines.append(
+            f"  progress: {progress['recordsDone']} of {progress['recordsTotal']} records "
+            f"({progress['percent']}%)"
+        )
+    if status.get("lostOffsets"):
+        lines.append(f"  lost to retention: {status['lostOffsets']}")
+    metrics = status.get("metrics") or {}
+    if metrics:
+        written = sum((metrics.get("rows_written") or {}).values())
+        lines.append(
+            f"  records read: {metrics.get('records_read') or 0}, rows written: {written}, "
+            f"bad records: {metrics.get('bad_records') or 0}"
+        )
+    replay_line = _replay_line(spec)
+    if replay_line:
+        lines.append(f"  replay: {replay_line}")
+    lines.append(
+        f"  upgrade mode: {spec.get('upgradeMode', 'savepoint')}; "
+        f"stopped: {'yes' if spec.get('stopped') else 'no'}"
+    )
+    lines.append(f"  created {metadata.get('creationTimestamp')}, updated {metadata.get('updateTimestamp')}")
+    return "\n".join(lines)
+
+
+def _replay_line(spec: Mapping[str, Any]) -> str:
+    start = spec.get("startFrom")
+    if not start:
+        return ""
+    if start.get("timestampMillis") is not None:
+        parts = [f"from {_iso(start['timestampMillis'])}"]
+    elif start.get("savepoint"):
+        parts = [f"from savepoint {start['savepoint']}"]
+    else:
+        parts = [f"from offsets {start.get('offsets')}"]
+    end = spec.get("bounded")
+    if end:
+        until = {
+            "timestamp": lambda: _iso(end.get("timestampMillis")),
+            "specific-offsets": lambda: str(end.get("offsets")),
+        }
+        parts.append(f"until {end['mode']}" + (f" {until[end['mode']]()}" if end["mode"] in until else ""))
+    if spec.get("rebuildTables"):
+        parts.append(f"rebuilding {', '.join(spec['rebuildTables'])}")
+    return ", ".join(parts)
+
+
+def _iso(ms: Any) -> str:
+    if not isinstance(ms, int):
+        return str(ms)
+    return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).isoformat(timespec="milliseconds")
+
+
+def render_pipelines(items: list[Mapping[str, Any]], environment: str) -> str:
+    if not items:
+        return f"no pipelines in environment {environment}"
+    width = max(len("NAME"), *(len(i["metadata"]["name"]) for i in items))
+    lines = [f"{'NAME':<{width}}  {'PHASE':<8}  DETAIL"]
+    for item in items:
+        status = item.get("status") or {}
+        lines.append(
+            f"{item['metadata']['name']:<{width}}  {status.get('phase', '?'):<8}  {status.get('detail', '')}"
+        )
+    return "\n".join(lines)
+
+
+def render_savepoint(resource: Mapping[str, Any]) -> str:
+    metadata, spec, status = resource["metadata"], resource["spec"], resource["status"]
+    lines = [
+        f"savepoint {metadata['uid']} of pipeline {metadata['pipeline']}",
+        f"  source: {spec['source']}; pinned: {'yes' if spec['pinned'] else 'no'}",
+        f"  state:  {status['state']}" + (f" ({status['reason']})" if status.get("reason") else ""),
+        f"  requested {metadata.get('creationTimestamp')}, completed {status.get('completionTimestamp')}",
+    ]
+    for topic, offsets in sorted((status.get("offsets") or {}).items()):
+        lines.append(f"  {topic}: {offsets}")
+    return "\n".join(lines)
+
+
+def render_savepoints(items: list[Mapping[str, Any]], pipeline_name: str) -> str:
+    if not items:
+        return f"no savepoints of pipeline {pipeline_name}"
+    lines = [f"{'UID':<36}  {'SOURCE':<8}  {'STATE':<9}  PINNED  REQUESTED"]
+    for item in items:
+        status, spec = item["status"], item["spec"]
+        reason = f"  {status['reason']}" if status.get("reason") else ""
+        lines.append(
+            f"{item['metadata']['uid']:<36}  {spec['source']:<8}  {status['state']:<9}  "
+            f"{'yes' if spec['pinned'] else 'no':<6}  {item['metadata'].get('creationTimestamp')}{reason}"
+        )
     return "\n".join(lines)

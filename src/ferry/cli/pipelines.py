@@ -9,153 +9,37 @@ editor. Output is text, or the resources with ``--output json``. Exit codes: 0 d
 
 from __future__ import annotations
 
-import asyncio
 import datetime as dt
 import functools
 import logging
-import secrets
 import sys
 from collections.abc import Callable, Mapping
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
-from urllib.parse import quote
+from typing import Any, TypeVar
 
 import click
 import orjson
 
-from ferry.exceptions import FerryError
-
-if TYPE_CHECKING:
-    import httpx
-    from fastapi import FastAPI
-
-    from ferry.control.service import ControlPlane
+from ferry.api.client import Api, ApiError, Client, Local
+from ferry.cli.output import render_pipeline, render_pipelines, render_savepoint, render_savepoints
+from ferry.control.models import API_VERSION, SavepointSource
 
 F = TypeVar("F", bound=Callable[..., Any])
 
 EXIT_SERVER = 1
 EXIT_REFUSED = 2
 DEFAULT_STATE_URL = "sqlite:///var/ferry/state.db"
-SOURCES = ("UPGRADE", "MANUAL", "SCHEDULE")
+SOURCES = tuple(SavepointSource)
 
 
-class ApiError(FerryError):
-    """A request the API refused (``status`` 4xx) or could not serve (5xx, ``None``: unreachable)."""
-
-    def __init__(self, status: int | None, message: str) -> None:
-        super().__init__(message)
-        self.status = status
-        self.message = message
-
-    @property
-    def exit_code(self) -> int:
-        return EXIT_REFUSED if self.status is not None and 400 <= self.status < 500 else EXIT_SERVER
-
-
-# --------------------------------------------------------------------------------------------------
-# The client
-
-
-class Client:
-    """Sends requests to the API: remote (``server``) or in-process over a state store."""
-
-    def __init__(self, server: str | None, token: str | None, local: Local | None) -> None:
-        self.server = server
-        self.token = token
-        self.local = local
-
-    @classmethod
-    def open(
-        cls, server: str | None, token: str | None, state_url: str | None, config: Path | None
-    ) -> Client:
-        _require_httpx()
-        if server:
-            if state_url or config:
-                raise click.UsageError("give --server, or --state-url/--config to work locally, not both")
-            return cls(server.rstrip("/"), token, None)
-        return cls(None, None, Local.open(state_url, config))
-
-    def close(self) -> None:
-        if self.local is not None:
-            self.local.close()
-
-    def call(
-        self,
-        method: str,
-        path: str,
-        *,
-        body: Mapping[str, Any] | None = None,
-        params: Mapping[str, str] | None = None,
-    ) -> Any:
-        """The response's JSON (``None`` for 204); :class:`ApiError` for any other outcome."""
-        return asyncio.run(self._call(method, path, body, params))
-
-    async def _call(
-        self, method: str, path: str, body: Mapping[str, Any] | None, params: Mapping[str, str] | None
-    ) -> Any:
-        import httpx  # noqa: PLC0415
-
-        headers = {"Accept": "application/json", "User-Agent": "ferry-cli"}
-        base_url: str
-        token: str | None
-        if self.local is not None:
-            transport: httpx.AsyncBaseTransport = httpx.ASGITransport(
-                app=self.local.app, raise_app_exceptions=False
-            )
-            base_url, token = "http://ferry.local", self.local.token
-        else:
-            assert self.server is not None
-            transport = httpx.AsyncHTTPTransport(retries=1)
-            base_url, token = self.server, self.token
-        if token:
-            headers["Authorization"] = f"Bearer {token}"
-        async with httpx.AsyncClient(
-            transport=transport, base_url=base_url, headers=headers, timeout=30.0
-        ) as client:
-            try:
-                response = await client.request(method, path, json=body, params=params)
-            except httpx.HTTPError as e:
-                raise ApiError(None, f"cannot reach the server {base_url}: {e or type(e).__name__}") from None
-        if response.status_code == 204:
-            return None
-        if response.is_success:
-            return response.json()
-        raise ApiError(response.status_code, _error_message(response))
-
-
-def _error_message(response: httpx.Response) -> str:
-    try:
-        errors = response.json()["errors"]
-        message = "; ".join(str(e["message"]) for e in errors)
-    except (ValueError, KeyError, TypeError):
-        message = response.text.strip()[:500] or response.reason_phrase
-    return f"{message} (HTTP {response.status_code})"
-
-
-class Local:
-    """The API application in this process, over the state store, with a one-off editor token."""
-
-    def __init__(self, plane: ControlPlane, app: FastAPI, token: str) -> None:
-        self.plane = plane
-        self.app = app
-        self.token = token
-
-    @classmethod
-    def open(cls, state_url: str | None, config: Path | None) -> Local:
-        from ferry.api.app import create_app  # noqa: PLC0415
-        from ferry.control.config import ANY_ENVIRONMENT, ServerConfig, TokenConfig, load_server_config  # noqa: PLC0415
-        from ferry.control.service import ControlPlane  # noqa: PLC0415
-
-        server = load_server_config(config) if config is not None else ServerConfig()
-        if state_url:
-            server = server.model_copy(update={"state_url": state_url})
-        token = secrets.token_urlsafe(32)
-        plane = ControlPlane(server.control_settings())
-        editor = TokenConfig(name="local", token=token, roles={ANY_ENVIRONMENT: "editor"})
-        return cls(plane, create_app(plane, [editor]), token)
-
-    def close(self) -> None:
-        self.plane.close()
+def _open_client(server: str | None, token: str | None, state_url: str | None, config: Path | None) -> Client:
+    """A client of ``--server``, or of the API run in this process over ``--state-url``/``--config``."""
+    _require_httpx()
+    if server:
+        if state_url or config:
+            raise click.UsageError("give --server, or --state-url/--config to work locally, not both")
+        return Client(server.rstrip("/"), token, None)
+    return Client(None, None, Local.open(state_url, config))
 
 
 def _require_httpx() -> None:
@@ -167,20 +51,6 @@ def _require_httpx() -> None:
             f"the pipeline commands need the 'server' extra ({e.name} is missing): "
             "pip install 'ferry[server]'"
         ) from None
-
-
-class Api:
-    """The routes of one environment."""
-
-    def __init__(self, client: Client, environment: str) -> None:
-        self.client = client
-        self.environment = environment
-
-    def path(self, *parts: str) -> str:
-        return "/api/v1/environments/" + "/".join(quote(p, safe="") for p in (self.environment, *parts))
-
-    def call(self, method: str, *parts: str, **kwargs: Any) -> Any:
-        return self.client.call(method, self.path(*parts), **kwargs)
 
 
 def api_command(func: F) -> F:
@@ -202,7 +72,7 @@ def api_command(func: F) -> F:
         # httpx logs every request at INFO: the command's own output says what happened.
         logging.getLogger("httpx").setLevel(logging.WARNING)
         try:
-            client = Client.open(server, token, state_url, config)
+            client = _open_client(server, token, state_url, config)
         except ConfigError as e:
             click.echo(f"error: {e}", err=True)
             sys.exit(EXIT_REFUSED)
@@ -210,7 +80,7 @@ def api_command(func: F) -> F:
             func(*args, api=Api(client, environment), output=output, **kwargs)
         except ApiError as e:
             click.echo(f"error: {e.message}", err=True)
-            sys.exit(e.exit_code)
+            sys.exit(EXIT_REFUSED if e.refused else EXIT_SERVER)
         finally:
             client.close()
 
@@ -364,7 +234,7 @@ def _set_stopped(api: Api, name: str, stopped: bool, output: str) -> None:
 
 
 def _pipeline_body(name: str, spec: Mapping[str, Any]) -> dict[str, Any]:
-    return {"apiVersion": "ferry/v1", "kind": "Pipeline", "metadata": {"name": name}, "spec": dict(spec)}
+    return {"apiVersion": API_VERSION, "kind": "Pipeline", "metadata": {"name": name}, "spec": dict(spec)}
 
 
 def _read_job(path: Path) -> str:
@@ -604,119 +474,3 @@ def parse_millis(text: str, option: str) -> int:
     if when.tzinfo is None:
         when = when.replace(tzinfo=dt.UTC)
     return int(when.timestamp() * 1000)
-
-
-# --------------------------------------------------------------------------------------------------
-# Text output
-
-
-def render_pipeline(resource: Mapping[str, Any]) -> str:
-    metadata, spec, status = resource["metadata"], resource["spec"], resource.get("status") or {}
-    lines = [
-        f"pipeline {metadata['name']} (environment {metadata.get('environment', '?')})",
-        f"  phase:    {status.get('phase', '?')}",
-        f"  detail:   {status.get('detail', '')}",
-    ]
-    if status.get("deadline"):
-        lines.append(f"  deadline: {status['deadline']}")
-    reference = (spec.get("properties") or {}).get("sql.tables.initial-offset-from")
-    if reference:
-        lines.append(f"  inherits offsets from: {reference}")
-    inherited = (status.get("traits") or {}).get("inheritedOffsetTopics") or []
-    lines.append(f"  inherited topics: {', '.join(inherited) if inherited else 'none'}")
-    latest = status.get("latestOffsets") or {}
-    if latest:
-        lines.append("  latest offsets:")
-        lines += [f"    {topic}: {offsets}" for topic, offsets in sorted(latest.items())]
-    progress = status.get("progress")
-    if progress:
-        lines.append(
-            f"  progress: {progress['recordsDone']} of {progress['recordsTotal']} records "
-            f"({progress['percent']}%)"
-        )
-    if status.get("lostOffsets"):
-        lines.append(f"  lost to retention: {status['lostOffsets']}")
-    metrics = status.get("metrics") or {}
-    if metrics:
-        written = sum((metrics.get("rows_written") or {}).values())
-        lines.append(
-            f"  records read: {metrics.get('records_read') or 0}, rows written: {written}, "
-            f"bad records: {metrics.get('bad_records') or 0}"
-        )
-    replay_line = _replay_line(spec)
-    if replay_line:
-        lines.append(f"  replay: {replay_line}")
-    lines.append(
-        f"  upgrade mode: {spec.get('upgradeMode', 'savepoint')}; "
-        f"stopped: {'yes' if spec.get('stopped') else 'no'}"
-    )
-    lines.append(f"  created {metadata.get('creationTimestamp')}, updated {metadata.get('updateTimestamp')}")
-    return "\n".join(lines)
-
-
-def _replay_line(spec: Mapping[str, Any]) -> str:
-    start = spec.get("startFrom")
-    if not start:
-        return ""
-    if start.get("timestampMillis") is not None:
-        parts = [f"from {_iso(start['timestampMillis'])}"]
-    elif start.get("savepoint"):
-        parts = [f"from savepoint {start['savepoint']}"]
-    else:
-        parts = [f"from offsets {start.get('offsets')}"]
-    end = spec.get("bounded")
-    if end:
-        until = {
-            "timestamp": lambda: _iso(end.get("timestampMillis")),
-            "specific-offsets": lambda: str(end.get("offsets")),
-        }
-        parts.append(f"until {end['mode']}" + (f" {until[end['mode']]()}" if end["mode"] in until else ""))
-    if spec.get("rebuildTables"):
-        parts.append(f"rebuilding {', '.join(spec['rebuildTables'])}")
-    return ", ".join(parts)
-
-
-def _iso(ms: Any) -> str:
-    if not isinstance(ms, int):
-        return str(ms)
-    return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).isoformat(timespec="milliseconds")
-
-
-def render_pipelines(items: list[Mapping[str, Any]], environment: str) -> str:
-    if not items:
-        return f"no pipelines in environment {environment}"
-    width = max(len("NAME"), *(len(i["metadata"]["name"]) for i in items))
-    lines = [f"{'NAME':<{width}}  {'PHASE':<8}  DETAIL"]
-    for item in items:
-        status = item.get("status") or {}
-        lines.append(
-            f"{item['metadata']['name']:<{width}}  {status.get('phase', '?'):<8}  {status.get('detail', '')}"
-        )
-    return "\n".join(lines)
-
-
-def render_savepoint(resource: Mapping[str, Any]) -> str:
-    metadata, spec, status = resource["metadata"], resource["spec"], resource["status"]
-    lines = [
-        f"savepoint {metadata['uid']} of pipeline {metadata['pipeline']}",
-        f"  source: {spec['source']}; pinned: {'yes' if spec['pinned'] else 'no'}",
-        f"  state:  {status['state']}" + (f" ({status['reason']})" if status.get("reason") else ""),
-        f"  requested {metadata.get('creationTimestamp')}, completed {status.get('completionTimestamp')}",
-    ]
-    for topic, offsets in sorted((status.get("offsets") or {}).items()):
-        lines.append(f"  {topic}: {offsets}")
-    return "\n".join(lines)
-
-
-def render_savepoints(items: list[Mapping[str, Any]], pipeline_name: str) -> str:
-    if not items:
-        return f"no savepoints of pipeline {pipeline_name}"
-    lines = [f"{'UID':<36}  {'SOURCE':<8}  {'STATE':<9}  PINNED  REQUESTED"]
-    for item in items:
-        status, spec = item["status"], item["spec"]
-        reason = f"  {status['reason']}" if status.get("reason") else ""
-        lines.append(
-            f"{item['metadata']['uid']:<36}  {spec['source']:<8}  {status['state']:<9}  "
-            f"{'yes' if spec['pinned'] else 'no':<6}  {item['metadata'].get('creationTimestamp')}{reason}"
-        )
-    return "\n".join(lines)

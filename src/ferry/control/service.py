@@ -24,15 +24,25 @@ from ferry.control.models import (
     INITIAL_OFFSET_FROM,
     INITIAL_OFFSET_FROM_TIMEOUT,
     MAX_CARRY_OVER_TIMEOUT,
+    Pipeline,
+    PipelineMetadata,
     PipelineSpec,
+    PipelineStatus,
+    PipelineTraits,
+    Progress,
+    Savepoint,
+    SavepointMetadata,
+    SavepointSource,
+    SavepointSpec,
+    SavepointState,
+    SavepointStatus,
 )
 from ferry.control.replay import check_rebuild
 from ferry.control.store import ControlStore, PipelineRow, SavepointRow, runtime_name
 from ferry.options import parse_duration
+from ferry.pipeline.phase import Phase
 from ferry.pipeline.state import StateStore, decode_offsets, now_ms
 
-API_VERSION = "ferry/v1"
-SAVEPOINT_SOURCES = ("UPGRADE", "MANUAL", "SCHEDULE")
 _NAME_RE = re.compile(r"[a-z0-9]([-a-z0-9]{0,98}[a-z0-9])?")
 _READ_ONLY_METADATA = ("uid", "creationTimestamp", "updateTimestamp", "environment")
 
@@ -101,7 +111,7 @@ class ControlPlane:
 
     # ------------------------------------------------------------------------------ pipelines
 
-    def create_pipeline(self, environment: str, body: Mapping[str, Any]) -> dict[str, Any]:
+    def create_pipeline(self, environment: str, body: Mapping[str, Any]) -> Pipeline:
         metadata = body.get("metadata") or {}
         name = metadata.get("name") if isinstance(metadata, Mapping) else None
         if not isinstance(name, str) or not _NAME_RE.fullmatch(name):
@@ -118,7 +128,7 @@ class ControlPlane:
         spec = self._spec(body.get("spec"))
         job = load_job(spec, name)
         existing = self.store.pipeline(environment, name)
-        if existing is not None and existing.phase != "DELETED":
+        if existing is not None and existing.phase != Phase.DELETED:
             raise ControlError(409, f"pipeline {name!r} already exists in environment {environment!r}")
         reference = spec.properties.get(INITIAL_OFFSET_FROM)
         if reference is not None:
@@ -132,22 +142,20 @@ class ControlPlane:
             self.usable_savepoint(spec.start_from.savepoint, environment)
         if spec.stopped:
             detail = "created stopped"
-        row = self.store.insert_pipeline(
-            environment, name, spec.model_dump(by_alias=True, mode="json", exclude_none=True), detail
-        )
+        row = self.store.insert_pipeline(environment, name, spec.document(), detail)
         if spec.stopped:
-            self.store.update_pipeline(row, phase="STOPPED")
+            self.store.update_pipeline(row, phase=Phase.STOPPED)
         elif deadline is not None:
             self.store.update_pipeline(row, deadline_ms=deadline)
         return self.get_pipeline(environment, name)
 
-    def get_pipeline(self, environment: str, name: str) -> dict[str, Any]:
+    def get_pipeline(self, environment: str, name: str) -> Pipeline:
         return self.resource(self._row(environment, name))
 
-    def list_pipelines(self, environment: str) -> list[dict[str, Any]]:
-        return [self.resource(r) for r in self.store.pipelines(environment) if r.phase != "DELETED"]
+    def list_pipelines(self, environment: str) -> list[Pipeline]:
+        return [self.resource(r) for r in self.store.pipelines(environment) if r.phase != Phase.DELETED]
 
-    def update_pipeline(self, environment: str, name: str, body: Mapping[str, Any]) -> dict[str, Any]:
+    def update_pipeline(self, environment: str, name: str, body: Mapping[str, Any]) -> Pipeline:
         """PUT: the whole resource as returned by a GET, with its spec changed."""
         row = self._row(environment, name)
         metadata = body.get("metadata") or {}
@@ -157,7 +165,7 @@ class ControlPlane:
             raise ControlError(422, "metadata.name is read-only: create a new pipeline instead")
         if "updateTimestamp" in metadata:
             raise ControlError(422, "metadata.updateTimestamp is read-only; remove it from the request")
-        current_metadata = self.resource(row)["metadata"]
+        current_metadata = self.resource(row).metadata.document()
         for key in _READ_ONLY_METADATA:
             if key in metadata and metadata[key] != current_metadata[key]:
                 raise ControlError(422, f"metadata.{key} is read-only: it cannot be changed")
@@ -168,13 +176,13 @@ class ControlPlane:
             for key in PipelineSpec.model_fields
             if getattr(spec, key) != getattr(current, key) and key != "stopped"
         }
-        if changed and row.phase == "PENDING" and row.deadline_ms is not None:
+        if changed and row.phase == Phase.PENDING and row.deadline_ms is not None:
             raise ControlError(
                 422,
                 "while the pipeline waits for inherited offsets only spec.stopped may change "
                 f"(the request changes spec.{sorted(_alias(k) for k in changed)[0]})",
             )
-        if changed and row.phase in ("RUNNING", "STOPPING"):
+        if changed and row.phase in (Phase.RUNNING, Phase.STOPPING):
             raise ControlError(
                 422,
                 "a running pipeline's spec is read-only except spec.stopped: stop it first "
@@ -182,14 +190,10 @@ class ControlPlane:
             )
         if changed:
             self._check_job(load_job(spec, name))
-            self.store.update_pipeline(
-                row, spec=spec.model_dump(by_alias=True, mode="json", exclude_none=True)
-            )
+            self.store.update_pipeline(row, spec=spec.document())
             row = self._row(environment, name)
         if spec.stopped != current.stopped:
-            self.store.update_pipeline(
-                row, spec=spec.model_dump(by_alias=True, mode="json", exclude_none=True)
-            )
+            self.store.update_pipeline(row, spec=spec.document())
             row = self._row(environment, name)
             if spec.stopped:
                 self._stop(row)
@@ -197,11 +201,10 @@ class ControlPlane:
                 self._resume(row)
         return self.get_pipeline(environment, name)
 
-    def set_stopped(self, environment: str, name: str, stopped: bool) -> dict[str, Any]:
+    def set_stopped(self, environment: str, name: str, stopped: bool) -> Pipeline:
         """``ferry pipeline stop`` / ``resume``: a PUT that changes only ``spec.stopped``."""
-        resource = self.get_pipeline(environment, name)
-        resource["spec"]["stopped"] = stopped
-        return self.update_pipeline(environment, name, {"metadata": {"name": name}, "spec": resource["spec"]})
+        spec = self.get_pipeline(environment, name).spec.model_copy(update={"stopped": stopped})
+        return self.update_pipeline(environment, name, {"metadata": {"name": name}, "spec": spec.document()})
 
     def delete_pipeline(self, environment: str, name: str) -> None:
         row = self._row(environment, name)
@@ -217,11 +220,11 @@ class ControlPlane:
         detail = (
             "deleted" if row.deadline_ms is None else "deleted; the wait for inherited offsets is cancelled"
         )
-        self.store.update_pipeline(row, phase="DELETED", detail=detail, generation=row.generation + 1)
+        self.store.update_pipeline(row, phase=Phase.DELETED, detail=detail, generation=row.generation + 1)
 
     # ------------------------------------------------------------------------------ savepoints
 
-    def list_savepoints(self, environment: str, name: str, source: str | None = None) -> list[dict[str, Any]]:
+    def list_savepoints(self, environment: str, name: str, source: str | None = None) -> list[Savepoint]:
         self._row(environment, name)
         if source is not None:
             self._check_source(source)
@@ -231,10 +234,10 @@ class ControlPlane:
             if source is None or s.source == source
         ]
 
-    def create_savepoint(self, environment: str, name: str) -> dict[str, Any]:
+    def create_savepoint(self, environment: str, name: str) -> Savepoint:
         """A ``MANUAL`` savepoint of a running pipeline: the next checkpoint after the request."""
         row = self._row(environment, name)
-        if row.phase != "RUNNING":
+        if row.phase != Phase.RUNNING:
             raise ControlError(
                 400, f"pipeline {name!r} is {row.phase}: only a running pipeline takes a savepoint"
             )
@@ -243,12 +246,12 @@ class ControlPlane:
                 400, f"pipeline {name!r} has spec.upgradeMode stateless: it takes no savepoints"
             )
         self._no_savepoint_in_progress(row)
-        return savepoint_resource(self.store.insert_savepoint(environment, name, "MANUAL"))
+        return savepoint_resource(self.store.insert_savepoint(environment, name, SavepointSource.MANUAL))
 
-    def get_savepoint(self, environment: str, name: str, uid: str) -> dict[str, Any]:
+    def get_savepoint(self, environment: str, name: str, uid: str) -> Savepoint:
         return savepoint_resource(self._savepoint(environment, name, uid))
 
-    def set_pinned(self, environment: str, name: str, uid: str, pinned: bool) -> dict[str, Any]:
+    def set_pinned(self, environment: str, name: str, uid: str, pinned: bool) -> Savepoint:
         self._savepoint(environment, name, uid)
         self.store.set_pinned(uid, pinned)
         return self.get_savepoint(environment, name, uid)
@@ -270,50 +273,42 @@ class ControlPlane:
 
     # ------------------------------------------------------------------------------ resources
 
-    def resource(self, row: PipelineRow) -> dict[str, Any]:
-        status: dict[str, Any] = {
-            "phase": row.phase,
-            "detail": row.detail,
-            "traits": {"inheritedOffsetTopics": list(row.traits.get("inheritedOffsetTopics", []))},
-            "latestOffsets": dict(row.latest_offsets),
-        }
-        if row.deadline_ms is not None and row.phase == "PENDING":
-            status["deadline"] = iso(row.deadline_ms)
+    def resource(self, row: PipelineRow) -> Pipeline:
+        status = PipelineStatus(
+            phase=row.phase,
+            detail=row.detail,
+            traits=PipelineTraits(inherited_offset_topics=list(row.traits.get("inheritedOffsetTopics", []))),
+            latest_offsets=dict(row.latest_offsets),
+            deadline=iso(row.deadline_ms) if row.phase == Phase.PENDING else None,
+        )
         runner = self.state.get_status(row.runtime_name)
-        if runner is not None and row.phase in ("RUNNING", "STOPPING", "STOPPED", "FAILED"):
+        if runner is not None and row.phase in (Phase.RUNNING, Phase.STOPPING, Phase.STOPPED, Phase.FAILED):
             metrics = runner["metrics"]
-            if row.phase == "RUNNING" and runner["phase"] == "RUNNING":
-                status["detail"] = runner["detail"]
-            status["metrics"] = {
+            if row.phase == Phase.RUNNING and runner["phase"] == Phase.RUNNING:
+                status.detail = runner["detail"]
+            status.metrics = {
                 key: metrics.get(key)
                 for key in ("records_read", "rows_written", "throughput_eps", "offsets", "lag", "bad_records")
             }
-            lost = metrics.get("lost_offsets") or row.traits.get("lostOffsets")
-            if lost:
-                status["lostOffsets"] = lost
-            progress = self._progress(row, metrics)
-            if progress is not None:
-                status["progress"] = progress
-        spec = dict(row.spec)
-        return {
-            "apiVersion": API_VERSION,
-            "kind": "Pipeline",
-            "metadata": {
-                "name": row.name,
-                "environment": row.environment,
-                "uid": row.uid,
-                "creationTimestamp": iso(row.created_ms),
-                "updateTimestamp": iso(row.updated_ms),
-            },
-            "spec": spec,
-            "status": status,
-        }
+            status.lost_offsets = metrics.get("lost_offsets") or row.traits.get("lostOffsets") or None
+            status.progress = self._progress(row, metrics)
+        return Pipeline(
+            metadata=PipelineMetadata(
+                name=row.name,
+                environment=row.environment,
+                uid=row.uid,
+                creation_timestamp=iso(row.created_ms),
+                update_timestamp=iso(row.updated_ms),
+            ),
+            spec=PipelineSpec.model_validate(row.spec),
+            status=status,
+        )
 
     # ------------------------------------------------------------------------------ internals
 
     def _row(self, environment: str, name: str) -> PipelineRow:
         row = self.store.pipeline(environment, name)
-        if row is None or row.phase == "DELETED":
+        if row is None or row.phase == Phase.DELETED:
             raise ControlError(404, f"pipeline {name!r} not found in environment {environment!r}")
         return row
 
@@ -344,8 +339,8 @@ class ControlPlane:
 
     @staticmethod
     def _check_source(source: str) -> None:
-        if source not in SAVEPOINT_SOURCES:
-            raise ControlError(400, f"source: one of {', '.join(SAVEPOINT_SOURCES)}, not {source!r}")
+        if source not in set(SavepointSource):
+            raise ControlError(400, f"source: one of {', '.join(SavepointSource)}, not {source!r}")
 
     def _carry_over_timeout(self, spec: PipelineSpec) -> timedelta:
         text = spec.properties.get(INITIAL_OFFSET_FROM_TIMEOUT)
@@ -382,7 +377,7 @@ class ControlPlane:
         if ref_name == name:
             raise ControlError(400, f"pipeline {name!r} cannot inherit offsets from itself")
         ref = self.store.pipeline(environment, ref_name)
-        if ref is None or ref.phase == "DELETED":
+        if ref is None or ref.phase == Phase.DELETED:
             raise ControlError(
                 404, f"reference pipeline {ref_name!r} not found in environment {environment!r}"
             )
@@ -432,18 +427,20 @@ class ControlPlane:
     def reference_state(self, ref: PipelineRow) -> tuple[str, SavepointRow | None]:
         """``ready`` (its stop savepoint), ``recording``, ``failed``, ``none`` (stopped without one),
         or ``running`` (wait for it to stop)."""
-        upgrade = [s for s in self.store.savepoints(ref.environment, ref.name) if s.source == "UPGRADE"]
+        upgrade = [
+            s for s in self.store.savepoints(ref.environment, ref.name) if s.source == SavepointSource.UPGRADE
+        ]
         last = upgrade[-1] if upgrade else None
-        if ref.phase in ("RUNNING", "PENDING"):
+        if ref.phase in (Phase.RUNNING, Phase.PENDING):
             return "running", None
-        if last is not None and last.state == "PENDING":
+        if last is not None and last.state == SavepointState.PENDING:
             return "recording", last
-        if ref.phase == "STOPPING":
+        if ref.phase == Phase.STOPPING:
             return "running", None
-        if last is not None and last.state == "FAILED":
+        if last is not None and last.state == SavepointState.FAILED:
             return "failed", last
         if (
-            ref.phase == "STOPPED"
+            ref.phase == Phase.STOPPED
             and last is not None
             and last.requested_ms >= ref.traits.get("startedMs", 0)
         ):
@@ -454,7 +451,7 @@ class ControlPlane:
         savepoint = self.store.savepoint(uid)
         if savepoint is None or savepoint.environment != environment:
             raise ControlError(404, f"savepoint {uid!r} not found in environment {environment!r}")
-        if savepoint.state != "COMPLETED":
+        if savepoint.state != SavepointState.COMPLETED:
             why = f": {savepoint.reason}" if savepoint.reason else ""
             raise ControlError(
                 400, f"savepoint {uid} is {savepoint.state}{why}; only a completed one can be used"
@@ -463,32 +460,32 @@ class ControlPlane:
 
     def _stop(self, row: PipelineRow) -> None:
         spec = PipelineSpec.model_validate(row.spec)
-        if row.phase == "PENDING":
+        if row.phase == Phase.PENDING:
             detail = (
                 "stopped while waiting for inherited offsets"
                 if row.deadline_ms is not None
                 else "stopped before it started"
             )
-            self.store.update_pipeline(row, phase="STOPPED", detail=detail, generation=row.generation + 1)
+            self.store.update_pipeline(row, phase=Phase.STOPPED, detail=detail, generation=row.generation + 1)
             return
-        if row.phase != "RUNNING":
+        if row.phase != Phase.RUNNING:
             return
         if spec.upgrade_mode == "savepoint":
             self._no_savepoint_in_progress(row)
-            savepoint = self.store.insert_savepoint(row.environment, row.name, "UPGRADE")
+            savepoint = self.store.insert_savepoint(row.environment, row.name, SavepointSource.UPGRADE)
             detail = f"stopping: taking savepoint {savepoint.uid}"
         else:
             detail = "stopping without a savepoint (spec.upgradeMode stateless)"
-        self.store.update_pipeline(row, expect_phase="RUNNING", phase="STOPPING", detail=detail)
+        self.store.update_pipeline(row, expect_phase=Phase.RUNNING, phase=Phase.STOPPING, detail=detail)
 
     def _resume(self, row: PipelineRow) -> None:
-        if row.phase not in ("STOPPED", "FAILED"):
+        if row.phase not in (Phase.STOPPED, Phase.FAILED):
             return
         deadline, detail = (None, "waiting for a worker to start it")
         if not row.traits.get("carriedOver"):
             deadline, detail = self._waiting(PipelineSpec.model_validate(row.spec))
         self.store.update_pipeline(
-            row, phase="PENDING", detail=detail, deadline_ms=deadline, generation=row.generation + 1
+            row, phase=Phase.PENDING, detail=detail, deadline_ms=deadline, generation=row.generation + 1
         )
 
     def _waiting(self, spec: PipelineSpec) -> tuple[int | None, str]:
@@ -501,7 +498,7 @@ class ControlPlane:
 
     def _no_savepoint_in_progress(self, row: PipelineRow) -> None:
         for savepoint in self.store.savepoints(row.environment, row.name):
-            if savepoint.state == "PENDING":
+            if savepoint.state == SavepointState.PENDING:
                 raise ControlError(
                     409,
                     f"savepoint {savepoint.uid} of pipeline {row.name!r} is still being recorded; "
@@ -510,7 +507,7 @@ class ControlPlane:
 
     def _may_delete(self, chosen: list[SavepointRow], row: PipelineRow, force: bool) -> None:
         for savepoint in chosen:
-            if savepoint.state == "PENDING":
+            if savepoint.state == SavepointState.PENDING:
                 raise ControlError(409, f"savepoint {savepoint.uid} is still being recorded; try again later")
             if savepoint.pinned:
                 raise ControlError(409, f"savepoint {savepoint.uid} is pinned: unpin it first")
@@ -521,7 +518,7 @@ class ControlPlane:
                 "deleted savepoint can no longer be resumed from or inherited)",
             )
 
-    def _progress(self, row: PipelineRow, metrics: Mapping[str, Any]) -> dict[str, Any] | None:
+    def _progress(self, row: PipelineRow, metrics: Mapping[str, Any]) -> Progress | None:
         ends = row.traits.get("endOffsets")
         starts = row.traits.get("startOffsets")
         if not ends or starts is None:
@@ -532,11 +529,11 @@ class ControlPlane:
             start = decode_offsets(starts).get(key, 0)
             total += max(0, end - start)
             done += max(0, min(position.get(key, start), end) - start)
-        return {
-            "recordsDone": done,
-            "recordsTotal": total,
-            "percent": 100.0 if total == 0 else round(100.0 * done / total, 1),
-        }
+        return Progress(
+            records_done=done,
+            records_total=total,
+            percent=100.0 if total == 0 else round(100.0 * done / total, 1),
+        )
 
 
 def inheritance_problem(job: JobConfig, savepoint: SavepointRow, reference: str) -> str | None:
@@ -561,25 +558,23 @@ def inherited_offsets(job: JobConfig, savepoint: SavepointRow) -> dict[tuple[str
     return {(t, p): o for (t, p), o in decode_offsets(savepoint.offsets).items() if t in topics}
 
 
-def savepoint_resource(savepoint: SavepointRow) -> dict[str, Any]:
-    return {
-        "apiVersion": API_VERSION,
-        "kind": "Savepoint",
-        "metadata": {
-            "uid": savepoint.uid,
-            "pipeline": savepoint.pipeline,
-            "environment": savepoint.environment,
-            "creationTimestamp": iso(savepoint.requested_ms),
-        },
-        "spec": {"source": savepoint.source, "pinned": savepoint.pinned},
-        "status": {
-            "state": savepoint.state,
-            "reason": savepoint.reason,
-            "completionTimestamp": iso(savepoint.completed_ms),
-            "offsets": latest_offsets_format(savepoint.offsets),
-            "sinkCommit": savepoint.sink_commit,
-        },
-    }
+def savepoint_resource(savepoint: SavepointRow) -> Savepoint:
+    return Savepoint(
+        metadata=SavepointMetadata(
+            uid=savepoint.uid,
+            pipeline=savepoint.pipeline,
+            environment=savepoint.environment,
+            creation_timestamp=iso(savepoint.requested_ms),
+        ),
+        spec=SavepointSpec(source=savepoint.source, pinned=savepoint.pinned),
+        status=SavepointStatus(
+            state=savepoint.state,
+            reason=savepoint.reason,
+            completion_timestamp=iso(savepoint.completed_ms),
+            offsets=latest_offsets_format(savepoint.offsets),
+            sink_commit=savepoint.sink_commit,
+        ),
+    )
 
 
 def _alias(field_name: str) -> str:

@@ -33,6 +33,8 @@ from sqlalchemy import (
 )
 from sqlalchemy.engine import Engine, RowMapping
 
+from ferry.control.models import InstanceState, SavepointSource, SavepointState
+from ferry.pipeline.phase import Phase
 from ferry.pipeline.state import now_ms
 
 metadata = MetaData()
@@ -99,7 +101,7 @@ class PipelineRow:
     name: str
     uid: str
     spec: dict[str, Any]
-    phase: str
+    phase: Phase
     detail: str
     created_ms: int
     updated_ms: int
@@ -121,8 +123,8 @@ class SavepointRow:
     uid: str
     environment: str
     pipeline: str
-    source: str
-    state: str
+    source: SavepointSource
+    state: SavepointState
     reason: str
     pinned: bool
     requested_ms: int
@@ -137,12 +139,12 @@ class InstanceRow:
     worker: str
     generation: int
     pid: int
-    state: str
+    state: InstanceState
     exit_code: int | None
     heartbeat_ms: int
 
     def alive(self, at_ms: int) -> bool:
-        return self.state == "RUNNING" and at_ms - self.heartbeat_ms < INSTANCE_TIMEOUT_MS
+        return self.state == InstanceState.RUNNING and at_ms - self.heartbeat_ms < INSTANCE_TIMEOUT_MS
 
 
 def runtime_name(environment: str, name: str) -> str:
@@ -150,11 +152,15 @@ def runtime_name(environment: str, name: str) -> str:
 
 
 def _pipeline(row: RowMapping) -> PipelineRow:
-    return PipelineRow(**{c.name: row[c.name] for c in pipelines.columns})
+    values = {c.name: row[c.name] for c in pipelines.columns}
+    return PipelineRow(**{**values, "phase": Phase(values["phase"])})
 
 
 def _savepoint(row: RowMapping) -> SavepointRow:
-    return SavepointRow(**{c.name: row[c.name] for c in savepoints.columns})
+    values = {c.name: row[c.name] for c in savepoints.columns}
+    return SavepointRow(
+        **{**values, "source": SavepointSource(values["source"]), "state": SavepointState(values["state"])}
+    )
 
 
 class ControlStore:
@@ -181,7 +187,7 @@ class ControlStore:
             "name": name,
             "uid": str(uuid.uuid4()),
             "spec": dict(spec),
-            "phase": "PENDING",
+            "phase": Phase.PENDING,
             "detail": detail,
             "created_ms": at,
             "updated_ms": at,
@@ -197,7 +203,7 @@ class ControlStore:
                 delete(pipelines).where(
                     pipelines.c.environment == environment,
                     pipelines.c.name == name,
-                    pipelines.c.phase == "DELETED",
+                    pipelines.c.phase == Phase.DELETED,
                 )
             )
             conn.execute(insert(pipelines).values(**values))
@@ -217,7 +223,7 @@ class ControlStore:
         with self.engine.connect() as conn:
             return [_pipeline(r._mapping) for r in conn.execute(query)]
 
-    def update_pipeline(self, row: PipelineRow, *, expect_phase: str | None = None, **values: Any) -> bool:
+    def update_pipeline(self, row: PipelineRow, *, expect_phase: Phase | None = None, **values: Any) -> bool:
         """Update a pipeline if it is still in ``expect_phase`` (and generation): False when another
         worker or a request changed it first."""
         condition = and_(
@@ -249,14 +255,18 @@ class ControlStore:
     # ------------------------------------------------------------------------------ savepoints
 
     def insert_savepoint(
-        self, environment: str, pipeline: str, source: str, state: str = "PENDING"
+        self,
+        environment: str,
+        pipeline: str,
+        source: SavepointSource,
+        state: SavepointState = SavepointState.PENDING,
     ) -> SavepointRow:
         values: dict[str, Any] = {
             "uid": str(uuid.uuid4()),
             "environment": environment,
             "pipeline": pipeline,
-            "source": source,
-            "state": state,
+            "source": SavepointSource(source),
+            "state": SavepointState(state),
             "reason": "",
             "pinned": False,
             "requested_ms": now_ms(),
@@ -283,13 +293,13 @@ class ControlStore:
             row = conn.execute(select(savepoints).where(savepoints.c.uid == uid)).first()
         return None if row is None else _savepoint(row._mapping)
 
-    def finish_savepoint(self, uid: str, state: str, **values: Any) -> bool:
+    def finish_savepoint(self, uid: str, state: SavepointState, **values: Any) -> bool:
         """Complete or fail a pending savepoint; False if it was not pending any more."""
         with self.engine.begin() as conn:
             return bool(
                 conn.execute(
                     update(savepoints)
-                    .where(savepoints.c.uid == uid, savepoints.c.state == "PENDING")
+                    .where(savepoints.c.uid == uid, savepoints.c.state == SavepointState.PENDING)
                     .values(state=state, completed_ms=now_ms(), **values)
                 ).rowcount
             )
@@ -306,7 +316,7 @@ class ControlStore:
     # ------------------------------------------------------------------------------ instances
 
     def heartbeat(
-        self, row: PipelineRow, worker: str, pid: int, state: str, exit_code: int | None = None
+        self, row: PipelineRow, worker: str, pid: int, state: InstanceState, exit_code: int | None = None
     ) -> None:
         values = {
             "generation": row.generation,
@@ -336,7 +346,10 @@ class ControlStore:
                 )
             )
             return [
-                InstanceRow(r.worker, r.generation, r.pid, r.state, r.exit_code, r.heartbeat_ms) for r in rows
+                InstanceRow(
+                    r.worker, r.generation, r.pid, InstanceState(r.state), r.exit_code, r.heartbeat_ms
+                )
+                for r in rows
             ]
 
     def forget_instances(self, environment: str, pipeline: str) -> None:

@@ -32,7 +32,13 @@ from ruamel.yaml import YAML
 
 from ferry.config.job import JobConfig, format_specific_offsets
 from ferry.control.exceptions import ControlError
-from ferry.control.models import INITIAL_OFFSET_FROM, PipelineSpec
+from ferry.control.models import (
+    INITIAL_OFFSET_FROM,
+    InstanceState,
+    PipelineSpec,
+    SavepointSource,
+    SavepointState,
+)
 from ferry.control.replay import drop_tables, offset_range
 from ferry.control.service import (
     ControlPlane,
@@ -43,6 +49,7 @@ from ferry.control.service import (
     load_job,
 )
 from ferry.control.store import PipelineRow, SavepointRow
+from ferry.pipeline.phase import Phase
 from ferry.pipeline.state import encode_offsets, now_ms
 from ferry.process import parent_death_hook
 
@@ -119,11 +126,11 @@ class Supervisor:
             if self.environments is not None and row.environment not in self.environments:
                 continue
             match row.phase:
-                case "PENDING":
+                case Phase.PENDING:
                     self._pending(row)
-                case "RUNNING":
+                case Phase.RUNNING:
                     self._running(row)
-                case "STOPPING":
+                case Phase.STOPPING:
                     self._stopping(row)
                 case _:
                     self._not_running(row)
@@ -140,14 +147,16 @@ class Supervisor:
         if reference is not None and not row.traits.get("carriedOver"):
             self._carry_over(row, spec, reference.rpartition("/")[2])
             return
-        if not self.store.update_pipeline(row, expect_phase="PENDING", phase="RUNNING", detail="preparing"):
+        if not self.store.update_pipeline(
+            row, expect_phase=Phase.PENDING, phase=Phase.RUNNING, detail="preparing"
+        ):
             return
         row = self._fresh(row)
         try:
             traits = self._prepare(row, spec)
         except Exception as e:
             message = e.message if isinstance(e, ControlError) else f"{type(e).__name__}: {e}"
-            self.store.update_pipeline(row, phase="FAILED", detail=f"could not start: {message}")
+            self.store.update_pipeline(row, phase=Phase.FAILED, detail=f"could not start: {message}")
             return
         self.store.update_pipeline(
             row, prepared=row.generation, detail="starting", traits={**row.traits, **traits}
@@ -158,7 +167,7 @@ class Supervisor:
             self._fail(row, "carry-over offsets were turned off while the pipeline waited for them")
             return
         ref = self.store.pipeline(row.environment, reference)
-        if ref is None or ref.phase == "DELETED":
+        if ref is None or ref.phase == Phase.DELETED:
             self._fail(row, f"reference pipeline {reference!r} was deleted while this pipeline waited for it")
             return
         state, savepoint = self.plane.reference_state(ref)
@@ -195,7 +204,7 @@ class Supervisor:
             f"fails at {iso(row.deadline_ms)}"
         )
         if detail != row.detail:
-            self.store.update_pipeline(row, expect_phase="PENDING", detail=detail)
+            self.store.update_pipeline(row, expect_phase=Phase.PENDING, detail=detail)
 
     def _inherit(
         self, row: PipelineRow, spec: PipelineSpec, ref: PipelineRow, savepoint: SavepointRow
@@ -205,7 +214,9 @@ class Supervisor:
         if problem is not None:
             self._fail(row, problem)
             return
-        if not self.store.update_pipeline(row, expect_phase="PENDING", phase="RUNNING", detail="preparing"):
+        if not self.store.update_pipeline(
+            row, expect_phase=Phase.PENDING, phase=Phase.RUNNING, detail="preparing"
+        ):
             return
         row = self._fresh(row)
         offsets = inherited_offsets(job, savepoint)
@@ -268,19 +279,19 @@ class Supervisor:
             return
         code = child.exit_code()
         if code is None:
-            self.store.heartbeat(row, self.worker, child.process.pid, "RUNNING")
+            self.store.heartbeat(row, self.worker, child.process.pid, InstanceState.RUNNING)
             self._savepoints(row)
             return
         self._reap(key)
         if code == 0:
-            self.store.heartbeat(row, self.worker, child.process.pid, "FINISHED", code)
+            self.store.heartbeat(row, self.worker, child.process.pid, InstanceState.FINISHED, code)
             self._finish_if_done(row)
         elif code < 0:
             log.warning("pipeline %s: its process was killed (signal %d); restarting it", row.name, -code)
-            self.store.heartbeat(row, self.worker, child.process.pid, "KILLED", code)
+            self.store.heartbeat(row, self.worker, child.process.pid, InstanceState.KILLED, code)
             self._restart_at[key] = time.monotonic() + RESTART_BACKOFF_S
         else:
-            self.store.heartbeat(row, self.worker, child.process.pid, "FAILED", code)
+            self.store.heartbeat(row, self.worker, child.process.pid, InstanceState.FAILED, code)
             self._fail(row, f"worker {self.worker}: {self._runner_detail(row, child, code)}")
 
     def _stopping(self, row: PipelineRow) -> None:
@@ -293,11 +304,11 @@ class Supervisor:
                     graceful = spec.upgrade_mode == "savepoint"
                     child.process.send_signal(signal.SIGTERM if graceful else signal.SIGKILL)
                     child.signalled = True
-                self.store.heartbeat(row, self.worker, child.process.pid, "RUNNING")
+                self.store.heartbeat(row, self.worker, child.process.pid, InstanceState.RUNNING)
                 return
             code = child.exit_code()
             self._reap(key)
-            state = "STOPPED" if code == 0 else "FAILED"
+            state = InstanceState.STOPPED if code == 0 else InstanceState.FAILED
             self.store.heartbeat(row, self.worker, child.process.pid, state, code)
             if code != 0 and spec.upgrade_mode == "savepoint":
                 self._fail_savepoint(
@@ -309,27 +320,32 @@ class Supervisor:
         ]
         if any(i.alive(at) for i in instances):
             return
-        pending = [s for s in self.store.savepoints(row.environment, row.name) if s.state == "PENDING"]
-        upgrade = next((s for s in pending if s.source == "UPGRADE"), None)
+        pending = [
+            s for s in self.store.savepoints(row.environment, row.name) if s.state == SavepointState.PENDING
+        ]
+        upgrade = next((s for s in pending if s.source == SavepointSource.UPGRADE), None)
         if upgrade is None:
             detail = (
                 "stopped without a savepoint (spec.upgradeMode stateless)"
                 if spec.upgrade_mode == "stateless"
                 else self._last_failure(row)
             )
-            phase = "STOPPED" if spec.upgrade_mode == "stateless" else "FAILED"
-            self.store.update_pipeline(row, expect_phase="STOPPING", phase=phase, detail=detail)
+            phase = Phase.STOPPED if spec.upgrade_mode == "stateless" else Phase.FAILED
+            self.store.update_pipeline(row, expect_phase=Phase.STOPPING, phase=phase, detail=detail)
             return
         if self._complete(row, upgrade):
             self.store.update_pipeline(
-                row, expect_phase="STOPPING", phase="STOPPED", detail=f"stopped with savepoint {upgrade.uid}"
+                row,
+                expect_phase=Phase.STOPPING,
+                phase=Phase.STOPPED,
+                detail=f"stopped with savepoint {upgrade.uid}",
             )
 
     def _not_running(self, row: PipelineRow) -> None:
         key = (row.environment, row.name)
         if key in self.children:
             self._kill(key)
-        if row.phase == "DELETED":
+        if row.phase == Phase.DELETED:
             self.store.forget_instances(row.environment, row.name)
 
     # ------------------------------------------------------------------------------ savepoints
@@ -344,9 +360,9 @@ class Supervisor:
             if at - last >= interval.total_seconds() * 1000 and self.store.claim_schedule(
                 row, row.last_scheduled_ms, at
             ):
-                self.store.insert_savepoint(row.environment, row.name, "SCHEDULE")
+                self.store.insert_savepoint(row.environment, row.name, SavepointSource.SCHEDULE)
         for savepoint in self.store.savepoints(row.environment, row.name):
-            if savepoint.state != "PENDING" or savepoint.source == "UPGRADE":
+            if savepoint.state != SavepointState.PENDING or savepoint.source == SavepointSource.UPGRADE:
                 continue
             checkpoint = self.plane.state.latest_checkpoint(row.runtime_name)
             if checkpoint is not None and checkpoint.created_ms > savepoint.requested_ms:
@@ -354,7 +370,7 @@ class Supervisor:
             elif at - savepoint.requested_ms > SAVEPOINT_TIMEOUT_MS:
                 self.store.finish_savepoint(
                     savepoint.uid,
-                    "FAILED",
+                    SavepointState.FAILED,
                     reason=f"no checkpoint within {SAVEPOINT_TIMEOUT_MS // 1000} s of the request",
                 )
 
@@ -364,13 +380,15 @@ class Supervisor:
         checkpoint = self.plane.state.latest_checkpoint(row.runtime_name)
         if checkpoint is None:
             self.store.finish_savepoint(
-                savepoint.uid, "FAILED", reason="the pipeline has no checkpoint yet: nothing to record"
+                savepoint.uid,
+                SavepointState.FAILED,
+                reason="the pipeline has no checkpoint yet: nothing to record",
             )
             return False
         sink_type = job_of(row).sink.type
         return self.store.finish_savepoint(
             savepoint.uid,
-            "COMPLETED",
+            SavepointState.COMPLETED,
             offsets=encode_offsets(checkpoint.offsets),
             schemas=checkpoint.schemas,
             sink_commit={
@@ -382,8 +400,8 @@ class Supervisor:
 
     def _fail_savepoint(self, row: PipelineRow, reason: str) -> None:
         for savepoint in self.store.savepoints(row.environment, row.name):
-            if savepoint.state == "PENDING" and savepoint.source == "UPGRADE":
-                self.store.finish_savepoint(savepoint.uid, "FAILED", reason=reason)
+            if savepoint.state == SavepointState.PENDING and savepoint.source == SavepointSource.UPGRADE:
+                self.store.finish_savepoint(savepoint.uid, SavepointState.FAILED, reason=reason)
                 self.store.update_pipeline(
                     row, traits={**row.traits, "lastFailure": f"savepoint {savepoint.uid} failed: {reason}"}
                 )
@@ -404,9 +422,12 @@ class Supervisor:
         savepoint = None
         if PipelineSpec.model_validate(row.spec).upgrade_mode == "savepoint":
             # recorded before the phase changes, so that nobody sees it STOPPED without one
-            savepoint = self.store.insert_savepoint(row.environment, row.name, "UPGRADE")
+            savepoint = self.store.insert_savepoint(row.environment, row.name, SavepointSource.UPGRADE)
         if not self.store.update_pipeline(
-            row, expect_phase="RUNNING", phase="STOPPED", detail="finished: the bounded read reached its end"
+            row,
+            expect_phase=Phase.RUNNING,
+            phase=Phase.STOPPED,
+            detail="finished: the bounded read reached its end",
         ):
             if savepoint is not None:  # another worker finished it
                 self.store.delete_savepoints([savepoint.uid])
@@ -442,7 +463,7 @@ class Supervisor:
             preexec_fn=parent_death_hook(signal.SIGKILL),  # noqa: PLW1509 - set before exec, nothing else
         )
         self.children[key] = Child(process, row.generation, log_file, handle)
-        self.store.heartbeat(row, self.worker, process.pid, "RUNNING")
+        self.store.heartbeat(row, self.worker, process.pid, InstanceState.RUNNING)
         log.info(
             "pipeline %s/%s generation %d: started pid %d",
             row.environment,
@@ -477,13 +498,15 @@ class Supervisor:
         status = self.plane.state.get_status(row.runtime_name)
         what = f"exited with code {code}" if code >= 0 else f"was killed by signal {-code}"
         detail = (
-            status["detail"] if status is not None and status["phase"] == "FAILED" else _tail(child.log_file)
+            status["detail"]
+            if status is not None and status["phase"] == Phase.FAILED
+            else _tail(child.log_file)
         )
         return f"the pipeline process {what}: {detail} (log: {child.log_file})"
 
     def _fail(self, row: PipelineRow, reason: str) -> None:
         log.error("pipeline %s/%s failed: %s", row.environment, row.name, reason)
-        self.store.update_pipeline(row, phase="FAILED", detail=reason, deadline_ms=None)
+        self.store.update_pipeline(row, phase=Phase.FAILED, detail=reason, deadline_ms=None)
 
     def _fresh(self, row: PipelineRow) -> PipelineRow:
         fresh = self.store.pipeline(row.environment, row.name)

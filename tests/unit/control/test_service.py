@@ -41,7 +41,9 @@ def plane(tmp_path: Path) -> Iterator[ControlPlane]:
 
 
 def create(plane: ControlPlane, name: str, text: str | None = None, **spec: Any) -> dict[str, Any]:
-    return plane.create_pipeline(ENV, {"metadata": {"name": name}, "spec": {"job": text or job(), **spec}})
+    return plane.create_pipeline(
+        ENV, {"metadata": {"name": name}, "spec": {"job": text or job(), **spec}}
+    ).document()
 
 
 def refused(status: int, call: Any, *args: Any, **kwargs: Any) -> str:
@@ -75,7 +77,7 @@ def test_a_pipeline_is_created_pending_and_listed(plane: ControlPlane) -> None:
     created = create(plane, "orders-v1")
     assert created["status"]["phase"] == "PENDING"
     assert created["metadata"]["name"] == "orders-v1" and created["metadata"]["uid"]
-    assert [p["metadata"]["name"] for p in plane.list_pipelines(ENV)] == ["orders-v1"]
+    assert [p.metadata.name for p in plane.list_pipelines(ENV)] == ["orders-v1"]
     assert plane.list_pipelines("other") == []
     assert "already exists" in refused(409, create, plane, "orders-v1")
 
@@ -171,11 +173,11 @@ def test_a_waiting_pipeline_shows_what_it_waits_for_and_fails_at_its_deadline(
     )
     supervisor = Supervisor(plane, data_dir=tmp_path / "p", worker="w")
     supervisor.tick()
-    detail = plane.get_pipeline(ENV, "v2")["status"]["detail"]
+    detail = plane.get_pipeline(ENV, "v2").status.detail
     assert "to stop (it is RUNNING)" in detail
     time.sleep(1.1)
     supervisor.tick()
-    failed = plane.get_pipeline(ENV, "v2")["status"]
+    failed = plane.get_pipeline(ENV, "v2").document()["status"]
     assert failed["phase"] == "FAILED" and "timed out" in failed["detail"]
 
 
@@ -188,7 +190,7 @@ def test_turning_carry_over_off_fails_the_waiting_pipelines(plane: ControlPlane,
         Supervisor(off, data_dir=tmp_path / "p", worker="w").tick()
     finally:
         off.close()
-    status = plane.get_pipeline(ENV, "v2")["status"]
+    status = plane.get_pipeline(ENV, "v2").document()["status"]
     assert status["phase"] == "FAILED" and "turned off" in status["detail"]
 
 
@@ -201,9 +203,9 @@ def test_while_waiting_only_stopped_may_change_and_deleting_cancels(
     changed = {**waiting["spec"], "job": job("other")}
     message = refused(422, plane.update_pipeline, ENV, "v2", {"metadata": {"name": "v2"}, "spec": changed})
     assert "only spec.stopped" in message
-    stopped = plane.set_stopped(ENV, "v2", True)
+    stopped = plane.set_stopped(ENV, "v2", True).document()
     assert stopped["status"]["phase"] == "STOPPED"
-    assert plane.set_stopped(ENV, "v2", False)["status"]["phase"] == "PENDING"
+    assert plane.set_stopped(ENV, "v2", False).status.phase == "PENDING"
     plane.delete_pipeline(ENV, "v2")
     assert "not found" in refused(404, plane.get_pipeline, ENV, "v2")
     Supervisor(plane, data_dir=tmp_path / "p", worker="w").tick()
@@ -220,7 +222,7 @@ def test_an_update_setting_a_read_only_field_is_unprocessable(plane: ControlPlan
     assert "metadata.uid is read-only" in refused(422, plane.update_pipeline, ENV, "v1", body)
     # CMF's way: the resource as read, without updateTimestamp, with spec.stopped set
     body["metadata"]["uid"] = resource["metadata"]["uid"]
-    assert plane.update_pipeline(ENV, "v1", body)["status"]["phase"] == "STOPPED"
+    assert plane.update_pipeline(ENV, "v1", body).status.phase == "STOPPED"
 
 
 def test_savepoints_block_deletion_until_deleted_with_force(plane: ControlPlane) -> None:
@@ -236,7 +238,7 @@ def test_savepoints_block_deletion_until_deleted_with_force(plane: ControlPlane)
     assert "force=true" in refused(409, plane.delete_savepoints, ENV, "v1", "UPGRADE")
     assert len(plane.delete_savepoints(ENV, "v1", "UPGRADE", force=True)) == 1
     assert plane.delete_savepoints(ENV, "v1", "MANUAL", force=True) == [manual.uid]
-    assert [s["metadata"]["uid"] for s in plane.list_savepoints(ENV, "v1")] == [pinned.uid]
+    assert [s.metadata.uid for s in plane.list_savepoints(ENV, "v1")] == [pinned.uid]
     assert "pinned" in refused(409, plane.delete_savepoint, ENV, "v1", pinned.uid, force=True)
     plane.set_pinned(ENV, "v1", pinned.uid, False)
     plane.delete_savepoint(ENV, "v1", pinned.uid, force=True)
@@ -248,7 +250,7 @@ def test_a_manual_savepoint_needs_a_running_pipeline_and_one_at_a_time(plane: Co
     create(plane, "v1")
     assert "only a running pipeline" in refused(400, plane.create_savepoint, ENV, "v1")
     set_phase(plane, "v1", "RUNNING")
-    first = plane.create_savepoint(ENV, "v1")
+    first = plane.create_savepoint(ENV, "v1").document()
     assert first["spec"]["source"] == "MANUAL" and first["status"]["state"] == "PENDING"
     assert "still being recorded" in refused(409, plane.create_savepoint, ENV, "v1")
 
