@@ -167,3 +167,14 @@ def test_the_pipeline_imports_only_the_interfaces_of_sinks_and_sources() -> None
     }
     assert sorted(outside - PIPELINE_EXCEPTIONS) == [], "ferry.pipeline imports more than the interfaces"
     assert sorted(PIPELINE_EXCEPTIONS - outside) == [], "no longer imported: remove from PIPELINE_EXCEPTIONS"
+
+
+def test_the_control_plane_does_not_import_the_worker() -> None:
+    known = modules()
+    found = sorted(
+        name
+        for name, path in known.items()
+        if name.startswith(("ferry.control", "ferry.api"))
+        and "ferry.worker" in set(imported(name, path, known))
+    )
+    assert found == [], "the control plane runs pipelines as processes: it needs no worker"

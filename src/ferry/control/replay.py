@@ -15,13 +15,12 @@ from ferry.control.models import PipelineSpec
 from ferry.pipeline.schema import TableId
 from ferry.pipeline.state import Checkpoint
 from ferry.sinks.base import TableDropping
+from ferry.sinks.registry import open_sink, sink_class
 
 
 def drop_tables(job: JobConfig, tables: Iterable[str], pipeline: str) -> list[str]:
     """Drop the named sink tables; the replay recreates them. Returns the ones that existed."""
-    from ferry.worker import build_sink  # noqa: PLC0415
-
-    sink = build_sink(job.model_copy(update={"pipeline": job.pipeline.model_copy(update={"name": pipeline})}))
+    sink = open_sink(job.sink, pipeline=pipeline)
     try:
         if not isinstance(sink, TableDropping):
             raise ControlError(
@@ -36,8 +35,6 @@ def check_rebuild(job: JobConfig, spec: PipelineSpec) -> None:
     """Refuse at creation a rebuild the sink cannot do, and a rebuild without a start."""
     if not spec.rebuild_tables:
         return
-    from ferry.sinks.registry import sink_class  # noqa: PLC0415
-
     if not issubclass(sink_class(job.sink.type), TableDropping):
         raise ControlError(
             400, f"spec.rebuildTables: the {job.sink.type} sink cannot drop tables for a rebuild"

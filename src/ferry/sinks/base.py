@@ -132,8 +132,8 @@ class Sink(ABC):
 
     @property
     def kind(self) -> str:
-        """The former name of :attr:`type`, still read by ``ferry.pipeline.schema_operator`` and
-        ``ferry.pipeline.runner``: remove it once they read ``type``."""
+        """The former name of :attr:`type`, still read by ``ferry.pipeline.schema_operator``: remove
+        it once that reads ``type``."""
         return self.type
 
 

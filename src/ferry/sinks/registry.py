@@ -7,10 +7,11 @@ Importing this module imports each sink's declaration and options model, never a
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import TYPE_CHECKING, Annotated, Union
+from typing import TYPE_CHECKING, Annotated, Any, Union
 
 from pydantic import Field
 
+from ferry.options import SinkConfigBase
 from ferry.sinks.base import Sink
 from ferry.sinks.declaration import SinkDeclaration
 from ferry.sinks.exceptions import SinkError
@@ -37,7 +38,7 @@ SINKS: Mapping[str, SinkDeclaration] = {
 DESTINATIONS: Mapping[str, SinkDeclaration] = {t: d for t, d in SINKS.items() if not d.test_double}
 
 if TYPE_CHECKING:
-    from ferry.options import SinkConfigBase as SinkConfig
+    SinkConfig = SinkConfigBase
 else:
     #: The ``sink`` section of a job file: the declared options models, chosen by ``type``.
     SinkConfig = Annotated[Union[tuple(d.config for d in SINKS.values())], Field(discriminator="type")]  # noqa: UP007
@@ -56,4 +57,11 @@ def sink_class(sink_type: str) -> type[Sink]:
     return declaration(sink_type).load()
 
 
-__all__ = ["DESTINATIONS", "SINKS", "SinkConfig", "declaration", "sink_class"]
+def open_sink(config: SinkConfigBase, *, pipeline: str) -> Sink:
+    """The sink of a job's ``sink`` section, for the pipeline named ``pipeline``."""
+    cls: Any = sink_class(config.type)
+    sink: Sink = cls(config, pipeline=pipeline)
+    return sink
+
+
+__all__ = ["DESTINATIONS", "SINKS", "SinkConfig", "declaration", "open_sink", "sink_class"]
