@@ -20,6 +20,9 @@ from ferry.testing.mariadb import MariaDbServer
 from ferry.testing.postgres import PostgresServer
 from tests.support.registry import SchemaRegistry
 
+#: The real Debezium producers (Kafka Connect, the captured databases): started only when asked for.
+pytest_plugins = ["tests.support.fixtures"]
+
 
 @pytest.fixture(scope="session")
 def kafka_broker() -> Iterator[KafkaBroker]:

@@ -1,0 +1,435 @@
+"""``ferry run`` on what the real Debezium connectors (Kafka Connect 4.1, Debezium 3.6.1.Final) wrote
+while capturing a real MariaDB and a real PostgreSQL, into Iceberg and into Hologres (on
+PostgreSQL): every sink table equals the source database's own final table, row for row.
+
+One workload per session feeds every connector (``tests.support.fixtures.debezium_capture``). Each
+capture mode's pipelines read its topics from the start up to the end Debezium reached
+(``scan.bounded.mode: latest-offset``) with the schema-change topic as DDL hints. All pipelines
+run at once, next to a pipeline that is killed and restarted again and again (the ``pipelines``
+fixture); the tests then check one mode and sink each. Values are compared after the
+normalisation of :mod:`tests.support.oracle`, with the source's final state adjusted only where a
+sink declares it does not apply a change (:mod:`tests.support.expectations`).
+"""
+
+from __future__ import annotations
+
+import os
+import re
+import signal
+import subprocess
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pytest
+from confluent_kafka import Consumer, TopicPartition
+
+from ferry.pipeline.router import SchemaChangeBehavior
+from ferry.pipeline.state import StateStore
+from ferry.testing.postgres import PostgresServer
+from tests.integration.helpers import start_run
+from tests.support.debezium import MYSQL_MODES, POSTGRES_MODE, CaptureMode
+from tests.support.expectations import SinkExpectation, compare_sink, declared, sink_expectation
+from tests.support.fixtures import CapturedSource, DebeziumCapture
+from tests.support.oracle import SinkComparison
+from tests.support.sinks import SinkTables, iceberg_tables, postgres_tables
+
+pytestmark = pytest.mark.integration
+
+SINKS = ("iceberg", "hologres")
+BEHAVIOR = SchemaChangeBehavior.LENIENT
+#: Generous: a pipeline that has not finished by then has stalled.
+RUN_TIMEOUT_S = 240.0
+#: How long a restarted run may take to make the progress it is stopped at.
+PROGRESS_TIMEOUT_S = 120.0
+#: Columns ExtractNewRecordState adds (``add.fields``, and ``__deleted`` of the rewrite mode).
+ADDED_FIELD_PREFIX = "__"
+
+
+# --------------------------------------------------------------------------------------------------
+# Job files and what the sinks hold
+# --------------------------------------------------------------------------------------------------
+
+
+def job_text(
+    mode: CaptureMode, source: CapturedSource, bootstrap: str, sink: str, directory: Path, name: str
+) -> str:
+    """The job file of one capture mode's topics into ``sink`` (YAML lines indented under ``sink:``)."""
+    ddl_topic = "" if mode is POSTGRES_MODE else f"  schema-change.topic: {mode.topic_prefix}\n"
+    pattern = rf"{re.escape(mode.topic_prefix)}\.{re.escape(source.namespace)}\..*"
+    return (
+        "source:\n"
+        "  type: kafka\n"
+        f"  properties.bootstrap.servers: {bootstrap}\n"
+        f"  topic-pattern: '{pattern}'\n"
+        "  value.format: debezium-json\n"
+        f"{ddl_topic}"
+        "  scan.startup.mode: earliest-offset\n"
+        "  scan.bounded.mode: latest-offset\n"
+        f"sink:\n{sink}"
+        "pipeline:\n"
+        f"  name: {name}\n"
+        f"  schema.change.behavior: {BEHAVIOR.value}\n"
+        f"  state.url: sqlite:///{directory}/state.db\n"
+        "  checkpoint.interval: 1s\n"
+    )
+
+
+def iceberg_sink(warehouse: Path) -> str:
+    return f"  type: iceberg\n  catalog.properties.warehouse: {warehouse}\n"
+
+
+def hologres_sink(server: PostgresServer, database: str) -> str:
+    # broaden: integers are BIGINT and strings TEXT from the start, so a widening needs no ALTER
+    # (Hologres cannot alter a column's type)
+    return (
+        "  type: hologres\n"
+        f"  endpoint: {server.host}:{server.port}\n"
+        f"  dbname: {database}\n"
+        f"  username: {server.user}\n"
+        f"  password: '{server.password}'\n"
+        "  sink.type-normalize-strategy: broaden\n"
+    )
+
+
+def hologres_database(server: PostgresServer, name: str) -> str:
+    """A fresh database of the Hologres sink's server, owned by its user; returns its conninfo."""
+    import psycopg
+    from psycopg import sql
+    from psycopg.conninfo import make_conninfo
+
+    with psycopg.connect(server.admin_conninfo, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(name)))
+        conn.execute(
+            sql.SQL("CREATE DATABASE {} OWNER {}").format(sql.Identifier(name), sql.Identifier(server.user))
+        )
+    return make_conninfo(server.conninfo, dbname=name)
+
+
+def dead_letters(bootstrap: str, topic: str) -> list[str]:
+    """Where each record of a dead-letter topic came from and why (none when there is no topic)."""
+    consumer = Consumer(
+        {"bootstrap.servers": bootstrap, "group.id": f"{topic}-reader", "enable.auto.commit": False}
+    )
+    try:
+        described = consumer.list_topics(topic, timeout=10).topics.get(topic)
+        if described is None or described.error is not None:
+            return []
+        reasons: list[str] = []
+        for partition in described.partitions:
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=10)
+            if high <= low:
+                continue
+            consumer.assign([TopicPartition(topic, partition, low)])
+            next_offset = low
+            while next_offset < high:
+                message = consumer.poll(10)
+                if message is None:
+                    raise AssertionError(
+                        f"{topic}[{partition}] did not deliver offset {next_offset} of {high}"
+                    )
+                if message.error() is not None:
+                    continue
+                headers = {
+                    k: v.decode("utf-8", "replace") for k, v in message.headers() or [] if v is not None
+                }
+                reasons.append(
+                    f"{headers.get('ferry.topic')}[{headers.get('ferry.partition')}]@{headers.get('ferry.offset')}: "
+                    f"{headers.get('ferry.reason')}"
+                )
+                next_offset = message.offset() + 1
+        return reasons
+    finally:
+        consumer.close()
+
+
+def log_tail(log: Path, characters: int = 4000) -> str:
+    return log.read_text(encoding="utf-8", errors="replace")[-characters:] if log.exists() else ""
+
+
+# --------------------------------------------------------------------------------------------------
+# One pipeline per mode and sink
+# --------------------------------------------------------------------------------------------------
+
+
+@dataclass
+class Pipeline:
+    """One ``ferry run`` of a capture mode into a sink, and what came of it."""
+
+    name: str
+    mode: CaptureMode
+    sink: str
+    source: CapturedSource
+    directory: Path
+    read_sink: Callable[[], SinkTables]
+    expectation: SinkExpectation
+    returncode: int | None = None
+    seconds: float = 0.0
+    stalled: bool = False
+    dead_letters: list[str] = field(default_factory=list)
+    comparison: SinkComparison | None = None
+
+    @property
+    def job(self) -> Path:
+        return self.directory / "job.yaml"
+
+    @property
+    def log(self) -> Path:
+        return self.directory / "ferry.log"
+
+    def compare(self, bootstrap: str) -> None:
+        self.dead_letters = dead_letters(bootstrap, f"{self.name}.dlq")
+        self.comparison = compare_sink(
+            self.name,
+            self.expectation,
+            self.read_sink(),
+            ignored_prefixes=(ADDED_FIELD_PREFIX,) if self.mode.flattened else (),
+        )
+
+
+def run_pipelines(pipelines: list[Pipeline]) -> None:
+    """Run every pipeline to its end, all at once (each is one process that mostly waits); a run
+    still going after ``RUN_TIMEOUT_S`` is killed and marked as stalled."""
+    started = time.monotonic()
+    running = {p.name: (p, start_run(p.job, p.directory, p.log)) for p in pipelines}
+    try:
+        while running:
+            elapsed = time.monotonic() - started
+            for name, (pipeline, process) in list(running.items()):
+                code = process.poll()
+                if code is None and elapsed > RUN_TIMEOUT_S:
+                    process.kill()
+                    code = process.wait(timeout=30)
+                    pipeline.stalled = True
+                if code is not None:
+                    pipeline.returncode, pipeline.seconds = code, elapsed
+                    del running[name]
+            time.sleep(0.1)
+    finally:
+        for _, process in running.values():
+            process.kill()
+            process.wait(timeout=30)
+
+
+# --------------------------------------------------------------------------------------------------
+# One pipeline killed and restarted
+# --------------------------------------------------------------------------------------------------
+
+#: When each run but the last is stopped, and how: once a checkpoint recorded more records, or
+#: right after the history shows one more schema change applied at the sink.
+STOPS: tuple[tuple[str, signal.Signals], ...] = (
+    ("checkpoint", signal.SIGKILL),
+    ("schema change", signal.SIGTERM),
+    ("schema change", signal.SIGKILL),
+    ("checkpoint", signal.SIGTERM),
+    ("schema change", signal.SIGKILL),
+)
+
+
+def _records_checkpointed(state: StateStore, pipeline: str) -> int:
+    checkpoint = state.latest_checkpoint(pipeline)
+    return 0 if checkpoint is None else sum(checkpoint.offsets.values())
+
+
+def _changes_applied(state: StateStore, pipeline: str) -> int:
+    """Schema changes other than table creations the history shows applied at the sink."""
+    return sum(
+        1
+        for e in state.schema_history(pipeline)
+        if e.outcome == "apply" and not e.change.lower().startswith("create.table")
+    )
+
+
+@dataclass
+class RestartedPipeline:
+    """The envelope mode into Iceberg with small batches, stopped at each of :data:`STOPS`, then
+    run to its end; :meth:`run` records what happened (it runs in a thread of its own)."""
+
+    pipeline: Pipeline
+    stopped: list[str] = field(default_factory=list)
+    error: str | None = None
+
+    def run(self) -> None:
+        try:
+            self._run()
+        except BaseException as exc:  # reported by the test, from the main thread
+            self.error = f"{type(exc).__name__}: {exc}"
+
+    def _run(self) -> None:
+        name, job, log = self.pipeline.name, self.pipeline.job, self.pipeline.log
+        state = StateStore(f"sqlite:///{self.pipeline.directory}/state.db")
+        try:
+            for moment, how in STOPS:
+                measure = _records_checkpointed if moment == "checkpoint" else _changes_applied
+                before = measure(state, name)
+                process = start_run(job, self.pipeline.directory, log)
+                try:
+                    deadline = time.monotonic() + PROGRESS_TIMEOUT_S
+                    while measure(state, name) <= before and process.poll() is None:
+                        if time.monotonic() > deadline:
+                            raise AssertionError(
+                                f"a restarted run made no progress ({moment}) within {PROGRESS_TIMEOUT_S:.0f} s: "
+                                f"it stalled; stopped so far: {self.stopped}\n{log_tail(log)}"
+                            )
+                        time.sleep(0.01)
+                    if process.poll() is None:
+                        os.kill(process.pid, how)
+                        self.stopped.append(f"{how.name} right after a {moment} ({measure(state, name)})")
+                    code = process.wait(timeout=60)
+                    if how is signal.SIGTERM and code != 0:
+                        raise AssertionError(f"ferry run exited {code} after SIGTERM:\n{log_tail(log)}")
+                finally:
+                    if process.poll() is None:
+                        process.kill()
+                        process.wait(timeout=30)
+            began = time.monotonic()
+            final = start_run(job, self.pipeline.directory, log)
+            try:
+                code = final.wait(timeout=RUN_TIMEOUT_S)
+            except subprocess.TimeoutExpired:
+                final.kill()
+                final.wait(timeout=30)
+                self.pipeline.stalled = True
+                return
+            finally:
+                self.pipeline.seconds = time.monotonic() - began
+            self.pipeline.returncode = code
+        finally:
+            state.close()
+
+
+# --------------------------------------------------------------------------------------------------
+# The runs, once for the module
+# --------------------------------------------------------------------------------------------------
+
+
+def _pipeline(
+    capture: DebeziumCapture,
+    source: CapturedSource,
+    mode: CaptureMode,
+    sink: str,
+    directory: Path,
+    postgres_server: PostgresServer,
+    name: str,
+) -> Pipeline:
+    if sink == "iceberg":
+        warehouse = directory / "warehouse"
+        sink_yaml = iceberg_sink(warehouse)
+
+        def read() -> SinkTables:
+            return iceberg_tables(warehouse, source.namespace)
+    else:
+        database = name.replace("-", "_")
+        conninfo = hologres_database(postgres_server, database)
+        sink_yaml = hologres_sink(postgres_server, database)
+
+        def read() -> SinkTables:
+            return postgres_tables(conninfo, source.namespace)
+
+    expectation = sink_expectation(source.tables, source.summary, declared(sink, BEHAVIOR))
+    pipeline = Pipeline(name, mode, sink, source, directory, read, expectation)
+    pipeline.job.write_text(
+        job_text(mode, source, capture.bootstrap, sink_yaml, directory, name), encoding="utf-8"
+    )
+    return pipeline
+
+
+@dataclass
+class ModuleRuns:
+    pipelines: dict[str, Pipeline]
+    restarted: RestartedPipeline
+
+
+@pytest.fixture(scope="module")
+def runs(
+    debezium_capture: DebeziumCapture,
+    postgres_server: PostgresServer,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[ModuleRuns]:
+    """Every mode into every sink, and the restarted pipeline, run at once."""
+    capture = debezium_capture
+    made: list[Pipeline] = []
+    for source in (capture.mysql, capture.postgres):
+        for mode in source.modes:
+            for sink in SINKS:
+                name = f"{mode.name}-{sink}"
+                made.append(
+                    _pipeline(
+                        capture, source, mode, sink, tmp_path_factory.mktemp(name), postgres_server, name
+                    )
+                )
+    restart_name = f"{MYSQL_MODES[0].name}-restarts"
+    restart_dir = tmp_path_factory.mktemp(restart_name)
+    restarted = RestartedPipeline(
+        _pipeline(
+            capture, capture.mysql, MYSQL_MODES[0], "iceberg", restart_dir, postgres_server, restart_name
+        )
+    )
+    # small batches and frequent checkpoints: each run has moments to be stopped at
+    job = restarted.pipeline.job
+    job.write_text(
+        job.read_text(encoding="utf-8").replace(
+            "  checkpoint.interval: 1s\n", "  checkpoint.interval: 100ms\n  batch.size: 200\n"
+        ),
+        encoding="utf-8",
+    )
+    began = time.monotonic()
+    thread = threading.Thread(target=restarted.run, name="restarted-pipeline", daemon=True)
+    thread.start()
+    try:
+        run_pipelines(made)
+    finally:
+        thread.join(timeout=len(STOPS) * (PROGRESS_TIMEOUT_S + 90) + RUN_TIMEOUT_S)
+    print(f"\n{len(made) + 1} pipelines run in {time.monotonic() - began:.1f} s")
+    for pipeline in [*made, restarted.pipeline]:
+        pipeline.compare(capture.bootstrap)
+        assert pipeline.comparison is not None
+        print(
+            f"\n{pipeline.name}: exit {pipeline.returncode} after {pipeline.seconds:.1f} s, "
+            f"{len(pipeline.dead_letters)} dead letters\n{pipeline.comparison.report()}"
+        )
+    yield ModuleRuns({p.name: p for p in made}, restarted)
+
+
+def check(pipeline: Pipeline) -> None:
+    """Assert the run ended well and the sink holds exactly what it must."""
+    comparison = pipeline.comparison
+    assert comparison is not None
+    name = pipeline.name
+    assert not pipeline.stalled, (
+        f"{name}: ferry run did not finish within {RUN_TIMEOUT_S:.0f} s:\n{log_tail(pipeline.log)}"
+    )
+    assert pipeline.returncode == 0, (
+        f"{name}: ferry run exited {pipeline.returncode}:\n{log_tail(pipeline.log)}"
+    )
+    assert not pipeline.dead_letters, (
+        f"{name}: {len(pipeline.dead_letters)} records went to the dead-letter topic:\n"
+        + "\n".join(pipeline.dead_letters[:20])
+        + f"\n{comparison.report()}"
+    )
+    assert comparison.rows_compared > 0, comparison.report()
+    assert comparison.differences == 0, comparison.report()
+
+
+CASES = [f"{mode.name}-{sink}" for mode in (*MYSQL_MODES, POSTGRES_MODE) for sink in SINKS]
+
+
+@pytest.mark.parametrize("case", CASES)
+def test_the_sink_equals_the_source_database(case: str, runs: ModuleRuns) -> None:
+    check(runs.pipelines[case])
+
+
+def test_killed_and_restarted_runs_end_exact(runs: ModuleRuns) -> None:
+    """Killed with SIGKILL and stopped with SIGTERM at several moments (three of them right after
+    a schema change was applied at the sink), restarted each time: no stall, and the sink ends
+    exact."""
+    restarted = runs.restarted
+    print(f"\nstopped: {restarted.stopped}")
+    assert restarted.error is None, f"{restarted.error}\nstopped: {restarted.stopped}"
+    assert any("schema change" in s for s in restarted.stopped), (
+        f"no run was stopped right after a schema change: {restarted.stopped}"
+    )
+    assert len(restarted.stopped) >= 4, f"the runs ended before they could be stopped: {restarted.stopped}"
+    check(restarted.pipeline)

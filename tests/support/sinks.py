@@ -1,0 +1,56 @@
+"""Reading back what a pipeline wrote: every table of an Iceberg namespace (pyiceberg) or of a
+PostgreSQL schema (psycopg, the Hologres sink's tables), as (columns, rows) by table name."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+SinkTables = dict[str, tuple[list[str], list[dict[str, Any]]]]
+
+
+def iceberg_tables(warehouse: Path, namespace: str) -> SinkTables:
+    """The tables of ``namespace`` in the warehouse's SQL catalog (none while there is no catalog)."""
+    from pyiceberg.catalog.sql import SqlCatalog
+    from pyiceberg.exceptions import NoSuchNamespaceError
+
+    if not (warehouse / "catalog.db").exists():
+        return {}
+    catalog = SqlCatalog("ferry", uri=f"sqlite:///{warehouse}/catalog.db", warehouse=warehouse.as_uri())
+    try:
+        try:
+            identifiers = catalog.list_tables(namespace)
+        except NoSuchNamespaceError:
+            return {}
+        tables: SinkTables = {}
+        for identifier in identifiers:
+            table = catalog.load_table(identifier)
+            columns = [f.name for f in table.schema().fields]
+            tables[identifier[-1]] = (columns, table.scan().to_arrow().to_pylist())
+        return tables
+    finally:
+        catalog.engine.dispose()
+
+
+def postgres_tables(conninfo: str, schema: str) -> SinkTables:
+    """The base tables of ``schema`` in the database ``conninfo`` names."""
+    import psycopg
+    from psycopg import sql
+
+    tables: SinkTables = {}
+    with psycopg.connect(conninfo) as conn:
+        names = [
+            row[0]
+            for row in conn.execute(
+                "SELECT table_name FROM information_schema.tables WHERE table_schema = %s "
+                "AND table_type = 'BASE TABLE' ORDER BY table_name",
+                (schema,),
+            )
+        ]
+        for name in names:
+            cursor = conn.execute(
+                sql.SQL("SELECT * FROM {}.{}").format(sql.Identifier(schema), sql.Identifier(name))
+            )
+            columns = [d.name for d in cursor.description or ()]
+            tables[name] = (columns, [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()])
+    return tables

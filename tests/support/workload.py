@@ -1,0 +1,503 @@
+"""Deterministic workloads (seeded) against the source databases: rows that exist before the
+connectors start (their snapshot), then row changes interleaved with schema changes.
+
+The MariaDB workload (:class:`ShopWorkload`) runs on database ``shop``: ``customers`` and ``orders``
+take most changes, ``promotions`` exists in the snapshot and is dropped, ``shipments`` is created
+midway and truncated later. Between the changes come, in this order: ADD COLUMN (last), ADD COLUMN
+... AFTER, RENAME COLUMN, INT → BIGINT, VARCHAR(40) → VARCHAR(120), CREATE TABLE, DROP COLUMN,
+DROP TABLE and TRUNCATE TABLE. Changes are grouped in transactions of one to four statements; a
+few updates change a primary key. The PostgreSQL workload (:class:`AccountsWorkload`) is smaller:
+ADD COLUMN, INT → BIGINT, VARCHAR widening and DROP COLUMN (PostgreSQL sends Debezium no DDL).
+
+Markers (:func:`mark_binlog`, :func:`mark_wal`) are rows written to a control table after the
+workload; the position before the last one is what a connector's committed offset must reach.
+"""
+
+from __future__ import annotations
+
+import random
+import string
+from collections import Counter
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
+from decimal import Decimal
+from typing import Any
+
+from tests.support.oracle import SourceTable, mariadb_state
+from tests.support.sources import BinlogPosition, binlog_end, wal_end
+
+SEED = 20240611
+SHOP_DATABASE = "shop"
+CONTROL_DATABASE = "cdc_control"
+POSTGRES_SCHEMA = "inventory"
+POSTGRES_CONTROL_SCHEMA = "cdc_control"
+
+Make = Callable[[random.Random], Any]
+
+
+def _word(rng: random.Random, low: int, high: int) -> str:
+    return "".join(rng.choice(string.ascii_letters + "  -'é") for _ in range(rng.randint(low, high))).strip()
+
+
+def _maybe(rng: random.Random, make: Make, null_share: float = 0.1) -> Any:
+    return None if rng.random() < null_share else make(rng)
+
+
+def _money(digits: int) -> Make:
+    return lambda rng: Decimal(rng.randint(-(10**digits) + 1, 10**digits - 1)).scaleb(-2)
+
+
+def _datetime(precision_us: int) -> Make:
+    start = datetime(2020, 1, 1)
+
+    def make(rng: random.Random) -> datetime:
+        micros = rng.randint(0, 5 * 365 * 86_400 * 1_000_000)
+        return start + timedelta(microseconds=micros - micros % precision_us)
+
+    return make
+
+
+def _date(rng: random.Random) -> date:
+    return date(1950, 1, 1) + timedelta(days=rng.randint(0, 60 * 365))
+
+
+def _time_of_day(rng: random.Random) -> timedelta:
+    return timedelta(seconds=rng.randint(0, 86_399))
+
+
+@dataclass
+class ColumnModel:
+    """A column of a workload table: its DDL and how to make a value for it."""
+
+    name: str
+    ddl: str
+    make: Make
+
+
+@dataclass
+class TableModel:
+    """What the workload knows of a table: its columns in order and the ids of its live rows."""
+
+    name: str
+    columns: list[ColumnModel]
+    weight: int
+    ids: list[int] = field(default_factory=list)
+    next_id: int = 1
+
+    def column(self, name: str) -> ColumnModel:
+        return next(c for c in self.columns if c.name == name)
+
+    def create_statement(self, database: str) -> str:
+        """``CREATE TABLE`` in ``database`` (a quoted name, or ``{db}`` to be filled in)."""
+        columns = ", ".join(f"`{c.name}` {c.ddl}" for c in self.columns)
+        return f"CREATE TABLE {database}.`{self.name}` (`id` BIGINT NOT NULL PRIMARY KEY, {columns})"
+
+    def values(self, rng: random.Random) -> dict[str, Any]:
+        return {c.name: c.make(rng) for c in self.columns}
+
+
+@dataclass
+class WorkloadSummary:
+    """What a workload did: how many of each operation, its schema changes, and what a sink that
+    skips some of them is left with."""
+
+    operations: Counter[str] = field(default_factory=Counter)
+    schema_changes: list[str] = field(default_factory=list)
+    #: Per table, the renamed columns: new name -> old name.
+    renamed_columns: dict[str, dict[str, str]] = field(default_factory=dict)
+    #: Per table, the dropped columns.
+    dropped_columns: dict[str, list[str]] = field(default_factory=dict)
+    #: The dropped tables, as they were right before the drop.
+    dropped_tables: dict[str, SourceTable] = field(default_factory=dict)
+    #: The truncated tables, as they were right before the truncation.
+    truncated_tables: dict[str, SourceTable] = field(default_factory=dict)
+
+    @property
+    def row_changes(self) -> int:
+        return sum(n for op, n in self.operations.items() if op in ("insert", "update", "delete", "rekey"))
+
+
+class ShopWorkload:
+    """The MariaDB workload: :meth:`create_snapshot` before the connectors start, :meth:`run_changes`
+    once they stream."""
+
+    def __init__(self, seed: int = SEED, database: str = SHOP_DATABASE, changes: int = 4000) -> None:
+        self.rng = random.Random(seed)
+        self.database = database
+        self.changes = changes
+        self.summary = WorkloadSummary()
+        self._name_length = 40
+        self._wide_quantities = False
+        self.tables: dict[str, TableModel] = {
+            "customers": TableModel(
+                "customers",
+                [
+                    ColumnModel("name", "VARCHAR(40) NOT NULL", lambda rng: _word(rng, 3, self._name_length) or "x"),
+                    ColumnModel("email", "VARCHAR(80)", lambda rng: _maybe(rng, lambda r: f"{_word(r, 3, 20)}@example.com".replace(" ", "."))),
+                    ColumnModel("score", "INT", lambda rng: _maybe(rng, lambda r: r.randint(-(2**31), 2**31 - 1))),
+                    ColumnModel("balance", "DECIMAL(12,2)", lambda rng: _maybe(rng, _money(12))),
+                    ColumnModel("signed_up", "DATETIME(3)", lambda rng: _maybe(rng, _datetime(1000))),
+                    ColumnModel("birthday", "DATE", lambda rng: _maybe(rng, _date)),
+                ],
+                weight=40,
+            ),
+            "orders": TableModel(
+                "orders",
+                [
+                    ColumnModel("customer_id", "INT NOT NULL", lambda rng: rng.randint(1, 500)),
+                    ColumnModel("item", "VARCHAR(30)", lambda rng: _maybe(rng, lambda r: _word(r, 1, 30))),
+                    ColumnModel("qty", "INT", self._quantity),
+                    ColumnModel("price", "DECIMAL(10,2)", lambda rng: _maybe(rng, _money(10))),
+                    ColumnModel("weight", "DOUBLE", lambda rng: _maybe(rng, lambda r: round(r.uniform(-1e6, 1e6), 4))),
+                    ColumnModel("ordered_at", "TIMESTAMP(6) NULL DEFAULT NULL", lambda rng: _maybe(rng, _datetime(1))),
+                    ColumnModel("pickup", "TIME", lambda rng: _maybe(rng, _time_of_day)),
+                ],
+                weight=45,
+            ),
+            "promotions": TableModel(
+                "promotions",
+                [
+                    ColumnModel("code", "VARCHAR(20) NOT NULL", lambda rng: _word(rng, 4, 20) or "code"),
+                    ColumnModel("percent", "DECIMAL(5,2)", lambda rng: _maybe(rng, lambda r: Decimal(r.randint(0, 9999)).scaleb(-2))),
+                ],
+                weight=10,
+            ),
+        }  # fmt: skip
+        self._schema_changes: dict[int, Callable[[Any], None]] = {
+            changes * 1 // 12: self._add_column_last,
+            changes * 2 // 12: self._add_column_after,
+            changes * 3 // 12: self._rename_column,
+            changes * 4 // 12: self._widen_int,
+            changes * 5 // 12: self._widen_varchar,
+            changes * 6 // 12: self._create_table,
+            changes * 8 // 12: self._drop_column,
+            changes * 9 // 12: self._drop_table,
+            changes * 10 // 12: self._truncate_table,
+        }
+
+    def _quantity(self, rng: random.Random) -> int | None:
+        if rng.random() < 0.05:
+            return None
+        if self._wide_quantities and rng.random() < 0.5:
+            return rng.randint(2**31, 2**50)
+        return rng.randint(0, 1000)
+
+    # -- snapshot --------------------------------------------------------------------------------
+
+    def create_snapshot(self, connection: Any, rows: dict[str, int] | None = None) -> None:
+        """Create the database and its tables with the rows the connectors' snapshot reads."""
+        counts = rows or {"customers": 300, "orders": 500, "promotions": 20}
+        with connection.cursor() as cursor:
+            cursor.execute(f"CREATE DATABASE `{self.database}`")
+            for table in self.tables.values():
+                cursor.execute(table.create_statement(f"`{self.database}`"))
+                for _ in range(counts.get(table.name, 0)):
+                    self._insert(cursor, table)
+        connection.commit()
+        self.summary = WorkloadSummary()
+
+    # -- changes ---------------------------------------------------------------------------------
+
+    def run_changes(self, connection: Any) -> WorkloadSummary:
+        """Run the row changes and schema changes; returns what was done."""
+        rng = self.rng
+        step = 0
+        with connection.cursor() as cursor:
+            while step < self.changes:
+                if step in self._schema_changes:
+                    connection.commit()
+                    self._schema_changes[step](cursor)
+                for _ in range(rng.randint(1, 4)):
+                    self._change(cursor)
+                    step += 1
+                    if step in self._schema_changes or step >= self.changes:
+                        break
+                connection.commit()
+        return self.summary
+
+    def _change(self, cursor: Any) -> None:
+        rng = self.rng
+        tables = list(self.tables.values())
+        table = rng.choices(tables, weights=[t.weight for t in tables])[0]
+        roll = rng.random()
+        if not table.ids or roll < 0.40:
+            self._insert(cursor, table)
+        elif roll < 0.83:
+            self._update(cursor, table)
+        elif roll < 0.85:
+            self._rekey(cursor, table)
+        else:
+            self._delete(cursor, table)
+
+    def _execute(self, cursor: Any, statement: str, params: Any = None) -> None:
+        affected = cursor.execute(statement, params)
+        if affected != 1:
+            raise AssertionError(f"{statement} {params} changed {affected} rows, expected 1")
+
+    def _insert(self, cursor: Any, table: TableModel) -> None:
+        row = {"id": table.next_id, **table.values(self.rng)}
+        table.ids.append(table.next_id)
+        table.next_id += 1
+        names = ", ".join(f"`{n}`" for n in row)
+        marks = ", ".join(["%s"] * len(row))
+        self._execute(
+            cursor,
+            f"INSERT INTO `{self.database}`.`{table.name}` ({names}) VALUES ({marks})",
+            list(row.values()),
+        )
+        self.summary.operations["insert"] += 1
+
+    def _update(self, cursor: Any, table: TableModel) -> None:
+        rng = self.rng
+        row_id = rng.choice(table.ids)
+        columns = rng.sample(table.columns, rng.randint(1, min(3, len(table.columns))))
+        values = {c.name: c.make(rng) for c in columns}
+        assignments = ", ".join(f"`{n}` = %s" for n in values)
+        statement = f"UPDATE `{self.database}`.`{table.name}` SET {assignments} WHERE `id` = %s"
+        affected = cursor.execute(statement, [*values.values(), row_id])
+        if affected not in (0, 1):
+            raise AssertionError(f"{statement} changed {affected} rows")
+        self.summary.operations["update" if affected else "unchanged update"] += 1
+
+    def _rekey(self, cursor: Any, table: TableModel) -> None:
+        old = self.rng.choice(table.ids)
+        new = table.next_id
+        table.next_id += 1
+        table.ids.remove(old)
+        table.ids.append(new)
+        self._execute(
+            cursor, f"UPDATE `{self.database}`.`{table.name}` SET `id` = %s WHERE `id` = %s", (new, old)
+        )
+        self.summary.operations["rekey"] += 1
+
+    def _delete(self, cursor: Any, table: TableModel) -> None:
+        row_id = self.rng.choice(table.ids)
+        table.ids.remove(row_id)
+        self._execute(cursor, f"DELETE FROM `{self.database}`.`{table.name}` WHERE `id` = %s", (row_id,))
+        self.summary.operations["delete"] += 1
+
+    # -- schema changes --------------------------------------------------------------------------
+
+    def _ddl(self, cursor: Any, statement: str) -> None:
+        cursor.execute(statement.format(db=f"`{self.database}`"))
+        self.summary.schema_changes.append(statement.format(db=self.database))
+
+    def _add_column_last(self, cursor: Any) -> None:
+        self._ddl(cursor, "ALTER TABLE {db}.`customers` ADD COLUMN `tier` VARCHAR(10)")
+        self.tables["customers"].columns.append(
+            ColumnModel("tier", "VARCHAR(10)", lambda rng: rng.choice(["gold", "silver", "bronze", None]))
+        )
+
+    def _add_column_after(self, cursor: Any) -> None:
+        self._ddl(cursor, "ALTER TABLE {db}.`orders` ADD COLUMN `discount` DECIMAL(5,2) AFTER `price`")
+        orders = self.tables["orders"]
+        at = orders.columns.index(orders.column("price")) + 1
+        orders.columns.insert(
+            at, ColumnModel("discount", "DECIMAL(5,2)", lambda rng: _maybe(rng, lambda r: Decimal(r.randint(0, 99999)).scaleb(-2)))
+        )  # fmt: skip
+
+    def _rename_column(self, cursor: Any) -> None:
+        self._ddl(cursor, "ALTER TABLE {db}.`customers` RENAME COLUMN `email` TO `email_address`")
+        self.tables["customers"].column("email").name = "email_address"
+        self.summary.renamed_columns.setdefault("customers", {})["email_address"] = "email"
+
+    def _widen_int(self, cursor: Any) -> None:
+        self._ddl(cursor, "ALTER TABLE {db}.`orders` MODIFY COLUMN `qty` BIGINT")
+        self._wide_quantities = True
+
+    def _widen_varchar(self, cursor: Any) -> None:
+        self._ddl(cursor, "ALTER TABLE {db}.`customers` MODIFY COLUMN `name` VARCHAR(120) NOT NULL")
+        self._name_length = 110
+
+    def _create_table(self, cursor: Any) -> None:
+        shipments = TableModel(
+            "shipments",
+            [
+                ColumnModel("order_id", "BIGINT NOT NULL", lambda rng: rng.randint(1, 2000)),
+                ColumnModel("carrier", "VARCHAR(20)", lambda rng: rng.choice(["ups", "dhl", "post", None])),
+                ColumnModel("shipped_on", "DATE", lambda rng: _maybe(rng, _date)),
+                ColumnModel("note", "TEXT", lambda rng: _maybe(rng, lambda r: _word(r, 0, 200), 0.3)),
+            ],
+            weight=25,
+        )
+        self._ddl(cursor, shipments.create_statement("{db}"))
+        self.tables["shipments"] = shipments
+
+    def _drop_column(self, cursor: Any) -> None:
+        self._ddl(cursor, "ALTER TABLE {db}.`orders` DROP COLUMN `weight`")
+        orders = self.tables["orders"]
+        orders.columns.remove(orders.column("weight"))
+        self.summary.dropped_columns.setdefault("orders", []).append("weight")
+
+    def _drop_table(self, cursor: Any) -> None:
+        self.summary.dropped_tables.update(mariadb_state(cursor.connection, self.database, ["promotions"]))
+        self._ddl(cursor, "DROP TABLE {db}.`promotions`")
+        del self.tables["promotions"]
+
+    def _truncate_table(self, cursor: Any) -> None:
+        self.summary.truncated_tables.update(mariadb_state(cursor.connection, self.database, ["shipments"]))
+        self._ddl(cursor, "TRUNCATE TABLE {db}.`shipments`")
+        self.tables["shipments"].ids.clear()
+
+
+def create_binlog_markers(connection: Any) -> None:
+    """The control table the end markers are written to (before the connectors start)."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"CREATE DATABASE `{CONTROL_DATABASE}`")
+        cursor.execute(
+            f"CREATE TABLE `{CONTROL_DATABASE}`.`markers` (`id` INT AUTO_INCREMENT PRIMARY KEY, `label` VARCHAR(60))"
+        )
+    connection.commit()
+
+
+def mark_binlog(connection: Any, label: str) -> BinlogPosition:
+    """Write two marker rows, each in its own transaction, and return the binary-log position
+    between them: a connector whose committed offset reaches it has emitted every change before."""
+    with connection.cursor() as cursor:
+        cursor.execute(f"INSERT INTO `{CONTROL_DATABASE}`.`markers` (`label`) VALUES (%s)", (f"{label}-1",))
+        connection.commit()
+        position = binlog_end(connection)
+        cursor.execute(f"INSERT INTO `{CONTROL_DATABASE}`.`markers` (`label`) VALUES (%s)", (f"{label}-2",))
+        connection.commit()
+    return position
+
+
+# --------------------------------------------------------------------------------------------------
+# PostgreSQL
+# --------------------------------------------------------------------------------------------------
+
+
+class AccountsWorkload:
+    """The PostgreSQL workload on schema ``inventory``: ``accounts`` takes the schema changes,
+    ``payments`` only rows."""
+
+    def __init__(self, seed: int = SEED + 1, changes: int = 600) -> None:
+        self.rng = random.Random(seed)
+        self.changes = changes
+        self.summary = WorkloadSummary()
+        self._owner_length = 40
+        self._wide_levels = False
+        self.ids: dict[str, list[int]] = {"accounts": [], "payments": []}
+        self.next_id: dict[str, int] = {"accounts": 1, "payments": 1}
+        self.columns: dict[str, dict[str, Make]] = {
+            "accounts": {
+                "owner": lambda rng: _word(rng, 3, self._owner_length) or "o",
+                "amount": lambda rng: _maybe(rng, _money(10)),
+                "opened": lambda rng: _maybe(rng, _date),
+                "level": self._level,
+            },
+            "payments": {
+                "account_id": lambda rng: rng.randint(1, 200),
+                "amount": _money(12),
+                "paid_at": lambda rng: _maybe(rng, _datetime(1)),
+            },
+        }
+        self._schema_changes: dict[int, Callable[[Any], None]] = {
+            changes * 1 // 5: self._add_column,
+            changes * 2 // 5: self._widen_int,
+            changes * 3 // 5: self._widen_varchar,
+            changes * 4 // 5: self._drop_column,
+        }
+
+    def _level(self, rng: random.Random) -> int | None:
+        if rng.random() < 0.05:
+            return None
+        return rng.randint(2**31, 2**52) if self._wide_levels and rng.random() < 0.5 else rng.randint(0, 100)
+
+    def create_snapshot(self, connection: Any) -> None:
+        """Create the schema and its tables with the rows the connector's snapshot reads."""
+        connection.execute(f"CREATE SCHEMA {POSTGRES_SCHEMA}")
+        connection.execute(
+            f"CREATE TABLE {POSTGRES_SCHEMA}.accounts (id bigint PRIMARY KEY, owner varchar(40) NOT NULL, "
+            "amount numeric(10,2), opened date, level integer)"
+        )
+        connection.execute(
+            f"CREATE TABLE {POSTGRES_SCHEMA}.payments (id bigint PRIMARY KEY, account_id integer NOT NULL, "
+            "amount numeric(14,2) NOT NULL, paid_at timestamp(6))"
+        )
+        for table, count in (("accounts", 60), ("payments", 80)):
+            for _ in range(count):
+                self._insert(connection, table)
+        connection.commit()
+        self.summary = WorkloadSummary()
+
+    def _insert(self, connection: Any, table: str) -> None:
+        row = {"id": self.next_id[table], **{n: m(self.rng) for n, m in self.columns[table].items()}}
+        self.ids[table].append(self.next_id[table])
+        self.next_id[table] += 1
+        names = ", ".join(row)
+        marks = ", ".join(["%s"] * len(row))
+        connection.execute(
+            f"INSERT INTO {POSTGRES_SCHEMA}.{table} ({names}) VALUES ({marks})", list(row.values())
+        )
+        self.summary.operations["insert"] += 1
+
+    def run_changes(self, connection: Any) -> WorkloadSummary:
+        """Run the row changes and schema changes, in transactions of a few changes each."""
+        rng = self.rng
+        for step in range(self.changes):
+            if step in self._schema_changes:
+                connection.commit()
+                self._schema_changes[step](connection)
+                connection.commit()
+            table = "accounts" if rng.random() < 0.6 else "payments"
+            ids = self.ids[table]
+            roll = rng.random()
+            if not ids or roll < 0.4:
+                self._insert(connection, table)
+            elif roll < 0.85:
+                columns = self.columns[table]
+                chosen = rng.sample(sorted(columns), rng.randint(1, 2))
+                assignments = ", ".join(f"{n} = %s" for n in chosen)
+                connection.execute(
+                    f"UPDATE {POSTGRES_SCHEMA}.{table} SET {assignments} WHERE id = %s",
+                    [*(columns[n](rng) for n in chosen), rng.choice(ids)],
+                )
+                self.summary.operations["update"] += 1
+            else:
+                row_id = rng.choice(ids)
+                ids.remove(row_id)
+                connection.execute(f"DELETE FROM {POSTGRES_SCHEMA}.{table} WHERE id = %s", (row_id,))
+                self.summary.operations["delete"] += 1
+            if rng.random() < 0.4:
+                connection.commit()
+        connection.commit()
+        return self.summary
+
+    def _ddl(self, connection: Any, statement: str) -> None:
+        connection.execute(statement)
+        self.summary.schema_changes.append(statement)
+
+    def _add_column(self, connection: Any) -> None:
+        self._ddl(connection, f"ALTER TABLE {POSTGRES_SCHEMA}.accounts ADD COLUMN note text")
+        self.columns["accounts"]["note"] = lambda rng: _maybe(rng, lambda r: _word(r, 0, 50), 0.3)
+
+    def _widen_int(self, connection: Any) -> None:
+        self._ddl(connection, f"ALTER TABLE {POSTGRES_SCHEMA}.accounts ALTER COLUMN level TYPE bigint")
+        self._wide_levels = True
+
+    def _widen_varchar(self, connection: Any) -> None:
+        self._ddl(connection, f"ALTER TABLE {POSTGRES_SCHEMA}.accounts ALTER COLUMN owner TYPE varchar(80)")
+        self._owner_length = 75
+
+    def _drop_column(self, connection: Any) -> None:
+        self._ddl(connection, f"ALTER TABLE {POSTGRES_SCHEMA}.accounts DROP COLUMN opened")
+        del self.columns["accounts"]["opened"]
+        self.summary.dropped_columns.setdefault("accounts", []).append("opened")
+
+
+def create_wal_markers(connection: Any) -> None:
+    connection.execute(f"CREATE SCHEMA {POSTGRES_CONTROL_SCHEMA}")
+    connection.execute(f"CREATE TABLE {POSTGRES_CONTROL_SCHEMA}.markers (id serial PRIMARY KEY, label text)")
+    connection.commit()
+
+
+def mark_wal(connection: Any, label: str) -> int:
+    """Write two marker rows in transactions of their own; return the WAL position between them."""
+    connection.execute(f"INSERT INTO {POSTGRES_CONTROL_SCHEMA}.markers (label) VALUES (%s)", (f"{label}-1",))
+    connection.commit()
+    lsn = wal_end(connection)
+    connection.execute(f"INSERT INTO {POSTGRES_CONTROL_SCHEMA}.markers (label) VALUES (%s)", (f"{label}-2",))
+    connection.commit()
+    return lsn
