@@ -2,28 +2,18 @@
 
 from __future__ import annotations
 
-from ferry.sinks.base import COMMENTS_NOT_SYNCED, SinkCapabilities
 from ferry.sinks.base import ChangeKind as K
+from ferry.sinks.base import SinkCapabilities
 from ferry.sinks.base import Support as S
 from ferry.sinks.declaration import SinkDeclaration
 from ferry.sinks.selectdb.config import SelectDbSinkConfig
+from ferry.sinks.starrocks import MYSQL_PROTOCOL_CHANGES
 
 SELECTDB = SinkDeclaration(
     type="selectdb",
     config=SelectDbSinkConfig,
     capabilities=SinkCapabilities(
-        changes={
-            K.CREATE_TABLE: S.APPLY,
-            K.ADD_COLUMN_LAST: S.APPLY,
-            K.ADD_COLUMN_POSITIONED: S.APPLY,
-            K.DROP_COLUMN: S.APPLY,
-            K.RENAME_COLUMN: S.APPLY,
-            K.ALTER_COLUMN_TYPE: S.APPLY,
-            K.RELAX_NULLABILITY: S.NOT_SYNCED,
-            K.DROP_TABLE: S.APPLY,
-            K.TRUNCATE_TABLE: S.APPLY,
-            **COMMENTS_NOT_SYNCED,
-        },
+        changes={**MYSQL_PROTOCOL_CHANGES, K.RENAME_COLUMN: S.APPLY, K.ALTER_COLUMN_TYPE: S.APPLY},
     ),
     sink_class="ferry.sinks.selectdb.sink:SelectDbSink",
     extra="selectdb",

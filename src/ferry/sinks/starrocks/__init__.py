@@ -8,25 +8,26 @@ from ferry.sinks.base import Support as S
 from ferry.sinks.declaration import SinkDeclaration
 from ferry.sinks.starrocks.config import StarRocksSinkConfig
 
+#: What a MySQL-protocol warehouse does (StarRocks; SelectDB also renames and alters types).
+MYSQL_PROTOCOL_CHANGES = {
+    K.CREATE_TABLE: S.APPLY,
+    K.ADD_COLUMN_LAST: S.APPLY,
+    K.ADD_COLUMN_POSITIONED: S.APPLY,
+    K.DROP_COLUMN: S.APPLY,
+    K.RENAME_COLUMN: S.UNSUPPORTED,
+    K.ALTER_COLUMN_TYPE: S.UNSUPPORTED,
+    K.RELAX_NULLABILITY: S.NOT_SYNCED,
+    K.DROP_TABLE: S.APPLY,
+    K.TRUNCATE_TABLE: S.APPLY,
+    **COMMENTS_NOT_SYNCED,
+}
+
 STARROCKS = SinkDeclaration(
     type="starrocks",
     config=StarRocksSinkConfig,
-    capabilities=SinkCapabilities(
-        changes={
-            K.CREATE_TABLE: S.APPLY,
-            K.ADD_COLUMN_LAST: S.APPLY,
-            K.ADD_COLUMN_POSITIONED: S.APPLY,
-            K.DROP_COLUMN: S.APPLY,
-            K.RENAME_COLUMN: S.UNSUPPORTED,
-            K.ALTER_COLUMN_TYPE: S.UNSUPPORTED,
-            K.RELAX_NULLABILITY: S.NOT_SYNCED,
-            K.DROP_TABLE: S.APPLY,
-            K.TRUNCATE_TABLE: S.APPLY,
-            **COMMENTS_NOT_SYNCED,
-        },
-    ),
+    capabilities=SinkCapabilities(changes=MYSQL_PROTOCOL_CHANGES),
     sink_class="ferry.sinks.starrocks.sink:StarRocksSink",
     extra="starrocks",
 )
 
-__all__ = ["STARROCKS", "StarRocksSinkConfig"]
+__all__ = ["MYSQL_PROTOCOL_CHANGES", "STARROCKS", "StarRocksSinkConfig"]
