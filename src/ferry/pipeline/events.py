@@ -261,4 +261,4 @@ class Tombstone:
     key: bytes | None
 
 
-Event = DataChange | SchemaChange | BadRecord | SchemaObserved | SchemaHint | Tombstone
+Event = DataChange | BadRecord | SchemaObserved | SchemaHint | Tombstone

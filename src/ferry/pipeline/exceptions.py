@@ -2,7 +2,12 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from ferry.exceptions import FerryError, TerminalError
+
+if TYPE_CHECKING:
+    from ferry.pipeline.events import SourcePosition
 
 
 class SchemaError(TerminalError):
@@ -31,3 +36,15 @@ class SchemaChangeRefusedError(TerminalError):
 
 class CheckpointError(FerryError):
     """A checkpoint could not be completed."""
+
+
+class BadRecordError(TerminalError):
+    """A record could not be processed and ``on-bad-record`` is ``fail``."""
+
+    def __init__(self, reason: str, position: SourcePosition) -> None:
+        super().__init__(f"bad record at {position}: {reason}")
+        self.topic, self.partition, self.offset = position
+
+
+class NothingWrittenError(TerminalError):
+    """A bounded read ended with every record it read in the dead-letter topic."""

@@ -9,10 +9,11 @@ again at each assignment (and for each table when it is first seen).
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+from collections.abc import Collection, Mapping, Sequence
+from typing import Any
 
 from ferry.connectors.base import Offsets
-from ferry.pipeline.events import DataChange
+from ferry.pipeline.events import DataChange, Event
 from ferry.pipeline.route import TableRouter
 from ferry.pipeline.schema import TableId
 from ferry.sinks.base import OffsetCommitting, Sink
@@ -110,3 +111,36 @@ class PartitionOffsets:
         if not marks:
             self.skip = {t: m for t, m in self.skip.items() if m}
         return False
+
+
+def partition_of(event: Event) -> tuple[str, int] | None:
+    position = getattr(event, "position", None)
+    return None if position is None else (position.topic, position.partition)
+
+
+def records_before(records: Sequence[Any], event: Event) -> int | None:
+    """How many of a batch's records come before the one ``event`` was decoded from."""
+    position = getattr(event, "position", None)
+    if position is None:
+        return None
+    for index, record in enumerate(records):
+        if (record.topic(), record.partition(), record.offset()) == tuple(position):
+            return index or None
+    return None
+
+
+def without_partitions(
+    buffers: Mapping[TableId, list[DataChange]], partitions: Collection[Partition]
+) -> dict[TableId, list[DataChange]]:
+    """Buffered rows but those of ``partitions`` (gone to another worker before a checkpoint)."""
+    gone = set(partitions)
+    return {
+        table_id: [
+            c for c in changes if c.position is None or (c.position.topic, c.position.partition) not in gone
+        ]
+        for table_id, changes in buffers.items()
+    }
+
+
+def describe(partitions: Collection[Partition]) -> str:
+    return ", ".join(f"{topic}[{partition}]" for topic, partition in partitions)

@@ -22,46 +22,35 @@ already shows is not applied again.
 
 from __future__ import annotations
 
-import gc
 import logging
-import os
-import socket
 import threading
 import time
-import uuid
-from collections import Counter
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-import orjson
-
-from ferry.connectors.base import (
-    DeadLetter,
-    KeepingAlive,
-    Offsets,
-    Rebalancing,
-    RecordFetching,
-    Source,
-    Watermarking,
-)
-from ferry.exceptions import FerryError, TerminalError
-from ferry.pipeline.adapt import CastError, RowAdapter
+from ferry.connectors.base import DeadLetter, KeepingAlive, Offsets, Rebalancing, Source, Watermarking
+from ferry.exceptions import FerryError
+from ferry.pipeline.bad_records import BadRecords
 from ferry.pipeline.events import (
     BadRecord,
     DataChange,
     Event,
     SchemaHint,
     SchemaObserved,
-    SourcePosition,
     Tombstone,
-    is_schema_change,
 )
-from ferry.pipeline.exceptions import CheckpointError
-from ferry.pipeline.partitions import PartitionOffsets
+from ferry.pipeline.exceptions import BadRecordError, CheckpointError, NothingWrittenError
+from ferry.pipeline.metrics import Metrics, tune_garbage_collector, worker_name
+from ferry.pipeline.partitions import (
+    PartitionOffsets,
+    describe,
+    partition_of,
+    records_before,
+    without_partitions,
+)
 from ferry.pipeline.route import TableRouter
 from ferry.pipeline.router import SchemaChangeRouter
-from ferry.pipeline.schema import Schema, TableId
+from ferry.pipeline.schema import TableId
 from ferry.pipeline.schema_operator import (
     HintSource,
     SchemaChangeTimeoutError,
@@ -70,100 +59,20 @@ from ferry.pipeline.schema_operator import (
     SchemaSettings,
     retry,
 )
-from ferry.pipeline.state import StateStore, encode_offsets, now_ms
-from ferry.pipeline.tracker import SchemaTracker
+from ferry.pipeline.settings import RunnerSettings
+from ferry.pipeline.shaping import RowShaper, in_table_names
+from ferry.pipeline.state import StateStore, now_ms
 from ferry.sinks.base import Sink
 
 if TYPE_CHECKING:
     from ferry.pipeline.transform import TableTransforms
 
-__all__ = [
-    "BadRecordError",
-    "HintSource",
-    "PipelineRunner",
-    "RunnerSettings",
-    "SchemaChangeTimeoutError",
-]
+__all__ = ["BadRecordError", "HintSource", "Metrics", "NothingWrittenError", "PipelineRunner"]
+__all__ += ["RunnerSettings", "SchemaChangeTimeoutError"]
 
 log = logging.getLogger(__name__)
 
 Decode = Callable[[Sequence[Any]], list[Event]]
-
-
-class BadRecordError(TerminalError):
-    """A record could not be processed and ``on-bad-record`` is ``fail``."""
-
-    def __init__(self, reason: str, position: SourcePosition) -> None:
-        super().__init__(f"bad record at {position}: {reason}")
-        self.topic, self.partition, self.offset = position
-
-
-class NothingWrittenError(TerminalError):
-    """A bounded read ended with every record it read in the dead-letter topic."""
-
-
-@dataclass(frozen=True, slots=True)
-class RunnerSettings:
-    name: str
-    batch_size: int = 10_000
-    poll_timeout_s: float = 0.2
-    checkpoint_interval_s: float = 5.0
-    flush_rows: int = 200_000
-    schema_change_timeout_s: float = 180.0
-    fail_on_bad_record: bool = False
-    status_interval_s: float = 1.0
-    #: How often a background schema change at the sink is polled.
-    schema_change_poll_s: float = 0.2
-    #: Raise the garbage collector's thresholds while running (see :func:`tune_garbage_collector`).
-    tune_gc: bool = True
-    #: A batch dense in schema changes is processed in parts of about this long, the consumer polled
-    #: in between, so that it keeps its group membership (well below ``max.poll.interval.ms``).
-    poll_budget_s: float = 30.0
-
-
-@dataclass
-class Metrics:
-    """What ``ferry status`` shows; updated by the runner, saved with the status row."""
-
-    started_ms: int = field(default_factory=now_ms)
-    records_read: int = 0
-    rows_written: dict[str, int] = field(default_factory=dict)
-    rows_skipped_committed: int = 0
-    bad_records: int = 0
-    #: Tombstones (a key without a value, after a delete) read and passed over.
-    tombstones: int = 0
-    columns_dropped: dict[str, int] = field(default_factory=dict)
-    checkpoints: int = 0
-    last_checkpoint_ms: int | None = None
-    last_checkpoint_duration_ms: int | None = None
-    schema_changes: int = 0
-    schema_change_wait_ms: int = 0
-    throughput_eps: float = 0.0
-    offsets: dict[str, dict[str, int]] = field(default_factory=dict)
-    lag: dict[str, dict[str, int]] = field(default_factory=dict)
-    #: This worker (``host:pid:random``) and the partitions assigned to it: ``{topic: [partition, ...]}``.
-    worker: str = ""
-    assigned: dict[str, list[int]] = field(default_factory=dict)
-    #: Records deleted by retention before they were read: ``{topic, partition, wanted, earliest}``.
-    lost_offsets: list[dict[str, Any]] = field(default_factory=list)
-
-    def as_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
-
-
-def worker_name() -> str:
-    """How a runner is known to the other workers of its pipeline: ``host:pid:random`` (a process
-    may run more than one)."""
-    return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
-
-
-def tune_garbage_collector() -> None:
-    """Buffered rows are many small containers that live until the next checkpoint; with
-    CPython's default thresholds the collector walks them again and again (about a third of the
-    decoding time in the benchmark). Objects alive at start are frozen out of collection, and a
-    young-generation collection runs every 100k allocations instead of 700."""
-    gc.freeze()
-    gc.set_threshold(100_000, 50, 1000)
 
 
 class PipelineRunner:
@@ -194,6 +103,7 @@ class PipelineRunner:
         self.transforms = transforms
         self.worker = worker_name()
         self.metrics = Metrics(worker=self.worker)
+        self.bad = BadRecords(dead_letter, source, self.metrics, fail=settings.fail_on_bad_record)
         self.phase = "PENDING"
         self.detail = "starting"
         self.schemas = SchemaOperator(
@@ -215,19 +125,21 @@ class PipelineRunner:
         self.partitions = PartitionOffsets(sink, tables)
         self._buffers: dict[TableId, list[DataChange]] = {}
         self._buffered = 0
-        self._adapters: dict[TableId, RowAdapter] = {}
+        self.shaper = RowShaper(
+            schemas=self.schemas,
+            tables=tables,
+            sink=sink,
+            transforms=transforms,
+            metrics=self.metrics,
+            bad_row=self.bad.row,
+        )
         #: (table, partition) → renamed keys, while a partition's rows carry a rename not yet final
         self._aliases: dict[tuple[TableId, int], dict[str, str]] = {}
-        self._bad_reasons: Counter[str] = Counter()
         #: The rest of a batch a part of which took the whole poll budget: (events, records)
         self._leftover: tuple[list[Event], list[Any]] | None = None
         self._last_checkpoint = time.monotonic()
         self._last_status = 0.0
         self._window: tuple[float, int] = (time.monotonic(), 0)
-
-    @property
-    def tracker(self) -> SchemaTracker:
-        return self.schemas.tracker
 
     # ------------------------------------------------------------------------------ lifecycle
 
@@ -257,7 +169,7 @@ class PipelineRunner:
                 self.step()
                 if self._leftover is None and self.source.finished():
                     self._set_phase("RUNNING", "bounded read reached its end")
-                    self._check_something_written()
+                    self.bad.check_something_written(self._buffered)
                     break
             self.checkpoint()
             self._set_phase("STOPPED", "stopped after a final checkpoint")
@@ -287,7 +199,7 @@ class PipelineRunner:
     def partitions_revoked(self, partitions: Sequence[tuple[str, int]]) -> None:
         """Checkpoint what was read from partitions that go to another worker, then forget them."""
         if self.phase == "RUNNING":
-            self.detail = f"handing over {_partitions(partitions)}: checkpointing"
+            self.detail = f"handing over {describe(partitions)}: checkpointing"
             self.checkpoint()
             self.detail = "reading"
         self.partitions.forget(partitions)
@@ -298,15 +210,9 @@ class PipelineRunner:
         """Partitions another worker already reads: their buffered rows are dropped unwritten (the
         other worker reads them again from the last checkpoint) and nothing of them is committed."""
         log.warning(
-            "%s went to another worker before a checkpoint: dropping their rows", _partitions(partitions)
+            "%s went to another worker before a checkpoint: dropping their rows", describe(partitions)
         )
-        lost = set(partitions)
-        for table_id, changes in self._buffers.items():
-            self._buffers[table_id] = [
-                c
-                for c in changes
-                if c.position is None or (c.position.topic, c.position.partition) not in lost
-            ]
+        self._buffers = without_partitions(self._buffers, partitions)
         self._buffered = sum(len(changes) for changes in self._buffers.values())
         self.partitions.forget(partitions)
         self.schemas.forget_partitions(partitions)
@@ -316,7 +222,7 @@ class PipelineRunner:
         """Partitions read here from now on, from these offsets."""
         # another worker may have changed the sink tables and committed rows of these partitions
         self.schemas.forget_sink_schemas(self.partitions.checked)
-        self._adapters.clear()
+        self.shaper.forget()
         self.partitions.take(starts)
         self._update_status(time.monotonic())
 
@@ -369,7 +275,7 @@ class PipelineRunner:
                 if aliases and event.position is not None:
                     renamed = aliases.get((table_id, event.position.partition))
                     if renamed:
-                        buffer.append(_renamed(event, renamed))
+                        buffer.append(in_table_names(event, renamed))
                         buffered += 1
                         continue
                 buffer.append(event)
@@ -377,12 +283,12 @@ class PipelineRunner:
             elif type(event) is Tombstone:
                 self.metrics.tombstones += 1
             elif isinstance(event, BadRecord):
-                self._bad(event.reason, event.position, event.key, event.value)
-            elif isinstance(event, SchemaObserved | SchemaHint) or is_schema_change(event):
+                self.bad.record(event.reason, event.position, event.key, event.value)
+            elif isinstance(event, SchemaObserved | SchemaHint):
                 self._buffered += buffered
                 buffered = 0
                 if index and time.monotonic() - started > self.settings.poll_budget_s:
-                    done = _records_before(records, event)
+                    done = records_before(records, event)
                     if done is not None:
                         self._leftover = (events[index:], list(records[done:]))
                         records = records[:done]
@@ -405,7 +311,7 @@ class PipelineRunner:
         if isinstance(self.source, Rebalancing):  # partitions may have moved during that poll
             owned = set(self.partitions.offsets)
             records = [r for r in records if (r.topic(), r.partition()) in owned]
-            events = [e for e in events if _partition_of(e) in owned or _partition_of(e) is None]
+            events = [e for e in events if partition_of(e) in owned or partition_of(e) is None]
         self.process(events, records)
         if arrived:
             self.process(self.decode(arrived), arrived)
@@ -414,7 +320,7 @@ class PipelineRunner:
     def _open_table(self, table_id: TableId, event: DataChange) -> list[DataChange] | None:
         if self.schemas.tracker.schema(table_id) is None:
             assert event.position is not None
-            self._bad_row(
+            self.bad.row(
                 f"no schema known for table {table_id} (a record without a schema, and no DDL seen)", event
             )
             return None
@@ -422,58 +328,15 @@ class PipelineRunner:
         self.partitions.first_seen(table_id)
         return self._buffers.setdefault(table_id, [])
 
-    def _bad(self, reason: str, position: SourcePosition, key: bytes | None, value: bytes | None) -> None:
-        """A record that cannot be processed goes to the dead-letter topic, as it was read."""
-        self.metrics.bad_records += 1
-        self._bad_reasons[reason.split(":", maxsplit=1)[0]] += 1
-        if self.settings.fail_on_bad_record:
-            raise BadRecordError(reason, position)
-        log.warning("bad record at %s: %s (sent to the dead-letter topic)", position, reason)
-        self.dead_letter.send(
-            reason=reason,
-            topic=position.topic,
-            partition=position.partition,
-            offset=position.offset,
-            key=key,
-            value=value,
-        )
-
-    def _bad_row(self, reason: str, change: DataChange) -> None:
-        """A row that cannot be written: its record goes to the dead-letter topic as it was read
-        (read again from the source; ferry's rendering of the row when the source cannot)."""
-        assert change.position is not None
-        found = self.source.fetch(change.position) if isinstance(self.source, RecordFetching) else None
-        key, value = found if found is not None else (None, change_bytes(change))
-        self._bad(reason, change.position, key, value)
-
-    def _check_something_written(self) -> None:
-        read, bad = self.metrics.records_read, self.metrics.bad_records
-        if (
-            read
-            and bad >= read - self.metrics.tombstones
-            and not self.metrics.rows_written
-            and not self._buffered
-        ):
-            reason, count = self._bad_reasons.most_common(1)[0]
-            raise NothingWrittenError(
-                f"every one of the {read} records read went to the dead-letter topic "
-                f"({count} of them: {reason!r}); check source.value.format against what the "
-                "topic holds (for example flattened or Avro records read as debezium-json)"
-            )
-
     # ------------------------------------------------------------------------------ schema changes
 
-    def _schema_event(self, event: Event, before: Sequence[Event]) -> None:
-        if is_schema_change(event):  # a change that came as an event of its own (a truncate)
-            change: Any = event
-            event = SchemaHint(change.table_id, (change,), change.tag, True, None)
-        assert isinstance(event, SchemaObserved | SchemaHint)
+    def _schema_event(self, event: SchemaObserved | SchemaHint, before: Sequence[Event]) -> None:
         reason = self.schemas.handle(event, self._barrier_at(before))
         if reason is not None:
             if event.position is None:
                 raise CheckpointError(reason)
             ddl = event.ddl
-            self._bad(reason, event.position, None, ddl.encode() if ddl else None)
+            self.bad.record(reason, event.position, None, ddl.encode() if ddl else None)
         self._refresh_aliases()
 
     def _barrier_at(self, before: Sequence[Event]) -> Callable[[Mapping[str, Any]], None]:
@@ -486,17 +349,14 @@ class PipelineRunner:
         return barrier
 
     def _sink_changed(self, source_tables: Collection[TableId]) -> None:
+        self.shaper.forget(source_tables)
         for source in source_tables:
-            self._adapters.pop(source, None)
             if self.schemas.tracker.schema(source) is None:
                 self._buffers.pop(source, None)
         self.metrics.schema_changes = self.schemas.changes_routed
 
     def _refresh_aliases(self) -> None:
-        tracker = self.schemas.tracker
-        self._aliases = {
-            (table_id, p): a for table_id, t in tracker.tables.items() for p, a in t.aliases.items() if a
-        }
+        self._aliases = self.schemas.tracker.all_aliases()
 
     # ------------------------------------------------------------------------------ checkpoints
 
@@ -525,62 +385,11 @@ class PipelineRunner:
         self._last_checkpoint = time.monotonic()
 
     def _write_buffers(self) -> dict[str, int]:
-        written: dict[str, int] = {}
-        per_sink: dict[TableId, list[DataChange]] = {}
-        for source_table, changes in self._buffers.items():
-            if not changes:
-                continue
-            sink_table = self.tables.sink_table(source_table)
-            sink_schema = self.schemas.sink_schema(sink_table)
-            if sink_schema is None:
-                for change in changes:
-                    self._bad_row(f"sink table {sink_table} does not exist", change)
-                continue
-            rows = self._transform(source_table, changes)
-            per_sink.setdefault(sink_table, []).extend(self._adapt(source_table, sink_schema, rows))
-        for sink_table, changes in per_sink.items():
-            sink_schema = self.schemas.sink_schema(sink_table)
-            assert sink_schema is not None
-            if changes:
-                self.sink.write(sink_table, sink_schema, changes)
-                written[str(sink_table)] = len(changes)
+        written = self.shaper.write(self._buffers)
         tracker = self.schemas.tracker
         self._buffers = {t: [] for t in self._buffers if tracker.schema(t) is not None}
         self._buffered = 0
         return written
-
-    def _transform(self, source_table: TableId, changes: list[DataChange]) -> list[DataChange]:
-        """A table's rows filtered and projected by its transform (none: the rows as they are); a
-        row an expression fails on goes to the dead-letter destination with the reason."""
-        schema = self.schemas.tracker.schema(source_table)
-        if self.transforms is None or schema is None:
-            return changes
-        return self.transforms.rows(source_table, schema, changes, self._transform_failed)
-
-    def _transform_failed(self, change: DataChange, reason: str) -> None:
-        self._bad_row(reason, change)
-
-    def _adapt(
-        self, source_table: TableId, sink_schema: Schema, changes: list[DataChange]
-    ) -> list[DataChange]:
-        adapter = self._adapters.get(source_table)
-        if adapter is None:
-            source_schema = self.schemas.source_schema(source_table) or sink_schema
-            adapter = self._adapters[source_table] = RowAdapter(
-                source_schema, sink_schema, self.sink.sink_type, self.schemas.tracker.renames(source_table)
-            )
-        if adapter.identity:
-            return changes
-        if adapter.dropped:
-            key = str(source_table)
-            self.metrics.columns_dropped[key] = self.metrics.columns_dropped.get(key, 0) + len(changes)
-        adapted = []
-        for change in changes:
-            try:
-                adapted.append(adapter.adapt(change))
-            except CastError as e:
-                self._bad_row(str(e), change)
-        return adapted
 
     # ------------------------------------------------------------------------------ status
 
@@ -592,68 +401,8 @@ class PipelineRunner:
         self._update_status(time.monotonic())
 
     def _update_status(self, now: float) -> None:
-        since, count = self._window
-        metrics = self.metrics
-        if now - since >= 1.0:
-            metrics.throughput_eps = round((metrics.records_read - count) / (now - since), 1)
-            self._window = (now, metrics.records_read)
-        metrics.offsets = encode_offsets(self.partitions.offsets)
-        metrics.assigned = self.partitions.assigned()
-        metrics.rows_skipped_committed = self.partitions.rows_skipped
-        metrics.schema_change_wait_ms = self.schemas.wait_ms
-        lost = getattr(self.source, "lost", ())
-        if len(lost) != len(metrics.lost_offsets):
-            metrics.lost_offsets = [
-                {"topic": r.topic, "partition": r.partition, "wanted": r.wanted, "earliest": r.earliest}
-                for r in lost
-            ]
-        try:
-            metrics.lag = encode_offsets(self.source.lag())
-        except Exception:
-            log.debug("lag not available", exc_info=True)
+        self._window = self.metrics.refresh(now, self._window, self.source, self.partitions, self.schemas)
         self.state.set_status(
-            self.settings.name, self.phase, self.detail, metrics.as_dict(), worker=self.worker
+            self.settings.name, self.phase, self.detail, self.metrics.as_dict(), worker=self.worker
         )
         self._last_status = now
-
-
-def _partition_of(event: Event) -> tuple[str, int] | None:
-    position = getattr(event, "position", None)
-    return None if position is None else (position.topic, position.partition)
-
-
-def _records_before(records: Sequence[Any], event: Event) -> int | None:
-    """How many of a batch's records come before the one ``event`` was decoded from."""
-    position = getattr(event, "position", None)
-    if position is None:
-        return None
-    for index, record in enumerate(records):
-        if (record.topic(), record.partition(), record.offset()) == tuple(position):
-            return index or None
-    return None
-
-
-def _partitions(partitions: Sequence[tuple[str, int]]) -> str:
-    return ", ".join(f"{topic}[{partition}]" for topic, partition in partitions)
-
-
-def _renamed(change: DataChange, names: Mapping[str, str]) -> DataChange:
-    """A row read with a schema whose renames the table does not show yet, in the table's names."""
-    before, after = change.before, change.after
-    return change._replace(
-        before=None if before is None else {names.get(k, k): v for k, v in before.items()},
-        after=None if after is None else {names.get(k, k): v for k, v in after.items()},
-    )
-
-
-def change_bytes(change: DataChange) -> bytes:
-    """ferry's rendering of a row change (for a dead letter whose record cannot be read again)."""
-    return orjson.dumps(
-        {
-            "table": str(change.table_id),
-            "op": change.op.value,
-            "before": change.before,
-            "after": change.after,
-        },
-        default=str,
-    )

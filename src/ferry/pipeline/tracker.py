@@ -121,6 +121,10 @@ class SchemaTracker:
         tracked = self.tables.get(table_id)
         return {} if tracked is None else tracked.aliases.get(partition, {})
 
+    def all_aliases(self) -> dict[tuple[TableId, int], dict[str, str]]:
+        """:meth:`aliases` of every (table, partition) that has some."""
+        return {(tid, p): a for tid, t in self.tables.items() for p, a in t.aliases.items() if a}
+
     def renames(self, table_id: TableId) -> dict[str, str]:
         """Every rename DDL named for the table, old name → new name (a sink another worker already
         renamed the column at takes this table's old name under the new one)."""

@@ -163,6 +163,8 @@ class MariaDbServer:
                     f"--datadir={directory / 'data'}",
                     f"--socket={self.socket_path}",
                     f"--pid-file={directory / 'mariadb.pid'}",
+                    # temporary tables of their own: servers sharing /tmp clash on their names
+                    f"--tmpdir={directory}",
                     f"--log-error={log}",
                     f"--port={self.port}",
                     f"--bind-address={HOST}",

@@ -14,6 +14,7 @@ from ferry.pipeline.events import (
     BadRecord,
     DataChange,
     Op,
+    SchemaHint,
     SchemaObserved,
     SourcePosition,
     Tombstone,
@@ -424,7 +425,9 @@ def test_a_tombstone_is_a_tombstone_and_the_batch_goes_on() -> None:
 
 def test_truncate() -> None:
     (truncate,) = decode({"op": "t", "source": {"db": "inventory", "table": "products"}})
-    assert truncate == TruncateTable(TableId(None, "inventory", "products"))
+    # a truncate is in order with its partition's rows: an ordered hint, where it was read
+    assert isinstance(truncate, SchemaHint) and truncate.ordered and truncate.position is not None
+    assert truncate.changes == (TruncateTable(TableId(None, "inventory", "products")),)
 
 
 def test_table_ids() -> None:

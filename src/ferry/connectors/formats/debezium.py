@@ -53,6 +53,7 @@ from ferry.pipeline.events import (
     DataChange,
     Event,
     Op,
+    SchemaHint,
     SchemaObserved,
     SourcePosition,
     Tombstone,
@@ -485,8 +486,8 @@ class DebeziumJsonDecoder:
         self, payload: Row, table_id: TableId, record: RecordLike, position: SourcePosition, out: list[Event]
     ) -> None:
         code = payload.get("op")
-        if code == "t":
-            out.append(TruncateTable(table_id))
+        if code == "t":  # in order with the rows of its partition
+            out.append(SchemaHint(table_id, (TruncateTable(table_id),), "TRUNCATE", True, position))
         elif code == "m":
             out.append(bad_record(record, "unsupported op 'm' (a logical decoding message)", position))
         elif code is None:

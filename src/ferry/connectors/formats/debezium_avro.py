@@ -43,6 +43,7 @@ from ferry.pipeline.events import (
     DataChange,
     Event,
     Op,
+    SchemaHint,
     SchemaObserved,
     SourcePosition,
     Tombstone,
@@ -249,8 +250,8 @@ class DebeziumAvroDecoder:
         self, envelope: Row, table_id: TableId, record: RecordLike, position: SourcePosition, out: list[Event]
     ) -> None:
         code = envelope.get("op")
-        if code == "t":
-            out.append(TruncateTable(table_id))
+        if code == "t":  # in order with the rows of its partition
+            out.append(SchemaHint(table_id, (TruncateTable(table_id),), "TRUNCATE", True, position))
         elif code == "m":
             out.append(bad_record(record, "unsupported op 'm' (a logical decoding message)", position))
         elif code is None:

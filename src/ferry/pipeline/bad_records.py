@@ -1,0 +1,63 @@
+"""Records that cannot be processed: to the dead-letter destination with the reason, as read.
+
+A record the decoder could not read goes as it is; a row that fails later (a transform, a cast to
+the sink's types) goes as its record was read, fetched again from the source (ferry's rendering
+of the row when the source cannot). With ``on-bad-record: fail`` the first one stops the pipeline.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections import Counter
+
+from ferry.connectors.base import DeadLetter, RecordFetching, Source
+from ferry.pipeline.events import DataChange, SourcePosition
+from ferry.pipeline.exceptions import BadRecordError, NothingWrittenError
+from ferry.pipeline.metrics import Metrics
+from ferry.pipeline.shaping import change_bytes
+
+log = logging.getLogger(__name__)
+
+
+class BadRecords:
+    """Sends bad records to the dead-letter destination and counts them by reason."""
+
+    def __init__(self, dead_letter: DeadLetter, source: Source, metrics: Metrics, *, fail: bool) -> None:
+        self.dead_letter = dead_letter
+        self.source = source
+        self.metrics = metrics
+        self.fail = fail
+        self.reasons: Counter[str] = Counter()
+
+    def record(self, reason: str, position: SourcePosition, key: bytes | None, value: bytes | None) -> None:
+        self.metrics.bad_records += 1
+        self.reasons[reason.split(":", maxsplit=1)[0]] += 1
+        if self.fail:
+            raise BadRecordError(reason, position)
+        log.warning("bad record at %s: %s (sent to the dead-letter topic)", position, reason)
+        self.dead_letter.send(
+            reason=reason,
+            topic=position.topic,
+            partition=position.partition,
+            offset=position.offset,
+            key=key,
+            value=value,
+        )
+
+    def row(self, reason: str, change: DataChange) -> None:
+        assert change.position is not None
+        found = self.source.fetch(change.position) if isinstance(self.source, RecordFetching) else None
+        key, value = found if found is not None else (None, change_bytes(change))
+        self.record(reason, change.position, key, value)
+
+    def check_something_written(self, buffered: int) -> None:
+        """A bounded read that ends with every record it read in the dead-letter topic fails."""
+        metrics = self.metrics
+        read, bad = metrics.records_read, metrics.bad_records
+        if read and bad >= read - metrics.tombstones and not metrics.rows_written and not buffered:
+            reason, count = self.reasons.most_common(1)[0]
+            raise NothingWrittenError(
+                f"every one of the {read} records read went to the dead-letter topic "
+                f"({count} of them: {reason!r}); check source.value.format against what the "
+                "topic holds (for example flattened or Avro records read as debezium-json)"
+            )

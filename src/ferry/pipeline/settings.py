@@ -1,0 +1,24 @@
+"""How a pipeline runner is tuned (from the job's ``pipeline`` options)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+
+@dataclass(frozen=True, slots=True)
+class RunnerSettings:
+    name: str
+    batch_size: int = 10_000
+    poll_timeout_s: float = 0.2
+    checkpoint_interval_s: float = 5.0
+    flush_rows: int = 200_000
+    schema_change_timeout_s: float = 180.0
+    fail_on_bad_record: bool = False
+    status_interval_s: float = 1.0
+    #: How often a background schema change at the sink is polled.
+    schema_change_poll_s: float = 0.2
+    #: Raise the garbage collector's thresholds while running (see :func:`tune_garbage_collector`).
+    tune_gc: bool = True
+    #: A batch dense in schema changes is processed in parts of about this long, the consumer polled
+    #: in between, so that it keeps its group membership (well below ``max.poll.interval.ms``).
+    poll_budget_s: float = 30.0

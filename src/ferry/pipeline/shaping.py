@@ -1,0 +1,133 @@
+"""Rows shaped to their sink tables at a checkpoint: each table's transform, then its adapter.
+
+A row an expression fails on, or one that cannot be cast to the sink's types, goes to the
+dead-letter destination (``bad_row``); the others are grouped per sink table, in order.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection, Mapping
+from typing import TYPE_CHECKING
+
+import orjson
+
+from ferry.pipeline.adapt import CastError, RowAdapter
+from ferry.pipeline.events import DataChange
+from ferry.pipeline.metrics import Metrics
+from ferry.pipeline.route import TableRouter
+from ferry.pipeline.schema import Schema, TableId
+from ferry.pipeline.schema_operator import SchemaOperator
+from ferry.sinks.base import Sink
+
+if TYPE_CHECKING:
+    from ferry.pipeline.transform import TableTransforms
+
+
+class RowShaper:
+    """Shapes buffered rows for the sink (see the module documentation)."""
+
+    def __init__(
+        self,
+        *,
+        schemas: SchemaOperator,
+        tables: TableRouter,
+        sink: Sink,
+        transforms: TableTransforms | None,
+        metrics: Metrics,
+        bad_row: Callable[[str, DataChange], None],
+    ) -> None:
+        self.schemas = schemas
+        self.tables = tables
+        self.sink = sink
+        self.transforms = transforms
+        self.metrics = metrics
+        self.bad_row = bad_row
+        self._adapters: dict[TableId, RowAdapter] = {}
+
+    def forget(self, source_tables: Collection[TableId] | None = None) -> None:
+        """The sink tables of these source tables (None: all) changed: adapters are built anew."""
+        if source_tables is None:
+            self._adapters.clear()
+        for source in source_tables or ():
+            self._adapters.pop(source, None)
+
+    def write(self, buffers: Mapping[TableId, list[DataChange]]) -> dict[str, int]:
+        """Shape the buffered rows and write them, per sink table; returns the rows written per table."""
+        written: dict[str, int] = {}
+        for sink_table, changes in self.shape(buffers).items():
+            sink_schema = self.schemas.sink_schema(sink_table)
+            assert sink_schema is not None
+            if changes:
+                self.sink.write(sink_table, sink_schema, changes)
+                written[str(sink_table)] = len(changes)
+        return written
+
+    def shape(self, buffers: Mapping[TableId, list[DataChange]]) -> dict[TableId, list[DataChange]]:
+        """The buffered rows of each source table, shaped, per sink table."""
+        per_sink: dict[TableId, list[DataChange]] = {}
+        for source_table, changes in buffers.items():
+            if not changes:
+                continue
+            sink_table = self.tables.sink_table(source_table)
+            sink_schema = self.schemas.sink_schema(sink_table)
+            if sink_schema is None:
+                for change in changes:
+                    self.bad_row(f"sink table {sink_table} does not exist", change)
+                continue
+            rows = self._transform(source_table, changes)
+            per_sink.setdefault(sink_table, []).extend(self._adapt(source_table, sink_schema, rows))
+        return per_sink
+
+    def _transform(self, source_table: TableId, changes: list[DataChange]) -> list[DataChange]:
+        """A table's rows filtered and projected by its transform (none: the rows as they are)."""
+        schema = self.schemas.tracker.schema(source_table)
+        if self.transforms is None or schema is None:
+            return changes
+        return self.transforms.rows(source_table, schema, changes, self._transform_failed)
+
+    def _transform_failed(self, change: DataChange, reason: str) -> None:
+        self.bad_row(reason, change)
+
+    def _adapt(
+        self, source_table: TableId, sink_schema: Schema, changes: list[DataChange]
+    ) -> list[DataChange]:
+        adapter = self._adapters.get(source_table)
+        if adapter is None:
+            source_schema = self.schemas.source_schema(source_table) or sink_schema
+            adapter = self._adapters[source_table] = RowAdapter(
+                source_schema, sink_schema, self.sink.sink_type, self.schemas.tracker.renames(source_table)
+            )
+        if adapter.identity:
+            return changes
+        if adapter.dropped:
+            key = str(source_table)
+            self.metrics.columns_dropped[key] = self.metrics.columns_dropped.get(key, 0) + len(changes)
+        adapted = []
+        for change in changes:
+            try:
+                adapted.append(adapter.adapt(change))
+            except CastError as e:
+                self.bad_row(str(e), change)
+        return adapted
+
+
+def in_table_names(change: DataChange, names: Mapping[str, str]) -> DataChange:
+    """A row read with a schema whose renames the table does not show yet, in the table's names."""
+    before, after = change.before, change.after
+    return change._replace(
+        before=None if before is None else {names.get(k, k): v for k, v in before.items()},
+        after=None if after is None else {names.get(k, k): v for k, v in after.items()},
+    )
+
+
+def change_bytes(change: DataChange) -> bytes:
+    """ferry's rendering of a row change (for a dead letter whose record cannot be read again)."""
+    return orjson.dumps(
+        {
+            "table": str(change.table_id),
+            "op": change.op.value,
+            "before": change.before,
+            "after": change.after,
+        },
+        default=str,
+    )
