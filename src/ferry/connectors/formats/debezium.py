@@ -468,35 +468,60 @@ class DebeziumJsonDecoder:
     # --------------------------------------------------------------------------------- tables
 
     def _new_table(self, source: Row, partition: int) -> _Table:
-        db, schema, name = source.get("db"), source.get("schema"), source["table"]
-        table_id = TableId(None, str(schema) if schema else (str(db) if db else None), str(name))
-        table = self._tables[(db, schema, name, partition)] = _Table(table_id)
+        table = self._tables[(source.get("db"), source.get("schema"), source["table"], partition)] = _Table(
+            source_table_id(source)
+        )
         return table
 
     def _topic_table(self, topic: str, partition: int) -> _Table:
         state_key = ("topic", topic, partition)
         table = self._tables.get(state_key)
         if table is None:
-            parts = topic.split(".")
-            table_id = TableId(None, parts[-2], parts[-1]) if len(parts) >= 2 else TableId(None, None, topic)
-            table = self._tables[state_key] = _Table(table_id)
+            table = self._tables[state_key] = _Table(topic_table_id(topic))
         return table
 
     def _no_row_op(
         self, payload: Row, table_id: TableId, record: RecordLike, position: SourcePosition, out: list[Event]
     ) -> None:
-        code = payload.get("op")
-        if code == "t":  # in order with the rows of its partition
-            out.append(SchemaHint(table_id, (TruncateTable(table_id),), "TRUNCATE", True, position))
-        elif code == "m":
-            out.append(bad_record(record, "unsupported op 'm' (a logical decoding message)", position))
-        elif code is None:
-            hint = (
-                " (a schema-change event: use the debezium-schema-change format)" if "ddl" in payload else ""
+        out.append(
+            no_row_event(
+                payload, table_id, record, position, ddl_field="ddl", ddl_format="debezium-schema-change"
             )
-            out.append(bad_record(record, f"not a Debezium change event: no 'op' field{hint}", position))
-        else:
-            out.append(bad_record(record, f"unknown op {code!r}", position))
+        )
+
+
+def source_table_id(source: Row) -> TableId:
+    """MySQL ``db``/``table``; connectors whose source block has a ``schema``: ``schema``/``table``."""
+    db, schema, name = source.get("db"), source.get("schema"), source["table"]
+    return TableId(None, str(schema) if schema else (str(db) if db else None), str(name))
+
+
+def topic_table_id(topic: str) -> TableId:
+    """The last two parts of a topic name (``server.db.table``)."""
+    parts = topic.split(".")
+    return TableId(None, parts[-2], parts[-1]) if len(parts) >= 2 else TableId(None, None, topic)
+
+
+def no_row_event(
+    envelope: Row,
+    table_id: TableId,
+    record: RecordLike,
+    position: SourcePosition,
+    *,
+    ddl_field: str,
+    ddl_format: str,
+) -> Event:
+    """The event of a change event without a row: a truncate (in order with its partition's rows),
+    or a bad record that says what it is."""
+    code = envelope.get("op")
+    if code == "t":
+        return SchemaHint(table_id, (TruncateTable(table_id),), "TRUNCATE", True, position)
+    if code == "m":
+        return bad_record(record, "unsupported op 'm' (a logical decoding message)", position)
+    if code is None:
+        hint = f" (a schema-change event: use the {ddl_format} format)" if ddl_field in envelope else ""
+        return bad_record(record, f"not a Debezium change event: no 'op' field{hint}", position)
+    return bad_record(record, f"unknown op {code!r}", position)
 
 
 def _is_metadata(name: Any) -> bool:

@@ -36,6 +36,7 @@ from ferry.connectors.exceptions import DecodeError
 from ferry.connectors.formats import bad_record, internal_error
 from ferry.connectors.formats.connect_avro import AvroRow
 from ferry.connectors.formats.connect_types import ConversionError
+from ferry.connectors.formats.debezium import no_row_event, source_table_id, topic_table_id
 from ferry.connectors.formats.debezium_schema_change import DebeziumSchemaChangeDecoder
 from ferry.connectors.formats.schema_registry import ConfluentAvroReader, WriterSchema, schema_id_of
 from ferry.connectors.record import RecordLike
@@ -43,11 +44,9 @@ from ferry.pipeline.events import (
     DataChange,
     Event,
     Op,
-    SchemaHint,
     SchemaObserved,
     SourcePosition,
     Tombstone,
-    TruncateTable,
 )
 from ferry.pipeline.schema import Schema, TableId
 
@@ -232,37 +231,31 @@ class DebeziumAvroDecoder:
     # ----------------------------------------------------------------------------- tables
 
     def _new_table(self, source: Row, partition: int) -> _Table:
-        db, schema, name = source.get("db"), source.get("schema"), source["table"]
-        table_id = TableId(None, str(schema) if schema else (str(db) if db else None), str(name))
-        table = self._tables[(db, schema, name, partition)] = _Table(table_id)
+        table = self._tables[(source.get("db"), source.get("schema"), source["table"], partition)] = _Table(
+            source_table_id(source)
+        )
         return table
 
     def _topic_table(self, topic: str, partition: int) -> _Table:
         state_key = ("topic", topic, partition)
         table = self._tables.get(state_key)
         if table is None:
-            parts = topic.split(".")
-            table_id = TableId(None, parts[-2], parts[-1]) if len(parts) >= 2 else TableId(None, None, topic)
-            table = self._tables[state_key] = _Table(table_id)
+            table = self._tables[state_key] = _Table(topic_table_id(topic))
         return table
 
     def _no_row_op(
         self, envelope: Row, table_id: TableId, record: RecordLike, position: SourcePosition, out: list[Event]
     ) -> None:
-        code = envelope.get("op")
-        if code == "t":  # in order with the rows of its partition
-            out.append(SchemaHint(table_id, (TruncateTable(table_id),), "TRUNCATE", True, position))
-        elif code == "m":
-            out.append(bad_record(record, "unsupported op 'm' (a logical decoding message)", position))
-        elif code is None:
-            hint = (
-                " (a schema-change event: use the debezium-avro-schema-change format)"
-                if "tableChanges" in envelope
-                else ""
+        out.append(
+            no_row_event(
+                envelope,
+                table_id,
+                record,
+                position,
+                ddl_field="tableChanges",
+                ddl_format="debezium-avro-schema-change",
             )
-            out.append(bad_record(record, f"not a Debezium change event: no 'op' field{hint}", position))
-        else:
-            out.append(bad_record(record, f"unknown op {code!r}", position))
+        )
 
 
 def _build_plan(writer: WriterSchema) -> _Plan:
