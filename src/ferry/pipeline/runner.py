@@ -48,6 +48,7 @@ from ferry.pipeline.partitions import (
     records_before,
     without_partitions,
 )
+from ferry.pipeline.phase import Phase
 from ferry.pipeline.route import TableRouter
 from ferry.pipeline.router import SchemaChangeRouter
 from ferry.pipeline.schema import TableId
@@ -104,7 +105,7 @@ class PipelineRunner:
         self.worker = worker_name()
         self.metrics = Metrics(worker=self.worker)
         self.bad = BadRecords(dead_letter, source, self.metrics, fail=settings.fail_on_bad_record)
-        self.phase = "PENDING"
+        self.phase = Phase.PENDING
         self.detail = "starting"
         self.schemas = SchemaOperator(
             settings=SchemaSettings(
@@ -156,7 +157,7 @@ class PipelineRunner:
         else:
             self.partitions.offsets = dict(starts)
         self.source.open(starts)
-        self._set_phase("RUNNING", "reading")
+        self._set_phase(Phase.RUNNING, "reading")
 
     def run(self, stop: threading.Event | None = None) -> None:
         """Run until ``stop`` is set, a bounded read ends, or a terminal error."""
@@ -168,16 +169,16 @@ class PipelineRunner:
             while not stop.is_set():
                 self.step()
                 if self._leftover is None and self.source.finished():
-                    self._set_phase("RUNNING", "bounded read reached its end")
+                    self._set_phase(Phase.RUNNING, "bounded read reached its end")
                     self.bad.check_something_written(self._buffered)
                     break
             self.checkpoint()
-            self._set_phase("STOPPED", "stopped after a final checkpoint")
+            self._set_phase(Phase.STOPPED, "stopped after a final checkpoint")
         except FerryError as e:
-            self._set_phase("FAILED", str(e))
+            self._set_phase(Phase.FAILED, str(e))
             raise
         except Exception as e:
-            self._set_phase("FAILED", f"{type(e).__name__}: {e}")
+            self._set_phase(Phase.FAILED, f"{type(e).__name__}: {e}")
             raise
         finally:
             self.close()
@@ -198,7 +199,7 @@ class PipelineRunner:
 
     def partitions_revoked(self, partitions: Sequence[tuple[str, int]]) -> None:
         """Checkpoint what was read from partitions that go to another worker, then forget them."""
-        if self.phase == "RUNNING":
+        if self.phase is Phase.RUNNING:
             self.detail = f"handing over {describe(partitions)}: checkpointing"
             self.checkpoint()
             self.detail = "reading"
@@ -396,7 +397,7 @@ class PipelineRunner:
     def _set_detail(self, detail: str) -> None:
         self.detail = detail
 
-    def _set_phase(self, phase: str, detail: str) -> None:
+    def _set_phase(self, phase: Phase, detail: str) -> None:
         self.phase, self.detail = phase, detail
         self._update_status(time.monotonic())
 

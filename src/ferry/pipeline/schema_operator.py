@@ -360,7 +360,7 @@ class SchemaOperator:
                 if decision.action is Action.FAIL:
                     raise SchemaChangeRefusedError(
                         decision.reason,
-                        sink=self.sink.kind,
+                        sink=self.sink.type,
                         table=str(sink_table),
                         change=str(decision.change),
                     )
@@ -409,11 +409,11 @@ class SchemaOperator:
             return
         timeout = self.settings.timeout_s
         started = time.monotonic()
-        self.on_detail(f"waiting for {self.sink.kind} to finish {change} (since {now_ms()} ms)")
+        self.on_detail(f"waiting for {self.sink.type} to finish {change} (since {now_ms()} ms)")
         while self.sink.schema_change_pending(sink_table):
             if time.monotonic() - started > timeout:
                 raise SchemaChangeTimeoutError(
-                    f"{self.sink.kind} did not finish {change} on {sink_table} within {timeout:g} s "
+                    f"{self.sink.type} did not finish {change} on {sink_table} within {timeout:g} s "
                     "(schema.operator.rpc-timeout)"
                 )
             time.sleep(self.settings.poll_s)

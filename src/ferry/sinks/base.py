@@ -130,12 +130,6 @@ class Sink(ABC):
     def close(self) -> None:  # noqa: B027 - optional hook
         """Release connections; the default does nothing."""
 
-    @property
-    def kind(self) -> str:
-        """The former name of :attr:`type`, still read by ``ferry.pipeline.schema_operator``: remove
-        it once that reads ``type``."""
-        return self.type
-
 
 @runtime_checkable
 class OffsetCommitting(Protocol):

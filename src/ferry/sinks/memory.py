@@ -58,7 +58,6 @@ class MemorySink(Sink):
         pipeline: str = "ferry",
         capabilities: SinkCapabilities | None = None,
         type: str | None = None,
-        kind: str | None = None,
         type_mapping: Callable[[DataType], DataType] | None = None,
         pending_polls: int = 0,
     ) -> None:
@@ -66,10 +65,8 @@ class MemorySink(Sink):
         self.pipeline = pipeline
         if capabilities is not None:
             self.capabilities = capabilities
-        # ``kind`` is the former name of ``type``, still passed by a runner test
-        stands_in_for = type if type is not None else kind
-        if stands_in_for is not None:
-            self.type = stands_in_for  # stands in for that sink: errors and history name it
+        if type is not None:
+            self.type = type  # stands in for that sink: errors and history name it
         #: Standing in for a sink with its own types: what it stores for each source type.
         self.type_mapping = type_mapping
         #: Standing in for a sink whose ALTERs run asynchronously: polls before one is done.

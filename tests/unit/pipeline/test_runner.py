@@ -41,7 +41,7 @@ def at(offset: int) -> E.SourcePosition:
 
 
 def test_a_background_schema_change_that_never_finishes_times_out_naming_it(tmp_path: Path) -> None:
-    sink = MemorySink(kind="selectdb", pending_polls=10**9)
+    sink = MemorySink(type="selectdb", pending_polls=10**9)
     runner = runner_for(sink, tmp_path, schema_change_timeout_s=0.3, schema_change_poll_s=0.01)
     with pytest.raises(SchemaChangeTimeoutError, match=r"selectdb did not finish create.table db.t .* 0.3 s"):
         runner.process([E.SchemaHint(TID, (E.CreateTable(TID, SCHEMA),), "CREATE", True, at(0))], [])
