@@ -30,6 +30,8 @@ def prometheus_text(runner: PipelineRunner) -> str:
         f'ferry_records_read_total{{pipeline="{name}"}} {m.records_read}',
         "# TYPE ferry_bad_records_total counter",
         f'ferry_bad_records_total{{pipeline="{name}"}} {m.bad_records}',
+        "# TYPE ferry_tombstones_total counter",
+        f'ferry_tombstones_total{{pipeline="{name}"}} {m.tombstones}',
         "# TYPE ferry_schema_changes_total counter",
         f'ferry_schema_changes_total{{pipeline="{name}"}} {m.schema_changes}',
         "# TYPE ferry_schema_change_wait_ms_total counter",

@@ -69,8 +69,8 @@ def render_status(store: StateStore, names: list[str], output: str) -> str:
         )
         lines.append(
             f"  records read {m.get('records_read', 0)}, throughput {m.get('throughput_eps', 0)} events/s, "
-            f"bad records {m.get('bad_records', 0)}, checkpoints {m.get('checkpoints', 0)} "
-            f"(last {_when(m.get('last_checkpoint_ms'))})"
+            f"bad records {m.get('bad_records', 0)}, tombstones {m.get('tombstones', 0)}, "
+            f"checkpoints {m.get('checkpoints', 0)} (last {_when(m.get('last_checkpoint_ms'))})"
         )
         if m.get("schema_change_wait_ms"):
             lines.append(f"  time spent in schema-change barriers: {m['schema_change_wait_ms']} ms")
