@@ -415,6 +415,31 @@ class KafkaConnect(jvm.JvmService):
 
         wait_until(deleted, timeout, lambda: f"connector {name!r} deleted")
 
+    def pause_connector(self, name: str, timeout: float = 60.0) -> None:
+        """Pause connector ``name`` and wait until its tasks are PAUSED (they stop reading their
+        source; :meth:`resume_connector` goes on from where they were)."""
+        self._set_state(name, "pause", "PAUSED", timeout)
+
+    def resume_connector(self, name: str, timeout: float = 60.0) -> None:
+        """Resume a paused connector and wait until its tasks are RUNNING."""
+        self._set_state(name, "resume", "RUNNING", timeout)
+
+    def _set_state(self, name: str, action: str, state: str, timeout: float) -> None:
+        self.request(
+            "PUT", f"/connectors/{urllib.parse.quote(name, safe='')}/{action}", expect=(200, 202, 204)
+        )
+        seen: list[Any] = [None]
+
+        def reached() -> bool:
+            status = self.connector_status(name)
+            seen[0] = status
+            if status is None:
+                return False
+            states = [status.get("connector", {}), *status.get("tasks", [])]
+            return all(s.get("state") == state for s in states)
+
+        wait_until(reached, timeout, lambda: f"connector {name!r} {state} (status {seen[0]})")
+
     def connector_status(self, name: str) -> dict[str, Any] | None:
         """``GET /connectors/<name>/status``, or None while the worker does not know it yet."""
         status, body = self.request(

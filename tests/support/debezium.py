@@ -35,6 +35,8 @@ class CaptureMode:
     settings: Mapping[str, str] = field(default_factory=dict)
     #: The records are flattened by ``ExtractNewRecordState``: no envelope, added ``__`` fields.
     flattened: bool = False
+    #: Whether a TRUNCATE reaches the topics (``ExtractNewRecordState`` drops truncate events).
+    emits_truncate: bool = True
 
     @property
     def topic_prefix(self) -> str:
@@ -63,6 +65,7 @@ MYSQL_MODES: tuple[CaptureMode, ...] = (
             "transforms.unwrap.add.fields": "op,table,source.ts_ms",
         },
         flattened=True,
+        emits_truncate=False,
     ),
     CaptureMode(
         "decimal-string-time-connect",

@@ -10,8 +10,8 @@ value, and only then:
   ``decimal.handling.mode=string`` gives, or the float ``decimal.handling.mode=double`` gives);
 - floating point: ``float``;
 - text: ``str``;
-- DATE: ``date`` (a ``datetime``, even at midnight, is a difference: the sink's column is a
-  timestamp);
+- DATE: ``date``; a ``datetime`` at midnight is taken as its date (a sink may store dates as
+  timestamps: Hologres's ``broaden`` strategy does);
 - DATETIME/TIMESTAMP: a naive UTC ``datetime`` (aware ones are converted to UTC; ISO-8601 text, as
   Debezium's ``ZonedTimestamp`` is, is parsed);
 - TIME: a ``timedelta`` since midnight (a ``datetime.time`` is converted).
@@ -194,7 +194,11 @@ def normalise(column: SourceColumn, value: Any) -> Any:
             raise IncomparableValueError(f"{value!r} ({type(value).__name__}) for text column {column.name}")
         return value
     if kind == "date":
-        if isinstance(value, datetime) or not isinstance(value, date):
+        if isinstance(value, datetime):
+            if value.time() != time(0) or value.tzinfo is not None:
+                raise IncomparableValueError(f"{value!r} is not a day, for date column {column.name}")
+            return value.date()
+        if not isinstance(value, date):
             raise IncomparableValueError(f"{value!r} ({type(value).__name__}) for date column {column.name}")
         return value
     if kind in DATETIME_TYPES:
