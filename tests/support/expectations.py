@@ -15,6 +15,7 @@ Every change a sink declares it applies must show exactly as at the source.
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -122,7 +123,7 @@ def compare_sink(
                 sink_tables.get(name),
                 ignored_prefixes=ignored_prefixes,
                 kept_columns=expectation.kept_columns.get(name, set()),
-                read=lambda row, name=name: expectation.read(name, row),
+                read=functools.partial(expectation.read, name),
             )
         )
     unexpected = sorted(set(sink_tables) - set(expectation.tables) - set(expectation.absent))

@@ -307,7 +307,7 @@ def compare_table(
             f"columns differ: the sink has {kept}, the source {source_names} "
             f"(missing {missing}, extra {extra})"
         )
-    by_key: dict[tuple[Any, ...], dict[str, Any]] = {}
+    by_key: dict[tuple[Any, ...], Mapping[str, Any]] = {}
     for row in sink_rows:
         try:
             key = tuple(normalise(c, row.get(c.name)) for c in source.columns if c.name in source.key)
