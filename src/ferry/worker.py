@@ -198,6 +198,8 @@ class FerryWorker:
             datadir=str(datadir),
             topic_partitions=1,
             topic_replication_factor=1,
+            # a worker that died is noticed in 10 s (faust's default, 60 s, stalls a restart)
+            broker_session_timeout=10.0,
         )
 
         async def hot_path() -> None:
