@@ -114,13 +114,13 @@ class PartitionOffsets:
 
 
 def partition_of(event: Event) -> tuple[str, int] | None:
-    position = getattr(event, "position", None)
+    position = event.position  # every event knows where it was read, when it was read
     return None if position is None else (position.topic, position.partition)
 
 
 def records_before(records: Sequence[Any], event: Event) -> int | None:
     """How many of a batch's records come before the one ``event`` was decoded from."""
-    position = getattr(event, "position", None)
+    position = event.position  # every event knows where it was read, when it was read
     if position is None:
         return None
     for index, record in enumerate(records):
