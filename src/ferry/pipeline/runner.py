@@ -123,6 +123,7 @@ class PipelineRunner:
         )
         self.schemas.on_detail = self._set_detail
         self.schemas.on_sink_changed = self._sink_changed
+        self.schemas.on_applied = self._save_schemas
         self.partitions = PartitionOffsets(sink, tables)
         self._buffers: dict[TableId, list[DataChange]] = {}
         self._buffered = 0
@@ -139,6 +140,7 @@ class PipelineRunner:
         #: The rest of a batch a part of which took the whole poll budget: (events, records)
         self._leftover: tuple[list[Event], list[Any]] | None = None
         self._last_checkpoint = time.monotonic()
+        self._checkpointed: Offsets = {}
         self._last_status = 0.0
         self._window: tuple[float, int] = (time.monotonic(), 0)
 
@@ -349,6 +351,9 @@ class PipelineRunner:
 
         return barrier
 
+    def _save_schemas(self, schemas: Mapping[str, Any]) -> None:
+        self.state.save_checkpoint(self.settings.name, self._checkpointed, schemas)
+
     def _sink_changed(self, source_tables: Collection[TableId]) -> None:
         self.shaper.forget(source_tables)
         for source in source_tables:
@@ -373,6 +378,7 @@ class PipelineRunner:
                 self.settings.name, offsets, schemas if schemas is not None else self.schemas.snapshot()
             )
             self.source.commit(offsets)
+            self._checkpointed = offsets
         except FerryError:
             raise
         except Exception as e:

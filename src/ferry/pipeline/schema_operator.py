@@ -130,6 +130,9 @@ class SchemaOperator:
         self.on_detail: Callable[[str], None] = lambda detail: None
         #: Tells the runner which source tables' rows must be shaped anew (their sink table changed).
         self.on_sink_changed: Callable[[Collection[TableId]], None] = lambda tables: None
+        #: Saves the schemas once the sink has the changes, beside the barrier's offsets: a restart
+        #: replays the rows after the barrier with them (not deriving the changes anew from more DDL).
+        self.on_applied: Callable[[Mapping[str, Any]], None] = lambda schemas: None
         self._sink_schemas: dict[TableId, Schema | None] = {}
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ferry-sink")
 
@@ -297,6 +300,7 @@ class SchemaOperator:
             changes = self.transforms.schema_changes(changes, sources)
         for change in changes:
             self.route_change(change.table_id, change, position)
+        self.on_applied(self.snapshot())
         self.on_detail("reading")
 
     # ------------------------------------------------------------------------------ the sink

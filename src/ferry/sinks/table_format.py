@@ -90,8 +90,11 @@ class TableFormatSink(Sink):
         """Apply a column or comment change to an existing table."""
 
     @abstractmethod
-    def commit(self, table_id: TableId, changes: list[DataChange], properties: dict[str, str]) -> None:
-        """One snapshot with these changes, carrying ``properties`` (the offsets)."""
+    def commit(
+        self, table_id: TableId, table: Any, changes: list[DataChange], properties: dict[str, str]
+    ) -> None:
+        """One snapshot of ``table`` (as loaded for the offsets) with these changes, carrying
+        ``properties`` (the offsets)."""
 
     @abstractmethod
     def snapshot_properties(self, table: Any) -> Iterable[dict[str, str]]:
@@ -181,11 +184,15 @@ class TableFormatSink(Sink):
         while True:
             try:
                 with self.errors(table_id, "committing rows"), self.commit_guard(table_id):
-                    merged = dict(self._committed(table_id))
+                    # merged into the offsets of the very table state the commit builds on: a
+                    # commit another writer makes after this load fails this one (and is merged
+                    # on the retry), never goes unseen
+                    table = self.require_table(table_id)
+                    merged = self._offsets_in(table)
                     for tp, offset in offsets.items():
                         merged[tp] = max(offset, merged.get(tp, offset))
                     properties = {self.offsets_property: encode_offsets(merged)}
-                    self.commit(table_id, changes, properties)
+                    self.commit(table_id, table, changes, properties)
                 return properties
             except SinkTransientError as e:
                 if attempt >= COMMIT_ATTEMPTS or not self.is_conflict(e.__cause__):
@@ -201,8 +208,9 @@ class TableFormatSink(Sink):
 
     def _committed(self, table_id: TableId) -> dict[tuple[str, int], int]:
         table = self.load_table(table_id)
-        if table is None:
-            return {}
+        return {} if table is None else self._offsets_in(table)
+
+    def _offsets_in(self, table: Any) -> dict[tuple[str, int], int]:
         out: dict[tuple[str, int], int] = {}
         seen = 0
         for properties in self.snapshot_properties(table):

@@ -294,3 +294,8 @@ def test_a_drop_seen_first_in_one_partition_does_not_come_back_with_the_others()
         [("upsert", 1), ("upsert", 2), ("upsert", 3), ("drop", 0), ("upsert", 4), ("upsert", 5)],
         [("produce", 100), ("read", 0, 100), ("kill",), ("read", 2, 1), ("read", 1, 100)],
     )
+
+
+def test_a_column_added_before_a_kill_and_dropped_after_it_is_dropped() -> None:
+    # the add reached the sink before the kill; the replay reads the drop with it
+    run_simulation(1, [("upsert", 0), ("add", 0), ("drop", 1)], [("produce", 3), ("read", 0, 1), ("kill",)])

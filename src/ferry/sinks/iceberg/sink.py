@@ -265,8 +265,9 @@ class IcebergSink(TableFormatSink):
 
     # ------------------------------------------------------------------------------- rows
 
-    def commit(self, table_id: TableId, changes: list[DataChange], properties: dict[str, str]) -> None:
-        table = self.require_table(table_id)
+    def commit(
+        self, table_id: TableId, table: Table, changes: list[DataChange], properties: dict[str, str]
+    ) -> None:
         schema = table.schema()
         keys = self._key_columns(table_id, schema)
         touched: list[Hashable] = []

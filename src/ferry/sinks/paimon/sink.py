@@ -264,8 +264,9 @@ class PaimonSink(TableFormatSink):
 
     # ------------------------------------------------------------------------------- rows
 
-    def commit(self, table_id: TableId, changes: list[DataChange], properties: dict[str, str]) -> None:
-        table = self.require_table(table_id)
+    def commit(
+        self, table_id: TableId, table: Any, changes: list[DataChange], properties: dict[str, str]
+    ) -> None:
         fields = table.table_schema.fields
         keys = tuple(table.primary_keys)
         rowkind = table.table_schema.options.get(ROWKIND_OPTION) if keys else None
