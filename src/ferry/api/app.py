@@ -18,7 +18,6 @@ import hmac
 import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from importlib import metadata
 from typing import Annotated, Any, Literal
 
 from fastapi import Body, Depends, FastAPI, Query, Request
@@ -29,6 +28,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import text
 from starlette.exceptions import HTTPException
 
+import ferry
 from ferry.control.config import Role, TokenConfig
 from ferry.control.exceptions import ControlError
 from ferry.control.models import (
@@ -327,10 +327,7 @@ def _document_400_not_422(app: FastAPI) -> None:
 
 
 def _version() -> str:
-    try:
-        return metadata.version("ferry")
-    except metadata.PackageNotFoundError:  # pragma: no cover - running from a source tree
-        return "0+unknown"
+    return ferry.version()
 
 
 def _json(content: Any, status: int = 200) -> JSONResponse:

@@ -20,6 +20,7 @@ from typing import Any, TypeVar
 import click
 import orjson
 
+from ferry import install_hint
 from ferry.api.client import Api, ApiError, Client, Local
 from ferry.cli.output import render_pipeline, render_pipelines, render_savepoint, render_savepoints
 from ferry.control.models import API_VERSION, SavepointSource
@@ -48,8 +49,7 @@ def _require_httpx() -> None:
         import httpx  # noqa: F401, PLC0415
     except ImportError as e:
         raise click.ClickException(
-            f"the pipeline commands need the 'server' extra ({e.name} is missing): "
-            "pip install 'ferry[server]'"
+            f"the pipeline commands need the 'server' extra ({e.name} is missing): {install_hint('server')}"
         ) from None
 
 

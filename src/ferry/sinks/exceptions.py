@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from ferry import install_hint
 from ferry.exceptions import FerryError, TerminalError, TransientError
 
 
@@ -26,6 +27,6 @@ class MissingExtraError(TerminalError):
     """A sink's client library is not installed."""
 
     def __init__(self, sink: str, extra: str, cause: ImportError) -> None:
-        super().__init__(f"the {sink} sink needs the '{extra}' extra: pip install 'ferry[{extra}]' ({cause})")
+        super().__init__(f"the {sink} sink needs the '{extra}' extra: {install_hint(extra)} ({cause})")
         self.sink = sink
         self.extra = extra

@@ -28,13 +28,14 @@ from typing import Any
 import orjson
 from pydantic import SecretStr
 
+from ferry import install_hint
 from ferry.connectors.exceptions import DecodeError
 from ferry.exceptions import TerminalError, TransientError
 
 try:
     from fastavro import parse_schema, schemaless_reader
 except ImportError as e:  # pragma: no cover - the avro extra is part of the dev install
-    raise ImportError("the Avro formats need fastavro: pip install 'ferry[avro]'") from e
+    raise ImportError(f"the Avro formats need fastavro: {install_hint('avro')}") from e
 
 __all__ = [
     "ConfluentAvroReader",

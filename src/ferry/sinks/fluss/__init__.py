@@ -1,4 +1,4 @@
-"""The Apache Fluss sink (``pip install 'ferry[fluss]'``): its options model imports no client library."""
+"""The Apache Fluss sink (``pip install 'ferry-cdc[fluss]'``): its options model imports no client library."""
 
 from __future__ import annotations
 

@@ -34,7 +34,7 @@ HOLOGRES = SinkDeclaration(
         },
     ),
     sink_class="ferry.sinks.hologres.sink:HologresSink",
-    extra="hologres",
+    extra="postgres",
 )
 
 __all__ = ["HOLOGRES", "HologresSinkConfig"]

@@ -1,6 +1,6 @@
 """Options of the Hologres sink, in the spelling of Flink CDC's Hologres pipeline connector.
 
-This module imports no driver, so a job file validates without the ``hologres`` extra.
+This module imports no driver, so a job file validates without the ``postgres`` extra.
 
 .. code-block:: yaml
 
