@@ -111,7 +111,8 @@ def build_runner(
         accepted_schema_changes(job.sink.include_schema_changes, job.sink.exclude_schema_changes),
     )
     tables = TableRouter(
-        Route(r.source_table, r.sink_table, r.replace_symbol, r.description) for r in job.route
+        (Route(r.source_table, r.sink_table, r.replace_symbol, r.description) for r in job.route),
+        pipeline.route_mode,
     )
     dead_letter = KafkaDeadLetter(
         bootstrap_servers=source_config.bootstrap_servers,

@@ -1,7 +1,7 @@
 """Golden specs that pin the router: DDL and rows in, the changes each sink received and its rows out.
 
 Each ``cases/*.yaml`` names a sink (its declared capabilities, enforced by the memory sink), a
-behaviour, optional routes, transforms and include/exclude lists, the events (DDL as SQL text, as Canal or
+behaviour, optional routes (and their ``route-mode``), transforms and include/exclude lists, the events (DDL as SQL text, as Canal or
 Maxwell carry it in order with the rows; rows as inserts, updates and deletes) and what must come
 out: the schema changes the sink applied, the failure (if any), the sink tables' columns and rows,
 and the dead-letter reasons.
@@ -21,7 +21,7 @@ from ferry.config.job import TransformConfig
 from ferry.connectors.formats.ddl import parse_ddl
 from ferry.connectors.memory import MemoryDeadLetter, MemorySource
 from ferry.pipeline import events as E
-from ferry.pipeline.route import Route, TableRouter
+from ferry.pipeline.route import Route, RouteMode, TableRouter
 from ferry.pipeline.router import SchemaChangeBehavior, SchemaChangeRouter
 from ferry.pipeline.runner import PipelineRunner, RunnerSettings
 from ferry.pipeline.schema import TableId
@@ -81,7 +81,7 @@ def test_golden(path: Path, tmp_path: Path) -> None:
             SchemaChangeBehavior(case["behavior"]),
             accepted_schema_changes(case.get("include"), tuple(case.get("exclude", ()))),
         ),
-        tables=TableRouter(routes),
+        tables=TableRouter(routes, RouteMode(case.get("route-mode", RouteMode.ALL_MATCH))),
         dead_letter=dead_letter,
         transforms=TableTransforms([TransformConfig.model_validate(t) for t in case["transforms"]])
         if "transforms" in case

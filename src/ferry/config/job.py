@@ -43,6 +43,7 @@ from ferry.pipeline.events import (
     RenameColumn,
     TruncateTable,
 )
+from ferry.pipeline.route import RouteMode
 from ferry.pipeline.router import SchemaChangeBehavior
 from ferry.pipeline.schema import TableId
 from ferry.sinks.registry import SINKS, SinkConfig
@@ -614,6 +615,10 @@ class PipelineConfig(ConfigModel):
     parallelism: int = Field(default=1, ge=1)
     schema_change_behavior: Annotated[SchemaChangeBehavior, BeforeValidator(_behavior_name)] = Field(
         default=SchemaChangeBehavior.LENIENT, alias="schema.change.behavior"
+    )
+    #: How the routes that match one source table combine (Flink CDC's default: every one applies).
+    route_mode: Annotated[RouteMode, BeforeValidator(_behavior_name)] = Field(
+        default=RouteMode.ALL_MATCH, alias="route-mode"
     )
     #: Bound on the flush-then-apply of one schema change.
     schema_operator_rpc_timeout: Duration = Field(

@@ -67,10 +67,11 @@ class PartitionOffsets:
             return
         committed: dict[TableId, dict[Partition, int]] = {}
         for table_id in self.checked:
-            sink_table = self.tables.sink_table(table_id)
-            if sink_table not in committed:
-                committed[sink_table] = self.sink.committed_offsets(sink_table)
-            marks = {tp: o for tp, o in committed[sink_table].items() if tp in starts and o > starts[tp]}
+            for sink_table in self.tables.sink_tables(table_id):
+                if sink_table not in committed:
+                    committed[sink_table] = self.sink.committed_offsets(sink_table)
+            held = _held_by_all([committed[t] for t in self.tables.sink_tables(table_id)])
+            marks = {tp: o for tp, o in held.items() if tp in starts and o > starts[tp]}
             if marks:
                 self.skip[table_id] = {**self.skip.get(table_id, {}), **marks}
 
@@ -86,12 +87,15 @@ class PartitionOffsets:
         if not isinstance(self.sink, OffsetCommitting) or table_id in self.checked:
             return
         self.checked.add(table_id)
-        sink_table = self.tables.sink_table(table_id)
-        marks = self._sink_marks.get(sink_table)
-        if marks is None:
-            committed = self.sink.committed_offsets(sink_table)
-            marks = {tp: o for tp, o in committed.items() if o > self.offsets.get(tp, 0)}
-            self._sink_marks[sink_table] = marks
+        per_sink = []
+        for sink_table in self.tables.sink_tables(table_id):
+            sink_marks = self._sink_marks.get(sink_table)
+            if sink_marks is None:
+                committed = self.sink.committed_offsets(sink_table)
+                sink_marks = {tp: o for tp, o in committed.items() if o > self.offsets.get(tp, 0)}
+                self._sink_marks[sink_table] = sink_marks
+            per_sink.append(sink_marks)
+        marks = _held_by_all(per_sink)
         if marks:
             self.skip[table_id] = dict(marks)
 
@@ -144,3 +148,12 @@ def without_partitions(
 
 def describe(partitions: Collection[Partition]) -> str:
     return ", ".join(f"{topic}[{partition}]" for topic, partition in partitions)
+
+
+def _held_by_all(marks: Sequence[Mapping[Partition, int]]) -> dict[Partition, int]:
+    """Per partition, the offset below which every one of a source table's sink tables holds its
+    rows (a table routed to several sink tables: a row is skipped only when none still lacks it)."""
+    if not marks:
+        return {}
+    common = set(marks[0]).intersection(*marks[1:])
+    return {tp: min(m[tp] for m in marks) for tp in common}

@@ -321,22 +321,32 @@ class SchemaOperator:
         """Another worker may have changed the sink tables: read them again."""
         self._sink_schemas.clear()
         if isinstance(self.sink, SchemaCaching):
-            for sink_table in {self.tables.sink_table(t) for t in source_tables}:
+            for sink_table in {s for t in source_tables for s in self.tables.sink_tables(t)}:
                 self.sink.forget_schema(sink_table)
 
     def ensure_sink_table(self, source_table: TableId, position: SourcePosition | None) -> None:
         """The source's schema is known (from a checkpoint, a savepoint or another table routed
-        here) but its sink table is not there: it is created as a create.table would create it."""
-        sink_table = self.tables.sink_table(source_table)
-        if self.sink_schema(sink_table) is None:
-            schema = self.source_schema(source_table)
-            assert schema is not None
-            self.route_change(source_table, CreateTable(source_table, schema), position)
+        here) but a sink table it feeds is not there: it is created as a create.table would create it."""
+        for sink_table in self.tables.sink_tables(source_table):
+            if self.sink_schema(sink_table) is None:
+                schema = self.source_schema(source_table)
+                assert schema is not None
+                self._route_to(source_table, sink_table, CreateTable(source_table, schema), position)
 
     def route_change(
         self, source_table: TableId, change: SchemaChange, position: SourcePosition | None
     ) -> None:
-        sink_table = self.tables.sink_table(source_table)
+        """A source table's change, to every sink table it feeds (several under route-mode ALL_MATCH)."""
+        for sink_table in self.tables.sink_tables(source_table):
+            self._route_to(source_table, sink_table, change, position)
+
+    def _route_to(
+        self,
+        source_table: TableId,
+        sink_table: TableId,
+        change: SchemaChange,
+        position: SourcePosition | None,
+    ) -> None:
         with self._schema_lease(sink_table):
             # another worker may have applied the change already: decide on the sink's schema as is
             self._refresh_sink_schema(sink_table)

@@ -42,14 +42,17 @@ class RowShaper:
         self.transforms = transforms
         self.metrics = metrics
         self.bad_row = bad_row
-        self._adapters: dict[TableId, RowAdapter] = {}
+        #: (source table, sink table) → its adapter
+        self._adapters: dict[tuple[TableId, TableId], RowAdapter] = {}
 
     def forget(self, source_tables: Collection[TableId] | None = None) -> None:
         """The sink tables of these source tables (None: all) changed: adapters are built anew."""
         if source_tables is None:
             self._adapters.clear()
-        for source in source_tables or ():
-            self._adapters.pop(source, None)
+            return
+        sources = set(source_tables)
+        for key in [k for k in self._adapters if k[0] in sources]:
+            del self._adapters[key]
 
     def write(self, buffers: Mapping[TableId, list[DataChange]]) -> dict[str, int]:
         """Shape the buffered rows and write them, per sink table; returns the rows written per table."""
@@ -68,14 +71,19 @@ class RowShaper:
         for source_table, changes in buffers.items():
             if not changes:
                 continue
-            sink_table = self.tables.sink_table(source_table)
-            sink_schema = self.schemas.sink_schema(sink_table)
-            if sink_schema is None:
+            # a source table routed to several sink tables (route-mode ALL_MATCH) feeds each of them
+            targets = [(t, self.schemas.sink_schema(t)) for t in self.tables.sink_tables(source_table)]
+            missing = [str(t) for t, schema in targets if schema is None]
+            if missing:
                 for change in changes:
-                    self.bad_row(f"sink table {sink_table} does not exist", change)
-                continue
+                    self.bad_row(f"sink table {', '.join(missing)} does not exist", change)
+                if len(missing) == len(targets):
+                    continue
             rows = self._transform(source_table, changes)
-            per_sink.setdefault(sink_table, []).extend(self._adapt(source_table, sink_schema, rows))
+            for sink_table, sink_schema in targets:
+                if sink_schema is not None:
+                    adapted = self._adapt(source_table, sink_table, sink_schema, rows)
+                    per_sink.setdefault(sink_table, []).extend(adapted)
         return per_sink
 
     def _transform(self, source_table: TableId, changes: list[DataChange]) -> list[DataChange]:
@@ -89,12 +97,12 @@ class RowShaper:
         self.bad_row(reason, change)
 
     def _adapt(
-        self, source_table: TableId, sink_schema: Schema, changes: list[DataChange]
+        self, source_table: TableId, sink_table: TableId, sink_schema: Schema, changes: list[DataChange]
     ) -> list[DataChange]:
-        adapter = self._adapters.get(source_table)
+        adapter = self._adapters.get((source_table, sink_table))
         if adapter is None:
             source_schema = self.schemas.source_schema(source_table) or sink_schema
-            adapter = self._adapters[source_table] = RowAdapter(
+            adapter = self._adapters[(source_table, sink_table)] = RowAdapter(
                 source_schema, sink_schema, self.sink.sink_type, self.schemas.tracker.renames(source_table)
             )
         if adapter.identity:
