@@ -1,73 +1,208 @@
 """A running pipeline's status over HTTP (``pipeline.status.port``).
 
-``GET /status`` returns the phase, detail and metrics as JSON; ``GET /metrics`` returns the same
-counters in the Prometheus text format (lag per partition, throughput, rows written per table,
-bad records, schema changes, checkpoint duration).
+``GET /status`` returns the phase, detail and counters as JSON; ``GET /metrics`` returns them in
+the Prometheus text format (OpenMetrics when the scraper asks for it), written by
+``prometheus_client`` from a registry of this server's own: the pipeline's counters, the
+histograms of its timings (:class:`~ferry.pipeline.metrics.Timings`), and the process's and the
+interpreter's metrics. ``GET /healthz`` answers 200 while the pipeline has not failed, ``GET
+/readyz`` 200 while it is running (503 otherwise, with the phase and detail).
 """
 
 from __future__ import annotations
 
 import threading
+from collections.abc import Iterable, Iterator
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+from urllib.parse import urlsplit
 
 import orjson
+from prometheus_client import GC_COLLECTOR, PLATFORM_COLLECTOR, PROCESS_COLLECTOR, CollectorRegistry
+from prometheus_client.exposition import choose_encoder
+from prometheus_client.metrics_core import (
+    CounterMetricFamily,
+    GaugeMetricFamily,
+    InfoMetricFamily,
+    Metric,
+)
+from prometheus_client.registry import Collector
 
+import ferry
+from ferry.pipeline.phase import Phase
 from ferry.pipeline.runner import PipelineRunner
 
+#: The process-wide collectors of ``prometheus_client``, registered in each server's registry too.
+PROCESS_COLLECTORS = (PROCESS_COLLECTOR, PLATFORM_COLLECTOR, GC_COLLECTOR)
 
-def _label(value: str) -> str:
-    return value.replace("\\", "\\\\").replace('"', '\\"')
+
+def labelled(families: Iterable[Metric], **labels: str) -> Iterator[Metric]:
+    """``families`` with ``labels`` added to every sample."""
+    for family in families:
+        copy = Metric(family.name, family.documentation, family.type, family.unit)
+        for sample in family.samples:
+            copy.add_sample(sample.name, {**labels, **sample.labels}, sample.value, sample.timestamp)
+        yield copy
 
 
-def prometheus_text(runner: PipelineRunner) -> str:
-    m = runner.metrics
-    name = _label(runner.settings.name)
-    lines = [
-        "# TYPE ferry_up gauge",
-        f'ferry_up{{pipeline="{name}",phase="{runner.phase}"}} 1',
-        "# TYPE ferry_records_read_total counter",
-        f'ferry_records_read_total{{pipeline="{name}"}} {m.records_read}',
-        "# TYPE ferry_bad_records_total counter",
-        f'ferry_bad_records_total{{pipeline="{name}"}} {m.bad_records}',
-        "# TYPE ferry_tombstones_total counter",
-        f'ferry_tombstones_total{{pipeline="{name}"}} {m.tombstones}',
-        "# TYPE ferry_schema_changes_total counter",
-        f'ferry_schema_changes_total{{pipeline="{name}"}} {m.schema_changes}',
-        "# TYPE ferry_schema_change_wait_ms_total counter",
-        f'ferry_schema_change_wait_ms_total{{pipeline="{name}"}} {m.schema_change_wait_ms}',
-        "# TYPE ferry_throughput_events_per_second gauge",
-        f'ferry_throughput_events_per_second{{pipeline="{name}"}} {m.throughput_eps}',
-        "# TYPE ferry_checkpoints_total counter",
-        f'ferry_checkpoints_total{{pipeline="{name}"}} {m.checkpoints}',
-        "# TYPE ferry_checkpoint_duration_ms gauge",
-        f'ferry_checkpoint_duration_ms{{pipeline="{name}"}} {m.last_checkpoint_duration_ms or 0}',
-        "# TYPE ferry_rows_written_total counter",
-    ]
-    lines += [
-        f'ferry_rows_written_total{{pipeline="{name}",table="{_label(t)}"}} {n}'
-        for t, n in sorted(m.rows_written.items())
-    ]
-    lines.append("# TYPE ferry_lag_records gauge")
-    lines += [
-        f'ferry_lag_records{{pipeline="{name}",topic="{_label(t)}",partition="{p}"}} {n}'
-        for t, parts in sorted(m.lag.items())
-        for p, n in sorted(parts.items())
-    ]
-    return "\n".join(lines) + "\n"
+class PipelineCollector(Collector):
+    """One runner's counters, read when scraped, and its histograms."""
+
+    def __init__(self, runner: PipelineRunner) -> None:
+        self.runner = runner
+
+    def collect(self) -> Iterator[Metric]:
+        runner, m = self.runner, self.runner.metrics
+        name = runner.settings.name
+        yield InfoMetricFamily(
+            "ferry_build", "The version of ferry serving these metrics.", {"version": ferry.version()}
+        )
+        phase = GaugeMetricFamily(
+            "ferry_pipeline_phase",
+            "1 for the phase the pipeline is in, 0 for the others.",
+            labels=["pipeline", "phase"],
+        )
+        for each in (Phase.PENDING, Phase.RUNNING, Phase.STOPPED, Phase.FAILED):
+            phase.add_metric([name, each.value], 1.0 if runner.phase == each else 0.0)
+        yield phase
+
+        def counter(metric: str, documentation: str, value: float) -> Metric:
+            return _one(CounterMetricFamily(metric, documentation, labels=["pipeline"]), name, value)
+
+        yield counter(
+            "ferry_records_read",
+            "Kafka records read (change events, tombstones, bad records).",
+            m.records_read,
+        )
+        yield counter(
+            "ferry_bad_records",
+            "Records that could not be processed (sent to the dead-letter topic).",
+            m.bad_records,
+        )
+        yield counter(
+            "ferry_tombstones",
+            "Tombstones (a key without a value, after a delete) passed over.",
+            m.tombstones,
+        )
+        yield counter(
+            "ferry_rows_skipped_committed",
+            "Rows read again after a restart and skipped: the sink's commit already held them.",
+            m.rows_skipped_committed,
+        )
+        yield counter(
+            "ferry_schema_changes",
+            "Schema changes routed to the sink (applied, skipped or refused).",
+            m.schema_changes,
+        )
+        lost = sum(max(0, r["earliest"] - r["wanted"]) for r in m.lost_offsets)
+        yield counter(
+            "ferry_records_lost_to_retention", "Records deleted by retention before they were read.", lost
+        )
+        rows = CounterMetricFamily(
+            "ferry_rows_written", "Rows written to the sink, per sink table.", labels=["pipeline", "table"]
+        )
+        for table, count in sorted(m.rows_written.items()):
+            rows.add_metric([name, table], count)
+        yield rows
+        dropped = CounterMetricFamily(
+            "ferry_rows_with_dropped_columns",
+            "Rows written without columns the sink lacks (a skipped schema change), per source table.",
+            labels=["pipeline", "table"],
+        )
+        for table, count in sorted(m.columns_dropped.items()):
+            dropped.add_metric([name, table], count)
+        yield dropped
+        lag = GaugeMetricFamily(
+            "ferry_consumer_lag_records",
+            "Records in a partition not read yet (high watermark minus position).",
+            labels=["pipeline", "topic", "partition"],
+            unit="records",
+        )
+        behind = 0
+        for topic, partitions in sorted(m.lag.items()):
+            for partition, records in sorted(partitions.items(), key=lambda p: int(p[0])):
+                lag.add_metric([name, topic, str(partition)], records)
+                behind += records
+        yield lag
+        yield _one(
+            GaugeMetricFamily(
+                "ferry_consumer_lag_seconds",
+                "How far behind the pipeline reads: the age of the last record read while records "
+                "wait, else 0.",
+                labels=["pipeline"],
+                unit="seconds",
+            ),
+            name,
+            m.timings.lag_seconds(behind),
+        )
+        yield _one(
+            GaugeMetricFamily(
+                "ferry_assigned_partitions", "Partitions this worker reads.", labels=["pipeline"]
+            ),
+            name,
+            sum(len(p) for p in m.assigned.values()),
+        )
+        if m.last_checkpoint_ms is not None:
+            yield _one(
+                GaugeMetricFamily(
+                    "ferry_last_checkpoint_timestamp_seconds",
+                    "When the last checkpoint finished (Unix time).",
+                    labels=["pipeline"],
+                    unit="seconds",
+                ),
+                name,
+                m.last_checkpoint_ms / 1000,
+            )
+        yield from labelled(m.timings.registry.collect(), pipeline=name)
+
+
+def _one(family: CounterMetricFamily | GaugeMetricFamily, pipeline: str, value: float) -> Metric:
+    """A family of one sample, labelled with the pipeline."""
+    family.add_metric([pipeline], value)
+    return family
+
+
+def registry_for(runner: PipelineRunner) -> CollectorRegistry:
+    """The registry ``/metrics`` is written from: the runner's metrics and the process's."""
+    registry = CollectorRegistry()
+    registry.register(PipelineCollector(runner))
+    for collector in PROCESS_COLLECTORS:
+        registry.register(collector)
+    return registry
+
+
+def health(runner: PipelineRunner) -> tuple[int, dict[str, Any]]:
+    """``/healthz``: alive unless the pipeline failed."""
+    ok = runner.phase is not Phase.FAILED
+    return (200 if ok else 503), {
+        "status": "ok" if ok else "failed",
+        "phase": runner.phase,
+        "detail": runner.detail,
+    }
+
+
+def readiness(runner: PipelineRunner) -> tuple[int, dict[str, Any]]:
+    """``/readyz``: ready while the pipeline is running."""
+    ok = runner.phase is Phase.RUNNING
+    return (200 if ok else 503), {
+        "status": "ready" if ok else "not ready",
+        "phase": runner.phase,
+        "detail": runner.detail,
+    }
 
 
 class StatusServer:
-    """Serves one runner's status on ``127.0.0.1:<port>`` from a daemon thread."""
+    """Serves one runner's status on ``host:port`` (``127.0.0.1`` unless told) from a daemon thread."""
 
     def __init__(self, runner: PipelineRunner, port: int, host: str = "127.0.0.1") -> None:
         outer = self
 
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
-                if self.path == "/metrics":
-                    self._send(200, prometheus_text(outer.runner).encode(), "text/plain; version=0.0.4")
-                elif self.path == "/status":
+                path = urlsplit(self.path).path
+                if path == "/metrics":
+                    encode, content_type = choose_encoder(self.headers.get("Accept", ""))
+                    self._send(200, encode(outer.registry), content_type)
+                elif path == "/status":
                     body: dict[str, Any] = {
                         "pipeline": outer.runner.settings.name,
                         "phase": outer.runner.phase,
@@ -75,8 +210,15 @@ class StatusServer:
                         "metrics": outer.runner.metrics.as_dict(),
                     }
                     self._send(200, orjson.dumps(body), "application/json")
+                elif path in ("/healthz", "/readyz"):
+                    code, answer = (health if path == "/healthz" else readiness)(outer.runner)
+                    self._send(code, orjson.dumps(answer), "application/json")
                 else:
-                    self._send(404, b'{"error": "not found: use /status or /metrics"}', "application/json")
+                    self._send(
+                        404,
+                        b'{"error": "not found: use /status, /metrics, /healthz or /readyz"}',
+                        "application/json",
+                    )
 
             def _send(self, code: int, body: bytes, content_type: str) -> None:
                 self.send_response(code)
@@ -89,9 +231,13 @@ class StatusServer:
                 return
 
         self.runner = runner
+        self.registry = registry_for(runner)
         self.server = ThreadingHTTPServer((host, port), Handler)
-        self.port = self.server.server_address[1]
-        self.thread = threading.Thread(target=self.server.serve_forever, name="ferry-status", daemon=True)
+        self.host, self.port = host, self.server.server_address[1]
+        # a stop is noticed within 0.1 s
+        self.thread = threading.Thread(
+            target=self.server.serve_forever, args=(0.1,), name="ferry-status", daemon=True
+        )
 
     def start(self) -> StatusServer:
         self.thread.start()

@@ -1,4 +1,11 @@
-"""What a running pipeline shows: its counters, its worker's name, and the collector's tuning."""
+"""What a running pipeline shows: its counters, the distributions of its timings, its worker's
+name, and the collector's tuning.
+
+:class:`Metrics` holds the counters ``ferry status`` shows (saved with the status row);
+:class:`Timings` holds what a counter cannot say — how long checkpoints and schema-change barriers
+took, how old a change was when it was committed, how far behind the newest record read is — as
+``prometheus_client`` histograms in a registry of the pipeline's own, observed as they happen.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +13,16 @@ import gc
 import logging
 import os
 import socket
+import time
 import uuid
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from prometheus_client import CollectorRegistry, Histogram
+
 from ferry.connectors.base import Source
+from ferry.pipeline.events import DataChange, Event
 from ferry.pipeline.state import encode_offsets, now_ms
 
 if TYPE_CHECKING:
@@ -18,6 +30,99 @@ if TYPE_CHECKING:
     from ferry.pipeline.schema_operator import SchemaOperator
 
 log = logging.getLogger(__name__)
+
+#: A checkpoint writes and commits every table's rows: milliseconds into a local table, seconds
+#: into a remote catalog.
+CHECKPOINT_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0)
+#: A barrier checkpoints, then applies the change, bounded by ``schema.operator.rpc-timeout``.
+BARRIER_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 180.0, 600.0)
+#: From a change's event time to its commit: a checkpoint interval when caught up, hours in a catch-up.
+LATENCY_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0, 21600.0)
+
+Decode = Callable[[Sequence[Any]], list[Event]]
+
+
+class Timings:
+    """Histograms of one pipeline, in a registry of its own (several pipelines may share a process).
+
+    The runner reports a checkpoint by setting :attr:`Metrics.last_checkpoint_duration_ms`; the
+    event times come from :meth:`watch`, which wraps the decoder: per batch it keeps the Kafka
+    timestamp of the last record and the event time of the newest change (``ts_ms``: when the
+    source database committed it), so the hot path pays two look-ups a batch.
+    """
+
+    def __init__(self) -> None:
+        self.registry = CollectorRegistry(auto_describe=True)
+        self.checkpoint_duration = Histogram(
+            "ferry_checkpoint_duration_seconds",
+            "Time a checkpoint took: rows written, sink flushed, schemas and offsets saved, "
+            "offsets committed.",
+            unit="seconds",
+            buckets=CHECKPOINT_BUCKETS,
+            registry=self.registry,
+        )
+        self.barrier_duration = Histogram(
+            "ferry_schema_change_barrier_duration_seconds",
+            "Time the hot path waited on schema-change barriers (checkpoint before the change, then "
+            "the sink applying it), observed once per status update in which one happened.",
+            unit="seconds",
+            buckets=BARRIER_BUCKETS,
+            registry=self.registry,
+        )
+        self.end_to_end_latency = Histogram(
+            "ferry_end_to_end_latency_seconds",
+            "Time from the event time of the newest change a checkpoint committed (the source "
+            "database's commit, when the format carries it) to that checkpoint.",
+            unit="seconds",
+            buckets=LATENCY_BUCKETS,
+            registry=self.registry,
+        )
+        #: Event time (ms since the epoch) of the newest change read, when the format carries one.
+        self.newest_event_ms: int | None = None
+        #: Kafka timestamp (ms since the epoch) of the last record read.
+        self.last_record_ms: int | None = None
+        self._committed_event_ms: int | None = None
+        self._barrier_ms = 0
+
+    def watch(self, decode: Decode) -> Decode:
+        """``decode``, noting the times of each batch it decodes."""
+
+        def decoding(records: Sequence[Any]) -> list[Event]:
+            events = decode(records)
+            if records:
+                kind, ms = records[-1].timestamp()
+                if kind:  # 0: the record has no timestamp
+                    self.last_record_ms = ms
+            for event in reversed(events):
+                if type(event) is DataChange:
+                    if event.ts_ms is not None:
+                        self.newest_event_ms = max(event.ts_ms, self.newest_event_ms or 0)
+                    break
+            return events
+
+        return decoding
+
+    def checkpointed(self, duration_s: float, at_ms: int) -> None:
+        self.checkpoint_duration.observe(duration_s)
+        newest = self.newest_event_ms
+        if newest is not None and newest != self._committed_event_ms:
+            self.end_to_end_latency.observe(max(0.0, (at_ms - newest) / 1000))
+            self._committed_event_ms = newest
+
+    def waited(self, barrier_ms_total: int) -> None:
+        """The schema operator's barrier time so far; the growth since the last call is observed."""
+        grown = barrier_ms_total - self._barrier_ms
+        if grown > 0:
+            self.barrier_duration.observe(grown / 1000)
+        self._barrier_ms = barrier_ms_total
+
+    def lag_seconds(self, lag_records: int, now: float | None = None) -> float:
+        """How far behind the pipeline reads: the age of the last record read while records wait
+        to be read, 0 once it has read everything."""
+        if lag_records <= 0 or self.last_record_ms is None:
+            return 0.0
+        now = time.time() if now is None else now
+        return max(0.0, now - self.last_record_ms / 1000)
 
 
 @dataclass
@@ -45,9 +150,17 @@ class Metrics:
     assigned: dict[str, list[int]] = field(default_factory=dict)
     #: Records deleted by retention before they were read: ``{topic, partition, wanted, earliest}``.
     lost_offsets: list[dict[str, Any]] = field(default_factory=list)
+    timings: Timings = field(default_factory=Timings, repr=False, compare=False)
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        super().__setattr__(name, value)
+        if name == "last_checkpoint_duration_ms" and value is not None and "timings" in self.__dict__:
+            # the runner sets it once per checkpoint, after the checkpoint's time
+            self.timings.checkpointed(value / 1000, self.last_checkpoint_ms or now_ms())
 
     def as_dict(self) -> dict[str, Any]:
-        return dict(self.__dict__)
+        """The counters as the status row saves them (the timings are exposed on ``/metrics``)."""
+        return {k: v for k, v in self.__dict__.items() if k != "timings"}
 
     def refresh(
         self,
@@ -66,6 +179,7 @@ class Metrics:
         self.assigned = partitions.assigned()
         self.rows_skipped_committed = partitions.rows_skipped
         self.schema_change_wait_ms = schemas.wait_ms
+        self.timings.waited(schemas.wait_ms)
         self.schema_changes = schemas.changes_routed
         lost = getattr(source, "lost", ())
         if len(lost) != len(self.lost_offsets):
