@@ -125,6 +125,7 @@ def build_runner(
         checkpoint_interval_s=pipeline.checkpoint_interval.total_seconds(),
         schema_change_timeout_s=pipeline.schema_operator_rpc_timeout.total_seconds(),
         fail_on_bad_record=pipeline.on_bad_record == "fail",
+        retries=pipeline.restart_strategy.policy(),
     )
     runner = PipelineRunner(
         settings=settings,

@@ -46,6 +46,7 @@ from ferry.pipeline.events import (
 from ferry.pipeline.route import RouteMode
 from ferry.pipeline.router import SchemaChangeBehavior
 from ferry.pipeline.schema import TableId
+from ferry.retry import RestartStrategyConfig, fold_restart_strategy
 from ferry.sinks.registry import SINKS, SinkConfig
 
 
@@ -634,6 +635,12 @@ class PipelineConfig(ConfigModel):
     state_url: str = Field(default="sqlite:///var/ferry/state.db", alias="state.url")
     #: Port of the metrics and status HTTP endpoint; none when unset.
     status_port: int | None = Field(default=None, ge=1, le=65535, alias="status.port")
+    #: How transient errors are retried (``restart-strategy.type``, ``.attempts``, ``.timeout``, ...).
+    restart_strategy: RestartStrategyConfig = Field(
+        default_factory=RestartStrategyConfig, alias="restart-strategy"
+    )
+
+    _restart_strategy_keys = model_validator(mode="before")(fold_restart_strategy)
 
     @model_validator(mode="before")
     @classmethod

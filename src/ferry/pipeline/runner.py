@@ -58,7 +58,6 @@ from ferry.pipeline.schema_operator import (
     SchemaDefinitions,
     SchemaOperator,
     SchemaSettings,
-    retry,
 )
 from ferry.pipeline.settings import RunnerSettings
 from ferry.pipeline.shaping import RowShaper, in_table_names
@@ -109,7 +108,10 @@ class PipelineRunner:
         self.detail = "starting"
         self.schemas = SchemaOperator(
             settings=SchemaSettings(
-                settings.name, settings.schema_change_timeout_s, settings.schema_change_poll_s
+                settings.name,
+                settings.schema_change_timeout_s,
+                settings.schema_change_poll_s,
+                settings.retries,
             ),
             sink=sink,
             state=state,
@@ -141,13 +143,19 @@ class PipelineRunner:
         self._leftover: tuple[list[Event], list[Any]] | None = None
         self._last_checkpoint = time.monotonic()
         self._checkpointed: Offsets = {}
+        self._detail_before_wait: str | None = None
         self._last_status = 0.0
         self._window: tuple[float, int] = (time.monotonic(), 0)
 
     # ------------------------------------------------------------------------------ lifecycle
 
     def open(self) -> None:
-        checkpoint = self.state.latest_checkpoint(self.settings.name)
+        checkpoint = self.settings.retries.call(
+            lambda: self.state.latest_checkpoint(self.settings.name),
+            "reading the checkpoint",
+            on_wait=self._waiting,
+            transient=self.state.is_transient,
+        )
         starts: dict[tuple[str, int], int] = {}
         self.schemas.restore(None if checkpoint is None else checkpoint.schemas)
         if checkpoint is not None:
@@ -352,7 +360,12 @@ class PipelineRunner:
         return barrier
 
     def _save_schemas(self, schemas: Mapping[str, Any]) -> None:
-        self.state.save_checkpoint(self.settings.name, self._checkpointed, schemas)
+        self.settings.retries.call(
+            lambda: self.state.save_checkpoint(self.settings.name, self._checkpointed, schemas),
+            "saving the schemas",
+            on_wait=self._waiting,
+            transient=self.state.is_transient,
+        )
 
     def _sink_changed(self, source_tables: Collection[TableId]) -> None:
         self.shaper.forget(source_tables)
@@ -372,13 +385,19 @@ class PipelineRunner:
         offsets = dict(self.partitions.offsets)
         try:
             written = self._write_buffers()
-            retry(lambda: self.sink.flush(offsets), "sink flush", self._set_detail)
-            self.dead_letter.flush()
-            self.state.save_checkpoint(
-                self.settings.name, offsets, schemas if schemas is not None else self.schemas.snapshot()
+            retries, waiting = self.settings.retries, self._waiting
+            retries.call(lambda: self.sink.flush(offsets), "flushing the sink", on_wait=waiting)
+            retries.call(self.dead_letter.flush, "storing the dead letters", on_wait=waiting)
+            saved = schemas if schemas is not None else self.schemas.snapshot()
+            retries.call(
+                lambda: self.state.save_checkpoint(self.settings.name, offsets, saved),
+                "saving the checkpoint",
+                on_wait=waiting,
+                transient=self.state.is_transient,
             )
             self.source.commit(offsets)
             self._checkpointed = offsets
+            self._waited()
         except FerryError:
             raise
         except Exception as e:
@@ -403,13 +422,30 @@ class PipelineRunner:
     def _set_detail(self, detail: str) -> None:
         self.detail = detail
 
+    def _waiting(self, detail: str) -> None:
+        """A transient error is being retried: the status says so while it waits."""
+        if self._detail_before_wait is None:
+            self._detail_before_wait = self.detail
+        self.detail = detail
+        self._update_status(time.monotonic())
+
+    def _waited(self) -> None:
+        """What was retried succeeded: the detail is what it was before."""
+        if self._detail_before_wait is not None:
+            self.detail, self._detail_before_wait = self._detail_before_wait, None
+
     def _set_phase(self, phase: Phase, detail: str) -> None:
         self.phase, self.detail = phase, detail
         self._update_status(time.monotonic())
 
     def _update_status(self, now: float) -> None:
         self._window = self.metrics.refresh(now, self._window, self.source, self.partitions, self.schemas)
-        self.state.set_status(
-            self.settings.name, self.phase, self.detail, self.metrics.as_dict(), worker=self.worker
-        )
+        try:
+            self.state.set_status(
+                self.settings.name, self.phase, self.detail, self.metrics.as_dict(), worker=self.worker
+            )
+        except Exception as e:
+            if not self.state.is_transient(e):
+                raise
+            log.warning("status not recorded (the state store is unavailable): %s", e)
         self._last_status = now

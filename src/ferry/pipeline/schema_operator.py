@@ -22,11 +22,11 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import contextmanager
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
-from ferry.exceptions import FerryError, TerminalError, TransientError
+from ferry.exceptions import FerryError, TerminalError
 from ferry.pipeline.apply import apply_schema_change
 from ferry.pipeline.events import (
     BadRecord,
@@ -43,6 +43,7 @@ from ferry.pipeline.router import Action, Decision, SchemaChangeRouter
 from ferry.pipeline.schema import Schema, TableId, widen_schemas
 from ferry.pipeline.state import SchemaHistoryEntry, StateStore, now_ms
 from ferry.pipeline.tracker import Partition, SchemaTracker, Watermarks, diff_schemas
+from ferry.retry import RetryPolicy
 from ferry.sinks.base import AsyncSchemaChanges, SchemaCaching, Sink
 from ferry.sinks.exceptions import SinkTerminalError
 
@@ -92,6 +93,8 @@ class SchemaSettings:
     timeout_s: float = 180.0
     #: How often a background schema change at the sink is polled.
     poll_s: float = 0.2
+    #: How a transient error of an apply is retried (``pipeline.restart-strategy``).
+    retries: RetryPolicy = field(default_factory=RetryPolicy)
 
 
 class SchemaOperator:
@@ -356,14 +359,14 @@ class SchemaOperator:
                 if decision.action in (Action.APPLY, Action.IGNORED):
                     after = apply_schema_change(sink_schema, decision.change)
                     try:
-                        retry(
+                        self.settings.retries.call(
                             partial(
                                 self._bounded,
                                 partial(self.sink.apply_schema_change, decision.change, after),
                                 f"applying {decision.change}",
                             ),
                             f"applying {decision.change}",
-                            self.on_detail,
+                            on_wait=self.on_detail,
                         )
                         self._await_schema_change(sink_table, decision.change)
                     except SinkTerminalError as e:
@@ -477,19 +480,3 @@ class SchemaOperator:
             raise SchemaChangeTimeoutError(
                 f"{what} did not finish within {timeout:g} s (schema.operator.rpc-timeout)"
             ) from None
-
-
-def retry(work: Callable[[], None], what: str, on_detail: Callable[[str], None], attempts: int = 5) -> None:
-    """Run ``work``, again after a transient error (backing off), at most ``attempts`` times."""
-    delay = 0.2
-    for attempt in range(1, attempts + 1):
-        try:
-            work()
-            return
-        except TransientError as e:
-            if attempt == attempts:
-                raise
-            log.warning("%s failed (attempt %d of %d), retrying: %s", what, attempt, attempts, e)
-            on_detail(f"retrying {what}: {e}")
-            time.sleep(delay)
-            delay = min(delay * 2, 5.0)

@@ -2,7 +2,9 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+
+from ferry.retry import RetryPolicy
 
 
 @dataclass(frozen=True, slots=True)
@@ -22,3 +24,6 @@ class RunnerSettings:
     #: A batch dense in schema changes is processed in parts of about this long, the consumer polled
     #: in between, so that it keeps its group membership (well below ``max.poll.interval.ms``).
     poll_budget_s: float = 30.0
+    #: How transient errors of the sink, the state store and the dead-letter producer are retried
+    #: (``pipeline.restart-strategy``).
+    retries: RetryPolicy = field(default_factory=RetryPolicy)

@@ -41,8 +41,9 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.exc import DBAPIError, IntegrityError
+from sqlalchemy.exc import DBAPIError, IntegrityError, InterfaceError, OperationalError
 
+from ferry.exceptions import TransientError
 from ferry.pipeline.tracker import SchemaTracker, TrackedTable
 
 metadata = MetaData()
@@ -154,6 +155,8 @@ def merge_schemas(
         mine = SchemaTracker.restore(written)
     except (KeyError, TypeError, ValueError, AttributeError):
         return dict(written)
+    for table_id, renames in mine.pending_renames.items():
+        merged.pending_renames[table_id] = renames  # the writer's, for tables it does not track yet too
     for table_id, ours in mine.tables.items():
         theirs = merged.tables.get(table_id)
         merged.pending_renames[table_id] = mine.pending_renames.get(table_id, [])
@@ -205,6 +208,17 @@ def _serialise_sqlite_writers(engine: Engine) -> None:
         conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.get_execution_options().get(_WRITER) else "BEGIN")
 
 
+#: What a database error says when retrying cannot help, although the driver calls it operational.
+_PERMANENT_MARKERS = (
+    "authentication failed",
+    "permission denied",
+    "readonly database",
+    "read-only",
+    "does not exist",
+    "no such table",
+)
+
+
 class StateStore:
     """Checkpoints, status and schema history of pipelines, in one SQL database."""
 
@@ -216,11 +230,26 @@ class StateStore:
         self.engine: Engine = create_engine(
             url,
             json_serializer=lambda o: orjson.dumps(o).decode(),
-            **({"connect_args": {"timeout": 30}} if self._sqlite else {}),
+            # a server restarted since a pooled connection was opened: that connection is replaced
+            # rather than failing its next statement
+            **({"connect_args": {"timeout": 30}} if self._sqlite else {"pool_pre_ping": True}),
         )
         if self._sqlite:
             _serialise_sqlite_writers(self.engine)
         self._create_tables()
+
+    @staticmethod
+    def is_transient(error: BaseException) -> bool:
+        """Whether a state-store error may pass on a later attempt: the database unreachable,
+        restarting or busy; not a refused login, a missing permission or a read-only file."""
+        if isinstance(error, TransientError):
+            return True
+        if not isinstance(error, DBAPIError):
+            return False
+        message = str(error.orig).lower()
+        if any(marker in message for marker in _PERMANENT_MARKERS):
+            return False
+        return error.connection_invalidated or isinstance(error, OperationalError | InterfaceError)
 
     def _create_tables(self) -> None:
         """Create what is missing; workers starting together may race to it, and the loser retries."""

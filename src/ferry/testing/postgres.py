@@ -29,7 +29,7 @@ import shlex
 import shutil
 import subprocess
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import TracebackType
 
@@ -205,11 +205,13 @@ class PostgresServer:
             )
         return result
 
-    def _start_server(self, bin_dir: Path) -> None:
+    def _start_server(self, bin_dir: Path, port: int | None = None) -> None:
+        """Start on ``port``, else on a free port (another one when it was taken meanwhile)."""
         directory = self.directory
         log = directory / "server.log"
-        for attempt in range(_START_ATTEMPTS):
-            self.port = free_ports(1)[0]
+        attempts = 1 if port else _START_ATTEMPTS
+        for attempt in range(attempts):
+            self.port = port or free_ports(1)[0]
             options = " ".join(
                 shlex.quote(o)
                 for o in (
@@ -246,7 +248,7 @@ class PostgresServer:
                 self._running = True
                 return
             server_log = log.read_text(encoding="utf-8", errors="replace") if log.exists() else ""
-            if "could not bind" not in server_log or attempt == _START_ATTEMPTS - 1:
+            if "could not bind" not in server_log or attempt == attempts - 1:
                 raise PostgresServerError(
                     f"pg_ctl start failed (exit {result.returncode}): {result.stderr.strip()}\n"
                     f"{server_log[-2000:]}"
@@ -267,6 +269,18 @@ class PostgresServer:
                     sql.Identifier(self.database), sql.Identifier(self.user)
                 )
             )
+
+    @contextlib.contextmanager
+    def stopped(self) -> Iterator[None]:
+        """The server down for the block (its connections cut, as a restart cuts them), then up
+        again on the same port with the same data."""
+        bin_dir = self.bin_dir or find_bin_dir()
+        self._run(bin_dir / "pg_ctl", "-D", str(self.directory / "data"), "-m", "fast", "-w", "stop")
+        self._running = False
+        try:
+            yield
+        finally:
+            self._start_server(bin_dir, self.port)
 
     def stop(self) -> None:
         """Stop the server (immediately: nothing in it is kept) and delete its directory."""

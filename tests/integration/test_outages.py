@@ -1,0 +1,102 @@
+"""Outages a pipeline waits out by itself (``pipeline.restart-strategy``), losing and repeating nothing."""
+
+from __future__ import annotations
+
+import re
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import pytest
+
+from ferry.config.loader import load_job_text
+from ferry.pipeline.phase import Phase
+from ferry.pipeline.runner import PipelineRunner
+from ferry.pipeline.schema import TableId
+from ferry.pipeline.state import StateStore
+from ferry.sinks.memory import MemorySink
+from ferry.testing.kafka_broker import TopicFactory, produce
+from ferry.testing.postgres import PostgresServer
+from ferry.worker import build_runner
+from tests.integration.control_helpers import wait_for
+from tests.integration.helpers import job_yaml, orders_table
+
+pytestmark = pytest.mark.integration
+
+ORDERS = TableId.parse("inventory.orders")
+
+#: Quick retries, so that the test sees several attempts during a short outage.
+RETRIES = """\
+  restart-strategy.initial-backoff: 100ms
+  restart-strategy.max-backoff: 400ms
+  restart-strategy.timeout: 1min
+"""
+
+
+@contextmanager
+def running(runner: PipelineRunner) -> Iterator[list[BaseException]]:
+    """``runner`` in a thread until the block ends; what it raised is in the list yielded."""
+    stop, errors = threading.Event(), list[BaseException]()
+
+    def run() -> None:
+        try:
+            runner.run(stop)
+        except BaseException as e:
+            errors.append(e)
+
+    thread = threading.Thread(target=run, name="pipeline")
+    thread.start()
+    try:
+        yield errors
+    finally:
+        stop.set()
+        thread.join(60)
+
+
+def test_a_state_store_stopped_and_started_again_is_waited_for(
+    kafka_bootstrap: str,
+    topic_factory: TopicFactory,
+    tmp_path: Path,
+    group_id: str,
+    postgres_server: PostgresServer,
+) -> None:
+    topic = topic_factory(1)
+    table = orders_table()
+    records = [table.insert({"id": i, "item": f"i{i}", "qty": i}) for i in range(1, 21)]
+    produce(kafka_bootstrap, topic, [v for _, v in records[:10]], keys=[k for k, _ in records[:10]])
+    text = job_yaml(kafka_bootstrap, topic, tmp_path, group_id, bounded="unbounded", pipeline_extra=RETRIES)
+    text = text.replace(
+        f"state.url: sqlite:///{tmp_path}/state.db", f"state.url: '{postgres_server.sqlalchemy_url}'"
+    )
+    sink = MemorySink()
+    runner = build_runner(load_job_text(text), sink=sink)
+    store = StateStore(postgres_server.sqlalchemy_url)
+
+    def checkpointed() -> dict[tuple[str, int], int] | None:
+        checkpoint = store.latest_checkpoint(group_id)
+        return None if checkpoint is None else checkpoint.offsets
+
+    try:
+        with running(runner) as errors:
+            wait_for(
+                lambda: checkpointed() == {(topic, 0): 10}, 30, lambda: f"the first checkpoint, {errors}"
+            )
+            with postgres_server.stopped():
+                produce(
+                    kafka_bootstrap, topic, [v for _, v in records[10:]], keys=[k for k, _ in records[10:]]
+                )
+                wait_for(
+                    lambda: re.search(r"saving the checkpoint: attempt ([2-9]|\d\d+) of", runner.detail),
+                    30,
+                    lambda: f"the pipeline to wait for the state store (detail {runner.detail!r}, {errors})",
+                )
+                assert runner.phase is Phase.RUNNING and not errors
+            wait_for(lambda: checkpointed() == {(topic, 0): 20}, 30, lambda: f"the last checkpoint, {errors}")
+            assert not errors
+        assert not errors and runner.phase is Phase.STOPPED
+        assert sorted(r["id"] for r in sink.rows(ORDERS)) == list(range(1, 21))
+        status = store.get_status(group_id)
+        assert status is not None and status["phase"] == "STOPPED"
+    finally:
+        store.close()
