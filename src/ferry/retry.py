@@ -65,6 +65,8 @@ class RetryPolicy:
     max_s: float = 30.0
     multiplier: float = 2.0
     jitter: float = 0.1
+    #: The level of the log line each retry writes (races other writers win are not warnings).
+    log_level: int = logging.WARNING
 
     def call(
         self,
@@ -127,7 +129,7 @@ def _announcer(policy: RetryPolicy, what: str, on_wait: OnWait | None) -> Callab
             f"({describe_error(error)}); retrying in {wait:.1f} s "
             f"(giving up {policy.timeout_s:g} s after the first attempt)"
         )
-        log.warning("%s", detail)
+        log.log(policy.log_level, "%s", detail)
         if on_wait is not None:
             on_wait(detail)
 

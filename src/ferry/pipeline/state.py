@@ -16,6 +16,7 @@ at a time do what must happen once, such as applying a schema change at the sink
 
 from __future__ import annotations
 
+import logging
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -45,6 +46,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError, InterfaceError, Operation
 
 from ferry.exceptions import TransientError
 from ferry.pipeline.tracker import SchemaTracker, TrackedTable
+from ferry.retry import RetryPolicy
 
 metadata = MetaData()
 
@@ -208,6 +210,9 @@ def _serialise_sqlite_writers(engine: Engine) -> None:
         conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.get_execution_options().get(_WRITER) else "BEGIN")
 
 
+#: Workers starting together race to create the tables; the losers try again.
+_CREATE_RACE = RetryPolicy(attempts=3, timeout_s=10.0, initial_s=0.2, max_s=0.2, log_level=logging.INFO)
+
 #: What a database error says when retrying cannot help, although the driver calls it operational.
 _PERMANENT_MARKERS = (
     "authentication failed",
@@ -253,17 +258,14 @@ class StateStore:
 
     def _create_tables(self) -> None:
         """Create what is missing; workers starting together may race to it, and the loser retries."""
-        for attempt in range(3):
-            try:
-                with self.engine.connect() as conn:
-                    conn.execution_options(**{_WRITER: True})
-                    with conn.begin():
-                        metadata.create_all(conn)
-                return
-            except DBAPIError:
-                if attempt == 2:
-                    raise
-                time.sleep(0.2)
+
+        def create() -> None:
+            with self.engine.connect() as conn:
+                conn.execution_options(**{_WRITER: True})
+                with conn.begin():
+                    metadata.create_all(conn)
+
+        _CREATE_RACE.call(create, "creating the state tables", transient=lambda e: isinstance(e, DBAPIError))
 
     @contextmanager
     def _serialised(self, pipeline: str) -> Iterator[Connection]:

@@ -16,8 +16,6 @@ from __future__ import annotations
 
 import json
 import logging
-import random
-import time
 from abc import abstractmethod
 from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
@@ -28,6 +26,7 @@ from ferry.pipeline.events import CreateTable, DataChange, DropTable, SchemaChan
 from ferry.pipeline.schema import Schema, TableId
 from ferry.pipeline.state import decode_offsets as from_nested_offsets
 from ferry.pipeline.state import encode_offsets as nested_offsets
+from ferry.retry import RetryPolicy
 from ferry.sinks.base import Offsets, Sink
 from ferry.sinks.exceptions import SinkError, SinkTerminalError, SinkTransientError
 
@@ -41,6 +40,10 @@ OFFSETS_PROPERTY = "ferry.offsets.{pipeline}"
 OFFSET_SNAPSHOTS = 10
 #: How many times a commit that lost a race to another writer is tried.
 COMMIT_ATTEMPTS = 8
+#: How a commit that lost a race to another writer is tried again.
+COMMIT_RETRIES = RetryPolicy(
+    attempts=COMMIT_ATTEMPTS, timeout_s=60.0, initial_s=0.05, max_s=2.0, jitter=0.5, log_level=logging.INFO
+)
 
 
 def encode_offsets(offsets: Offsets) -> str:
@@ -180,26 +183,26 @@ class TableFormatSink(Sink):
     ) -> dict[str, str]:
         """Commit the rows with ``offsets`` merged into the table's; retry a commit another writer
         beat (the table is loaded again for each attempt). Returns the properties committed."""
-        delay, attempt = 0.05, 1
-        while True:
-            try:
-                with self.errors(table_id, "committing rows"), self.commit_guard(table_id):
-                    # merged into the offsets of the very table state the commit builds on: a
-                    # commit another writer makes after this load fails this one (and is merged
-                    # on the retry), never goes unseen
-                    table = self.require_table(table_id)
-                    merged = self._offsets_in(table)
-                    for tp, offset in offsets.items():
-                        merged[tp] = max(offset, merged.get(tp, offset))
-                    properties = {self.offsets_property: encode_offsets(merged)}
-                    self.commit(table_id, table, changes, properties)
-                return properties
-            except SinkTransientError as e:
-                if attempt >= COMMIT_ATTEMPTS or not self.is_conflict(e.__cause__):
-                    raise
-            log.info("%s: another writer committed first (attempt %d), retrying", table_id, attempt)
-            time.sleep(delay * (1 + random.random()))
-            delay, attempt = min(delay * 2, 2.0), attempt + 1
+
+        def commit() -> dict[str, str]:
+            with self.errors(table_id, "committing rows"), self.commit_guard(table_id):
+                # merged into the offsets of the very table state the commit builds on: a commit
+                # another writer makes after this load fails this one (and is merged on the
+                # retry), never goes unseen
+                table = self.require_table(table_id)
+                merged = self._offsets_in(table)
+                for tp, offset in offsets.items():
+                    merged[tp] = max(offset, merged.get(tp, offset))
+                properties = {self.offsets_property: encode_offsets(merged)}
+                self.commit(table_id, table, changes, properties)
+            return properties
+
+        def lost_a_race(error: BaseException) -> bool:
+            return isinstance(error, SinkTransientError) and self.is_conflict(error.__cause__)
+
+        return COMMIT_RETRIES.call(
+            commit, f"{table_id}: another writer committed first; committing", transient=lost_a_race
+        )
 
     def committed_offsets(self, table_id: TableId) -> dict[tuple[str, int], int]:
         """Per partition, the highest offset the newest snapshots carrying this pipeline's offsets have."""

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import itertools
 import logging
-import time
 from collections.abc import Hashable, Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -69,6 +68,7 @@ from ferry.pipeline.events import (
 )
 from ferry.pipeline.schema import Schema, TableId
 from ferry.pipeline.types import DataType
+from ferry.retry import RetryPolicy
 from ferry.sinks.arrow import rows_to_arrow
 from ferry.sinks.base import SinkCapabilities
 from ferry.sinks.exceptions import SinkTerminalError, SinkTransientError
@@ -393,18 +393,18 @@ class IcebergSink(TableFormatSink):
 # ----------------------------------------------------------------------------------- helpers
 
 
+#: Workers opening a SQL catalog together race to create its tables; the losers open it again.
+_CATALOG_RACE = RetryPolicy(attempts=3, timeout_s=10.0, initial_s=0.2, max_s=0.4, log_level=logging.INFO)
+
+
 def _open_catalog(config: IcebergSinkConfig) -> Catalog:
     """The catalog; a SQL catalog creates its tables when they are missing, and of workers starting
     together all but one lose that race: they open it again, and find the tables."""
-    attempt = 1
-    while True:
-        try:
-            return load_catalog(config.catalog_name, **config.resolved_catalog_properties())
-        except sqlalchemy.exc.DBAPIError:
-            if attempt == 3:
-                raise
-        time.sleep(0.2 * attempt)
-        attempt += 1
+    return _CATALOG_RACE.call(
+        lambda: load_catalog(config.catalog_name, **config.resolved_catalog_properties()),
+        "opening the catalog",
+        transient=lambda e: isinstance(e, sqlalchemy.exc.DBAPIError),
+    )
 
 
 def _read_schema(table: Table) -> Schema:
