@@ -142,14 +142,19 @@ def build_runner(
     )
     if definitions is not None:
         definitions.refresh = runner.sync_hints
+    # the times of each batch, for the latency and lag on /metrics
+    runner.decode = runner.metrics.timings.watch(runner.decode)
     return runner
 
 
-def run_with_status(runner: PipelineRunner, status_port: int | None, stop: threading.Event) -> None:
-    """Run a pipeline, serving its status over HTTP while it runs when a port is configured."""
+def run_with_status(
+    runner: PipelineRunner, status_port: int | None, stop: threading.Event, status_host: str = "127.0.0.1"
+) -> None:
+    """Run a pipeline, serving its status over HTTP on ``status_host`` while it runs when a port
+    is configured."""
     from ferry.api.status import StatusServer  # noqa: PLC0415
 
-    server = StatusServer(runner, status_port).start() if status_port else None
+    server = StatusServer(runner, status_port, status_host).start() if status_port else None
     try:
         runner.run(stop)
     finally:
@@ -163,7 +168,8 @@ class FerryWorker:
     The change events are shared through the pipeline's consumer group; Debezium's schema-change
     topic is read by each runner from the position its checkpoint holds
     (:class:`~ferry.connectors.kafka.schema_changes.SchemaChangeReader`). ``worker_id`` names the
-    worker's faust app (``ferry-<pipeline>-control-<worker_id>``) and its data folder.
+    worker's faust app (``ferry-<pipeline>-control-<worker_id>``) and its data folder;
+    ``status_host`` is the address the status port (``pipeline.status.port``) listens on.
     """
 
     def __init__(
@@ -173,9 +179,11 @@ class FerryWorker:
         data_dir: str | Path = "var/faust",
         log_level: str = "warn",
         worker_id: str | None = None,
+        status_host: str = "127.0.0.1",
     ) -> None:
         self.job = job
         self.worker_id = worker_id
+        self.status_host = status_host
         self.data_dir = Path(data_dir)
         self.log_level = log_level
         self.stop_event = threading.Event()
@@ -226,7 +234,7 @@ class FerryWorker:
     def _run_pipeline(self) -> None:
         try:
             self.runner = build_runner(self.job)
-            run_with_status(self.runner, self.job.pipeline.status_port, self.stop_event)
+            run_with_status(self.runner, self.job.pipeline.status_port, self.stop_event, self.status_host)
         except BaseException as e:
             self.error = e
             log.error("pipeline %s failed: %s", self.job.pipeline.name, e)

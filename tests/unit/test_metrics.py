@@ -233,3 +233,15 @@ def test_the_status_row_keeps_the_counters_only(tmp_path: Path) -> None:
         runner.close()
     assert saved is not None and "timings" not in saved["metrics"]
     assert orjson.loads(orjson.dumps(runner.metrics.as_dict()))["records_read"] == 2
+
+
+def test_the_status_port_listens_on_the_host_it_is_given(tmp_path: Path) -> None:
+    runner = runner_for(tmp_path, "orders", shop_records())
+    server = StatusServer(runner, 0, "127.0.0.2").start()
+    try:
+        assert get(f"http://127.0.0.2:{server.port}/readyz")[0] == 200
+        with pytest.raises(urllib.error.URLError):
+            get(f"http://127.0.0.1:{server.port}/readyz")
+    finally:
+        server.stop()
+        runner.close()

@@ -5,10 +5,10 @@ CMF Statements API: ``/api/v1/environments/{env}/pipelines[/{name}[/savepoints[/
 refused request answers with the status of its :class:`~ferry.control.exceptions.ControlError`
 (400, 404, 409, 422) and CMF's error body ``{"errors": [{"message": "..."}]}``.
 
-Every route but ``/healthz`` needs ``Authorization: Bearer <token>``; the token's role in the
-environment decides: a ``viewer`` may read, an ``editor`` may do everything. ``ferry serve`` runs
-this app with uvicorn; the ``ferry pipeline`` commands call it over HTTP, or in-process when no
-server is given.
+Every route but ``/healthz``, ``/readyz`` and ``/metrics`` needs ``Authorization: Bearer <token>``;
+the token's role in the environment decides: a ``viewer`` may read, an ``editor`` may do
+everything. ``ferry serve`` runs this app with uvicorn; the ``ferry pipeline`` commands call it
+over HTTP, or in-process when no server is given.
 """
 
 from __future__ import annotations
@@ -24,11 +24,14 @@ from fastapi import Body, Depends, FastAPI, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
+from prometheus_client import CONTENT_TYPE_LATEST
+from prometheus_client.exposition import choose_encoder
 from pydantic import BaseModel, ConfigDict, Field
 from sqlalchemy import text
 from starlette.exceptions import HTTPException
 
 import ferry
+from ferry.api.metrics import registry_for
 from ferry.control.config import Role, TokenConfig
 from ferry.control.exceptions import ControlError
 from ferry.control.models import (
@@ -50,11 +53,11 @@ _RANKS: dict[Role, int] = {"viewer": 1, "editor": 2}
 DESCRIPTION = """\
 Pipelines and savepoints of ferry's control plane, in the shape of the CMF Statements API.
 
-**Authentication**: every route but `/healthz` needs `Authorization: Bearer <token>` (401 without
-one or with an unknown one). A token has a role per environment: `viewer` may `GET`, `editor` may
-do everything (403 otherwise). Creating a pipeline that inherits offsets
-(`spec.properties["sql.tables.initial-offset-from"]`) needs view permission on the reference's
-environment too.
+**Authentication**: every route but `/healthz`, `/readyz` and `/metrics` needs `Authorization:
+Bearer <token>` (401 without one or with an unknown one). A token has a role per environment:
+`viewer` may `GET`, `editor` may do everything (403 otherwise). Creating a pipeline that inherits
+offsets (`spec.properties["sql.tables.initial-offset-from"]`) needs view permission on the
+reference's environment too.
 
 **Replays**: `POST .../pipelines` with `spec.startFrom` (`timestampMillis`, `offsets` or
 `savepoint`) creates a replay; `spec.bounded` ends it (`latest-offset`, `timestamp`,
@@ -271,8 +274,13 @@ def _validation_message(error: dict[str, Any]) -> str:
 # The application
 
 
-def create_app(plane: ControlPlane, tokens: Sequence[TokenConfig]) -> FastAPI:
-    """The API over ``plane``; ``tokens`` are the bearer tokens it accepts."""
+def create_app(
+    plane: ControlPlane,
+    tokens: Sequence[TokenConfig],
+    not_ready: Callable[[], str | None] = lambda: None,
+) -> FastAPI:
+    """The API over ``plane``; ``tokens`` are the bearer tokens it accepts; ``not_ready`` says why
+    the process cannot do its work yet (``/readyz`` answers 503 with it), or None."""
     app = FastAPI(
         title="ferry control plane",
         version=_version(),
@@ -286,7 +294,7 @@ def create_app(plane: ControlPlane, tokens: Sequence[TokenConfig]) -> FastAPI:
     app.add_exception_handler(HTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(Exception, _unexpected_error)
-    _health_routes(app, plane)
+    _health_routes(app, plane, not_ready)
     _pipeline_routes(app, plane)
     _savepoint_routes(app, plane)
     _document_400_not_422(app)
@@ -347,7 +355,18 @@ def _body(request: PipelineRequest) -> dict[str, Any]:
     return request.model_dump(mode="json", by_alias=True, exclude_unset=True)
 
 
-def _health_routes(app: FastAPI, plane: ControlPlane) -> None:
+def _health_routes(app: FastAPI, plane: ControlPlane, not_ready: Callable[[], str | None]) -> None:
+    registry = registry_for(plane)
+
+    def unreachable() -> JSONResponse | None:
+        try:
+            with plane.store.engine.connect() as conn:
+                conn.execute(text("SELECT 1"))
+        except Exception as e:  # any driver error means the same to a health check
+            log.warning("health check: the state store cannot be reached: %s", type(e).__name__)
+            return _error(503, f"the state store cannot be reached ({type(e).__name__})")
+        return None
+
     @app.get(
         "/healthz",
         tags=["health"],
@@ -356,13 +375,38 @@ def _health_routes(app: FastAPI, plane: ControlPlane) -> None:
         summary="Liveness and state-store reachability (no authentication).",
     )
     def healthz() -> Response:
-        try:
-            with plane.store.engine.connect() as conn:
-                conn.execute(text("SELECT 1"))
-        except Exception as e:  # any driver error means the same to a health check
-            log.warning("health check: the state store cannot be reached: %s", type(e).__name__)
-            return _error(503, f"the state store cannot be reached ({type(e).__name__})")
-        return _json({"status": "ok"})
+        return unreachable() or _json({"status": "ok"})
+
+    @app.get(
+        "/readyz",
+        tags=["health"],
+        response_model=Health,
+        responses={
+            503: {
+                "model": RestError,
+                "description": "The state store cannot be reached, or the worker is not running.",
+            }
+        },
+        summary="Readiness: the state store reachable and, with a worker, the worker running "
+        "(no authentication).",
+    )
+    def readyz() -> Response:
+        refusal = unreachable()
+        if refusal is not None:
+            return refusal
+        reason = not_ready()
+        return _error(503, reason) if reason is not None else _json({"status": "ok"})
+
+    @app.get(
+        "/metrics",
+        tags=["health"],
+        response_class=Response,
+        responses={200: {"content": {CONTENT_TYPE_LATEST: {}}, "description": "Prometheus text format."}},
+        summary="Pipelines per environment and phase, and the process's metrics (no authentication).",
+    )
+    def metrics(request: Request) -> Response:
+        encode, content_type = choose_encoder(request.headers.get("accept", ""))
+        return Response(encode(registry), media_type=content_type)
 
 
 def _pipeline_routes(app: FastAPI, plane: ControlPlane) -> None:

@@ -17,22 +17,14 @@ from typing import Any
 from urllib.parse import urlsplit
 
 import orjson
-from prometheus_client import GC_COLLECTOR, PLATFORM_COLLECTOR, PROCESS_COLLECTOR, CollectorRegistry
+from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
-from prometheus_client.metrics_core import (
-    CounterMetricFamily,
-    GaugeMetricFamily,
-    InfoMetricFamily,
-    Metric,
-)
+from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-import ferry
+from ferry.api.metrics import PROCESS_COLLECTORS, build_info
 from ferry.pipeline.phase import Phase
 from ferry.pipeline.runner import PipelineRunner
-
-#: The process-wide collectors of ``prometheus_client``, registered in each server's registry too.
-PROCESS_COLLECTORS = (PROCESS_COLLECTOR, PLATFORM_COLLECTOR, GC_COLLECTOR)
 
 
 def labelled(families: Iterable[Metric], **labels: str) -> Iterator[Metric]:
@@ -53,9 +45,7 @@ class PipelineCollector(Collector):
     def collect(self) -> Iterator[Metric]:
         runner, m = self.runner, self.runner.metrics
         name = runner.settings.name
-        yield InfoMetricFamily(
-            "ferry_build", "The version of ferry serving these metrics.", {"version": ferry.version()}
-        )
+        yield build_info()
         phase = GaugeMetricFamily(
             "ferry_pipeline_phase",
             "1 for the phase the pipeline is in, 0 for the others.",

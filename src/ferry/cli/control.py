@@ -162,17 +162,23 @@ def serve(
 
     config = _server_config(config_path)
     plane = ControlPlane(config.control_settings())
-    app = create_app(plane, config.api.tokens)
+    thread: threading.Thread | None = None
+
+    def not_ready() -> str | None:
+        if run_worker and (thread is None or not thread.is_alive()):
+            return "the worker of this process is not running"
+        return None
+
+    app = create_app(plane, config.api.tokens, not_ready)
     host = host or config.api.host
     port = config.api.port if port is None else port
     if not config.api.tokens:
-        log.warning("api.tokens is empty: every request but /healthz is refused (401)")
+        log.warning("api.tokens is empty: every request but /healthz, /readyz and /metrics is refused (401)")
     stop = threading.Event()
     # uvicorn handles SIGINT/SIGTERM while it serves, then restores these handlers and raises the
     # signal again: it reaches them once the server has stopped.
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
-    thread: threading.Thread | None = None
     if run_worker:
         supervisor = Supervisor(
             plane,

@@ -3,7 +3,7 @@
 Every command renders text or JSON; errors become exit codes here and nowhere else: 0 success,
 1 the pipeline failed, 2 invalid input (a job file, an argument), 4 an unexpected error (a bug:
 the traceback is logged). ``ferry check`` answers with its verdict instead (0, 1, 2) and 3 for
-input it cannot read (:data:`ferry.check.cli.EXIT_INPUT_ERROR`).
+input it cannot read (:data:`ferry.check.cli.EXIT_INPUT_ERROR`). ``ferry --help`` lists them.
 """
 
 from __future__ import annotations
@@ -17,6 +17,7 @@ from typing import Any, TypeVar
 
 import click
 
+import ferry
 from ferry.cli.output import render_status
 from ferry.config.exceptions import ConfigError
 from ferry.exceptions import FerryError
@@ -51,7 +52,18 @@ def handle_errors(func: F) -> F:
     return wrapper  # type: ignore[return-value]
 
 
-@click.group()
+EXIT_CODES = """\b
+Exit codes:
+  0  success
+  1  the pipeline failed (the message names the sink, table and change, or the
+     topic, partition and offset)
+  2  invalid input: a job file, a server file, an argument
+  4  an unexpected error (a bug in ferry: the traceback is logged)
+  ferry check: 0, 1, 2 fully, partially or in-compatible; 3 unreadable input"""
+
+
+@click.group(epilog=EXIT_CODES)
+@click.version_option(ferry.version(), "--version", "-V", prog_name="ferry", message="%(prog)s %(version)s")
 @click.option(
     "--log-level",
     default="INFO",
@@ -91,8 +103,16 @@ def validate(job: Path) -> None:
     help="This worker's stable name: with several workers on one pipeline, each reads the whole "
     "schema-change topic in a group of its own.",
 )
+@click.option(
+    "--status-host",
+    envvar="FERRY_STATUS_HOST",
+    default="127.0.0.1",
+    show_default=True,
+    show_envvar=True,
+    help="The address pipeline.status.port listens on (0.0.0.0: every interface, as in a container).",
+)
 @handle_errors
-def run(job: Path, worker: bool, worker_id: str | None) -> None:
+def run(job: Path, worker: bool, worker_id: str | None, status_host: str) -> None:
     """Run a pipeline until it is stopped (SIGTERM/SIGINT take a final checkpoint)."""
     from ferry.config.loader import load_job  # noqa: PLC0415
 
@@ -100,7 +120,7 @@ def run(job: Path, worker: bool, worker_id: str | None) -> None:
     if worker:
         from ferry.worker import FerryWorker  # noqa: PLC0415
 
-        ferry_worker = FerryWorker(config, worker_id=worker_id)
+        ferry_worker = FerryWorker(config, worker_id=worker_id, status_host=status_host)
         code = ferry_worker.run()
         if ferry_worker.error is not None:
             raise ferry_worker.error
@@ -113,7 +133,7 @@ def run(job: Path, worker: bool, worker_id: str | None) -> None:
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
-    run_with_status(build_runner(config), config.pipeline.status_port, stop)
+    run_with_status(build_runner(config), config.pipeline.status_port, stop, status_host)
 
 
 @main.command()

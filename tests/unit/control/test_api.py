@@ -351,6 +351,8 @@ def test_the_openapi_document_lists_the_routes_and_their_schemas(api: Api) -> No
     paths = document["paths"]
     expected = {
         "/healthz": {"get"},
+        "/readyz": {"get"},
+        "/metrics": {"get"},
         f"{BASE}/{{env}}/pipelines": {"get", "post"},
         f"{BASE}/{{env}}/pipelines/{{name}}": {"get", "put", "delete"},
         f"{BASE}/{{env}}/pipelines/{{name}}/savepoints": {"get", "post", "delete"},

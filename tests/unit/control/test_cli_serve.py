@@ -149,6 +149,8 @@ def test_the_cli_works_against_ferry_serve_which_stops_on_sigterm(
     response = httpx.get(f"{url}/api/v1/environments/default/pipelines/orders")
     assert response.status_code == 401 and response.headers["www-authenticate"].startswith("Bearer")
     assert "/api/v1/environments/{env}/pipelines" in httpx.get(f"{url}/openapi.json").json()["paths"]
+    assert httpx.get(f"{url}/readyz").json() == {"status": "ok"}  # the worker runs in this process
+    assert 'ferry_pipelines{environment="default",phase="STOPPED"} 1.0' in httpx.get(f"{url}/metrics").text
     cli("pipeline", "delete", "orders", "--server", url, "--token", EDITOR)
 
     assert stop(process) == 0
