@@ -11,3 +11,8 @@ class SourceError(TerminalError):
 
 class DeadLetterError(TransientError):
     """A record could not be stored in the dead-letter topic."""
+
+
+class DeadLetterRefusedError(TerminalError):
+    """The broker refused a record for the dead-letter topic for good (authorisation, a topic that
+    cannot exist): retrying cannot store it."""
