@@ -12,8 +12,8 @@ worker and takes whole batches from confluent-kafka, so its framework cost is pe
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import logging
+import signal
 import threading
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -24,12 +24,14 @@ from ferry.config.checks import (  # noqa: F401 - earlier callers import the err
     behavior_refusal,
     check_supported,
 )
-from ferry.config.job import JobConfig
+from ferry.config.job import JobConfig, KafkaSourceConfig
+from ferry.config.names import kafka_name
 from ferry.connectors.formats import decoder_for
 from ferry.connectors.formats.definitions import TableDefinitions
 from ferry.connectors.kafka.dead_letter import KafkaDeadLetter
 from ferry.connectors.kafka.schema_changes import SchemaChangeReader
 from ferry.connectors.kafka.source import EndPosition, KafkaSource, StartPosition
+from ferry.exceptions import TerminalError
 from ferry.pipeline.route import Route, TableRouter
 from ferry.pipeline.router import SchemaChangeRouter
 from ferry.pipeline.runner import HintSource, PipelineRunner, RunnerSettings
@@ -41,6 +43,34 @@ if TYPE_CHECKING:
     from ferry.pipeline.transform import TableTransforms
 
 log = logging.getLogger(__name__)
+
+#: How long ``ferry run`` waits for the brokers and for its worker to start before it gives up.
+DEFAULT_STARTUP_TIMEOUT_S = 60.0
+
+#: Consumer settings that also apply to the client that checks the brokers (security, sockets).
+_CLIENT_SETTING_PREFIXES = ("security.", "sasl.", "ssl.", "enable.ssl.", "socket.", "client.", "broker.")
+
+
+class StartupError(TerminalError):
+    """A pipeline could not start: its brokers cannot be reached, or its worker failed to start.
+
+    ``ferry run`` exits with the message instead of waiting, so a supervisor can restart it."""
+
+
+def check_brokers(source: KafkaSourceConfig, timeout_s: float) -> None:
+    """Raise :class:`StartupError` unless the source's brokers answer within ``timeout_s``."""
+    from confluent_kafka import KafkaException  # noqa: PLC0415
+    from confluent_kafka.admin import AdminClient  # noqa: PLC0415
+
+    settings = {k: v for k, v in source.properties.items() if k.startswith(_CLIENT_SETTING_PREFIXES)}
+    admin = AdminClient({**settings, "bootstrap.servers": source.bootstrap_servers, "log_level": 0})
+    try:
+        admin.list_topics(timeout=timeout_s)
+    except KafkaException as e:
+        reason = e.args[0].str() if e.args and hasattr(e.args[0], "str") else str(e)
+        raise StartupError(
+            f"cannot reach the Kafka brokers {source.bootstrap_servers} within {timeout_s:g} s: {reason}"
+        ) from None
 
 
 def build_sink(job: JobConfig) -> Sink:
@@ -67,7 +97,7 @@ def build_runner(
     properties = {
         k: v for k, v in source_config.properties.items() if k not in ("bootstrap.servers", "group.id")
     }
-    group_id = source_config.properties.get("group.id", pipeline.name)
+    group_id = source_config.properties.get("group.id", pipeline.kafka_name)
 
     def start_of(options: Any) -> StartPosition:
         return StartPosition(
@@ -168,8 +198,10 @@ class FerryWorker:
     The change events are shared through the pipeline's consumer group; Debezium's schema-change
     topic is read by each runner from the position its checkpoint holds
     (:class:`~ferry.connectors.kafka.schema_changes.SchemaChangeReader`). ``worker_id`` names the
-    worker's faust app (``ferry-<pipeline>-control-<worker_id>``) and its data folder;
-    ``status_host`` is the address the status port (``pipeline.status.port``) listens on.
+    worker's faust app (``ferry-<pipeline>-control-<worker_id>``, both as legal Kafka names:
+    :func:`~ferry.config.names.kafka_name`) and its data folder;
+    ``status_host`` is the address the status port (``pipeline.status.port``) listens on. A worker
+    whose pipeline has not started within ``startup_timeout_s`` stops with a :class:`StartupError`.
     """
 
     def __init__(
@@ -180,6 +212,7 @@ class FerryWorker:
         log_level: str = "warn",
         worker_id: str | None = None,
         status_host: str = "127.0.0.1",
+        startup_timeout_s: float = DEFAULT_STARTUP_TIMEOUT_S,
     ) -> None:
         self.job = job
         self.worker_id = worker_id
@@ -189,16 +222,17 @@ class FerryWorker:
         self.stop_event = threading.Event()
         self.runner: PipelineRunner | None = None
         self.error: BaseException | None = None
+        self.startup_timeout_s = startup_timeout_s
+        self._started = threading.Event()
         self._done = threading.Event()
 
     def _app(self) -> Any:
         import faust  # noqa: PLC0415 - faust is heavy: only a worker needs it
 
-        name = self.job.pipeline.name
-        app_id = (
-            f"ferry-{name}-control" if self.worker_id is None else f"ferry-{name}-control-{self.worker_id}"
-        )
-        datadir = self.data_dir / name if self.worker_id is None else self.data_dir / name / self.worker_id
+        name = self.job.pipeline.kafka_name
+        worker = None if self.worker_id is None else kafka_name(self.worker_id)
+        app_id = f"ferry-{name}-control" if worker is None else f"ferry-{name}-control-{worker}"
+        datadir = self.data_dir / name if worker is None else self.data_dir / name / worker
         datadir.mkdir(parents=True, exist_ok=True)
         app = faust.App(
             app_id,
@@ -226,12 +260,14 @@ class FerryWorker:
 
         async def before_shutdown(sender: Any, **kwargs: Any) -> None:
             self.stop_event.set()
-            await asyncio.get_running_loop().run_in_executor(None, self._done.wait, 120)
+            if self._started.is_set():  # a pipeline that never started has nothing to finish
+                await asyncio.get_running_loop().run_in_executor(None, self._done.wait, 120)
 
         app.on_before_shutdown.connect(before_shutdown)  # type: ignore[arg-type]
         return app
 
     def _run_pipeline(self) -> None:
+        self._started.set()
         try:
             self.runner = build_runner(self.job)
             run_with_status(self.runner, self.job.pipeline.status_port, self.stop_event, self.status_host)
@@ -248,6 +284,32 @@ class FerryWorker:
         app = self._app()
         self._worker = faust.Worker(app, loglevel=self.log_level, quiet=True, redirect_stdouts=False)
         self._worker.spinner = None  # a terminal spinner has no place in a service's output
-        with contextlib.suppress(SystemExit):
+        self._worker.loop.call_later(self.startup_timeout_s, self._startup_deadline)
+        try:
             self._worker.execute_from_commandline()
+        except SystemExit as e:
+            # mode logs what stopped the worker and exits 1; the error is the exit's context
+            if e.code not in (0, None):
+                self._failed(e.__context__ or app.crash_reason)
+        except Exception as e:  # a crash re-raised once the worker's loop is closed
+            self._failed(e)
         return 1 if self.error is not None else 0
+
+    def _failed(self, reason: BaseException | None) -> None:
+        """The faust worker stopped on an error of its own (its app crashed while starting)."""
+        if self.error is None:
+            what = f"{type(reason).__name__}: {reason}" if reason is not None else "it exited with an error"
+            self.error = StartupError(f"the worker of pipeline {self.job.pipeline.name!r} failed: {what}")
+
+    def _startup_deadline(self) -> None:
+        """The pipeline has not started in time (its faust app is still joining, or stuck): stop."""
+        if self._started.is_set() or self.error is not None:
+            return
+        self.error = StartupError(
+            f"the worker of pipeline {self.job.pipeline.name!r} did not start within "
+            f"{self.startup_timeout_s:g} s (the brokers at {self.job.source.bootstrap_servers} are slow "
+            "or unreachable)"
+        )
+        log.error("%s", self.error)
+        # mode's own path for SIGTERM: stop the services and cancel a start still under way
+        self._worker._schedule_shutdown(signal.SIGTERM)

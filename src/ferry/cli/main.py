@@ -111,16 +111,28 @@ def validate(job: Path) -> None:
     show_envvar=True,
     help="The address pipeline.status.port listens on (0.0.0.0: every interface, as in a container).",
 )
+@click.option(
+    "--startup-timeout",
+    type=click.FloatRange(min=0, min_open=True),
+    default=60.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="Give up (exit 1) when the brokers do not answer, or the worker has not started, in this time.",
+)
 @handle_errors
-def run(job: Path, worker: bool, worker_id: str | None, status_host: str) -> None:
+def run(job: Path, worker: bool, worker_id: str | None, status_host: str, startup_timeout: float) -> None:
     """Run a pipeline until it is stopped (SIGTERM/SIGINT take a final checkpoint)."""
     from ferry.config.loader import load_job  # noqa: PLC0415
+    from ferry.worker import check_brokers  # noqa: PLC0415
 
     config = load_job(job)
+    check_brokers(config.source, startup_timeout)
     if worker:
         from ferry.worker import FerryWorker  # noqa: PLC0415
 
-        ferry_worker = FerryWorker(config, worker_id=worker_id, status_host=status_host)
+        ferry_worker = FerryWorker(
+            config, worker_id=worker_id, status_host=status_host, startup_timeout_s=startup_timeout
+        )
         code = ferry_worker.run()
         if ferry_worker.error is not None:
             raise ferry_worker.error

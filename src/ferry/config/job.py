@@ -29,6 +29,7 @@ from pydantic import (
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
+from ferry.config.names import kafka_name
 from ferry.exceptions import FerryError
 from ferry.options import ConfigModel, Duration, fold_prefixed
 from ferry.pipeline.events import (
@@ -647,11 +648,17 @@ class PipelineConfig(ConfigModel):
     def _default_dead_letter_topic(cls, data: Any) -> Any:
         if isinstance(data, dict) and "dead-letter.topic" not in data and "dead_letter_topic" not in data:
             name = data.get("name")
-            # A pipeline name may hold characters a topic name may not (Flink CDC examples use spaces).
-            # An invalid name is reported on its own: its topic is then the default one.
-            base = re.sub(r"[^A-Za-z0-9._-]+", "-", name) if isinstance(name, str) and name else "ferry"
+            # A pipeline name is free text (Flink CDC's examples have spaces): the topic is named
+            # after its Kafka name. An invalid name is reported on its own.
+            base = kafka_name(name) if isinstance(name, str) and name else "ferry"
             data = {**data, "dead-letter.topic": f"{base}.dlq"}
         return data
+
+    @property
+    def kafka_name(self) -> str:
+        """The name as Kafka names allow it: the consumer group (unless ``properties.group.id``),
+        the worker's faust app and the default dead-letter topic are named after it."""
+        return kafka_name(self.name)
 
     _dead_letter_topic_name = field_validator("dead_letter_topic")(_check_topic_name)
 

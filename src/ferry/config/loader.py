@@ -100,7 +100,8 @@ def validate_command(path: str | Path, *, env: Mapping[str, str] | None = None) 
         topics = f"the topics matching {source.topic_pattern}"
     parts = [
         f"{path}: valid. Pipeline '{pipeline.name}' reads {source.value_format} change events from "
-        f"{topics} on {source.bootstrap_servers}"
+        f"{topics} on {source.bootstrap_servers} in consumer group "
+        f"{source.properties.get('group.id', pipeline.kafka_name)}"
     ]
     if source.schema_change_topic:
         parts.append(f" and DDL from {source.schema_change_topic}")

@@ -23,6 +23,7 @@ from ferry.config.job import (
     format_specific_offsets,
     parse_specific_offsets,
 )
+from ferry.config.names import kafka_name
 from ferry.exceptions import TerminalError
 from ferry.options import format_duration, parse_duration
 from ferry.pipeline.events import SCHEMA_CHANGE_TAGS
@@ -155,7 +156,8 @@ def test_dead_letter_topic_follows_the_pipeline_name_unless_given() -> None:
         == "orders-sync.dlq"
     )
     named = job(SOURCE + SINK + "pipeline:\n  name: Orders to lake\n").pipeline
-    assert named.dead_letter_topic == "Orders-to-lake.dlq"
+    assert named.dead_letter_topic == f"{kafka_name('Orders to lake')}.dlq"
+    assert named.dead_letter_topic.startswith("Orders-to-lake-")
     given = job(SOURCE + SINK + "pipeline:\n  name: x\n  dead-letter.topic: bad-records\n").pipeline
     assert given.dead_letter_topic == "bad-records"
 
