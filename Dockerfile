@@ -1,0 +1,35 @@
+# ferry in a container: `docker build --build-arg EXTRAS=iceberg,postgres,server -t ferry .`
+# The image runs `ferry serve` by default; `ferry worker` and `ferry run JOB` as other commands.
+
+ARG PYTHON_VERSION=3.11
+
+# --- build: the wheel and its dependencies into a virtual environment -------------------------
+FROM python:${PYTHON_VERSION}-slim-bookworm AS build
+# the pip extras to install (see pyproject.toml): sinks, `postgres` for the state store, `server`
+ARG EXTRAS=iceberg,postgres,server
+ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+RUN python -m venv /opt/ferry
+WORKDIR /src
+COPY pyproject.toml README.md ./
+COPY src ./src
+RUN /opt/ferry/bin/pip install ".[${EXTRAS}]"
+
+# --- run: the virtual environment alone, as an unprivileged user --------------------------------
+FROM python:${PYTHON_VERSION}-slim-bookworm
+RUN groupadd --system --gid 10001 ferry \
+    && useradd --system --uid 10001 --gid 10001 --home-dir /var/lib/ferry --create-home ferry \
+    && install -d -o ferry -g ferry /var/lib/ferry/pipelines /var/lib/ferry/warehouse /etc/ferry
+COPY --from=build /opt/ferry /opt/ferry
+ENV PATH=/opt/ferry/bin:$PATH \
+    PYTHONUNBUFFERED=1 \
+    FERRY_STATUS_HOST=0.0.0.0 \
+    FERRY_HEALTH_URL=http://127.0.0.1:8080/healthz
+WORKDIR /var/lib/ferry
+# numeric, so that a cluster can tell it is not root (runAsNonRoot)
+USER 10001:10001
+# 8080: the API of `ferry serve` (api.port); 9249: a pipeline's status port (pipeline.status.port)
+EXPOSE 8080 9249
+HEALTHCHECK --interval=15s --timeout=5s --start-period=30s --retries=3 \
+    CMD ["python", "-c", "import os, sys, urllib.request as r; sys.exit(r.urlopen(os.environ['FERRY_HEALTH_URL'], timeout=4).status != 200)"]
+ENTRYPOINT ["ferry"]
+CMD ["serve", "--config", "/etc/ferry/server.yaml"]
