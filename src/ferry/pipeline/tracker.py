@@ -359,30 +359,46 @@ class SchemaTracker:
             out.append(mapped)
         return out
 
-    @staticmethod
     def _pend(
-        tracked: TrackedTable, change: DropColumn | RenameColumn | DropTable, watermarks: Watermarks | None
+        self,
+        tracked: TrackedTable,
+        change: DropColumn | RenameColumn | DropTable,
+        watermarks: Watermarks | None,
     ) -> None:
         for pending in tracked.pending:
             if pending.change == change:
                 return
-            if (
-                not isinstance(change, DropTable)
-                and not isinstance(pending.change, DropTable)
-                and _column_of(pending.change) == _column_of(change)
+            if isinstance(change, DropTable) or isinstance(pending.change, DropTable):
+                continue
+            # the names the pending change's column has had, through the renames DDL named
+            names = _chain(self.pending_renames.get(change.table_id, []), _column_of(pending.change))
+            if isinstance(pending.change, RenameColumn) and pending.change.new_name not in names:
+                names.append(pending.change.new_name)
+            later: DropColumn | RenameColumn | None = None
+            if isinstance(change, DropColumn) and change.column_name in names:
+                later = DropColumn(change.table_id, names[0])  # renamed, then dropped: it goes
+            elif _column_of(change) != names[0]:
+                continue
+            elif (
+                isinstance(change, RenameColumn)
+                and isinstance(pending.change, RenameColumn)
+                and change.new_name in names
+                and names.index(change.new_name) > names.index(pending.change.new_name)
             ):
-                if isinstance(change, DropColumn):  # renamed, then dropped: it goes
-                    pending.change = change
-                return
-        holders: dict[Partition, int | None] = {}
+                later = change  # renamed again before the first rename was final
+            if later is not None:
+                # the rows written before the later change are waited for too
+                pending.change, pending.holders = later, self._holders(tracked, watermarks)
+            return
+        tracked.pending.append(PendingRemoval(change, self._holders(tracked, watermarks)))
+
+    @staticmethod
+    def _holders(tracked: TrackedTable, watermarks: Watermarks | None) -> dict[Partition, int | None]:
+        """The partitions that may hold rows older than a change seen now, with their watermarks."""
         if watermarks is not None and tracked.topics:
             # the partitions this pipeline reads here, seen or not yet: each may hold older rows
-            holders.update(watermarks(sorted(tracked.topics)))
-        else:
-            for p in tracked.partitions:
-                for topic in tracked.topics or {""}:
-                    holders[(topic, p)] = None
-        tracked.pending.append(PendingRemoval(change, holders))
+            return dict(watermarks(sorted(tracked.topics)))
+        return {(topic, p): None for p in tracked.partitions for topic in tracked.topics or {""}}
 
     def _settle(
         self, table_id: TableId, tracked: TrackedTable, positions: Mapping[Partition, int]
