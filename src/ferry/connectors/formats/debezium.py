@@ -236,6 +236,8 @@ class DebeziumJsonDecoder:
                 key = record.key()
                 keys = () if key is None else self._key_names(key, topic, partition)
                 converter, schema = self._convert(table, plan, keys, after, before)
+                if keys:
+                    self._check_key(key, after if after is not None else before, topic, partition)
                 if op is delete:
                     if before is None:
                         before = self._key_row(key, converter, table)
@@ -369,6 +371,8 @@ class DebeziumJsonDecoder:
                 raise DecodeError("a flattened record without columns")
             converter, schema = self._convert(table, plan, keys, row, None)
             before, after = None, row
+        if keys and row is not None:
+            self._check_key(key, row, position.topic, position.partition)
         if table.emitted is not schema:
             if schema.columns and (table.emitted is None or table.emitted != schema):
                 out.append(SchemaObserved(table.table_id, schema, position))
@@ -437,6 +441,30 @@ class DebeziumJsonDecoder:
                 self._last_key[(topic, partition)] = (prefix, names)
             return names
         return tuple(document)
+
+    def _check_key(self, key: bytes | None, row: Row | None, topic: str, partition: int) -> None:
+        """A record whose key names other values than its row would be written under the row's key:
+        it is a bad record (with both, as read)."""
+        if key is None or row is None:
+            return
+        cached = self._last_key.get((topic, partition))
+        try:
+            if cached is not None and key.startswith(cached[0]):
+                document = orjson.loads(key[len(cached[0]) : key.rfind(b"}")])
+            else:
+                document = orjson.loads(key)
+                if type(document) is dict and "schema" in document and "payload" in document:
+                    document = document["payload"]
+        except orjson.JSONDecodeError:
+            return  # a key that is not JSON names no columns
+        if type(document) is not dict:
+            return
+        differ = [name for name, value in document.items() if name in row and row[name] != value]
+        if differ:
+            raise DecodeError(
+                "the record key does not match its row: "
+                + ", ".join(f"{n} is {document[n]!r} in the key and {row[n]!r} in the row" for n in differ)
+            )
 
     def _key_row(self, key: bytes | None, converter: RowConverter | PayloadRows | None, table: _Table) -> Row:
         """A delete's before-image when the record has none: the key's fields."""
