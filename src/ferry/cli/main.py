@@ -21,6 +21,7 @@ import ferry
 from ferry.cli.output import render_status
 from ferry.config.exceptions import ConfigError
 from ferry.exceptions import FerryError
+from ferry.logs import FORMATS, LogFormat, configure
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -70,9 +71,18 @@ Exit codes:
     show_default=True,
     type=click.Choice(["DEBUG", "INFO", "WARNING", "ERROR"], case_sensitive=False),
 )
-def main(log_level: str) -> None:
+@click.option(
+    "--log-format",
+    envvar="FERRY_LOG_FORMAT",
+    default="text",
+    show_default=True,
+    show_envvar=True,
+    type=click.Choice(FORMATS),
+    help="json: one object a line (time, level, logger, message), for a log collector.",
+)
+def main(log_level: str, log_format: LogFormat) -> None:
     """ferry: change data capture pipelines from Kafka into lakehouse and warehouse tables."""
-    logging.basicConfig(level=log_level.upper(), format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    configure(log_level, log_format)
 
 
 @main.command()
