@@ -13,8 +13,11 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import os
 import signal
+import subprocess
 import threading
+from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -36,6 +39,7 @@ from ferry.pipeline.route import Route, TableRouter
 from ferry.pipeline.router import SchemaChangeRouter
 from ferry.pipeline.runner import HintSource, PipelineRunner, RunnerSettings
 from ferry.pipeline.state import StateStore
+from ferry.process import parent_death_hook
 from ferry.sinks import Sink
 from ferry.sinks.registry import sink_class
 
@@ -190,6 +194,45 @@ def run_with_status(
     finally:
         if server is not None:
             server.stop()
+
+
+def run_instances(commands: Sequence[Sequence[str]]) -> int:
+    """Run the worker processes of one ``ferry run`` (``pipeline.parallelism``), one per command.
+
+    SIGTERM and SIGINT are passed on to each (each takes its final checkpoint). When one fails, the
+    others are stopped the same way, and the exit code is the first failure's; 0 when all stopped
+    cleanly (a bounded read, a stop).
+    """
+    processes = {
+        process.pid: process
+        for process in (
+            subprocess.Popen(list(command), preexec_fn=parent_death_hook(signal.SIGTERM))  # noqa: PLW1509
+            for command in commands
+        )
+    }
+    running = dict(processes)
+
+    def forward(sig: int, frame: object) -> None:
+        for process in running.values():
+            process.send_signal(sig)
+
+    previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGINT, signal.SIGTERM)}
+    failure = 0
+    try:
+        while running:
+            pid, status = os.wait()
+            process = running.pop(pid, None)
+            if process is None:
+                continue
+            process.returncode = code = os.waitstatus_to_exitcode(status)
+            if code != 0 and failure == 0:
+                failure = code if code > 0 else 1
+                log.error("worker process %d exited with %d: stopping the others", pid, code)
+                forward(signal.SIGTERM, None)
+    finally:
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
+    return failure
 
 
 class FerryWorker:

@@ -128,3 +128,32 @@ def test_a_worker_that_has_not_started_in_time_stops(
         -3000:
     ]
     assert "did not start within 0.05 s" in run.stdout
+
+
+def test_parallelism_starts_that_many_workers_in_the_pipeline_group(
+    kafka_bootstrap: str, topic_factory: TopicFactory, tmp_path: Path, group_id: str
+) -> None:
+    table = orders_table(f"s{group_id[-8:]}")
+    topic = topic_factory(partitions=2)
+    records = [table.insert({"id": i, "item": f"i{i}", "qty": i}) for i in range(1, 7)]
+    for partition in (0, 1):
+        mine = records[partition::2]
+        produce(kafka_bootstrap, topic, [v for _, v in mine], keys=[k for k, _ in mine], partition=partition)
+    job = tmp_path / "job.yaml"
+    job.write_text(job_yaml(kafka_bootstrap, topic, tmp_path, group_id, pipeline_extra="  parallelism: 2"))
+
+    run = ferry("run", str(job), "--worker-id", "w", cwd=tmp_path)
+
+    assert run.returncode == 0, run.stderr[-3000:]
+    # two worker processes, w-0 and w-1 (each with its faust app's folder), read the group's partitions
+    assert sorted(p.name for p in (tmp_path / "var/faust" / group_id).iterdir()) == ["w-0", "w-1"]
+    offsets = [
+        python("-c", COMMITTED_ON, kafka_bootstrap, group_id, topic, str(p), cwd=tmp_path) for p in (0, 1)
+    ]
+    assert [o.stdout.strip() for o in offsets] == ["3", "3"], [o.stderr for o in offsets]
+
+
+#: Prints the offset group argv[2] committed on partition argv[4] of topic argv[3].
+COMMITTED_ON = COMMITTED.replace(
+    "TopicPartition(sys.argv[3], 0)", "TopicPartition(sys.argv[3], int(sys.argv[4]))"
+)

@@ -91,10 +91,13 @@ def main(log_level: str, log_format: LogFormat) -> None:
 def validate(job: Path) -> None:
     """Check a job file without starting anything."""
     from ferry.config.checks import check_supported  # noqa: PLC0415
-    from ferry.config.loader import load_job, validate_command  # noqa: PLC0415
+    from ferry.config.loader import read_job, validate_command  # noqa: PLC0415
 
+    config, warnings = read_job(job)
     summary = validate_command(job)
-    check_supported(load_job(job))
+    check_supported(config)
+    for warning in warnings:
+        click.echo(f"warning: {warning}", err=True)
     click.echo(summary)
 
 
@@ -129,14 +132,62 @@ def validate(job: Path) -> None:
     metavar="SECONDS",
     help="Give up (exit 1) when the brokers do not answer, or the worker has not started, in this time.",
 )
+@click.option("--instance", type=click.IntRange(min=0), default=None, hidden=True)
+@click.pass_context
 @handle_errors
-def run(job: Path, worker: bool, worker_id: str | None, status_host: str, startup_timeout: float) -> None:
-    """Run a pipeline until it is stopped (SIGTERM/SIGINT take a final checkpoint)."""
-    from ferry.config.loader import load_job  # noqa: PLC0415
-    from ferry.worker import check_brokers  # noqa: PLC0415
+def run(
+    ctx: click.Context,
+    *,
+    job: Path,
+    worker: bool,
+    worker_id: str | None,
+    status_host: str,
+    startup_timeout: float,
+    instance: int | None,
+) -> None:
+    """Run a pipeline until it is stopped (SIGTERM/SIGINT take a final checkpoint).
 
-    config = load_job(job)
+    With pipeline.parallelism N above 1, N worker processes of the pipeline (one consumer group)."""
+    from ferry.config.loader import read_job  # noqa: PLC0415
+    from ferry.worker import check_brokers, run_instances  # noqa: PLC0415
+
+    config, warnings = read_job(job)
+    for warning in warnings:
+        logging.getLogger(__name__).warning("%s", warning)
     check_brokers(config.source, startup_timeout)
+    parallelism = config.pipeline.parallelism
+    if instance is None and parallelism > 1:
+        # the workers of one ferry run: worker i is <worker-id>-i and serves status.port + i
+        common = [
+            arg
+            for name, value in (ctx.parent.params if ctx.parent else {}).items()
+            for arg in (f"--{name.replace('_', '-')}", str(value))
+        ]
+        options = ["--status-host", status_host, "--startup-timeout", str(startup_timeout)]
+        options += [] if worker else ["--no-worker"]
+        sys.exit(
+            run_instances(
+                [
+                    [
+                        sys.executable,
+                        "-m",
+                        "ferry.cli.main",
+                        *common,
+                        "run",
+                        str(job),
+                        *options,
+                        "--instance",
+                        str(i),
+                        "--worker-id",
+                        str(i) if worker_id is None else f"{worker_id}-{i}",
+                    ]
+                    for i in range(parallelism)
+                ]
+            )
+        )
+    if instance is not None and config.pipeline.status_port is not None:
+        pipeline = config.pipeline.model_copy(update={"status_port": config.pipeline.status_port + instance})
+        config = config.model_copy(update={"pipeline": pipeline})
     if worker:
         from ferry.worker import FerryWorker  # noqa: PLC0415
 

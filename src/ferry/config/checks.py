@@ -47,8 +47,3 @@ def check_supported(job: JobConfig) -> None:
     refusal = behavior_refusal(job.sink.type, job.pipeline.schema_change_behavior)
     if refusal is not None:
         raise UnsupportedOptionError(refusal)
-    if job.pipeline.parallelism != 1:
-        raise UnsupportedOptionError(
-            "pipeline.parallelism: a worker runs one pipeline thread; to scale out, start more workers "
-            "with the same job file (they share the partitions through the consumer group)"
-        )

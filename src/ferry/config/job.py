@@ -14,6 +14,7 @@ from collections.abc import Iterable, Mapping
 from datetime import timedelta
 from enum import StrEnum
 from typing import Annotated, Any, Literal, Self, Union
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import (
     AliasChoices,
@@ -29,6 +30,7 @@ from pydantic import (
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
+from ferry.config.flink import SINK_TYPE_SPELLINGS
 from ferry.config.names import kafka_name
 from ferry.exceptions import FerryError
 from ferry.options import ConfigModel, Duration, fold_prefixed
@@ -610,6 +612,25 @@ def _behavior_name(value: Any) -> Any:
     return value.strip().upper().replace("-", "_") if isinstance(value, str) else value
 
 
+class RuntimeMode(StrEnum):
+    """``pipeline.execution.runtime-mode``, as in Flink."""
+
+    STREAMING = "STREAMING"
+    BATCH = "BATCH"
+
+
+#: ``pipeline`` keys of the schema operator's timeout: Flink CDC's spelling, then ferry's.
+_RPC_TIMEOUT_KEYS = ("schema-operator.rpc-timeout", "schema.operator.rpc-timeout")
+
+
+def one_spelling(data: Any, keys: Iterable[str]) -> None:
+    """Refuse a mapping that gives one option under two of its spellings (naming the second)."""
+    if isinstance(data, dict):
+        present = [k for k in keys if k in data]
+        if len(present) > 1:
+            raise OptionError(f"{present[0]} is also given as {present[1]}: keep one", present[1])
+
+
 class PipelineConfig(ConfigModel):
     """``pipeline``: name, behaviour, error handling, checkpoints and state."""
 
@@ -622,9 +643,17 @@ class PipelineConfig(ConfigModel):
     route_mode: Annotated[RouteMode, BeforeValidator(_behavior_name)] = Field(
         default=RouteMode.ALL_MATCH, alias="route-mode"
     )
-    #: Bound on the flush-then-apply of one schema change.
+    #: Bound on the flush-then-apply of one schema change (Flink CDC: ``schema-operator.rpc-timeout``).
     schema_operator_rpc_timeout: Duration = Field(
-        default=timedelta(minutes=3), alias="schema.operator.rpc-timeout"
+        default=timedelta(minutes=3),
+        alias="schema.operator.rpc-timeout",
+        validation_alias=AliasChoices(*_RPC_TIMEOUT_KEYS),
+    )
+    #: The session time zone (an IANA name such as ``Asia/Shanghai``, or ``UTC``); None: the system's.
+    local_time_zone: str | None = Field(default=None, alias="local-time-zone")
+    #: ``BATCH`` reads what the topics hold at the start and stops (a bounded read); ``STREAMING`` runs on.
+    execution_runtime_mode: Annotated[RuntimeMode, BeforeValidator(_behavior_name)] = Field(
+        default=RuntimeMode.STREAMING, alias="execution.runtime-mode"
     )
     on_bad_record: Literal["dead-letter", "fail"] = Field(default="dead-letter", alias="on-bad-record")
     #: Where bad records go; ``<name>.dlq`` unless given.
@@ -642,6 +671,25 @@ class PipelineConfig(ConfigModel):
     )
 
     _restart_strategy_keys = model_validator(mode="before")(fold_restart_strategy)
+
+    @field_validator("local_time_zone")
+    @classmethod
+    def _time_zone(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        try:
+            ZoneInfo(value)
+        except (ZoneInfoNotFoundError, ValueError):
+            raise ValueError(
+                f"{value!r} is not a time zone (an IANA name such as Asia/Shanghai, or UTC)"
+            ) from None
+        return value
+
+    @model_validator(mode="before")
+    @classmethod
+    def _one_rpc_timeout(cls, data: Any) -> Any:
+        one_spelling(data, _RPC_TIMEOUT_KEYS)
+        return data
 
     @model_validator(mode="before")
     @classmethod
@@ -712,7 +760,20 @@ class JobConfig(ConfigModel):
     @field_validator("sink", mode="before")
     @classmethod
     def _sink_type(cls, value: Any) -> Any:
-        _tag_of(value, "sink", SINKS, "the sink types are " + ", ".join(repr(t) for t in SINKS))
+        if isinstance(value, dict) and value.get("type") in SINK_TYPE_SPELLINGS:
+            value = {**value, "type": SINK_TYPE_SPELLINGS[value["type"]]}
+        known = [*SINKS, *SINK_TYPE_SPELLINGS]
+        _tag_of(value, "sink", known, "the sink types are " + ", ".join(repr(t) for t in known))
+        if isinstance(value, dict) and value.get("type") == "iceberg":
+            catalog = value.get("catalog.properties.type")
+            if isinstance(catalog, str) and catalog.strip().lower() == "hadoop":
+                raise OptionError(
+                    "the hadoop catalog (Iceberg's Java file-system catalog) is not in pyiceberg; "
+                    "use sql: a catalog database beside the same warehouse "
+                    "(catalog.properties.uri: sqlite:///<warehouse>/catalog.db, or PostgreSQL), "
+                    "or rest, hive or glue",
+                    "catalog.properties.type",
+                )
         return value
 
     @field_validator("sink")
@@ -728,6 +789,17 @@ class JobConfig(ConfigModel):
                 except ValueError as e:
                     raise OptionError(str(e), key, i) from None
         return sink
+
+    @model_validator(mode="after")
+    def _batch_is_a_bounded_read(self) -> Self:
+        """``execution.runtime-mode: BATCH`` reads what the topics hold at the start, then stops."""
+        if (
+            self.pipeline.execution_runtime_mode is RuntimeMode.BATCH
+            and self.source.scan_bounded_mode is BoundedMode.UNBOUNDED
+        ):
+            bounded = self.source.model_copy(update={"scan_bounded_mode": BoundedMode.LATEST_OFFSET})
+            return self.model_copy(update={"source": bounded})
+        return self
 
     @field_validator("route", "transform", "pipeline", mode="before")
     @classmethod

@@ -16,7 +16,7 @@ import difflib
 import os
 import re
 import types
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Annotated, Any, TypeVar, Union, get_args, get_origin
 
@@ -29,6 +29,7 @@ from ruamel.yaml.error import MarkedYAMLError, YAMLError
 from sqlalchemy.engine import make_url
 
 from ferry.config.exceptions import ConfigError, ConfigProblem
+from ferry.config.flink import SINK_TYPE_SPELLINGS, ignored_keys
 from ferry.config.job import BoundedMode, JobConfig, OptionError
 from ferry.options import format_duration
 
@@ -40,6 +41,7 @@ _REFERENCE_RE = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(?::-(.*))?", re.DOTALL)
 _JOB_SHAPE = "a job file is a mapping with the sections source, sink, route, transform and pipeline"
 
 M = TypeVar("M", bound=BaseModel)
+T = TypeVar("T")
 
 
 def load_job(path: str | Path, *, env: Mapping[str, str] | None = None) -> JobConfig:
@@ -47,18 +49,57 @@ def load_job(path: str | Path, *, env: Mapping[str, str] | None = None) -> JobCo
 
     Raises :class:`ConfigError` listing every problem with its line and key.
     """
-    return load_model_file(path, JobConfig, what="job file", shape=_JOB_SHAPE, env=env)
+    return read_job(path, env=env)[0]
 
 
 def load_job_text(text: str, *, file: str = "<string>", env: Mapping[str, str] | None = None) -> JobConfig:
     """Validate a job given as text; ``file`` only names it in error messages."""
-    return load_model_text(text, JobConfig, file=file, shape=_JOB_SHAPE, env=env)
+    return read_job_text(text, file=file, env=env)[0]
+
+
+def read_job(
+    path: str | Path, *, env: Mapping[str, str] | None = None
+) -> tuple[JobConfig, list[ConfigProblem]]:
+    """:func:`load_job`, and the warnings: Flink CDC keys that ferry accepts and ignores
+    (:mod:`ferry.config.flink`), each at its line with the reason."""
+    return _read_file(path, "job file", lambda text, file: read_job_text(text, file=file, env=env))
+
+
+def read_job_text(
+    text: str, *, file: str = "<string>", env: Mapping[str, str] | None = None
+) -> tuple[JobConfig, list[ConfigProblem]]:
+    """:func:`load_job_text`, and the warnings (see :func:`read_job`)."""
+    warnings: list[ConfigProblem] = []
+
+    def without_ignored(root: CommentedMap, data: dict[str, Any]) -> dict[str, Any]:
+        sink = data.get("sink")
+        sink_type = sink.get("type") if isinstance(sink, dict) else None
+        for section in ("pipeline", "sink"):
+            node, values = root.get(section), data.get(section)
+            if not isinstance(node, CommentedMap) or not isinstance(values, dict):
+                continue
+            ignored = ignored_keys(section, sink_type if isinstance(sink_type, str) else None)
+            for key in [k for k in values if k in ignored]:
+                line, col = _key_position(node, key) or _start(node)
+                reason = f"accepted and ignored: {ignored[key]}"
+                warnings.append(ConfigProblem(file, line + 1, col + 1, f"{section}.{key}", reason))
+                del values[key]
+        return data
+
+    job = _validate_text(text, JobConfig, file=file, shape=_JOB_SHAPE, env=env, prepare=without_ignored)
+    return job, sorted(warnings, key=lambda w: (w.line or 0, w.column or 0))
 
 
 def load_model_file(
     path: str | Path, model: type[M], *, what: str, shape: str, env: Mapping[str, str] | None = None
 ) -> M:
     """Read a YAML file into ``model`` as :func:`load_job` does (``what`` names the kind of file)."""
+    return _read_file(
+        path, what, lambda text, file: load_model_text(text, model, file=file, shape=shape, env=env)
+    )
+
+
+def _read_file(path: str | Path, what: str, validate: Callable[[str, str], T]) -> T:
     file = str(path)
     try:
         text = Path(path).read_text(encoding="utf-8")
@@ -66,7 +107,7 @@ def load_model_file(
         raise ConfigError.at(file, f"cannot read the {what}: {e.strerror or e}") from None
     except UnicodeDecodeError:
         raise ConfigError.at(file, f"the {what} is not UTF-8 text") from None
-    return load_model_text(text, model, file=file, shape=shape, env=env)
+    return validate(text, file)
 
 
 def load_model_text(
@@ -76,6 +117,18 @@ def load_model_text(
 
     ``shape`` is the message for a document that is not a mapping.
     """
+    return _validate_text(text, model, file=file, shape=shape, env=env)
+
+
+def _validate_text(
+    text: str,
+    model: type[M],
+    *,
+    file: str,
+    shape: str,
+    env: Mapping[str, str] | None,
+    prepare: Callable[[CommentedMap, dict[str, Any]], dict[str, Any]] | None = None,
+) -> M:
     root = _parse(text, file)
     if not isinstance(root, CommentedMap):
         raise ConfigError.at(file, shape, line=1, column=1)
@@ -83,6 +136,8 @@ def load_model_text(
     data = _Resolver(file, os.environ if env is None else env, problems).plain(root, (), _start(root))
     if problems:
         raise ConfigError(problems)
+    if prepare is not None:
+        data = prepare(root, data)
     try:
         return model.model_validate(data)
     except ValidationError as e:
@@ -322,7 +377,8 @@ def _locate(root: CommentedMap, loc: Loc) -> tuple[str, Position]:
                 node = node[folded]
                 i += 2
                 continue
-            if isinstance(part, str) and node.get("type") == part:
+            tag = node.get("type")
+            if isinstance(part, str) and isinstance(tag, str) and part in (tag, SINK_TYPE_SPELLINGS.get(tag)):
                 i += 1
                 continue
         elif isinstance(node, CommentedSeq) and isinstance(part, int) and 0 <= part < len(node):

@@ -86,10 +86,6 @@ def test_what_ferry_does_not_do_yet_is_refused_before_start() -> None:
                 text + "transform:\n  - source-table: a\\.b\n    projection: id, SUM(x) AS s\n", env={}
             )
         )
-    with pytest.raises(UnsupportedOptionError, match="more workers"):
-        check_supported(
-            load_job_text(text.replace("  name: demo\n", "  name: demo\n  parallelism: 2\n"), env={})
-        )
 
 
 def test_example_bootstrap_servers_come_from_the_environment() -> None:
@@ -260,7 +256,7 @@ def test_flink_cdc_mysql_source_is_refused_with_the_reason() -> None:
 
 
 def test_unknown_sink_type_lists_the_sink_types() -> None:
-    e = error(SOURCE + "sink:\n  type: doris\n")
+    e = error(SOURCE + "sink:\n  type: elasticsearch\n")
     assert (e.line, e.key_path) == (6, "sink.type")
     assert all(f"'{kind}'" in str(e) for kind in ("iceberg", "kafka", "memory", "null", "paimon"))
 
@@ -616,8 +612,8 @@ def test_pipeline_errors() -> None:
     assert e.key_path == "pipeline.status.port"
     e = error(SOURCE + SINK + "pipeline:\n  state.url: not a url\n")
     assert e.key_path == "pipeline.state.url" and "SQLAlchemy" in str(e)
-    e = error(SOURCE + SINK + "pipeline:\n  schema-operator.rpc-timeout: 1 h\n")
-    assert "did you mean 'schema.operator.rpc-timeout'?" in str(e)
+    e = error(SOURCE + SINK + "pipeline:\n  schema-operator.rpc-timeout: 1 fortnight\n")
+    assert e.key_path == "pipeline.schema-operator.rpc-timeout" and "not a duration" in str(e)
 
 
 def test_empty_sections_are_allowed() -> None:

@@ -17,12 +17,25 @@ This module imports no driver, so a job file validates without the ``starrocks``
 
 from __future__ import annotations
 
+import math
 import re
 from typing import Any, Literal
 
-from pydantic import Field, SecretStr, field_validator, model_validator
+from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 
 from ferry.options import SinkConfigBase, fold_prefixed, parse_duration
+
+#: Flink CDC's spelling of the connect timeout, in milliseconds.
+_CONNECT_TIMEOUT_MS = "sink.connect.timeout-ms"
+#: ``schema.evolution.timeout`` and Flink CDC's spelling of it.
+_SCHEMA_CHANGE_TIMEOUT_KEYS = ("schema.evolution.timeout", "table.schema-change.timeout")
+
+
+def _one_spelling(data: dict[str, Any], keys: tuple[str, ...]) -> None:
+    present = [k for k in keys if k in data]
+    if len(present) > 1:
+        raise ValueError(f"{present[0]} is also given as {present[1]}: keep one")
+
 
 _JDBC_URL = re.compile(r"^jdbc:mysql://(?P<host>[^:/?]+)(?::(?P<port>\d+))?(?:/(?P<db>[^?]*))?(?:\?.*)?$")
 #: The FE's MySQL port when ``jdbc-url`` names none.
@@ -50,10 +63,34 @@ class MySqlProtocolSinkConfig(SinkConfigBase):
     table_properties: dict[str, str] = Field(default_factory=dict)
     #: The database of tables whose id has no schema part (else the database of ``jdbc-url``).
     database: str | None = Field(default=None, min_length=1)
-    #: Seconds to wait for an asynchronous schema change to finish before writing rows.
-    schema_evolution_timeout: float = Field(default=60.0, gt=0, alias="schema.evolution.timeout")
-    #: Seconds to wait for a connection or a Stream Load answer.
+    #: Seconds to wait for an asynchronous schema change to finish before writing rows (Flink CDC's
+    #: StarRocks connector: ``table.schema-change.timeout``).
+    schema_evolution_timeout: float = Field(
+        default=60.0,
+        gt=0,
+        alias="schema.evolution.timeout",
+        validation_alias=AliasChoices(*_SCHEMA_CHANGE_TIMEOUT_KEYS),
+    )
+    #: Seconds to wait for a connection or a Stream Load answer (Flink CDC: ``sink.connect.timeout-ms``,
+    #: in milliseconds).
     connect_timeout: int = Field(default=30, ge=1, alias="sink.connect.timeout-s")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _flink_spellings(cls, data: Any) -> Any:
+        if not isinstance(data, dict):
+            return data
+        _one_spelling(data, _SCHEMA_CHANGE_TIMEOUT_KEYS)
+        if _CONNECT_TIMEOUT_MS in data:
+            _one_spelling(data, (_CONNECT_TIMEOUT_MS, "sink.connect.timeout-s"))
+            ms = data[_CONNECT_TIMEOUT_MS]
+            if isinstance(ms, str) and ms.strip().isdigit():
+                ms = int(ms)
+            if not isinstance(ms, int) or isinstance(ms, bool) or ms < 1:
+                raise ValueError(f"{_CONNECT_TIMEOUT_MS} is a whole number of milliseconds, at least 1")
+            rest = {k: v for k, v in data.items() if k != _CONNECT_TIMEOUT_MS}
+            data = {**rest, "sink.connect.timeout-s": max(1, math.ceil(ms / 1000))}
+        return data
 
     @model_validator(mode="before")
     @classmethod
