@@ -43,6 +43,8 @@ from ferry.control.models import (
     Savepoint,
     SavepointSource,
 )
+from ferry.control.names import name_error
+from ferry.control.secrets import mask_job_text, mask_url_credentials
 from ferry.control.service import ControlPlane
 
 log = logging.getLogger(__name__)
@@ -155,6 +157,10 @@ class Principal:
     name: str
     token: TokenConfig
 
+    def may(self, environment: str, role: Role) -> bool:
+        held = self.token.role(environment)
+        return held is not None and _RANKS[held] >= _RANKS[role]
+
     def require(self, environment: str, role: Role) -> None:
         held = self.token.role(environment)
         if held is None:
@@ -171,7 +177,7 @@ class Access:
     """The configured tokens, compared in constant time (by their SHA-256 digests)."""
 
     def __init__(self, tokens: Sequence[TokenConfig]) -> None:
-        self._tokens = [(_digest(t.token.get_secret_value()), t) for t in tokens]
+        self._tokens = [(t.digest, t) for t in tokens]
 
     def identify(self, credentials: HTTPAuthorizationCredentials | None) -> Principal:
         if credentials is None or credentials.scheme.lower() != "bearer" or not credentials.credentials:
@@ -209,14 +215,32 @@ def principal(
     return access.identify(credentials)
 
 
+def _environment(env: str) -> None:
+    error = name_error("environment", env)
+    if error is not None:
+        raise HTTPException(400, error)
+
+
 def viewer(env: str, who: Annotated[Principal, Depends(principal)]) -> Principal:
+    _environment(env)
     who.require(env, "viewer")
     return who
 
 
 def editor(env: str, who: Annotated[Principal, Depends(principal)]) -> Principal:
+    _environment(env)
     who.require(env, "editor")
     return who
+
+
+def _as_seen_by(who: Principal, env: str, pipeline: Pipeline) -> Pipeline:
+    """The pipeline as ``who`` may read it: below editor, its job's secrets and any credentials
+    in its status detail are masked."""
+    if who.may(env, "editor"):
+        return pipeline
+    spec = pipeline.spec.model_copy(update={"job": mask_job_text(pipeline.spec.job)})
+    status = pipeline.status.model_copy(update={"detail": mask_url_credentials(pipeline.status.detail)})
+    return pipeline.model_copy(update={"spec": spec, "status": status})
 
 
 Viewer = Annotated[Principal, Depends(viewer)]
@@ -413,8 +437,8 @@ def _pipeline_routes(app: FastAPI, plane: ControlPlane) -> None:
     route = _router(app, ["pipelines"])
 
     @route("GET", "/pipelines", PipelineList, (), "List the pipelines of an environment.")
-    def list_pipelines(env: str, _: Viewer) -> Response:
-        return _page(plane.list_pipelines(env))
+    def list_pipelines(env: str, who: Viewer) -> Response:
+        return _page([_as_seen_by(who, env, p) for p in plane.list_pipelines(env)])
 
     @route(
         "POST",
@@ -431,8 +455,8 @@ def _pipeline_routes(app: FastAPI, plane: ControlPlane) -> None:
         return _resource(plane.create_pipeline(env, _body(body)))
 
     @route("GET", "/pipelines/{name}", Pipeline, (404,), "Get a pipeline and its status.")
-    def get_pipeline(env: str, name: str, _: Viewer) -> Response:
-        return _resource(plane.get_pipeline(env, name))
+    def get_pipeline(env: str, name: str, who: Viewer) -> Response:
+        return _resource(_as_seen_by(who, env, plane.get_pipeline(env, name)))
 
     @route(
         "PUT",

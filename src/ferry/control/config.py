@@ -22,6 +22,8 @@ never logged or shown. :func:`load_server_config` reads the file; its errors nam
 
 from __future__ import annotations
 
+import hashlib
+import re
 from collections.abc import Mapping
 from datetime import timedelta
 from pathlib import Path
@@ -31,6 +33,7 @@ from pydantic import BaseModel, ConfigDict, Field, SecretStr, field_validator, m
 
 from ferry.config.loader import load_model_file
 from ferry.control.models import MAX_CARRY_OVER_TIMEOUT
+from ferry.control.names import name_error
 from ferry.control.service import ControlSettings
 from ferry.options import Duration
 
@@ -56,18 +59,56 @@ class CarryOverConfig(ServerModel):
 
 
 class TokenConfig(ServerModel):
-    """A bearer token and the role it carries in each environment."""
+    """A bearer token and the role it carries in each environment.
+
+    The token is given as ``token`` (the secret itself, best from ``${ENV}``) or as ``token-sha256``
+    (the hexadecimal SHA-256 digest of it: no secret in the file). Tokens are random strings of at
+    least 16 characters, so their digest cannot be turned back into them."""
 
     name: str = Field(min_length=1)
-    token: SecretStr
+    token: SecretStr | None = None
+    token_sha256: str | None = Field(default=None, alias="token-sha256")
     roles: dict[str, Role] = Field(default_factory=dict)
 
     @field_validator("token")
     @classmethod
-    def _long_enough(cls, value: SecretStr) -> SecretStr:
-        if len(value.get_secret_value()) < 16:
+    def _long_enough(cls, value: SecretStr | None) -> SecretStr | None:
+        if value is not None and len(value.get_secret_value()) < 16:
             raise ValueError("a token has at least 16 characters")
         return value
+
+    @field_validator("token_sha256")
+    @classmethod
+    def _a_digest(cls, value: str | None) -> str | None:
+        if value is not None and not re.fullmatch(r"[0-9a-f]{64}", value.strip().lower()):
+            raise ValueError(
+                "token-sha256 is the 64 hexadecimal digits of the token's SHA-256 digest "
+                '(printf %s "$TOKEN" | sha256sum)'
+            )
+        return None if value is None else value.strip().lower()
+
+    @model_validator(mode="after")
+    def _one_token(self) -> Self:
+        if (self.token is None) == (self.token_sha256 is None):
+            raise ValueError(f"token {self.name!r}: give either token or token-sha256")
+        return self
+
+    @field_validator("roles")
+    @classmethod
+    def _environment_names(cls, roles: dict[str, Role]) -> dict[str, Role]:
+        for environment in roles:
+            error = None if environment == ANY_ENVIRONMENT else name_error("environment", environment)
+            if error is not None:
+                raise ValueError(error)
+        return roles
+
+    @property
+    def digest(self) -> bytes:
+        """The SHA-256 digest of the token, which is all a server keeps of it."""
+        if self.token_sha256 is not None:
+            return bytes.fromhex(self.token_sha256)
+        assert self.token is not None
+        return hashlib.sha256(self.token.get_secret_value().encode("utf-8")).digest()
 
     def role(self, environment: str) -> Role | None:
         """The role in ``environment``: its own entry, else the ``"*"`` entry, else none."""
@@ -84,8 +125,8 @@ class ApiConfig(ServerModel):
         names = [t.name for t in self.tokens]
         if len(set(names)) != len(names):
             raise ValueError("two tokens have the same name")
-        secrets = [t.token.get_secret_value() for t in self.tokens]
-        if len(set(secrets)) != len(secrets):
+        digests = [t.digest for t in self.tokens]
+        if len(set(digests)) != len(digests):
             raise ValueError("two tokens have the same value")
         return self
 
@@ -93,6 +134,16 @@ class ApiConfig(ServerModel):
 class ServerConfig(ServerModel):
     state_url: str = Field(default="sqlite:///var/ferry/state.db", alias="state.url")
     environments: tuple[str, ...] | None = None
+
+    @field_validator("environments")
+    @classmethod
+    def _environment_names(cls, names: tuple[str, ...] | None) -> tuple[str, ...] | None:
+        for name in names or ():
+            error = name_error("environment", name)
+            if error is not None:
+                raise ValueError(error)
+        return names
+
     data_dir: Path = Field(default=Path("var/ferry/pipelines"), alias="data.dir")
     carry_over_offsets: CarryOverConfig = Field(default_factory=CarryOverConfig, alias="carry-over-offsets")
     api: ApiConfig = Field(default_factory=ApiConfig)

@@ -37,6 +37,7 @@ from ferry.control.models import (
     SavepointState,
     SavepointStatus,
 )
+from ferry.control.names import name_error
 from ferry.control.replay import check_rebuild
 from ferry.control.store import ControlStore, PipelineRow, SavepointRow, runtime_name
 from ferry.options import parse_duration
@@ -112,6 +113,9 @@ class ControlPlane:
     # ------------------------------------------------------------------------------ pipelines
 
     def create_pipeline(self, environment: str, body: Mapping[str, Any]) -> Pipeline:
+        environment_error = name_error("environment", environment)
+        if environment_error is not None:
+            raise ControlError(400, environment_error)
         metadata = body.get("metadata") or {}
         name = metadata.get("name") if isinstance(metadata, Mapping) else None
         if not isinstance(name, str) or not _NAME_RE.fullmatch(name):

@@ -39,6 +39,7 @@ from ferry.control.models import (
     SavepointSource,
     SavepointState,
 )
+from ferry.control.names import within
 from ferry.control.replay import drop_tables, offset_range
 from ferry.control.service import (
     ControlPlane,
@@ -439,7 +440,11 @@ class Supervisor:
 
     def _spawn(self, row: PipelineRow) -> None:
         key = (row.environment, row.name)
-        folder = self.data_dir / row.environment / row.name
+        try:
+            folder = within(self.data_dir, row.environment, row.name)
+        except ValueError as e:  # a name the API would refuse, written to the store some other way
+            self._fail(row, f"cannot start: {e}")
+            return
         folder.mkdir(parents=True, exist_ok=True)
         job_file = folder / f"job-{row.generation}.yaml"
         job_file.write_text(child_job_text(row, self.plane.settings.state_url), encoding="utf-8")
