@@ -3,6 +3,8 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+# test processes (pytest-xdist), each with its own services; a file's tests stay in one process
+TEST_WORKERS ?= 2
 
 .DEFAULT_GOAL := help
 .PHONY: help install demo test test-unit lint format typecheck bench kafka-start kafka-stop clean
@@ -22,7 +24,7 @@ demo: $(STAMP) ## Start a local Kafka, stream Debezium events with schema change
 	$(BIN)/python -m ferry.demo
 
 test: $(STAMP) lint typecheck ## Run the whole test suite (starts its own Kafka broker, PostgreSQL, MariaDB)
-	$(BIN)/pytest -q
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 test-unit: $(STAMP) ## Only the tests that need no service
 	$(BIN)/pytest -q -m "not integration"
