@@ -5,8 +5,9 @@ CMF Statements API: ``/api/v1/environments/{env}/pipelines[/{name}[/savepoints[/
 refused request answers with the status of its :class:`~ferry.control.exceptions.ControlError`
 (400, 404, 409, 422) and CMF's error body ``{"errors": [{"message": "..."}]}``.
 
-Every route but ``/healthz``, ``/readyz`` and ``/metrics`` needs ``Authorization: Bearer <token>``;
-the token's role in the environment decides: a ``viewer`` may read, an ``editor`` may do
+Every route under ``/api/v1`` needs ``Authorization: Bearer <token>`` (``/healthz``, ``/readyz``
+and ``/metrics`` need none; the web page at ``/``, :mod:`ferry.api.web`, signs in with the same
+tokens); the token's role in the environment decides: a ``viewer`` may read, an ``editor`` may do
 everything. ``ferry serve`` runs this app with uvicorn; the ``ferry pipeline`` commands call it
 over HTTP, or in-process when no server is given.
 """
@@ -32,6 +33,7 @@ from starlette.exceptions import HTTPException
 
 import ferry
 from ferry.api.metrics import registry_for
+from ferry.api.web import add_web_routes
 from ferry.control.config import Role, TokenConfig
 from ferry.control.exceptions import ControlError
 from ferry.control.models import (
@@ -321,6 +323,7 @@ def create_app(
     _health_routes(app, plane, not_ready)
     _pipeline_routes(app, plane)
     _savepoint_routes(app, plane)
+    add_web_routes(app, plane, app.state.access, _as_seen_by)
     _document_400_not_422(app)
     return app
 

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import uuid
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -19,6 +19,7 @@ from sqlalchemy import (
     BigInteger,
     Boolean,
     Column,
+    Float,
     Integer,
     MetaData,
     String,
@@ -32,6 +33,7 @@ from sqlalchemy import (
     update,
 )
 from sqlalchemy.engine import Engine, RowMapping
+from sqlalchemy.exc import IntegrityError
 
 from ferry.control.models import InstanceState, SavepointSource, SavepointState
 from ferry.pipeline.phase import Phase
@@ -90,6 +92,24 @@ instances = Table(
     Column("exit_code", Integer),
     Column("heartbeat_ms", BigInteger, nullable=False),
 )
+
+#: A running pipeline's figures over time (the web page's lag chart and barrier times): one row per
+#: pipeline and instant, written by whichever worker samples it first.
+samples = Table(
+    "ferry_pipeline_samples",
+    metadata,
+    Column("environment", String(200), primary_key=True),
+    Column("pipeline", String(200), primary_key=True),
+    Column("at_ms", BigInteger, primary_key=True),
+    Column("lag_records", BigInteger, nullable=False),
+    Column("throughput_eps", Float, nullable=False),
+    Column("rows_written", BigInteger, nullable=False),
+    Column("schema_changes", Integer, nullable=False),
+    Column("barrier_ms", BigInteger, nullable=False),
+)
+
+#: Samples older than this are deleted.
+SAMPLES_KEPT_MS = 3_600_000
 
 #: An instance whose worker has not been heard of for this long is gone (killed).
 INSTANCE_TIMEOUT_MS = 6_000
@@ -161,6 +181,18 @@ def _savepoint(row: RowMapping) -> SavepointRow:
     return SavepointRow(
         **{**values, "source": SavepointSource(values["source"]), "state": SavepointState(values["state"])}
     )
+
+
+@dataclass(frozen=True, slots=True)
+class Sample:
+    """A running pipeline's figures at one instant, from its runners' status."""
+
+    at_ms: int
+    lag_records: int
+    throughput_eps: float
+    rows_written: int
+    schema_changes: int
+    barrier_ms: int
 
 
 class ControlStore:
@@ -358,4 +390,45 @@ class ControlStore:
                 delete(instances).where(
                     instances.c.environment == environment, instances.c.pipeline == pipeline
                 )
+            )
+
+    # ------------------------------------------------------------------------------ samples
+
+    def add_sample(self, environment: str, pipeline: str, sample: Sample) -> bool:
+        """Record a sample (False when another worker recorded one at that instant) and delete
+        the pipeline's samples older than :data:`SAMPLES_KEPT_MS`."""
+        values = {"environment": environment, "pipeline": pipeline, **asdict(sample)}
+        try:
+            with self.engine.begin() as conn:
+                conn.execute(insert(samples).values(**values))
+                conn.execute(
+                    delete(samples).where(
+                        samples.c.environment == environment,
+                        samples.c.pipeline == pipeline,
+                        samples.c.at_ms < sample.at_ms - SAMPLES_KEPT_MS,
+                    )
+                )
+        except IntegrityError:
+            return False
+        return True
+
+    def samples(self, environment: str, pipeline: str, since_ms: int = 0) -> list[Sample]:
+        query = (
+            select(samples)
+            .where(
+                samples.c.environment == environment,
+                samples.c.pipeline == pipeline,
+                samples.c.at_ms >= since_ms,
+            )
+            .order_by(samples.c.at_ms)
+        )
+        with self.engine.connect() as conn:
+            return [
+                Sample(**{k: r._mapping[k] for k in Sample.__dataclass_fields__}) for r in conn.execute(query)
+            ]
+
+    def forget_samples(self, environment: str, pipeline: str) -> None:
+        with self.engine.begin() as conn:
+            conn.execute(
+                delete(samples).where(samples.c.environment == environment, samples.c.pipeline == pipeline)
             )

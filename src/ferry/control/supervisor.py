@@ -23,6 +23,7 @@ import sys
 import threading
 import time
 import uuid
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from io import StringIO
 from pathlib import Path
@@ -49,7 +50,7 @@ from ferry.control.service import (
     latest_offsets_format,
     load_job,
 )
-from ferry.control.store import PipelineRow, SavepointRow
+from ferry.control.store import PipelineRow, Sample, SavepointRow
 from ferry.pipeline.phase import Phase
 from ferry.pipeline.state import encode_offsets, now_ms
 from ferry.process import parent_death_hook
@@ -58,6 +59,8 @@ log = logging.getLogger(__name__)
 
 #: A MANUAL or SCHEDULE savepoint fails when no checkpoint follows its request within this time.
 SAVEPOINT_TIMEOUT_MS = 120_000
+#: How often a running pipeline's lag and throughput are sampled.
+SAMPLE_INTERVAL_MS = 10_000
 #: A child that keeps dying is restarted at most this often.
 RESTART_BACKOFF_S = 5.0
 
@@ -97,6 +100,7 @@ class Supervisor:
         self.interval_s = interval_s
         self.children: dict[tuple[str, str], Child] = {}
         self._restart_at: dict[tuple[str, str], float] = {}
+        self._sampled: dict[tuple[str, str], Sample] = {}
 
     # ------------------------------------------------------------------------------ loop
 
@@ -282,6 +286,7 @@ class Supervisor:
         if code is None:
             self.store.heartbeat(row, self.worker, child.process.pid, InstanceState.RUNNING)
             self._savepoints(row)
+            self._sample(row)
             return
         self._reap(key)
         if code == 0:
@@ -348,6 +353,24 @@ class Supervisor:
             self._kill(key)
         if row.phase == Phase.DELETED:
             self.store.forget_instances(row.environment, row.name)
+
+    # ------------------------------------------------------------------------------ samples
+
+    def _sample(self, row: PipelineRow) -> None:
+        """Record the pipeline's lag, throughput and barrier time every :data:`SAMPLE_INTERVAL_MS`,
+        and as soon as its schema changes grew (so each barrier's time is told apart)."""
+        key = (row.environment, row.name)
+        status = self.plane.state.get_status(row.runtime_name)
+        if status is None:
+            return
+        sample = sample_of(status["metrics"], int(status["updated_ms"]))
+        last = self._sampled.get(key)
+        if last is not None:
+            recent = sample.at_ms - last.at_ms < SAMPLE_INTERVAL_MS
+            if sample.at_ms <= last.at_ms or (recent and sample.schema_changes == last.schema_changes):
+                return
+        self._sampled[key] = sample
+        self.store.add_sample(row.environment, row.name, sample)
 
     # ------------------------------------------------------------------------------ savepoints
 
@@ -579,3 +602,16 @@ def _tail(path: Path, lines: int = 5) -> str:
 
 def job_of(row: PipelineRow) -> JobConfig:
     return load_job(PipelineSpec.model_validate(row.spec), row.name)
+
+
+def sample_of(metrics: Mapping[str, Any], at_ms: int) -> Sample:
+    """A sample of a runner's status metrics."""
+    lag = metrics.get("lag") or {}
+    return Sample(
+        at_ms=at_ms,
+        lag_records=sum(int(n) for parts in lag.values() for n in parts.values()),
+        throughput_eps=float(metrics.get("throughput_eps") or 0.0),
+        rows_written=sum(int(n) for n in (metrics.get("rows_written") or {}).values()),
+        schema_changes=int(metrics.get("schema_changes") or 0),
+        barrier_ms=int(metrics.get("schema_change_wait_ms") or 0),
+    )

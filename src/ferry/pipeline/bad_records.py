@@ -15,8 +15,13 @@ from ferry.pipeline.events import DataChange, SourcePosition
 from ferry.pipeline.exceptions import BadRecordError, NothingWrittenError
 from ferry.pipeline.metrics import Metrics
 from ferry.pipeline.shaping import change_bytes
+from ferry.pipeline.state import now_ms
 
 log = logging.getLogger(__name__)
+
+#: How many of the latest bad records the status keeps, and how much of each reason.
+LATEST_KEPT = 5
+REASON_CHARS = 500
 
 
 class BadRecords:
@@ -31,7 +36,20 @@ class BadRecords:
 
     def record(self, reason: str, position: SourcePosition, key: bytes | None, value: bytes | None) -> None:
         self.metrics.bad_records += 1
-        self.reasons[reason.split(":", maxsplit=1)[0]] += 1
+        kind = reason.split(":", maxsplit=1)[0]
+        self.reasons[kind] += 1
+        self.metrics.bad_record_reasons[kind] = self.reasons[kind]
+        latest = self.metrics.latest_bad_records
+        latest.append(
+            {
+                "reason": reason[:REASON_CHARS],
+                "topic": position.topic,
+                "partition": position.partition,
+                "offset": position.offset,
+                "at_ms": now_ms(),
+            }
+        )
+        del latest[:-LATEST_KEPT]
         if self.fail:
             raise BadRecordError(reason, position)
         log.warning("bad record at %s: %s (sent to the dead-letter topic)", position, reason)

@@ -134,6 +134,10 @@ class Metrics:
     rows_written: dict[str, int] = field(default_factory=dict)
     rows_skipped_committed: int = 0
     bad_records: int = 0
+    #: Bad records per reason (the reason's text before its first ``:``).
+    bad_record_reasons: dict[str, int] = field(default_factory=dict)
+    #: The latest bad records, newest last: ``{reason, topic, partition, offset, at_ms}``.
+    latest_bad_records: list[dict[str, Any]] = field(default_factory=list)
     #: Tombstones (a key without a value, after a delete) read and passed over.
     tombstones: int = 0
     columns_dropped: dict[str, int] = field(default_factory=dict)

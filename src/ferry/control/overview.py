@@ -1,0 +1,124 @@
+"""What the web page shows of a pipeline: its resource, schema-change timeline, dead letters,
+savepoints and the last hour of samples.
+
+Built from the same :class:`~ferry.control.service.ControlPlane` the API serves, with no web
+framework: the page (:mod:`ferry.api.web`) only renders these objects.
+"""
+
+from __future__ import annotations
+
+from bisect import bisect_left
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from ferry.control.models import Pipeline, Savepoint
+from ferry.control.service import ControlPlane, iso, savepoint_resource
+from ferry.control.store import SAMPLES_KEPT_MS, Sample
+from ferry.pipeline.state import SchemaHistoryEntry, now_ms
+
+
+@dataclass(frozen=True, slots=True)
+class TimelineEntry:
+    """One schema change as the sink met it: what changed, the decision, when, and the barrier."""
+
+    at: str
+    source_table: str
+    sink_table: str
+    change: str
+    decision: str
+    reason: str
+    #: The time the pipeline waited on barriers in the sample interval of the change (None
+    #: before the interval was sampled); shared by ``barrier_shared_by`` changes of that interval.
+    barrier_ms: int | None
+    barrier_shared_by: int
+
+
+@dataclass(frozen=True, slots=True)
+class DeadLetters:
+    count: int
+    reasons: dict[str, int]
+    #: Newest first: ``{reason, topic, partition, offset, at}``.
+    latest: list[dict[str, Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class PipelineOverview:
+    pipeline: Pipeline
+    lag_records: int | None
+    throughput_eps: float | None
+    rows_written: int | None
+    timeline: list[TimelineEntry]
+    dead_letters: DeadLetters
+    savepoints: list[Savepoint]
+    samples: list[Sample] = field(default_factory=list)
+
+    @property
+    def name(self) -> str:
+        return self.pipeline.metadata.name
+
+
+def overview(plane: ControlPlane, environment: str, name: str) -> PipelineOverview:
+    """Everything the page shows of one pipeline."""
+    pipeline = plane.get_pipeline(environment, name)
+    row = plane.store.pipeline(environment, name)
+    assert row is not None
+    samples = plane.store.samples(environment, name, since_ms=now_ms() - SAMPLES_KEPT_MS)
+    metrics: Mapping[str, Any] = {}
+    runner = plane.state.get_status(row.runtime_name)
+    if runner is not None and pipeline.status.metrics is not None:
+        metrics = runner["metrics"]
+    lag = metrics.get("lag")
+    rows = metrics.get("rows_written")
+    return PipelineOverview(
+        pipeline=pipeline,
+        lag_records=None if lag is None else sum(int(n) for parts in lag.values() for n in parts.values()),
+        throughput_eps=metrics.get("throughput_eps"),
+        rows_written=None if rows is None else sum(int(n) for n in rows.values()),
+        timeline=timeline(plane.state.schema_history(row.runtime_name), samples),
+        dead_letters=DeadLetters(
+            count=int(metrics.get("bad_records") or 0),
+            reasons=dict(metrics.get("bad_record_reasons") or {}),
+            latest=[
+                {**each, "at": iso(each.get("at_ms"))}
+                for each in reversed(metrics.get("latest_bad_records") or [])
+            ],
+        ),
+        savepoints=[savepoint_resource(s) for s in reversed(plane.store.savepoints(environment, name))],
+        samples=samples,
+    )
+
+
+def timeline(history: Sequence[SchemaHistoryEntry], samples: Sequence[Sample]) -> list[TimelineEntry]:
+    """The schema changes, newest first, each with the barrier time of the sample interval it fell
+    in: the growth of the runner's barrier total from the sample before to the first sample at
+    or after the change (a runner that restarted counts from 0 again)."""
+    instants = [s.at_ms for s in samples]
+    windows: list[int | None] = []
+    for entry in history:
+        i = bisect_left(instants, entry.at_ms)
+        windows.append(None if i == len(samples) else i)
+    shared: dict[int, int] = {}
+    for window in windows:
+        if window is not None:
+            shared[window] = shared.get(window, 0) + 1
+    entries = []
+    for entry, window in zip(history, windows, strict=True):
+        barrier: int | None = None
+        if window is not None:
+            after = samples[window].barrier_ms
+            before = samples[window - 1].barrier_ms if window > 0 else 0
+            barrier = after - before if after >= before else after
+        entries.append(
+            TimelineEntry(
+                at=iso(entry.at_ms) or "",
+                source_table=entry.source_table,
+                sink_table=entry.sink_table,
+                change=entry.change,
+                decision=entry.outcome,
+                reason=entry.reason,
+                barrier_ms=barrier,
+                barrier_shared_by=1 if window is None else shared[window],
+            )
+        )
+    return entries[::-1]

@@ -1,0 +1,42 @@
+"""The web page's figures: barrier times per sample interval, the lag chart's geometry."""
+
+from __future__ import annotations
+
+from ferry.api.web import CHART_HEIGHT, CHART_SPAN_MS, CHART_WIDTH, lag_chart
+from ferry.control.overview import timeline
+from ferry.control.store import Sample
+from ferry.pipeline.state import SchemaHistoryEntry
+
+
+def sample(at_ms: int, barrier_ms: int, lag: int = 0, changes: int = 0) -> Sample:
+    return Sample(at_ms, lag, 0.0, 0, changes, barrier_ms)
+
+
+def change(at_ms: int, what: str) -> SchemaHistoryEntry:
+    return SchemaHistoryEntry("db.t", "db.t", what, "apply", "supported", None, at_ms)
+
+
+def test_each_change_gets_the_barrier_time_of_its_sample_interval_newest_first() -> None:
+    samples = [sample(1_000, 0), sample(2_000, 40), sample(3_000, 40), sample(4_000, 100)]
+    history = [change(1_500, "a"), change(3_500, "b"), change(3_600, "c"), change(9_000, "d")]
+    entries = timeline(history, samples)
+    assert [(e.change, e.barrier_ms, e.barrier_shared_by) for e in entries] == [
+        ("d", None, 1),  # not sampled yet
+        ("c", 60, 2),
+        ("b", 60, 2),
+        ("a", 40, 1),
+    ]
+
+
+def test_a_runner_that_restarted_counts_its_barrier_time_from_zero() -> None:
+    entries = timeline([change(2_500, "a")], [sample(2_000, 900), sample(3_000, 30)])
+    assert entries[0].barrier_ms == 30
+
+
+def test_the_lag_chart_spans_the_last_hour_with_the_peak_at_the_top() -> None:
+    now = 10 * CHART_SPAN_MS
+    old = sample(now - CHART_SPAN_MS - 1, 0, lag=10_000)
+    chart = lag_chart([old, sample(now - CHART_SPAN_MS, 0, lag=50), sample(now, 0, lag=100)], now)
+    assert (chart.peak, chart.latest, chart.samples) == (100, 100, 2)
+    assert chart.points == f"0.0,{CHART_HEIGHT / 2:.1f} {CHART_WIDTH:.1f},0.0"
+    assert lag_chart([], now).samples == 0
