@@ -378,26 +378,30 @@ def test_old_snapshots_are_expired(warehouse: Path) -> None:
         sink.close()
 
 
-def test_files_only_expired_snapshots_used_are_deleted(warehouse: Path) -> None:
+@pytest.mark.parametrize("mode", ["merge-on-read", "copy-on-write"])
+def test_files_only_expired_snapshots_used_are_deleted(warehouse: Path, mode: str) -> None:
     options = {
         "snapshot.retain": 3,
         "sink.compaction.commit-interval": 5,
         "sink.compaction.min-input-files": 2,
+        "table.properties.write.update.mode": mode,
+        "table.properties.write.delete.mode": mode,
     }
     sink = IcebergSink(make_config(warehouse, **options), pipeline="p1")
     try:
         feed = Feed(T)
         create(sink, ORDERS)
         for i in range(20):
-            # each flush rewrites the file holding row 0 (copy-on-write) and adds one
+            # each flush rewrites the file holding row 0 (copy-on-write) or adds a position delete
+            # file for it (merge-on-read), and adds one
             write(sink, ORDERS, feed, feed.insert(order(i + 1)), feed.update(order(0), order(0, qty=i)))
         table = sink.load_table(T)
         assert table is not None
         io, snapshots = table.io, table.snapshots()
         assert len(snapshots) <= 5
-        data_files = {
-            t.file.file_path for s in snapshots for t in table.scan(snapshot_id=s.snapshot_id).plan_files()
-        }
+        tasks = [t for s in snapshots for t in table.scan(snapshot_id=s.snapshot_id).plan_files()]
+        data_files = {t.file.file_path for t in tasks} | {d.file_path for t in tasks for d in t.delete_files}
+        assert any(t.delete_files for t in tasks) == (mode == "merge-on-read")
         metadata_files = {s.manifest_list for s in snapshots} | {
             m.manifest_path for s in snapshots for m in s.manifests(io)
         }

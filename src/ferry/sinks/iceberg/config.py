@@ -28,8 +28,12 @@ from ferry.options import SinkConfigBase, fold_prefixed
 DEFAULT_WAREHOUSE = Path("var/warehouse")
 
 #: Properties of every table the sink creates, unless ``table.properties.*`` sets them: merged
-#: manifests and a bounded list of old metadata files keep commit latency and disk use flat.
+#: manifests and a bounded list of old metadata files keep commit latency and disk use flat;
+#: upserts and deletes are merge-on-read (position delete files; ``copy-on-write`` rewrites the
+#: data files that hold changed keys instead).
 DEFAULT_TABLE_PROPERTIES: dict[str, str] = {
+    "write.update.mode": "merge-on-read",
+    "write.delete.mode": "merge-on-read",
     "commit.manifest-merge.enabled": "true",
     "write.metadata.delete-after-commit.enabled": "true",
     "write.metadata.previous-versions-max": "20",

@@ -2,8 +2,12 @@
 
 Writing. :meth:`IcebergSink.write` only buffers. :meth:`IcebergSink.flush` makes one Iceberg
 transaction per table with buffered changes: the changes are collapsed by primary key to the last
-state of each key, the touched keys are deleted (copy-on-write: every data file that may hold one
-of them is rewritten without it), and the surviving rows are appended. The snapshots of that
+state of each key, the touched keys' old rows are deleted and the surviving rows are appended. A
+table whose ``write.update.mode`` is ``merge-on-read`` (ferry's default for the tables it creates)
+gets one snapshot with the new data files and position delete files for the old rows, found in a
+key index (see :mod:`~ferry.sinks.iceberg.deletes`): a commit costs what its changed rows cost,
+whatever the table's size. Otherwise the deletes are copy-on-write: every data file that may
+hold a touched key is rewritten without it. The snapshots of that
 commit carry the source offsets (``ferry.offsets.<pipeline>`` in the snapshot summary), which
 :meth:`IcebergSink.committed_offsets` reads back after a restart. A table without a primary key is
 append-only: its deletes cannot be matched and are counted in :attr:`IcebergSink.skipped_deletes`.
@@ -74,6 +78,16 @@ from ferry.sinks.base import SinkCapabilities
 from ferry.sinks.exceptions import SinkTerminalError, SinkTransientError
 from ferry.sinks.iceberg import ICEBERG
 from ferry.sinks.iceberg.config import IcebergSinkConfig
+from ferry.sinks.iceberg.deletes import (
+    KeyIndex,
+    RewriteWithDeletes,
+    RowDelta,
+    merges_on_read,
+    positions_of_slices,
+    read_key_columns,
+    referenced_data_file,
+    write_position_deletes,
+)
 from ferry.sinks.iceberg.types import (
     IcebergTypeError,
     field_ids,
@@ -122,6 +136,7 @@ class IcebergSink(TableFormatSink):
         super().__init__(pipeline=pipeline)
         self.config = config
         self._commits_since_compaction: dict[TableId, int] = {}
+        self._key_indexes: dict[TableId, KeyIndex] = {}
         warehouse = config.warehouse_dir()
         try:
             if warehouse is not None:
@@ -283,6 +298,9 @@ class IcebergSink(TableFormatSink):
                 self.skipped_deletes[table_id] = self.skipped_deletes.get(table_id, 0) + deletes
                 log.warning("%s has no primary key: %d deletes not applied (append-only)", table_id, deletes)
         data = rows_to_arrow(schema.as_arrow(), rows, sink=self.type, table_id=table_id)
+        if touched and merges_on_read(table):
+            self._commit_row_delta(table_id, table, keys, touched, data, properties)
+            return
         with table.transaction() as tx:
             if touched:
                 delete_keys(table, tx, keys, touched, properties)
@@ -290,6 +308,68 @@ class IcebergSink(TableFormatSink):
             tx.append(data, snapshot_properties=properties)
             garbage = self._expire_snapshots(table, tx)
         self._delete_files(table, garbage)
+
+    def _commit_row_delta(  # noqa: PLR0917 (commit's arguments, and what it found)
+        self,
+        table_id: TableId,
+        table: Table,
+        keys: tuple[str, ...],
+        touched: list[Hashable],
+        data: pa.Table,
+        properties: dict[str, str],
+    ) -> None:
+        """Merge-on-read: position deletes for the touched keys' old rows and the new rows' data files,
+        in one snapshot; the key index follows (see :mod:`~ferry.sinks.iceberg.deletes`)."""
+        index = self._key_index(table_id, table, keys)
+        try:
+            positions = index.take(_arrow_keys(table.schema(), keys, touched))
+            with table.transaction() as tx:
+                with RowDelta(tx, table.io, properties) as delta:
+                    added = []
+                    if data.num_rows:
+                        added = list(
+                            _dataframe_to_data_files(
+                                tx.table_metadata, data, table.io, write_uuid=delta.commit_uuid
+                            )
+                        )
+                    for data_file in added:
+                        delta.append_data_file(data_file)
+                    for delete_file in write_position_deletes(table, tx, positions, delta.commit_uuid):
+                        delta.append_data_file(delete_file)
+                garbage = self._expire_snapshots(table, tx)
+            self._index_new_files(index, table, keys, data, added)
+        except BaseException:
+            self._key_indexes.pop(table_id, None)  # the table is the truth: indexed again next time
+            raise
+        self._delete_files(table, garbage)
+
+    def _key_index(self, table_id: TableId, table: Table, keys: tuple[str, ...]) -> KeyIndex:
+        """The key index of the table as it is now (built again when another commit moved it)."""
+        index = self._key_indexes.get(table_id)
+        snapshot = table.current_snapshot()
+        current = None if snapshot is None else snapshot.snapshot_id
+        if index is None or index.snapshot_id != current or index.keys != keys:
+            index = self._key_indexes[table_id] = KeyIndex.of_table(table, keys)
+        return index
+
+    @staticmethod
+    def _index_new_files(
+        index: KeyIndex, table: Table, keys: tuple[str, ...], data: pa.Table, added: list[DataFile]
+    ) -> None:
+        """Index the rows of data files just written from ``data`` (files hold its rows in order)."""
+        if sum(f.record_count for f in added) == data.num_rows and table.spec().is_unpartitioned():
+            for data_file, (start, stop) in zip(
+                added, positions_of_slices([f.record_count for f in added]), strict=True
+            ):
+                index.add_file(data_file.file_path, [data[k].slice(start, stop - start) for k in keys])
+        else:
+            field_ids = [table.schema().find_field(k).field_id for k in keys]
+            for data_file in added:
+                index.add_file(
+                    data_file.file_path, read_key_columns(table.io, data_file.file_path, field_ids)
+                )
+        snapshot = table.current_snapshot()
+        index.snapshot_id = None if snapshot is None else snapshot.snapshot_id
 
     def _key_columns(self, table_id: TableId, schema: IcebergSchema) -> tuple[str, ...]:
         """The identifier fields, or the primary key the pipeline knows when the table has none."""
@@ -348,21 +428,42 @@ class IcebergSink(TableFormatSink):
         """
         table = self.require_table(table_id)
         small = self.config.compaction_small_file_bytes
+        row_delta = merges_on_read(table)
         tasks = [
-            t for t in table.scan().plan_files() if t.file.file_size_in_bytes < small and not t.delete_files
+            t
+            for t in table.scan().plan_files()
+            if t.file.file_size_in_bytes < small and (row_delta or not t.delete_files)
         ]
         if len(tasks) < self.config.compaction_min_files:
             return 0
+        index = self._key_indexes.pop(table_id, None)
+        snapshot = table.current_snapshot()
+        if index is not None and (snapshot is None or index.snapshot_id != snapshot.snapshot_id):
+            index = None
+        # the data files' rows less their deletes; the delete files that only they need go with them
         data = ArrowScan(table.metadata, table.io, table.schema(), AlwaysTrue()).to_table(tasks)
+        rewritten = {t.file.file_path for t in tasks}
         with table.transaction() as tx:
-            with tx.update_snapshot(snapshot_properties=properties or {}).overwrite() as rewrite:
+            rewrite = RewriteWithDeletes(tx, table.io, properties or {})
+            with rewrite:
                 for task in tasks:
                     rewrite.delete_data_file(task.file)
-                for data_file in _dataframe_to_data_files(
-                    tx.table_metadata, data, table.io, write_uuid=rewrite.commit_uuid
-                ):
+                    for delete_file in task.delete_files:
+                        if referenced_data_file(delete_file) in rewritten:
+                            rewrite.remove_delete_file(delete_file)
+                added = list(
+                    _dataframe_to_data_files(
+                        tx.table_metadata, data, table.io, write_uuid=rewrite.commit_uuid
+                    )
+                )
+                for data_file in added:
                     rewrite.append_data_file(data_file)
             garbage = self._expire_snapshots(table, tx)
+        keys = self._key_columns(table_id, table.schema())
+        if index is not None and keys == index.keys:
+            index.forget_files(rewritten)
+            self._index_new_files(index, table, keys, data, added)
+            self._key_indexes[table_id] = index
         self._delete_files(table, garbage)
         log.debug("%s: compacted %d small files (%d rows)", table_id, len(tasks), data.num_rows)
         return len(tasks)
@@ -473,6 +574,18 @@ def _incompatibilities(existing: IcebergSchema, wanted: Schema) -> list[str]:
         if f.required and f.name not in wanted_names
     ]
     return problems
+
+
+def _arrow_keys(schema: IcebergSchema, keys: tuple[str, ...], values: list[Hashable]) -> list[Hashable]:
+    """The key values as the table's columns hold them (as Arrow reads them back)."""
+    arrow_schema = schema.as_arrow()
+    if len(keys) == 1:
+        return list(pa.array(values, type=arrow_schema.field(keys[0]).type).to_pylist())
+    columns = [
+        pa.array([_parts(v)[i] for v in values], type=arrow_schema.field(k).type).to_pylist()
+        for i, k in enumerate(keys)
+    ]
+    return list(zip(*columns, strict=True))
 
 
 def _bounds(column: str, values: list[Any]) -> BooleanExpression | None:

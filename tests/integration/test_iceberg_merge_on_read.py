@@ -1,0 +1,149 @@
+"""Merge-on-read into Iceberg: upserts and deletes as position delete files, read back by pyiceberg."""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+import pyarrow.parquet as pq
+import pytest
+from pyiceberg.manifest import DataFileContent, ManifestContent
+
+from ferry.pipeline.schema import TableId
+from ferry.sinks.iceberg.deletes import FILE_PATH_ID, POS_ID
+from ferry.sinks.iceberg.sink import IcebergSink
+from tests.integration.helpers import Feed
+from tests.integration.test_iceberg_sink import ORDERS, T, create, make_config, order, read, write
+
+pytestmark = pytest.mark.integration
+
+
+def _sink(warehouse: Path, **options: Any) -> IcebergSink:
+    return IcebergSink(make_config(warehouse, **{"sink.compaction.enabled": False, **options}), pipeline="p1")
+
+
+def _files(sink: IcebergSink, table_id: TableId = T) -> tuple[set[str], set[str]]:
+    table = sink.load_table(table_id)
+    assert table is not None
+    tasks = table.scan().plan_files()
+    return {t.file.file_path for t in tasks}, {d.file_path for t in tasks for d in t.delete_files}
+
+
+def test_upserts_and_deletes_add_position_deletes_and_keep_the_data_files(tmp_path: Path) -> None:
+    sink = _sink(tmp_path / "warehouse")
+    try:
+        feed = Feed(T)
+        create(sink, ORDERS)
+        write(sink, ORDERS, feed, *(feed.insert(order(i)) for i in range(10)))
+        first_files, _ = _files(sink)
+        write(
+            sink,
+            ORDERS,
+            feed,
+            feed.update(order(3), order(3, qty=30)),
+            feed.delete(order(5)),
+            feed.insert(order(10)),
+            feed.update(order(10), order(10, qty=100)),  # inserted and changed in one flush
+        )
+        data_files, delete_files = _files(sink)
+        assert first_files <= data_files  # nothing was rewritten
+        assert len(delete_files) == 1
+        table = sink.load_table(T)
+        assert table is not None
+        snapshot = table.current_snapshot()
+        assert snapshot is not None and snapshot.summary is not None
+        assert snapshot.summary.operation.value == "overwrite"
+        assert snapshot.summary["added-position-deletes"] == "2"
+        # a delete file as the spec has it: in a delete manifest, the reserved columns, sorted
+        manifests = snapshot.manifests(table.io)
+        delete_manifests = [m for m in manifests if m.content == ManifestContent.DELETES]
+        assert len(delete_manifests) == 1
+        [entry] = delete_manifests[0].fetch_manifest_entry(table.io)
+        assert entry.data_file.content == DataFileContent.POSITION_DELETES
+        deletes = pq.read_table(entry.data_file.file_path.removeprefix("file://"))
+        ids = [int(f.metadata[b"PARQUET:field_id"]) for f in deletes.schema]
+        assert ids == [FILE_PATH_ID, POS_ID]
+        assert deletes["file_path"].to_pylist() == sorted(first_files) * 2
+        assert deletes["pos"].to_pylist() == [3, 5]
+
+        expected = [order(i) for i in range(10) if i != 5]
+        expected[3] = order(3, qty=30)
+        assert read(sink) == [*expected, order(10, qty=100)]
+    finally:
+        sink.close()
+
+
+def test_a_new_sink_indexes_the_table_again_and_goes_on(tmp_path: Path) -> None:
+    warehouse = tmp_path / "warehouse"
+    feed = Feed(T)
+    sink = _sink(warehouse)
+    try:
+        create(sink, ORDERS)
+        write(sink, ORDERS, feed, *(feed.insert(order(i)) for i in range(6)))
+        write(sink, ORDERS, feed, feed.update(order(1), order(1, qty=2)), feed.delete(order(2)))
+    finally:
+        sink.close()
+    again = _sink(warehouse)  # a restart: the key index is built from the table and its deletes
+    try:
+        write(
+            again,
+            ORDERS,
+            feed,
+            feed.update(order(1, qty=2), order(1, qty=3)),
+            feed.delete(order(4)),
+            feed.insert(order(2, customer="back")),
+        )
+        assert read(again) == [
+            order(0),
+            order(1, qty=3),
+            order(2, customer="back"),
+            order(3),
+            order(5),
+        ]
+    finally:
+        again.close()
+
+
+def test_a_commit_by_another_writer_is_seen_before_the_next_deletes(tmp_path: Path) -> None:
+    warehouse = tmp_path / "warehouse"
+    feed = Feed(T)
+    sink, other = _sink(warehouse), _sink(warehouse)
+    try:
+        create(sink, ORDERS)
+        write(sink, ORDERS, feed, *(feed.insert(order(i)) for i in range(4)))
+        write(sink, ORDERS, feed, feed.update(order(0), order(0, qty=5)))
+        write(other, ORDERS, feed, feed.update(order(1), order(1, qty=6)))
+        write(sink, ORDERS, feed, feed.update(order(1, qty=6), order(1, qty=7)), feed.delete(order(0, qty=5)))
+        assert read(sink) == [order(1, qty=7), order(2), order(3)]
+    finally:
+        sink.close()
+        other.close()
+
+
+def test_compaction_applies_the_deletes_and_drops_their_files(tmp_path: Path) -> None:
+    options = {
+        "sink.compaction.enabled": True,
+        "sink.compaction.commit-interval": 4,
+        "sink.compaction.min-input-files": 2,
+    }
+    sink = _sink(tmp_path / "warehouse", **options)
+    try:
+        feed = Feed(T)
+        create(sink, ORDERS)
+        for i in range(8):
+            write(sink, ORDERS, feed, feed.insert(order(i + 1)), feed.update(order(0), order(0, qty=i)))
+            if i == 6:
+                write(sink, ORDERS, feed, feed.delete(order(3)))
+        data_files, delete_files = _files(sink)
+        # compacted on the 4th and 8th commit: the deletes of the files it rewrote went with them
+        assert len(delete_files) < len(data_files)
+        table = sink.load_table(T)
+        assert table is not None
+        snapshot = table.current_snapshot()
+        assert snapshot is not None and snapshot.summary is not None
+        assert int(snapshot.summary["total-delete-files"]) == len(delete_files)
+        # writes after a compaction use the index it kept up to date
+        write(sink, ORDERS, feed, feed.update(order(0, qty=7), order(0, qty=99)), feed.delete(order(8)))
+        assert read(sink) == [order(0, qty=99), *(order(i) for i in range(1, 8) if i != 3)]
+    finally:
+        sink.close()
