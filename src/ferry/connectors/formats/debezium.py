@@ -48,6 +48,7 @@ from ferry.connectors.formats import (
 from ferry.connectors.formats.connect_types import ConversionError, RowConverter
 from ferry.connectors.formats.debezium_columns import EnvelopeRefinement, PayloadRows
 from ferry.connectors.formats.definitions import TableDefinitions
+from ferry.connectors.formats.source_order import source_order
 from ferry.connectors.record import RecordLike
 from ferry.pipeline.events import (
     DataChange,
@@ -234,10 +235,10 @@ class DebeziumJsonDecoder:
                 ):
                     raise DecodeError("'before' and 'after' must be JSON objects or null")
                 key = record.key()
-                keys = () if key is None else self._key_names(key, topic, partition)
+                keys, key_row = ((), None) if key is None else self._key_names(key, topic, partition)
                 converter, schema = self._convert(table, plan, keys, after, before)
                 if keys:
-                    self._check_key(key, after if after is not None else before, topic, partition)
+                    self._check_key(key, after if after is not None else before, topic, partition, key_row)
                 if op is delete:
                     if before is None:
                         before = self._key_row(key, converter, table)
@@ -361,7 +362,9 @@ class DebeziumJsonDecoder:
             if plan.error is not None:
                 raise DecodeError(plan.error)
         key = record.key()
-        keys = () if key is None else self._key_names(key, position.topic, position.partition)
+        keys, key_row = (
+            ((), None) if key is None else self._key_names(key, position.topic, position.partition)
+        )
         row: Row | None = payload if payload else None
         if op is Op.DELETE:
             converter, schema = self._convert(table, plan, keys, None, row)
@@ -372,7 +375,7 @@ class DebeziumJsonDecoder:
             converter, schema = self._convert(table, plan, keys, row, None)
             before, after = None, row
         if keys and row is not None:
-            self._check_key(key, row, position.topic, position.partition)
+            self._check_key(key, row, position.topic, position.partition, key_row)
         if table.emitted is not schema:
             if schema.columns and (table.emitted is None or table.emitted != schema):
                 out.append(SchemaObserved(table.table_id, schema, position))
@@ -418,47 +421,52 @@ class DebeziumJsonDecoder:
             self._last_plan[(topic, partition)] = (prefix, plan)
         return plan
 
-    def _key_names(self, key: bytes, topic: str, partition: int) -> tuple[str, ...]:
+    def _key_names(self, key: bytes, topic: str, partition: int) -> tuple[tuple[str, ...], Row | None]:
+        """The key's column names, and its values when finding the names parsed them (a key
+        without the envelope): :meth:`_check_key` then does not parse the key again."""
         cached = self._last_key.get((topic, partition))
         if cached is not None and key.startswith(cached[0]):
-            return cached[1]
+            return cached[1], None
         try:
             document = orjson.loads(key)
         except orjson.JSONDecodeError:
-            return ()  # a key that is not JSON names no columns
+            return (), None  # a key that is not JSON names no columns
         if type(document) is not dict:
-            return ()
+            return (), None
         if "schema" in document and "payload" in document:
             schema = document["schema"]
+            payload = document["payload"]
             fields = schema.get("fields") if type(schema) is dict else None
             if type(fields) is list:
                 names = tuple(f["field"] for f in fields if type(f) is dict and type(f.get("field")) is str)
             else:
-                payload = document["payload"]
                 names = tuple(payload) if type(payload) is dict else ()
             prefix = _schema_prefix(key, schema)
             if prefix is not None:
                 self._last_key[(topic, partition)] = (prefix, names)
-            return names
-        return tuple(document)
+            return names, payload if type(payload) is dict else None
+        return tuple(document), document
 
-    def _check_key(self, key: bytes | None, row: Row | None, topic: str, partition: int) -> None:
+    def _check_key(
+        self, key: bytes | None, row: Row | None, topic: str, partition: int, document: Row | None = None
+    ) -> None:
         """A record whose key names other values than its row would be written under the row's key:
-        it is a bad record (with both, as read)."""
+        it is a bad record (with both, as read). ``document`` is the key's values when already parsed."""
         if key is None or row is None:
             return
-        cached = self._last_key.get((topic, partition))
-        try:
-            if cached is not None and key.startswith(cached[0]):
-                document = orjson.loads(key[len(cached[0]) : key.rfind(b"}")])
-            else:
-                document = orjson.loads(key)
-                if type(document) is dict and "schema" in document and "payload" in document:
-                    document = document["payload"]
-        except orjson.JSONDecodeError:
-            return  # a key that is not JSON names no columns
-        if type(document) is not dict:
-            return
+        if document is None:
+            cached = self._last_key.get((topic, partition))
+            try:
+                if cached is not None and key.startswith(cached[0]):
+                    document = orjson.loads(key[len(cached[0]) : key.rfind(b"}")])
+                else:
+                    document = orjson.loads(key)
+                    if type(document) is dict and "schema" in document and "payload" in document:
+                        document = document["payload"]
+            except orjson.JSONDecodeError:
+                return  # a key that is not JSON names no columns
+            if type(document) is not dict:
+                return
         differ = [name for name, value in document.items() if name in row and row[name] != value]
         if differ:
             raise DecodeError(
@@ -543,7 +551,8 @@ def no_row_event(
     or a bad record that says what it is."""
     code = envelope.get("op")
     if code == "t":
-        return SchemaHint(table_id, (TruncateTable(table_id),), "TRUNCATE", True, position)
+        order = source_order(envelope.get("source"))
+        return SchemaHint(table_id, (TruncateTable(table_id),), "TRUNCATE", True, position, order)
     if code == "m":
         return bad_record(record, "unsupported op 'm' (a logical decoding message)", position)
     if code is None:
