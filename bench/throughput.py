@@ -27,6 +27,7 @@ import argparse
 import contextlib
 import decimal
 import importlib
+import itertools
 import json
 import multiprocessing
 import os
@@ -50,15 +51,17 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ferry.testing.debezium import DebeziumTable
 
-CONTENDERS = ("ceiling", "ferry-null", "ferry-iceberg", "quix")
+CONTENDERS = ("ceiling", "floor", "ferry-null", "ferry-iceberg", "quix")
 LABELS = {
     "ceiling": "ceiling: confluent consume + orjson",
+    "floor": "floor: confluent consume + msgspec typed",
     "ferry-null": "ferry → null sink",
     "ferry-iceberg": "ferry → Iceberg",
     "quix": "Quix Streams (consume + json, discard)",
 }
-#: Share of the ceiling's events/s each contender should reach.
-TARGETS = {"ferry-null": 0.50, "ferry-iceberg": 0.35}
+#: Share of the ceiling each contender should reach: the ceiling's CPU µs/event ÷ the contender's
+#: (per busy core), paired per round (issue 14's targets).
+TARGETS = {"ferry-null": 0.80, "ferry-iceberg": 0.50}
 #: What the same peer reached on the same machine elsewhere (per busy core, see anchors §7.4).
 REFERENCE = {"quix": 0.29}
 
@@ -193,6 +196,8 @@ class EventGenerator:
         self.changes: list[SchemaChangeNote] = []
         self.ops: dict[str, int] = {"c": 0, "u": 0, "d": 0}
         self.live_rows: dict[str, int] = {}
+        self.live_versions: dict[str, dict[int, int]] = {}
+        """Per table, each live key and the version of its last row (what a sink must hold)."""
 
     def first_change_at(self, table_index: int) -> int:
         return (table_index + 1) * self.workload.change_every // (self.workload.tables + 1)
@@ -259,6 +264,7 @@ class EventGenerator:
                 self.ops["d"] += 1
             yield table.topic, topic_key, value
         self.live_rows = {table.table: len(rows) for table, rows in zip(self.tables, live, strict=True)}
+        self.live_versions = {table.table: v for table, v in zip(self.tables, versions, strict=True)}
 
     @staticmethod
     def _row(table: DebeziumTable, key: int, version: int) -> dict[str, Any]:
@@ -276,6 +282,7 @@ class Produced:
     ops: dict[str, int]
     live_rows: dict[str, int]
     end_offsets: dict[str, int]
+    live_versions: dict[str, dict[int, int]] = field(default_factory=dict)
 
 
 def produce_workload(bootstrap: str, workload: Workload) -> Produced:
@@ -344,13 +351,29 @@ def produce_workload(bootstrap: str, workload: Workload) -> Produced:
     if sum(end_offsets.values()) != workload.events:
         raise RuntimeError(f"the topics hold {sum(end_offsets.values())} events, not {workload.events}")
     return Produced(
-        count, size, seconds, list(generator.changes), dict(generator.ops), generator.live_rows, end_offsets
+        count,
+        size,
+        seconds,
+        list(generator.changes),
+        dict(generator.ops),
+        generator.live_rows,
+        end_offsets,
+        generator.live_versions,
     )
 
 
 # --------------------------------------------------------------------------------------------------
 # Measuring inside a contender's process
 # --------------------------------------------------------------------------------------------------
+
+
+def rss_mib() -> float:
+    """The process's resident set now (``ru_maxrss`` only has its peak)."""
+    try:
+        with open("/proc/self/statm", encoding="ascii") as statm:
+            return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE") / 2**20
+    except OSError:
+        return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024
 
 
 def cpu_seconds() -> float:
@@ -380,9 +403,14 @@ class Clock:
     tail_cpu: float = 0.0
     first_record: float | None = None
     last_progress: float = field(default_factory=time.perf_counter)
+    segments: int = 5
+    boundaries: list[tuple[int, float, float, float]] = field(default_factory=list)
+    """``(events, wall, CPU seconds, RSS MiB)`` where the stream crossed each segment's end."""
 
     def mark(self, seen: int) -> None:
         now = time.perf_counter()
+        if self.segments and seen >= self.expected * (len(self.boundaries)) / self.segments:
+            self.boundaries.append((seen, now, cpu_seconds(), rss_mib()))
         if self.first_record is None and seen > 0:
             self.first_record = now
         if self.t0 is None and seen >= self.warm_at:
@@ -418,7 +446,23 @@ class Clock:
             "cpu_us_per_event": cpu / events * 1e6,
             "startup_s": (self.first_record or self.t0) - self.started,
             "tail_s": self.tail_wall,
+            "segments": self.segment_rates(),
         }
+
+    def segment_rates(self) -> list[dict[str, float]]:
+        """Events/s, CPU µs/event and RSS of each segment of the stream (the first one has start-up)."""
+        out = []
+        for (n0, t0, c0, _), (n1, t1, c1, rss) in itertools.pairwise(self.boundaries):
+            if n1 > n0 and t1 > t0:
+                out.append(
+                    {
+                        "events": n1,
+                        "events_per_s": (n1 - n0) / (t1 - t0),
+                        "cpu_us_per_event": (c1 - c0) / (n1 - n0) * 1e6,
+                        "rss_mib": rss,
+                    }
+                )
+        return out
 
 
 class StalledError(RuntimeError):
@@ -458,19 +502,49 @@ class RunSpec:
     cpu: int | None
     profile_dir: str | None
     live_rows: dict[str, int]
+    live_versions: dict[str, dict[int, int]] = field(default_factory=dict)
+
+    segments: int = 5
 
     def clock(self, label: str) -> Clock:
-        return Clock(label, self.expected, max(1, int(self.expected * self.warmup)))
+        return Clock(label, self.expected, max(1, int(self.expected * self.warmup)), segments=self.segments)
 
 
-def run_ceiling(spec: RunSpec) -> dict[str, Any]:
-    import orjson
+class PayloadBytes:
+    """The bytes of a record that ferry's decoder parses: with the envelope, the payload alone.
+
+    ferry's ``debezium-json`` decoder keeps, per partition, the bytes of the last record up to
+    ``"payload":``; a record that starts with them has the same schema, and only the text after
+    them is parsed. A record with another schema is parsed whole, once, and its prefix kept. The
+    ceiling and the floor parse exactly these bytes, so that they do the work ferry must do.
+    """
+
+    def __init__(self) -> None:
+        self.prefixes: dict[tuple[str, int], bytes] = {}
+        self.whole = 0
+        """Records parsed whole (the first of each schema in each partition)."""
+
+    def split(self, value: bytes, topic: str, partition: int) -> tuple[bytes, bool]:
+        """``(bytes to parse, whether they are the whole record)``."""
+        if not value.startswith(b'{"schema":'):
+            return value, False
+        prefix = self.prefixes.get((topic, partition))
+        if prefix is not None and value.startswith(prefix):
+            return value[len(prefix) : value.rfind(b"}")], False
+        index = value.rfind(b'"payload":')
+        if index > 0:
+            self.prefixes[(topic, partition)] = value[: index + len(b'"payload":')]
+        self.whole += 1
+        return value, True
+
+
+def _consumer(spec: RunSpec, group: str) -> Any:
     from confluent_kafka import Consumer
 
     consumer = Consumer(
         {
             "bootstrap.servers": spec.bootstrap,
-            "group.id": f"bench-ceiling-{uuid.uuid4().hex}",
+            "group.id": f"{group}-{uuid.uuid4().hex}",
             "auto.offset.reset": "earliest",
             "enable.auto.commit": False,
             "enable.auto.offset.store": False,
@@ -479,21 +553,81 @@ def run_ceiling(spec: RunSpec) -> dict[str, Any]:
         }
     )
     consumer.subscribe(spec.topics)
-    clock, guard = spec.clock("ceiling"), StallGuard(spec.stall_s)
-    loads, consume, batch_size, expected = orjson.loads, consumer.consume, spec.batch_size, spec.expected
+    return consumer
+
+
+def _drain(
+    spec: RunSpec, label: str, parse: Callable[[bytes], Any], parse_whole: Callable[[bytes], Any]
+) -> dict[str, Any]:
+    """Consume every event and parse the bytes ferry parses (:class:`PayloadBytes`)."""
+    consumer = _consumer(spec, f"bench-{label}")
+    clock, guard = spec.clock(label), StallGuard(spec.stall_s)
+    consume, batch_size, expected = consumer.consume, spec.batch_size, spec.expected
+    payloads = PayloadBytes()
+    split = payloads.split
     seen = 0
     try:
         while seen < expected:
             batch = consume(num_messages=batch_size, timeout=0.5)
             for message in batch:
                 if message.error() is None:
-                    loads(message.value())
+                    data, whole = split(message.value(), message.topic(), message.partition())
+                    if whole:
+                        parse_whole(data)
+                    else:
+                        parse(data)
                     seen += 1
             clock.mark(seen)
             guard.check(seen)
     finally:
         consumer.close()
-    return {**clock.result(seen), "run_s": time.perf_counter() - clock.started}
+    return {
+        **clock.result(seen),
+        "run_s": time.perf_counter() - clock.started,
+        "parsed_whole": payloads.whole,
+    }
+
+
+def run_ceiling(spec: RunSpec) -> dict[str, Any]:
+    import orjson
+
+    return _drain(spec, "ceiling", orjson.loads, orjson.loads)
+
+
+def run_floor(spec: RunSpec) -> dict[str, Any]:
+    """msgspec's typed decode of the same bytes: a Debezium payload whose rows are typed structs."""
+    import msgspec
+    import orjson
+
+    optional = None
+    row = msgspec.defstruct(
+        "Row",
+        [
+            ("id", int),
+            ("account_id", int | None, optional),
+            ("qty", int | None, optional),
+            ("price", str | None, optional),
+            ("amount", float | None, optional),
+            ("status", str | None, optional),
+            ("note", str | None, optional),
+            ("created_at", int | None, optional),
+            ("ship_date", int | None, optional),
+            ("active", bool | None, optional),
+        ],
+    )
+    source = msgspec.defstruct("Source", [("db", str), ("table", str), ("ts_ms", int | None, optional)])
+    payload_type = msgspec.defstruct(
+        "Payload",
+        [
+            ("op", str),
+            ("source", source),
+            ("before", row | None, optional),
+            ("after", row | None, optional),
+            ("ts_ms", int | None, optional),
+        ],
+    )
+    payload = msgspec.json.Decoder(payload_type).decode
+    return _drain(spec, "floor", payload, orjson.loads)
 
 
 def _ferry_job(spec: RunSpec, sink: str, name: str) -> str:
@@ -545,13 +679,16 @@ def run_ferry(spec: RunSpec, sink_type: str) -> dict[str, Any]:
         if records:
             clock.mark(metrics.records_read)
 
+    checkpoints: list[tuple[int, float]] = []
+
     def timed_checkpoint(schemas: Any = None) -> None:
-        if not clock.done:
-            checkpoint(schemas)
-            return
         wall, cpu = time.perf_counter(), cpu_seconds()
+        done = clock.done
         checkpoint(schemas)
-        clock.add_tail(time.perf_counter() - wall, cpu_seconds() - cpu)
+        spent = time.perf_counter() - wall
+        checkpoints.append((metrics.records_read, spent))
+        if done:
+            clock.add_tail(spent, cpu_seconds() - cpu)
 
     source = runner.source
     lag = source.lag
@@ -588,9 +725,16 @@ def run_ferry(spec: RunSpec, sink_type: str) -> dict[str, Any]:
         "schema_changes": metrics.schema_changes,
         "bad_records": metrics.bad_records,
         "schema_change_wait_ms": metrics.schema_change_wait_ms,
+        "checkpoint_s": _checkpoints_by_segment(checkpoints, spec.expected, spec.segments),
     }
+    result["verified"] = metrics.bad_records == 0 and result["ferry"]["rows_written"] == spec.expected
     if sink_type == "iceberg":
-        result["ferry"]["iceberg"] = _iceberg_summary(job.sink, spec.live_rows)
+        tables = result["ferry"]["iceberg"] = _iceberg_summary(job.sink, spec.live_versions)
+        result["verified"] = (
+            metrics.bad_records == 0
+            and len(tables) == len(spec.live_versions)
+            and all(t["exact"] for t in tables.values())
+        )
     return result
 
 
@@ -613,8 +757,29 @@ class _StopOnStall(threading.Event):
         return False
 
 
-def _iceberg_summary(config: Any, live_rows: dict[str, int]) -> dict[str, Any]:
-    """Rows, snapshots and data files per table, read back from the sink's catalog after the run."""
+def _checkpoints_by_segment(
+    checkpoints: list[tuple[int, float]], expected: int, segments: int
+) -> list[dict[str, float]]:
+    """The checkpoints of each segment of the stream: how many, their mean and longest duration."""
+    out = []
+    for index in range(max(1, segments)):
+        low, high = expected * index / segments, expected * (index + 1) / segments
+        spans = [s for n, s in checkpoints if low < n <= high or (index == 0 and n == 0)]
+        if spans:
+            out.append({"count": len(spans), "mean_s": statistics.fmean(spans), "max_s": max(spans)})
+        else:
+            out.append({"count": 0, "mean_s": 0.0, "max_s": 0.0})
+    return out
+
+
+def expected_note(key: int, version: int) -> str:
+    """The ``note`` column the generator writes for row ``key`` at ``version`` (see :func:`_value`)."""
+    return str(_value("note", {"type": "string"}, key, version))
+
+
+def _iceberg_summary(config: Any, live_versions: dict[str, dict[int, int]]) -> dict[str, Any]:
+    """Rows, snapshots and data files per table, read back from the sink's catalog after the run,
+    and the rows checked against the source: every live key once, with its last row's ``note``."""
     from pyiceberg.catalog import load_catalog
 
     catalog = load_catalog(config.catalog_name, **config.resolved_catalog_properties())
@@ -624,12 +789,24 @@ def _iceberg_summary(config: Any, live_rows: dict[str, int]) -> dict[str, Any]:
             table = catalog.load_table(identifier)
             snapshot = table.current_snapshot()
             properties = snapshot.summary.additional_properties if snapshot and snapshot.summary else {}
+            rows = table.scan(selected_fields=("id", "note")).to_arrow()
+            live = live_versions.get(identifier[-1], {})
+            ids, notes = rows["id"].to_pylist(), rows["note"].to_pylist()
+            wrong = sum(
+                1
+                for key, note in zip(ids, notes, strict=True)
+                if key not in live or note != expected_note(key, live[key])
+            )
             out[".".join(identifier)] = {
-                "rows": table.scan().to_arrow().num_rows,
+                "rows": rows.num_rows,
+                "expected_rows": len(live),
+                "distinct_keys": len(set(ids)),
+                "wrong_rows": wrong,
+                "exact": wrong == 0 and len(set(ids)) == len(ids) == len(live),
                 "snapshots": len(table.metadata.snapshots),
                 "data_files": properties.get("total-data-files"),
+                "delete_files": properties.get("total-delete-files"),
                 "columns": len(table.schema().fields),
-                "expected_rows": live_rows.get(identifier[-1]),
             }
     return out
 
@@ -672,6 +849,7 @@ def run_quix(spec: RunSpec) -> dict[str, Any]:
 
 RUNNERS: dict[str, Callable[[RunSpec], dict[str, Any]]] = {
     "ceiling": run_ceiling,
+    "floor": run_floor,
     "ferry-null": lambda spec: run_ferry(spec, "null"),
     "ferry-iceberg": lambda spec: run_ferry(spec, "iceberg"),
     "quix": run_quix,
@@ -778,77 +956,102 @@ def _pin_broker(pid: int, cpu: int) -> None:
 
 
 def summarize(runs: dict[str, list[dict[str, Any]]]) -> dict[str, dict[str, Any]]:
-    """The median run of each contender (by events/s) with min and max, and the ratios to the ceiling."""
+    """Each contender's median run, and its ratios to the ceiling paired per round.
+
+    Round ``i``'s ratio divides contender run ``i`` by ceiling run ``i`` (both ran back to back, under
+    the same load on the machine); the median and range of those ratios are reported. A round
+    whose ceiling or contender failed has no ratio.
+    """
     out: dict[str, dict[str, Any]] = {}
+    ceiling_runs = runs.get("ceiling", [])
     for name, results in runs.items():
         good = [r for r in results if "error" not in r]
         if not good:
             out[name] = {"error": results[-1].get("error", "no result"), "runs": len(results)}
             continue
-        ordered = sorted(good, key=lambda r: r["events_per_s"])
+        ordered = sorted(good, key=lambda r: r["cpu_us_per_event"])
         median = dict(ordered[(len(ordered) - 1) // 2])
         median["runs"] = len(good)
-        median["events_per_s_min"] = ordered[0]["events_per_s"]
-        median["events_per_s_max"] = ordered[-1]["events_per_s"]
+        median["events_per_s_median"] = statistics.median(r["events_per_s"] for r in good)
         median["cpu_us_per_event_median"] = statistics.median(r["cpu_us_per_event"] for r in good)
+        median["cpu_us_per_event_min"] = ordered[0]["cpu_us_per_event"]
+        median["cpu_us_per_event_max"] = ordered[-1]["cpu_us_per_event"]
         median["peak_rss_mib"] = max(r["peak_rss_mib"] for r in good)
+        median["verified"] = all(r.get("verified", True) for r in good)
+        pairs = [
+            (c, r)
+            for c, r in zip(ceiling_runs, results, strict=False)
+            if "error" not in c and "error" not in r
+        ]
+        if pairs:
+            cpu = sorted(c["cpu_us_per_event"] / r["cpu_us_per_event"] for c, r in pairs)
+            eps = sorted(r["events_per_s"] / c["events_per_s"] for c, r in pairs)
+            median["paired"] = {
+                "rounds": len(pairs),
+                "cpu": {"median": statistics.median(cpu), "min": cpu[0], "max": cpu[-1]},
+                "events_per_s": {"median": statistics.median(eps), "min": eps[0], "max": eps[-1]},
+            }
         out[name] = median
-    ceiling = out.get("ceiling", {})
-    for entry in out.values():
-        if "error" in entry or "error" in ceiling or not ceiling:
-            continue
-        entry["ratio_events_per_s"] = entry["events_per_s"] / ceiling["events_per_s"]
-        entry["ratio_cpu_us_per_event"] = entry["cpu_us_per_event"] / ceiling["cpu_us_per_event"]
     return out
+
+
+def _paired(entry: dict[str, Any], key: str) -> str:
+    paired = entry.get("paired")
+    if paired is None:
+        return "–"
+    figures = paired[key]
+    if paired["rounds"] == 1:
+        return f"{figures['median']:.2f}"
+    return f"{figures['median']:.2f} ({figures['min']:.2f}–{figures['max']:.2f})"
 
 
 def render_table(summary: dict[str, dict[str, Any]]) -> str:
     header = (
-        f"{'contender':<40} {'events':>9} {'wall s':>7} {'events/s':>10} {'CPU µs/ev':>10} "
-        f"{'eps ratio':>9} {'CPU ratio':>9} {'peak RSS MiB':>12}"
+        f"{'contender':<42} {'events/s':>9} {'CPU µs/ev':>9} {'per busy core ÷ ceiling':>24} "
+        f"{'events/s ÷ ceiling':>19} {'peak RSS':>8}  verified"
     )
     lines = [header, "-" * len(header)]
     for name, entry in summary.items():
         label = LABELS.get(name, name)
         if "error" in entry:
-            lines.append(f"{label:<40} error: {entry['error']}")
+            lines.append(f"{label:<42} error: {entry['error']}")
             continue
-        spread = ""
-        if entry.get("runs", 1) > 1:
-            spread = f"  (events/s {entry['events_per_s_min']:,.0f}–{entry['events_per_s_max']:,.0f})"
         lines.append(
-            f"{label:<40} {entry['events']:>9,} {entry['wall_s']:>7.2f} {entry['events_per_s']:>10,.0f} "
-            f"{entry['cpu_us_per_event']:>10.2f} {_ratio(entry, 'ratio_events_per_s'):>9} "
-            f"{_ratio(entry, 'ratio_cpu_us_per_event'):>9} {entry['peak_rss_mib']:>12.0f}{spread}"
+            f"{label:<42} {entry['events_per_s_median']:>9,.0f} {entry['cpu_us_per_event_median']:>9.2f} "
+            f"{_paired(entry, 'cpu'):>24} {_paired(entry, 'events_per_s'):>19} {entry['peak_rss_mib']:>8.0f}"
+            f"  {'yes' if entry['verified'] else 'NO'}"
         )
-    lines.append("")
-    lines.append("targets (events/s as a share of the ceiling's):")
+    lines += [
+        "",
+        "ratios paired per round (contender run i against ceiling run i): median (range);",
+        "per busy core = the ceiling's CPU µs/event ÷ the contender's",
+        "",
+        "targets (per busy core, paired median):",
+    ]
     for name, target in TARGETS.items():
         found = summary.get(name)
         if found is None:
             continue
-        entry = found
-        if "ratio_events_per_s" not in entry:
+        paired = found.get("paired")
+        if paired is None:
             lines.append(f"  {LABELS[name]:<38} ≥ {target:.2f}: not measured")
             continue
-        ratio = entry["ratio_events_per_s"]
-        per_core = 1 / entry["ratio_cpu_us_per_event"]
+        ratio = paired["cpu"]["median"]
         verdict = "met" if ratio >= target else "NOT met"
         lines.append(
-            f"  {LABELS[name]:<38} {ratio:.2f} ≥ {target:.2f}: {verdict}  (per busy core: {per_core:.2f})"
+            f"  {LABELS[name]:<38} {ratio:.2f} ≥ {target:.2f}: {verdict}  "
+            f"(events/s ratio {paired['events_per_s']['median']:.2f})"
         )
     for name, reference in REFERENCE.items():
         found = summary.get(name)
-        if found is not None and "ratio_events_per_s" in found:
-            entry = found
-            per_core = 1 / entry["ratio_cpu_us_per_event"]
+        if found is not None and "paired" in found:
             lines.append(
-                f"  {LABELS[name]:<38} {entry['ratio_events_per_s']:.2f} (per busy core: {per_core:.2f}; "
-                f"{reference:.2f} per core measured elsewhere)"
+                f"  {LABELS[name]:<38} {found['paired']['cpu']['median']:.2f} per busy core "
+                f"({reference:.2f} measured elsewhere)"
             )
     details = [line for name, entry in summary.items() if (line := _details(name, entry))]
     if details:
-        lines += ["", "details (median run):", *details]
+        lines += ["", "details (median run by CPU µs/event):", *details]
     return "\n".join(lines)
 
 
@@ -871,14 +1074,26 @@ def _details(name: str, entry: dict[str, Any]) -> str | None:
     line = f"  {LABELS.get(name, name)}: " + "; ".join(parts)
     for table, facts in ((ferry or {}).get("iceberg") or {}).items():
         line += (
-            f"\n    {table}: {facts['rows']:,} rows ({facts['expected_rows']:,} keys live in the source), "
-            f"{facts['snapshots']} snapshots, {facts['data_files']} data files, {facts['columns']} columns"
+            f"\n    {table}: {facts['rows']:,} rows read back ({facts['expected_rows']:,} keys live in the "
+            f"source, {facts['wrong_rows']} rows wrong: {'exact' if facts['exact'] else 'NOT EXACT'}), "
+            f"{facts['snapshots']} snapshots, {facts['data_files']} data files, "
+            f"{facts['delete_files']} delete files, {facts['columns']} columns"
         )
+    segments = entry.get("segments") or []
+    if len(segments) > 1:
+        line += "\n    per segment of the stream (events/s, CPU µs/event, RSS MiB at its end"
+        line += ", checkpoints: count × mean s, max s)" if ferry is not None else ")"
+        spans = (ferry or {}).get("checkpoint_s") or []
+        for index, segment in enumerate(segments):
+            text = (
+                f"\n      to {segment['events']:>9,}: {segment['events_per_s']:>9,.0f} {segment['cpu_us_per_event']:>7.1f}"
+                f" {segment['rss_mib']:>6.0f}"
+            )
+            if index < len(spans):
+                span = spans[index]
+                text += f"   {span['count']} × {span['mean_s']:.2f} s, max {span['max_s']:.2f} s"
+            line += text
     return line
-
-
-def _ratio(entry: dict[str, Any], key: str) -> str:
-    return f"{entry[key]:.2f}" if key in entry else "–"
 
 
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
@@ -898,6 +1113,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--no-schema", action="store_true", help="payload-only Debezium JSON (schemas.enable=false)"
     )
     parser.add_argument("--seed", type=int, default=7)
+    parser.add_argument(
+        "--segments",
+        type=int,
+        default=5,
+        help="segments of the stream to report throughput, checkpoints and RSS for (default 5)",
+    )
     parser.add_argument("--bootstrap", help="use this broker instead of starting one")
     parser.add_argument(
         "--contenders",
@@ -989,6 +1210,8 @@ def main(argv: Sequence[str] | None = None) -> int:
             cpu=1 if args.pin else None,
             profile_dir=profile_dir,
             live_rows=produced.live_rows,
+            live_versions=produced.live_versions,
+            segments=args.segments,
         )
         runs: dict[str, list[dict[str, Any]]] = {name: [] for name in args.chosen}
         for round_ in range(1, args.repeat + 1):
@@ -1042,7 +1265,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(report)
     if not args.work_dir:
         shutil.rmtree(work_dir, ignore_errors=True)
-    return 1 if any("error" in entry for entry in summary.values()) else 0
+    failed = any("error" in entry or not entry.get("verified", True) for entry in summary.values())
+    return 1 if failed else 0
 
 
 if __name__ == "__main__":

@@ -90,3 +90,24 @@ def test_ferry_decodes_every_event_and_sees_every_schema_change(bench: ModuleTyp
         # inferred from values: a widened int stays BIGINT, so only additions show
         additions = sum(1 for c in generator.changes if c.kind == "add")
         assert len(observed) == 2 + additions
+
+
+@pytest.mark.parametrize("with_schema", [True, False], ids=["envelope", "payload-only"])
+def test_the_ceiling_parses_the_payload_ferry_parses(bench: ModuleType, with_schema: bool) -> None:
+    workload = bench.Workload(
+        events=1200, tables=2, change_every=300, with_schema=with_schema, server="smoke"
+    )
+    generator = bench.EventGenerator(workload)
+    payloads = bench.PayloadBytes()
+    whole = 0
+    for topic, _key, value in generator:
+        data, is_whole = payloads.split(value, topic, 0)
+        whole += is_whole
+        document = orjson.loads(value)
+        expected = document["payload"] if with_schema else document
+        assert (orjson.loads(data)["payload"] if is_whole else orjson.loads(data)) == expected
+        if with_schema and not is_whole:
+            assert len(data) < len(value) // 3  # the schema text is not parsed again
+    # with the envelope, a record is parsed whole once per schema and table, as ferry's decoder does
+    assert whole == (2 + len(generator.changes) if with_schema else 0)
+    assert payloads.whole == whole
