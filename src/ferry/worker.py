@@ -87,9 +87,11 @@ def _transforms(job: JobConfig) -> TableTransforms | None:
     """The runner's transform step, or None without transforms (sqlglot is then not loaded)."""
     if not job.transform:
         return None
+    from ferry.pipeline.compiled import Session  # noqa: PLC0415
     from ferry.pipeline.transform import TableTransforms  # noqa: PLC0415
 
-    return TableTransforms(job.transform)
+    session = Session(job.pipeline.time_zone)
+    return TableTransforms(job.transform, session=session, functions=job.user_functions())
 
 
 def build_runner(

@@ -29,7 +29,7 @@ PIPELINE_EXCEPTIONS = frozenset(
     {
         # transforms and their expressions use the Flink SQL front end of ``ferry check``; a package
         # of its own for that front end, used by both, ends these four
-        ("ferry.pipeline.expressions", "ferry.check.dialect"),
+        ("ferry.pipeline.function_catalog", "ferry.check.dialect"),
         ("ferry.pipeline.transform", "ferry.check"),
         ("ferry.pipeline.transform", "ferry.check.exceptions"),
         ("ferry.pipeline.transform", "ferry.check.lineage"),

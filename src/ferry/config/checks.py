@@ -41,7 +41,8 @@ def check_supported(job: JobConfig) -> None:
     if job.transform:
         from ferry.pipeline.transform import stateful_reason, unsupported_reason  # noqa: PLC0415
 
-        reason = stateful_reason(job) or unsupported_reason(job)
+        names = tuple(f.name for f in job.pipeline.user_defined_function)
+        reason = stateful_reason(job) or unsupported_reason(job, names)
         if reason is not None:
             raise UnsupportedOptionError(reason)
     refusal = behavior_refusal(job.sink.type, job.pipeline.schema_change_behavior)

@@ -30,8 +30,16 @@ from pydantic import (
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
+from ferry.config.exceptions import OptionError
 from ferry.config.flink import SINK_TYPE_SPELLINGS
 from ferry.config.names import kafka_name
+from ferry.config.transforms import (
+    TransformConfig,
+    UserDefinedFunctionConfig,
+    check_regex,
+    check_transform_expressions,
+    load_functions,
+)
 from ferry.exceptions import FerryError
 from ferry.options import ConfigModel, Duration, fold_prefixed
 from ferry.pipeline.events import (
@@ -49,22 +57,9 @@ from ferry.pipeline.events import (
 from ferry.pipeline.route import RouteMode
 from ferry.pipeline.router import SchemaChangeBehavior
 from ferry.pipeline.schema import TableId
+from ferry.pipeline.udf import UserFunction
 from ferry.retry import RestartStrategyConfig, fold_restart_strategy
 from ferry.sinks.registry import SINKS, SinkConfig
-
-
-class OptionError(ValueError):
-    """A validation problem about one option, named relative to where pydantic reports the error.
-
-    In a field validator the error is already at the field, so ``path`` is usually empty; in a
-    model validator ``path`` names the option with its YAML key (``"scan.startup.mode"``, or
-    ``"tables", 0, "topic"``). A path naming an absent key points at the enclosing mapping.
-    """
-
-    def __init__(self, message: str, *path: str | int) -> None:
-        super().__init__(message)
-        self.path: tuple[str | int, ...] = path
-
 
 # --------------------------------------------------------------------------------------------------
 # Schema-change names
@@ -265,16 +260,6 @@ def _check_topic_name(topic: str) -> str:
     return topic
 
 
-def _check_regex(pattern: str | None) -> str | None:
-    if pattern is None:
-        return None
-    try:
-        re.compile(pattern)
-    except re.error as e:
-        raise ValueError(f"not a valid regular expression: {e}") from None
-    return pattern
-
-
 def _check_position(prefix: str, mode: str, millis: int | None, offsets: Mapping[int, int] | None) -> None:
     """``<prefix>.timestamp-millis`` / ``<prefix>.specific-offsets`` are given iff the mode needs them."""
     mode_key = f"{prefix}.mode"
@@ -375,7 +360,7 @@ class KafkaSourceConfig(StartupOptions):
                     _check_topic_name(topic)
         return value
 
-    _pattern = field_validator("topic_pattern")(_check_regex)
+    _pattern = field_validator("topic_pattern")(check_regex)
 
     @field_validator("value_format", mode="before")
     @classmethod
@@ -540,7 +525,7 @@ class RouteConfig(ConfigModel):
     replace_symbol: str | None = Field(default=None, alias="replace-symbol", min_length=1)
     description: str | None = None
 
-    _source_regex = field_validator("source_table")(_check_regex)
+    _source_regex = field_validator("source_table")(check_regex)
 
     @field_validator("sink_table")
     @classmethod
@@ -560,52 +545,6 @@ class RouteConfig(ConfigModel):
     @property
     def pattern(self) -> re.Pattern[str]:
         return re.compile(self.source_table)
-
-
-def _split_columns(value: str | None) -> tuple[str, ...]:
-    return () if value is None else tuple(part.strip() for part in value.split(","))
-
-
-class TransformConfig(ConfigModel):
-    """Project, filter and re-key the tables whose id matches ``source-table`` (a regex)."""
-
-    source_table: str = Field(alias="source-table")
-    projection: str | None = None
-    filter: str | None = None
-    primary_keys: str | None = Field(default=None, alias="primary-keys")
-    partition_keys: str | None = Field(default=None, alias="partition-keys")
-    description: str | None = None
-
-    _source_regex = field_validator("source_table")(_check_regex)
-
-    @field_validator("projection", "filter")
-    @classmethod
-    def _expression_syntax(cls, value: str | None, info: ValidationInfo) -> str | None:
-        if value is not None:
-            # sqlglot is loaded only for jobs with transforms
-            from ferry.pipeline.transform import parse_filter, parse_projection  # noqa: PLC0415
-
-            (parse_projection if info.field_name == "projection" else parse_filter)(value)
-        return value
-
-    @field_validator("primary_keys", "partition_keys")
-    @classmethod
-    def _column_list(cls, value: str | None) -> str | None:
-        if value is not None and not all(_split_columns(value)):
-            raise ValueError("a comma-separated list of column names, without empty entries")
-        return value
-
-    @property
-    def pattern(self) -> re.Pattern[str]:
-        return re.compile(self.source_table)
-
-    @property
-    def primary_key_columns(self) -> tuple[str, ...]:
-        return _split_columns(self.primary_keys)
-
-    @property
-    def partition_key_columns(self) -> tuple[str, ...]:
-        return _split_columns(self.partition_keys)
 
 
 def _behavior_name(value: Any) -> Any:
@@ -665,6 +604,10 @@ class PipelineConfig(ConfigModel):
     state_url: str = Field(default="sqlite:///var/ferry/state.db", alias="state.url")
     #: Port of the metrics and status HTTP endpoint; none when unset.
     status_port: int | None = Field(default=None, ge=1, le=65535, alias="status.port")
+    #: Python functions transforms may call, by name (Flink CDC's ``user-defined-function``).
+    user_defined_function: tuple[UserDefinedFunctionConfig, ...] = Field(
+        default=(), alias="user-defined-function"
+    )
     #: How transient errors are retried (``restart-strategy.type``, ``.attempts``, ``.timeout``, ...).
     restart_strategy: RestartStrategyConfig = Field(
         default_factory=RestartStrategyConfig, alias="restart-strategy"
@@ -701,6 +644,11 @@ class PipelineConfig(ConfigModel):
             base = kafka_name(name) if isinstance(name, str) and name else "ferry"
             data = {**data, "dead-letter.topic": f"{base}.dlq"}
         return data
+
+    @property
+    def time_zone(self) -> ZoneInfo | None:
+        """The session time zone of transforms (``local-time-zone``); None: the system's."""
+        return None if self.local_time_zone is None else ZoneInfo(self.local_time_zone)
 
     @property
     def kafka_name(self) -> str:
@@ -800,6 +748,23 @@ class JobConfig(ConfigModel):
             bounded = self.source.model_copy(update={"scan_bounded_mode": BoundedMode.LATEST_OFFSET})
             return self.model_copy(update={"source": bounded})
         return self
+
+    @model_validator(mode="after")
+    def _transform_functions(self) -> Self:
+        """The user-defined functions load and type-check, and every function a transform calls
+        is one ferry evaluates."""
+        if not self.transform and not self.pipeline.user_defined_function:
+            return self
+        try:
+            functions = load_functions(self.pipeline.user_defined_function)
+        except OptionError as e:
+            raise OptionError(str(e), "pipeline", *e.path) from None
+        check_transform_expressions(self.transform, functions)
+        return self
+
+    def user_functions(self) -> dict[str, UserFunction]:
+        """The job's user-defined functions, loaded (``pipeline.user-defined-function``)."""
+        return load_functions(self.pipeline.user_defined_function)
 
     @field_validator("route", "transform", "pipeline", mode="before")
     @classmethod

@@ -26,11 +26,12 @@ from ruamel.yaml import YAML
 from ruamel.yaml.comments import CommentedMap, CommentedSeq, TaggedScalar
 from ruamel.yaml.constructor import DuplicateKeyError
 from ruamel.yaml.error import MarkedYAMLError, YAMLError
+from ruamel.yaml.scalarstring import FoldedScalarString, LiteralScalarString
 from sqlalchemy.engine import make_url
 
-from ferry.config.exceptions import ConfigError, ConfigProblem
+from ferry.config.exceptions import ConfigError, ConfigProblem, OptionError
 from ferry.config.flink import SINK_TYPE_SPELLINGS, ignored_keys
-from ferry.config.job import BoundedMode, JobConfig, OptionError
+from ferry.config.job import BoundedMode, JobConfig
 from ferry.options import format_duration
 
 Loc = tuple[str | int, ...]
@@ -72,6 +73,7 @@ def read_job_text(
     warnings: list[ConfigProblem] = []
 
     def without_ignored(root: CommentedMap, data: dict[str, Any]) -> dict[str, Any]:
+        warnings.extend(_table_option_warnings(root, data, file))
         sink = data.get("sink")
         sink_type = sink.get("type") if isinstance(sink, dict) else None
         for section in ("pipeline", "sink"):
@@ -88,6 +90,29 @@ def read_job_text(
 
     job = _validate_text(text, JobConfig, file=file, shape=_JOB_SHAPE, env=env, prepare=without_ignored)
     return job, sorted(warnings, key=lambda w: (w.line or 0, w.column or 0))
+
+
+def _table_option_warnings(root: CommentedMap, data: dict[str, Any], file: str) -> list[ConfigProblem]:
+    """A warning for each ``table-options`` key of a transform other than ``comment`` (the table's
+    comment): ferry's sinks create tables from the schema alone."""
+    found: list[ConfigProblem] = []
+    nodes, blocks = root.get("transform"), data.get("transform")
+    if not isinstance(nodes, CommentedSeq) or not isinstance(blocks, list):
+        return found
+    for i, (node, block) in enumerate(zip(nodes, blocks, strict=False)):
+        options = block.get("table-options") if isinstance(block, dict) else None
+        if not isinstance(node, CommentedMap) or not isinstance(options, str):
+            continue
+        delimiter = block.get("table-options.delimiter") or ","
+        keys = [entry.partition("=")[0].strip() for entry in options.split(str(delimiter))]
+        line, col = _key_position(node, "table-options") or _start(node)
+        for key in [k for k in keys if k and k != "comment"]:
+            reason = (
+                f"table-options {key!r} is accepted and not applied: ferry's sinks create tables from "
+                "the projected schema (its columns, keys, partitions and comment=)"
+            )
+            found.append(ConfigProblem(file, line + 1, col + 1, f"transform[{i}].table-options", reason))
+    return found
 
 
 def load_model_file(
@@ -142,7 +167,7 @@ def _validate_text(
         return model.model_validate(data)
     except ValidationError as e:
         # Not chained: the text of a ValidationError shows input values, which may be secrets.
-        raise ConfigError(_problems(e, root, file, model)) from None
+        raise ConfigError(_problems(e, root, file, model, text.splitlines())) from None
 
 
 def validate_command(path: str | Path, *, env: Mapping[str, str] | None = None) -> str:
@@ -320,7 +345,11 @@ def _scalar(value: Any) -> Any:
 
 
 def _problems(
-    error: ValidationError, root: CommentedMap, file: str, model: type[BaseModel]
+    error: ValidationError,
+    root: CommentedMap,
+    file: str,
+    model: type[BaseModel],
+    lines: Sequence[str] = (),
 ) -> list[ConfigProblem]:
     problems: dict[tuple[int, int, str, str], ConfigProblem] = {}
     for details in error.errors(include_input=False, include_url=False):
@@ -329,6 +358,8 @@ def _problems(
         if isinstance(cause, OptionError):
             loc = (*loc, *cause.path)
         key_path, position = _locate(root, loc)
+        if isinstance(cause, OptionError) and cause.offset is not None:
+            position = _in_value(root, loc, cause.offset, lines) or position
         line, col = position
         message = _message(details, loc, model)
         problems[(line, col, key_path, message)] = ConfigProblem(file, line + 1, col + 1, key_path, message)
@@ -390,6 +421,41 @@ def _locate(root: CommentedMap, loc: Loc) -> tuple[str, Position]:
         names.extend(loc[i:])
         break
     return _format_path(names), position
+
+
+def _in_value(root: CommentedMap, loc: Loc, offset: int, lines: Sequence[str]) -> Position | None:
+    """Where character ``offset`` of the text value at ``loc`` is in the file: exact for a value on
+    one line (plain or quoted), and for block scalars (``|``, ``>``) by their lines."""
+    node: Any = root
+    for part in loc[:-1]:
+        try:
+            node = node[part]
+        except (KeyError, IndexError, TypeError):
+            return None
+    key = loc[-1] if loc else None
+    if not isinstance(node, CommentedMap) or not isinstance(node.get(key), str):
+        return None
+    start = _value_position(node, key)
+    if start is None:
+        return None
+    line, col = start
+    value = str(node[key])
+    if isinstance(node[key], LiteralScalarString | FoldedScalarString):
+        before = value[:offset]
+        row = line + 1 + before.count("\n")
+        if row >= len(lines):
+            return None
+        indent = len(lines[row]) - len(lines[row].lstrip(" "))
+        return row, indent + len(before.rsplit("\n", 1)[-1])
+    if "\n" in value:
+        return None
+    source = lines[line] if line < len(lines) else ""
+    quoted = int(source[col : col + 1] in ("'", '"'))
+    written = source[col + quoted :]
+    # a double-quoted value may have escapes; its offset is then the nearest match of the text
+    if not written.startswith(value[:offset]):
+        return line, col
+    return line, col + quoted + offset
 
 
 def _has_key(node: CommentedMap, key: Any) -> bool:

@@ -2,11 +2,15 @@
 
 :class:`Compiler` turns a sqlglot expression into a row function for one source schema, with the
 expression's type: column references, literals, arithmetic, comparisons, ``AND``/``OR``/``NOT``,
-``IS [NOT] NULL``, ``IN``, ``BETWEEN``, ``LIKE``, ``CASE``, ``IF``, ``CAST``/``TRY_CAST``,
-``COALESCE`` and the string and numeric functions listed in :data:`SUPPORTED`. Nothing is parsed
-per row. Evaluation follows SQL: NULL in, NULL out, three-valued logic; a value an expression
-cannot take raises :class:`~ferry.pipeline.sqlvalues.ExpressionError`; one that cannot be compiled
-for the schema (a missing column, an operand of the wrong type) raises :class:`CompileError`.
+``IS [NOT] NULL``, ``IS [NOT] DISTINCT FROM``, ``IN``, ``BETWEEN``, ``LIKE``, ``CASE``, ``IF``,
+``CAST``/``TRY_CAST``, ``COALESCE``, ``NULLIF``, numeric rounding, the metadata columns, and the
+function families of their own modules (:mod:`~ferry.pipeline.text_functions`,
+:mod:`~ferry.pipeline.temporal_functions`, :mod:`~ferry.pipeline.struct_functions`; the list is
+:data:`~ferry.pipeline.function_catalog.FLINK_CDC_FUNCTIONS`) and the job's user-defined
+functions (:mod:`~ferry.pipeline.udf`). Nothing is parsed per row. Evaluation follows SQL: NULL
+in, NULL out, three-valued logic; a value an expression cannot take raises
+:class:`~ferry.pipeline.sqlvalues.ExpressionError`; one that cannot be compiled for the schema (a
+missing column, an operand of the wrong type) raises :class:`CompileError`.
 
 Types follow Flink's rules: integer arithmetic widens with :func:`~ferry.pipeline.types.widen`
 (and an integer result that leaves its type's range is an error, not a wrap-around), DECIMAL
@@ -17,18 +21,20 @@ conditions ``BOOLEAN`` and a ``CAST`` its target.
 from __future__ import annotations
 
 import decimal
+import math
 import operator
 import re
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
 from sqlglot import exp
 
-from ferry.check.dialect import Flink
+from ferry.pipeline import struct_functions, temporal_functions, text_functions
+from ferry.pipeline.compiled import Compiled, CompileError, Fn, RowKind, Session, binary, constant
 from ferry.pipeline.events import Row
 from ferry.pipeline.exceptions import SchemaError
+from ferry.pipeline.function_catalog import dialect_for
 from ferry.pipeline.schema import Column, Schema, TableId
 from ferry.pipeline.sqlvalues import (
     CONTEXT,
@@ -53,6 +59,7 @@ from ferry.pipeline.types import (
     DECIMAL,
     DOUBLE,
     INT,
+    INTEGERS,
     MAX_DECIMAL_PRECISION,
     STRING,
     TIMESTAMPS,
@@ -60,57 +67,13 @@ from ferry.pipeline.types import (
     TypeRoot,
     parse,
 )
+from ferry.pipeline.udf import UserFunction
 
-Fn = Callable[[Row], Any]
-
-DIALECT = Flink()
+DIALECT = dialect_for()
 #: Hidden columns an expression may name (Flink CDC's metadata columns).
 METADATA_COLUMNS = ("__namespace_name__", "__schema_name__", "__table_name__")
-
-
-class CompileError(ValueError):
-    """An expression cannot be compiled for a schema; ``column`` names a missing column."""
-
-    def __init__(self, message: str, column: str | None = None) -> None:
-        super().__init__(message)
-        self.column = column
-
-
-# --------------------------------------------------------------------------------------------------
-# Compiling expressions into closures
-
-
-@dataclass(frozen=True, slots=True)
-class Compiled:
-    """An expression compiled for one schema: its row function and its type (None for NULL)."""
-
-    fn: Fn
-    type: DataType | None
-    constant: bool = False
-
-
-def _constant(value: Any, type_: DataType | None) -> Compiled:
-    return Compiled(lambda row: value, type_, True)
-
-
-def _binary(compute: Callable[[Any, Any], Any], left: Compiled, right: Compiled, type_: DataType) -> Compiled:
-    """``compute(a, b)`` of two operands, NULL when either is (the common case of a constant
-    right operand, ``price > 10``, costs one call less)."""
-    lf, rf = left.fn, right.fn
-    if right.constant:
-        b = rf({})
-        if b is None:
-            return _constant(None, type_)
-        return Compiled(lambda row: None if (a := lf(row)) is None else compute(a, b), type_)
-
-    def fn(row: Row) -> Any:
-        a = lf(row)
-        if a is None:
-            return None
-        b = rf(row)
-        return None if b is None else compute(a, b)
-
-    return Compiled(fn, type_)
+#: The metadata column of the change's kind: ``+I``, ``-U``, ``+U``, ``-D``.
+EVENT_TYPE_COLUMN = "__data_event_type__"
 
 
 def _sql(node: exp.Expr) -> str:
@@ -119,9 +82,8 @@ def _sql(node: exp.Expr) -> str:
 
 #: What a projection or filter may use; anything else is refused when the job is validated.
 SUPPORTED = (
-    "column references, literals, + - * / %, = <> < <= > >=, AND, OR, NOT, IS [NOT] NULL, "
-    "IS [NOT] TRUE/FALSE, [NOT] IN, [NOT] BETWEEN, [NOT] LIKE, CASE, IF, CAST, TRY_CAST, COALESCE, "
-    "UPPER, LOWER, TRIM, CONCAT, ||, SUBSTR, CHAR_LENGTH, ABS, ROUND, MOD"
+    "Flink CDC's built-in functions (the README lists them), CAST, TRY_CAST and the job's "
+    "user-defined functions"
 )
 
 
@@ -131,14 +93,14 @@ def _literal_number(text: str) -> Compiled:
         for candidate in (INT(), BIGINT()):
             low, high = INT_RANGE[candidate.root]
             if low <= value <= high:
-                return _constant(value, candidate.not_null())
-        return _constant(decimal.Decimal(value), DECIMAL(min(len(text), MAX_DECIMAL_PRECISION), 0))
+                return constant(value, candidate.not_null())
+        return constant(decimal.Decimal(value), DECIMAL(min(len(text), MAX_DECIMAL_PRECISION), 0))
     if "e" in text.lower():
-        return _constant(float(text), DOUBLE().not_null())
+        return constant(float(text), DOUBLE().not_null())
     number = decimal.Decimal(text)
     scale = max(0, -int(number.as_tuple().exponent))
     precision = max(len(number.as_tuple().digits), scale, 1)
-    return _constant(number, DECIMAL(precision, scale).not_null())
+    return constant(number, DECIMAL(precision, scale).not_null())
 
 
 class Compiler:
@@ -148,10 +110,22 @@ class Compiler:
     computed columns of its projection).
     """
 
-    def __init__(self, table: TableId, schema: Schema, aliases: Mapping[str, exp.Expr] | None = None) -> None:
+    def __init__(
+        self,
+        table: TableId,
+        schema: Schema,
+        aliases: Mapping[str, exp.Expr] | None = None,
+        *,
+        session: Session | None = None,
+        functions: Mapping[str, UserFunction] | None = None,
+        row_kind: RowKind | None = None,
+    ) -> None:
         self.table = table
+        self.row_kind = row_kind or RowKind()
         self.schema = schema
         self.aliases = dict(aliases or {})
+        self.session = session or Session()
+        self.functions = {name.upper(): f for name, f in (functions or {}).items()}
         self._inlining: set[str] = set()
 
     def compile(self, node: exp.Expr) -> Compiled:
@@ -181,7 +155,7 @@ class Compiler:
         if compiled.constant:
             value = compiled.fn({})
             try:
-                return _constant(None if value is None else convert(value), type_)
+                return constant(None if value is None else convert(value), type_)
             except ROW_ERRORS as e:
                 raise CompileError(str(e)) from None
         inner = compiled.fn
@@ -233,11 +207,15 @@ class Compiler:
         column = self.resolve(name)
         if column is not None:
             return Compiled(operator.methodcaller("get", column.name), column.type)
+        if name.lower() == EVENT_TYPE_COLUMN:
+            kind = self.row_kind
+            kind.used = True
+            return Compiled(lambda row: kind.value, STRING().not_null())
         if name.lower() in METADATA_COLUMNS:
             value = (self.table.namespace, self.table.schema_name, self.table.table_name)[
                 METADATA_COLUMNS.index(name.lower())
             ]
-            return _constant(value, STRING() if value is None else STRING().not_null())
+            return constant(value, STRING() if value is None else STRING().not_null())
         if name in self.aliases and name not in self._inlining:
             self._inlining.add(name)
             try:
@@ -251,14 +229,14 @@ class Compiler:
 
     def literal(self, node: exp.Literal) -> Compiled:
         if node.is_string:
-            return _constant(str(node.this), STRING().not_null())
+            return constant(str(node.this), STRING().not_null())
         return _literal_number(str(node.this))
 
     def null(self, node: exp.Null) -> Compiled:
-        return _constant(None, None)
+        return constant(None, None)
 
     def boolean(self, node: exp.Boolean) -> Compiled:
-        return _constant(bool(node.this), BOOLEAN().not_null())
+        return constant(bool(node.this), BOOLEAN().not_null())
 
     def paren(self, node: exp.Paren) -> Compiled:
         return self.compile(node.this)
@@ -270,19 +248,47 @@ class Compiler:
         return self.fold(operand, operator.neg, operand.type)
 
     def arithmetic(self, node: exp.Binary) -> Compiled:
+        if isinstance(node, exp.Add | exp.Sub) and (
+            isinstance(node.this, exp.Interval) or isinstance(node.expression, exp.Interval)
+        ):
+            return temporal_functions.interval_arithmetic(self, node)
         op = _ARITHMETIC[type(node)]
         left, right = self.numeric(node.this), self.numeric(node.expression)
         if left.type is None or right.type is None:
-            return _constant(None, left.type or right.type)
+            return constant(None, left.type or right.type)
         result = arithmetic_type(op, left.type, right.type)
-        return _binary(arithmetic(op, result), left, right, result)
+        return binary(arithmetic(op, result), left, right, result)
 
     # ---------------------------------------------------------------------------- conditions
 
     def compare(self, node: exp.Binary) -> Compiled:
         test = _COMPARISONS[type(node)]
         left, right = self.pair(self.compile(node.this), self.compile(node.expression), _sql(node))
-        return _binary(test, left, right, BOOLEAN())
+        return binary(test, left, right, BOOLEAN())
+
+    def distinct(self, node: exp.NullSafeEQ | exp.NullSafeNEQ) -> Compiled:
+        """``IS [NOT] DISTINCT FROM``: NULL is a value like any other, the result never NULL."""
+        left, right = self.pair(self.compile(node.this), self.compile(node.expression), _sql(node))
+        lf, rf, same = left.fn, right.fn, isinstance(node, exp.NullSafeEQ)
+
+        def fn(row: Row) -> bool:
+            a, b = lf(row), rf(row)
+            equal = (a is None and b is None) or (a is not None and b is not None and a == b)
+            return equal is same
+
+        return Compiled(fn, BOOLEAN().not_null())
+
+    def nullif(self, node: exp.Nullif) -> Compiled:
+        """``NULLIF(a, b)``: NULL when ``a`` equals ``b``, else ``a``."""
+        value = self.compile(node.this)
+        left, right = self.pair(value, self.compile(node.expression), _sql(node))
+        vf, lf, rf = value.fn, left.fn, right.fn
+
+        def fn(row: Row) -> Any:
+            a = lf(row)
+            return None if a is not None and a == rf(row) else vf(row)
+
+        return Compiled(fn, None if value.type is None else value.type.with_nullable(True))
 
     def and_(self, node: exp.And) -> Compiled:
         lf, rf = self.condition(node.this).fn, self.condition(node.expression).fn
@@ -372,7 +378,7 @@ class Compiler:
         if pattern.constant:
             text = pattern.fn({})
             if text is None:
-                return _constant(None, BOOLEAN())
+                return constant(None, BOOLEAN())
             compiled = matcher(to_text(text))
 
             def fn(row: Row) -> bool | None:
@@ -394,8 +400,14 @@ class Compiler:
     def escape(self, node: exp.Escape) -> Compiled:
         like, escape = node.this, self.compile(node.expression)
         text = escape.fn({}) if escape.constant else None
-        if not isinstance(like, exp.Like | exp.ILike) or not isinstance(text, str) or len(text) != 1:
-            raise CompileError(f"{_sql(node)}: ESCAPE takes one character after LIKE")
+        if (
+            not isinstance(like, exp.Like | exp.ILike | exp.SimilarTo)
+            or not isinstance(text, str)
+            or len(text) != 1
+        ):
+            raise CompileError(f"{_sql(node)}: ESCAPE takes one character after LIKE or SIMILAR TO")
+        if isinstance(like, exp.SimilarTo):
+            return text_functions.similar_to(self, like, text)
         return self.like(like, text)
 
     # ---------------------------------------------------------------------------- conditionals
@@ -420,7 +432,7 @@ class Compiler:
             conditions.append(self.condition(when).fn)
             values.append(self.compile(branch.args["true"]))
         default = node.args.get("default")
-        values.append(self.compile(default) if default is not None else _constant(None, None))
+        values.append(self.compile(default) if default is not None else constant(None, None))
         fns, result = self.branches(values, _sql(node))
         pairs, otherwise = tuple(zip(conditions, fns, strict=False)), fns[-1]
 
@@ -539,10 +551,67 @@ class Compiler:
         operand = self.numeric(node.this)
         return self.fold(operand, abs, None if operand.type is None else operand.type.with_nullable(True))
 
+    def ceil_floor(self, node: exp.Ceil | exp.Floor) -> Compiled:
+        """``CEIL(x)``/``FLOOR(x)`` of a number (an integer type stays one, a DECIMAL loses its
+        scale); ``CEIL(t TO unit)``/``FLOOR(t TO unit)`` of a date or timestamp."""
+        if node.args.get("to") is not None:
+            return temporal_functions.floor_to(self, node)
+        if node.args.get("decimals") is not None:
+            raise CompileError(f"{_sql(node)}: {node.key.upper()} takes one number")
+        operand = self.numeric(node.this)
+        up = isinstance(node, exp.Ceil)
+        t = operand.type
+        if t is None or t.root in INTEGERS:
+            return self.fold(operand, lambda v: v, None if t is None else t.with_nullable(True))
+        rounding = decimal.ROUND_CEILING if up else decimal.ROUND_FLOOR
+        if t.root is TypeRoot.DECIMAL:
+            precision, scale = t.precision or 10, t.scale or 0
+            result = DECIMAL(max(precision - scale + (1 if scale else 0), 1), 0)
+            return self.fold(
+                operand, lambda v: decimal.Decimal(v).quantize(decimal.Decimal(1), rounding=rounding), result
+            )
+        function = math.ceil if up else math.floor
+        return self.fold(operand, lambda v: float(function(v)), t.with_nullable(True))
+
+    def truncate(self, node: exp.Trunc) -> Compiled:
+        """``TRUNCATE(x[, places])``: ``x`` cut (towards zero) to ``places`` decimals (0 by default)."""
+        operand = self.numeric(node.this)
+        places_node = node.args.get("decimals")
+        places = self.compile(places_node).fn({}) if places_node is not None else 0
+        if not isinstance(places, int):
+            raise CompileError(f"{_sql(node)}: TRUNCATE takes a constant integer number of decimal places")
+        t = operand.type
+
+        def cut(v: Any) -> Any:
+            if isinstance(v, int):
+                unit = 10 ** max(-places, 0)
+                return int(v / unit) * unit if places < 0 else v
+            exact = decimal.Decimal(repr(v)) if isinstance(v, float) else decimal.Decimal(v)
+            result = exact.quantize(decimal.Decimal(1).scaleb(-places), rounding=decimal.ROUND_DOWN)
+            return float(result) if isinstance(v, float) else result
+
+        if t is not None and t.root is TypeRoot.DECIMAL:
+            precision, scale = t.precision or 10, t.scale or 0
+            kept = min(max(places, 0), scale)
+            return self.fold(operand, cut, DECIMAL(max(precision - scale + kept, 1), kept))
+        return self.fold(operand, cut, None if t is None else t.with_nullable(True))
+
+    def anonymous(self, node: exp.Anonymous) -> Compiled:
+        """A call sqlglot knows only by name: a built-in function of one of the families, or one
+        of the job's user-defined functions."""
+        name = node.name.upper()
+        function = self.functions.get(name)
+        if function is not None:
+            return function.compile(self, node)
+        handler = _NAMED.get(name)
+        if handler is None:
+            raise CompileError(f"{node.name} is not a function transforms know; they support {SUPPORTED}")
+        return handler(self, node)
+
     def round_(self, node: exp.Round) -> Compiled:
         operand = self.numeric(node.this)
         places_node = node.args.get("decimals")
-        places_value = self.compile(places_node) if places_node is not None else _constant(0, INT())
+        places_value = self.compile(places_node) if places_node is not None else constant(0, INT())
         places = places_value.fn({}) if places_value.constant else None
         if not isinstance(places, int):
             raise CompileError(f"{_sql(node)}: ROUND takes a constant integer number of decimal places")
@@ -605,14 +674,42 @@ _HANDLERS: dict[type[exp.Expr], Callable[[Compiler, Any], Compiled]] = {
     exp.Substring: Compiler.substring,
     exp.Abs: Compiler.abs_,
     exp.Round: Compiler.round_,
+    exp.Ceil: Compiler.ceil_floor,
+    exp.Floor: Compiler.ceil_floor,
+    exp.Trunc: Compiler.truncate,
+    exp.NullSafeEQ: Compiler.distinct,
+    exp.NullSafeNEQ: Compiler.distinct,
+    exp.Nullif: Compiler.nullif,
+    exp.Anonymous: Compiler.anonymous,
+    **text_functions.NODE_HANDLERS,
+    **temporal_functions.NODE_HANDLERS,
+    **struct_functions.NODE_HANDLERS,
+}
+#: The functions sqlglot knows only by name, by their upper-case name.
+_NAMED: dict[str, Callable[[Compiler, Any], Compiled]] = {
+    **text_functions.NAMED_HANDLERS,
+    **temporal_functions.NAMED_HANDLERS,
+    **struct_functions.NAMED_HANDLERS,
 }
 #: Nodes that occur inside supported expressions without being expressions of their own.
-_PARTS: tuple[type[exp.Expr], ...] = (exp.Identifier, exp.DataType, exp.DataTypeParam, exp.Var)
+_PARTS: tuple[type[exp.Expr], ...] = (
+    exp.Identifier,
+    exp.DataType,
+    exp.DataTypeParam,
+    exp.Var,
+    exp.Interval,
+    exp.IntervalSpan,
+)
 
 
-def unsupported(node: exp.Expr) -> str | None:
-    """The first part of ``node`` a transform cannot evaluate, as SQL text, or None."""
+def unsupported(node: exp.Expr, functions: Sequence[str] = ()) -> exp.Expr | None:
+    """The first part of ``node`` a transform cannot evaluate, or None; ``functions`` are the
+    names of the job's user-defined functions."""
+    known = {name.upper() for name in functions}
     for part in node.walk():
-        if type(part) not in _HANDLERS and not isinstance(part, _PARTS):
-            return _sql(part)
+        if isinstance(part, exp.Anonymous):
+            if part.name.upper() not in _NAMED and part.name.upper() not in known:
+                return part
+        elif type(part) not in _HANDLERS and not isinstance(part, _PARTS):
+            return part
     return None

@@ -14,8 +14,13 @@ of a source table becomes the change of its projected schema; a change that remo
 expression needs fails, naming the transform, the column and the table.
 
 Evaluation follows SQL: NULL in, NULL out, three-valued ``AND``/``OR``/``NOT``, and a filter keeps
-a row only when it is TRUE. An expression that fails on a row (a cast that cannot be made, a
-division by zero) sends that row to the dead-letter destination with the reason.
+a row only when it is TRUE. Temporal functions read the session time zone (``Session``), calls to
+the job's user-defined functions go to their Python callables, ``__data_event_type__`` is the kind
+of the image being projected (``+I``, ``-U``, ``+U``, ``-D``), ``converter-after-transform:
+SOFT_DELETE`` writes a delete as the insert of the row it removes, and the ``comment`` of
+``table-options`` becomes the projected table's comment. An expression that fails on a row (a
+cast that cannot be made, a division by zero) sends that row to the dead-letter destination with
+the reason.
 """
 
 from __future__ import annotations
@@ -37,6 +42,7 @@ from ferry.check.exceptions import CheckError
 from ferry.check.lineage import is_aggregate_call
 from ferry.exceptions import TerminalError
 from ferry.pipeline.apply import apply_schema_change
+from ferry.pipeline.compiled import CompileError, Fn, RowKind, Session
 from ferry.pipeline.events import (
     CreateTable,
     DataChange,
@@ -46,11 +52,13 @@ from ferry.pipeline.events import (
     SchemaChange,
     TruncateTable,
 )
-from ferry.pipeline.expressions import DIALECT, SUPPORTED, CompileError, Compiler, Fn, unsupported
+from ferry.pipeline.expressions import DIALECT, SUPPORTED, Compiler, unsupported
+from ferry.pipeline.function_catalog import dialect_for
 from ferry.pipeline.schema import Column, Schema, TableId
 from ferry.pipeline.sqlvalues import ROW_ERRORS, ExpressionError
 from ferry.pipeline.tracker import SchemaTracker, diff_schemas
 from ferry.pipeline.types import STRING
+from ferry.pipeline.udf import UserFunction
 
 #: Windowing table functions and group-window functions: they aggregate over windows of rows.
 _WINDOWS = frozenset(
@@ -87,6 +95,10 @@ class TransformSpec(Protocol):
     def primary_key_columns(self) -> tuple[str, ...]: ...
     @property
     def partition_key_columns(self) -> tuple[str, ...]: ...
+    @property
+    def converter_after_transform(self) -> str | None: ...
+    @property
+    def table_option_map(self) -> dict[str, str]: ...
 
 
 class JobWithTransforms(Protocol):
@@ -100,11 +112,11 @@ class JobWithTransforms(Protocol):
 # Parsing
 
 
-def _parse(text: str, what: str) -> exp.Select:
+def _parse(text: str, what: str, functions: tuple[str, ...]) -> exp.Select:
     # YAML reads a bare ``*`` as an alias, so job files write ``\*`` (as Flink CDC's do).
     sql = "SELECT " + text.replace("\\*", "*")
     try:
-        parsed = DIALECT.parse(sql)
+        parsed = dialect_for(functions).parse(sql)
     except ParseError as e:
         details = e.errors[0] if e.errors else {}
         where = max(1, int(details.get("col") or 1) - len("SELECT "))
@@ -124,15 +136,16 @@ def _parse(text: str, what: str) -> exp.Select:
 
 
 @lru_cache(maxsize=256)
-def parse_projection(text: str) -> exp.Select:
-    """``SELECT <projection>``, parsed; raises :class:`ValueError` saying where it does not parse."""
-    return _parse(text, "projection")
+def parse_projection(text: str, functions: tuple[str, ...] = ()) -> exp.Select:
+    """``SELECT <projection>``, parsed (``functions``: the names of user-defined functions);
+    raises :class:`ValueError` saying where it does not parse."""
+    return _parse(text, "projection", functions)
 
 
 @lru_cache(maxsize=256)
-def parse_filter(text: str) -> exp.Expr:
+def parse_filter(text: str, functions: tuple[str, ...] = ()) -> exp.Expr:
     """One condition, parsed; raises :class:`ValueError` saying where it does not parse."""
-    select = _parse(text, "filter")
+    select = _parse(text, "filter", functions)
     if len(select.expressions) != 1 or any(v for k, v in select.args.items() if k != "expressions"):
         raise ValueError("the filter is one condition, as after WHERE")
     condition: exp.Expr = select.expressions[0]
@@ -207,19 +220,20 @@ def stateful_reason(job: JobWithTransforms) -> str | None:
     return None
 
 
-def unsupported_reason(job: JobWithTransforms) -> str | None:
+def unsupported_reason(job: JobWithTransforms, functions: Sequence[str] = ()) -> str | None:
     """Why a job's transforms cannot be evaluated, apart from state: a function or an operator that
     transforms do not support, a computed column without a name, a name given twice; or None."""
     for index, spec in enumerate(job.transform):
         try:
-            rule = _Rule(index, spec)
+            rule = _Rule(index, spec, tuple(functions))
         except TransformError as e:
             return str(e)
         nodes = [item.node for item in rule.items or () if item.node is not None]
         for node in [*nodes, *([rule.condition] if rule.condition is not None else [])]:
-            part = unsupported(node)
+            part = unsupported(node, functions)
             if part is not None:
-                return f"{rule.label}: {part} is not supported; transforms support {SUPPORTED}"
+                text = part.sql(dialect=DIALECT)
+                return f"{rule.label}: {text} is not supported; transforms support {SUPPORTED}"
     return None
 
 
@@ -239,13 +253,13 @@ class _Item:
 class _Rule:
     """One transform block, parsed."""
 
-    def __init__(self, index: int, spec: TransformSpec) -> None:
+    def __init__(self, index: int, spec: TransformSpec, functions: tuple[str, ...] = ()) -> None:
         self.label = describe(index, spec)
         self.spec = spec
         self.pattern = re.compile(spec.source_table)
         try:
-            select = parse_projection(spec.projection) if spec.projection else None
-            self.condition = parse_filter(spec.filter) if spec.filter else None
+            select = parse_projection(spec.projection, functions) if spec.projection else None
+            self.condition = parse_filter(spec.filter, functions) if spec.filter else None
         except ValueError as e:
             raise TransformError(str(e), transform=self.label) from None
         clauses = [
@@ -291,17 +305,28 @@ class BoundTransform:
     """A transform compiled for one table and one source schema: the projected schema and the
     functions that filter and project its rows."""
 
-    def __init__(self, rule: _Rule, table: TableId, source: Schema) -> None:
+    def __init__(
+        self,
+        rule: _Rule,
+        table: TableId,
+        source: Schema,
+        *,
+        session: Session | None = None,
+        functions: Mapping[str, UserFunction] | None = None,
+    ) -> None:
         self.label = rule.label
         self.table = table
         self.source = source
+        kind = RowKind()
         try:
-            self._compile(rule, Compiler(table, source))
+            compiler = Compiler(table, source, session=session, functions=functions, row_kind=kind)
+            self._compile(rule, compiler)
             condition = rule.condition
             self.filter_text = "" if condition is None else condition.sql(dialect=DIALECT)
-            self._keep = (
-                None if condition is None else Compiler(table, source, rule.aliases).condition(condition).fn
+            filters = Compiler(
+                table, source, rule.aliases, session=session, functions=functions, row_kind=kind
             )
+            self._keep = None if condition is None else filters.condition(condition).fn
         except CompileError as e:
             raise TransformError(
                 str(e) if e.column else f"{e} (table {table})",
@@ -309,7 +334,9 @@ class BoundTransform:
                 table=str(table),
                 column=e.column,
             ) from None
-        self.identity = self._project is None and self._keep is None
+        self._kind = kind if kind.used else None
+        self._soft_delete = rule.spec.converter_after_transform == "SOFT_DELETE"
+        self.identity = self._project is None and self._keep is None and not self._soft_delete
 
     def _compile(self, rule: _Rule, compiler: Compiler) -> None:
         source = self.source
@@ -372,7 +399,8 @@ class BoundTransform:
         for key in self._required:
             index = names.index(key)
             columns[index] = replace(columns[index], type=columns[index].type.not_null())
-        self.schema = Schema(tuple(columns), tuple(keys), tuple(partitions), source.comment)
+        comment = rule.spec.table_option_map.get("comment", source.comment)
+        self.schema = Schema(tuple(columns), tuple(keys), tuple(partitions), comment)
         self._described = tuple(zip(names, fns, texts, strict=True))
         if rule.items is None and not self._required:
             self._project: Callable[[Row], Row] | None = None
@@ -398,12 +426,15 @@ class BoundTransform:
         if self.identity:
             return changes
         keep, project, delete, new = self._keep, self._project, Op.DELETE, tuple.__new__
+        kind, soft_delete = self._kind, self._soft_delete
         out: list[DataChange] = []
         append = out.append
         for change in changes:
             table_id, op, before, after, position, ts_ms = change
             if keep is not None:
                 image = before if op is delete else after
+                if kind is not None:
+                    kind.value = "-D" if op is delete else "+U" if op is Op.UPDATE else "+I"
                 try:
                     if image is None or keep(image) is not True:
                         continue
@@ -411,17 +442,19 @@ class BoundTransform:
                     on_error(change, f"{self.label} on table {self.table}: filter {self.filter_text}: {e}")
                     continue
             if project is None:
-                append(change)
+                soft = soft_delete and op is delete  # the row it removes, inserted
+                append(change._replace(op=Op.INSERT, before=None, after=before) if soft else change)
                 continue
             try:
-                projected = (
-                    table_id,
-                    op,
-                    None if before is None else project(before),
-                    None if after is None else project(after),
-                    position,
-                    ts_ms,
-                )
+                if kind is not None:
+                    kind.value = "-D" if op is delete else "-U"
+                old = None if before is None else project(before)
+                if kind is not None:
+                    kind.value = "+U" if op is Op.UPDATE else "+I"
+                row = None if after is None else project(after)
+                if soft_delete and op is delete:
+                    op, old, row = Op.INSERT, None, old
+                projected = (table_id, op, old, row, position, ts_ms)
             except ROW_ERRORS as e:
                 on_error(change, self._explain(change, e))
                 continue
@@ -450,8 +483,17 @@ class TableTransforms:
     schema changes are turned into what the projection makes of them.
     """
 
-    def __init__(self, specs: Sequence[TransformSpec]) -> None:
-        self.rules = tuple(_Rule(index, spec) for index, spec in enumerate(specs))
+    def __init__(
+        self,
+        specs: Sequence[TransformSpec],
+        *,
+        session: Session | None = None,
+        functions: Mapping[str, UserFunction] | None = None,
+    ) -> None:
+        self.functions = dict(functions or {})
+        names = tuple(self.functions)
+        self.rules = tuple(_Rule(index, spec, names) for index, spec in enumerate(specs))
+        self.session = session or Session()
         self._rule_of: dict[TableId, _Rule | None] = {}
         self._bound: dict[TableId, BoundTransform] = {}
 
@@ -469,8 +511,11 @@ class TableTransforms:
             return None
         bound = self._bound.get(table)
         if bound is None or (bound.source is not source and bound.source != source):
-            bound = self._bound[table] = BoundTransform(rule, table, source)
+            bound = self._bound[table] = self._bind(rule, table, source)
         return bound
+
+    def _bind(self, rule: _Rule, table: TableId, source: Schema) -> BoundTransform:
+        return BoundTransform(rule, table, source, session=self.session, functions=self.functions)
 
     def schema(self, table: TableId, source: Schema) -> Schema:
         """The schema rows of the table have after its transform."""
@@ -520,7 +565,7 @@ class TableTransforms:
         if isinstance(change, TruncateTable):
             return [change]
         try:
-            after = BoundTransform(rule, table, new)
+            after = self._bind(rule, table, new)
         except TransformError as e:
             raise TransformError(
                 f"{str(e).removeprefix(e.transform + ': ')}, after {change}",
@@ -531,7 +576,7 @@ class TableTransforms:
         self._bound[table] = after
         if old is None or isinstance(change, CreateTable):
             return [CreateTable(table, after.schema)]
-        before = BoundTransform(rule, table, old).schema
+        before = self._bind(rule, table, old).schema
         changes: list[SchemaChange] = []
         if (
             isinstance(change, RenameColumn)

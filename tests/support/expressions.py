@@ -1,0 +1,37 @@
+"""Evaluating one transform expression on one row, for the tests of the function families."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Mapping
+from typing import Any
+from zoneinfo import ZoneInfo
+
+from ferry.pipeline.compiled import Compiled, Session
+from ferry.pipeline.expressions import DIALECT, Compiler
+from ferry.pipeline.function_catalog import EXAMPLE_COLUMNS
+from ferry.pipeline.schema import Column, Schema, TableId
+from ferry.pipeline.types import parse
+from ferry.pipeline.udf import UserFunction
+
+#: The columns of :data:`ferry.pipeline.function_catalog.EXAMPLE_COLUMNS`, typed.
+SCHEMA = Schema(tuple(Column(name, parse(text)) for name, text in EXAMPLE_COLUMNS), (), ())
+#: A fixed clock: 2024-02-29 23:30:00.123456 UTC.
+NOW = dt.datetime(2024, 2, 29, 23, 30, 0, 123456, tzinfo=dt.UTC)
+
+
+def compiled(
+    text: str,
+    *,
+    zone: str | None = "UTC",
+    functions: Mapping[str, UserFunction] | None = None,
+    schema: Schema = SCHEMA,
+) -> Compiled:
+    session = Session(None if zone is None else ZoneInfo(zone), clock=lambda: NOW)
+    compiler = Compiler(TableId.parse("db.t"), schema, session=session, functions=functions)
+    return compiler.compile(DIALECT.parse("SELECT " + text)[0].expressions[0])
+
+
+def value(text: str, row: Mapping[str, Any] | None = None, **options: Any) -> Any:
+    """``text`` evaluated on ``row`` (columns it lacks are NULL)."""
+    return compiled(text, **options).fn(dict(row or {}))
