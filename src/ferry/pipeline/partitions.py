@@ -13,7 +13,7 @@ from collections.abc import Collection, Mapping, Sequence
 from typing import Any
 
 from ferry.connectors.base import Offsets
-from ferry.pipeline.events import DataChange, Event
+from ferry.pipeline.events import BadRecord, DataChange, Event
 from ferry.pipeline.route import TableRouter
 from ferry.pipeline.schema import TableId
 from ferry.sinks.base import OffsetCommitting, Sink
@@ -50,11 +50,11 @@ class PartitionOffsets:
         for record in records:
             offsets[(record.topic(), record.partition())] = record.offset() + 1  # type: ignore[attr-defined]
 
-    def advance_to(self, changes: Sequence[DataChange]) -> None:
-        """Past every one of ``changes`` (the rows read before a barrier)."""
+    def advance_to(self, events: Sequence[DataChange | BadRecord]) -> None:
+        """Past every one of ``events`` (the rows and the bad records read before a barrier)."""
         offsets = self.offsets
-        for change in changes:
-            position = change.position
+        for event in events:
+            position = event.position
             if position is not None:
                 key = (position.topic, position.partition)
                 offsets[key] = max(offsets.get(key, 0), position.offset + 1)

@@ -354,7 +354,8 @@ class PipelineRunner:
         """A checkpoint of everything read before a schema event, with the schemas before it."""
 
         def barrier(schemas: Mapping[str, Any]) -> None:
-            self.partitions.advance_to([e for e in before if type(e) is DataChange])
+            # the bad records' dead letters are stored by this checkpoint too
+            self.partitions.advance_to([e for e in before if type(e) is DataChange or type(e) is BadRecord])
             self.checkpoint(schemas)
 
         return barrier

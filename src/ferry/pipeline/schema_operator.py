@@ -83,13 +83,14 @@ class SchemaDefinitions(Protocol):
 
 
 class SchemaChangeTimeoutError(TerminalError):
-    """The flush before a schema change, or its application, took longer than allowed."""
+    """A schema change's application at the sink took longer than allowed."""
 
 
 @dataclass(frozen=True, slots=True)
 class SchemaSettings:
     pipeline: str
-    #: Bounds the barrier's flush, each apply and a background ALTER (``schema.operator.rpc-timeout``).
+    #: Bounds each apply and a background ALTER (``schema.operator.rpc-timeout``); the barrier before
+    #: a change is a checkpoint, waited for under ``retries``.
     timeout_s: float = 180.0
     #: How often a background schema change at the sink is polled.
     poll_s: float = 0.2
@@ -297,7 +298,9 @@ class SchemaOperator:
             return
         table_id = changes[0].table_id
         self.on_detail(f"schema change on {table_id}: flushing rows read before it")
-        self._bounded(partial(barrier, before), f"flush before a schema change on {table_id}")
+        # a checkpoint: its steps wait for the sink, the broker and the state store under the
+        # retry policy (pipeline.restart-strategy), not under the bound of one apply
+        barrier(before)
         self.tracker = after
         if self.transforms is not None:  # the router and the sink see the projected schemas
             changes = self.transforms.schema_changes(changes, sources)
@@ -317,7 +320,11 @@ class SchemaOperator:
 
     def sink_schema(self, sink_table: TableId) -> Schema | None:
         if sink_table not in self._sink_schemas:
-            self._sink_schemas[sink_table] = self.sink.table_schema(sink_table)
+            self._sink_schemas[sink_table] = self.settings.retries.call(
+                partial(self.sink.table_schema, sink_table),
+                f"reading the schema of {sink_table}",
+                on_wait=self.on_detail,
+            )
         return self._sink_schemas[sink_table]
 
     def forget_sink_schemas(self, source_tables: Collection[TableId]) -> None:
