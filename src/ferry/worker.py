@@ -31,6 +31,7 @@ from ferry.config.job import JobConfig, KafkaSourceConfig
 from ferry.config.names import kafka_name
 from ferry.connectors.formats import decoder_for
 from ferry.connectors.formats.definitions import TableDefinitions
+from ferry.connectors.formats.source_order import record_source_order
 from ferry.connectors.kafka.dead_letter import KafkaDeadLetter
 from ferry.connectors.kafka.schema_changes import SchemaChangeReader
 from ferry.connectors.kafka.source import EndPosition, KafkaSource, StartPosition
@@ -112,6 +113,7 @@ def build_runner(
             dict(options.scan_startup_specific_offsets or {}),
         )
 
+    retries = pipeline.restart_strategy.policy()
     source = KafkaSource(
         bootstrap_servers=source_config.bootstrap_servers,
         group_id=group_id,
@@ -125,6 +127,7 @@ def build_runner(
             source_config.scan_bounded_timestamp_millis,
             dict(source_config.scan_bounded_specific_offsets or {}),
         ),
+        retries=retries,
     )
     options = source_config.decoder_options()
     definitions = None
@@ -139,6 +142,7 @@ def build_runner(
             topic=source_config.schema_change_topic,
             decoder=decoder_for(source_config.schema_change_format, **source_config.decoder_options()),
             properties=properties,
+            retries=retries,
         )
     sink = sink or build_sink(job)
     router = SchemaChangeRouter(
@@ -161,7 +165,7 @@ def build_runner(
         checkpoint_interval_s=pipeline.checkpoint_interval.total_seconds(),
         schema_change_timeout_s=pipeline.schema_operator_rpc_timeout.total_seconds(),
         fail_on_bad_record=pipeline.on_bad_record == "fail",
-        retries=pipeline.restart_strategy.policy(),
+        retries=retries,
     )
     runner = PipelineRunner(
         settings=settings,
@@ -175,6 +179,8 @@ def build_runner(
         hints=hints,
         definitions=definitions,
         transforms=_transforms(job),
+        # Debezium's JSON records say where each change stands in the source's log
+        source_order=record_source_order if source_config.value_format.value == "debezium-json" else None,
     )
     if definitions is not None:
         definitions.refresh = runner.sync_hints

@@ -3,16 +3,12 @@
 from __future__ import annotations
 
 import re
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from pathlib import Path
 
 import pytest
 
 from ferry.config.loader import load_job_text
 from ferry.pipeline.phase import Phase
-from ferry.pipeline.runner import PipelineRunner
 from ferry.pipeline.schema import TableId
 from ferry.pipeline.state import StateStore
 from ferry.sinks.memory import MemorySink
@@ -21,37 +17,11 @@ from ferry.testing.postgres import PostgresServer
 from ferry.worker import build_runner
 from tests.integration.control_helpers import wait_for
 from tests.integration.helpers import job_yaml, orders_table
+from tests.integration.outages import RETRIES, running
 
 pytestmark = pytest.mark.integration
 
 ORDERS = TableId.parse("inventory.orders")
-
-#: Quick retries, so that the test sees several attempts during a short outage.
-RETRIES = """\
-  restart-strategy.initial-backoff: 100ms
-  restart-strategy.max-backoff: 400ms
-  restart-strategy.timeout: 1min
-"""
-
-
-@contextmanager
-def running(runner: PipelineRunner) -> Iterator[list[BaseException]]:
-    """``runner`` in a thread until the block ends; what it raised is in the list yielded."""
-    stop, errors = threading.Event(), list[BaseException]()
-
-    def run() -> None:
-        try:
-            runner.run(stop)
-        except BaseException as e:
-            errors.append(e)
-
-    thread = threading.Thread(target=run, name="pipeline")
-    thread.start()
-    try:
-        yield errors
-    finally:
-        stop.set()
-        thread.join(60)
 
 
 def test_a_state_store_stopped_and_started_again_is_waited_for(

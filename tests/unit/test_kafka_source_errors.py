@@ -3,9 +3,9 @@
 from __future__ import annotations
 
 import pytest
-from confluent_kafka import KafkaError
+from confluent_kafka import KafkaError, KafkaException
 
-from ferry.connectors.kafka.exceptions import SourceError
+from ferry.connectors.kafka.exceptions import SourceError, may_pass
 from ferry.connectors.kafka.source import KafkaSource
 
 
@@ -45,3 +45,13 @@ def test_an_error_of_a_partition_names_it() -> None:
 def test_leaving_the_group_after_a_long_batch_is_not_fatal() -> None:
     event = ErrorEvent(KafkaError(KafkaError._MAX_POLL_EXCEEDED), None, None)
     assert source()._without_errors([event]) == []
+
+
+def test_a_broker_away_is_waited_for_and_a_refusal_is_not() -> None:
+    away = [KafkaError(KafkaError._TRANSPORT), KafkaError(KafkaError._ALL_BROKERS_DOWN)]
+    assert source()._without_errors([ErrorEvent(e, None, None) for e in away]) == []
+    assert all(may_pass(KafkaException(e)) for e in away)
+    assert may_pass(KafkaException(KafkaError(KafkaError.COORDINATOR_LOAD_IN_PROGRESS)))
+    refused = KafkaError(KafkaError.TOPIC_AUTHORIZATION_FAILED)
+    assert not may_pass(KafkaException(refused)) and not may_pass(ValueError("no"))
+    assert not may_pass(KafkaException(KafkaError(KafkaError._TRANSPORT, "fenced", fatal=True)))

@@ -31,7 +31,7 @@ import subprocess
 import sys
 import time
 import uuid
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Protocol, Self
 
@@ -148,6 +148,7 @@ class KafkaBroker(jvm.JvmService):
         self.pid: int | None = None
         self.startup_seconds: float | None = None
         self._process: subprocess.Popen[bytes] | None = None
+        self._server_command: list[str] = []
 
     # -- public API ------------------------------------------------------------------------------
 
@@ -185,6 +186,22 @@ class KafkaBroker(jvm.JvmService):
             self.port = None
             self.controller_port = None
             self._remove_data_dir()
+
+    @contextlib.contextmanager
+    def stopped(self, timeout: float = 30.0) -> Iterator[None]:
+        """The broker down for the block (SIGTERM: its clients' connections are cut), then up again
+        on the same ports with the same data: topics, records and committed offsets are kept."""
+        if self._process is None:
+            raise KafkaBrokerError("only a broker started by this process can be stopped for a while")
+        jvm.stop_process(self._process, timeout)
+        self._process = None
+        self.pid = None
+        try:
+            yield
+        finally:
+            assert self.port is not None and self.controller_port is not None
+            self._check_ports_free((self.port, self.controller_port))
+            self._spawn()
 
     def is_running(self) -> bool:
         """True while the broker's JVM is alive."""
@@ -323,13 +340,20 @@ class KafkaBroker(jvm.JvmService):
                 f"{jvm.tail(formatted.stdout + formatted.stderr)}"
             )
 
-        server_command = [
+        self._server_command = [
             java, f"-Xms{self.heap_min}", f"-Xmx{self.heap_max}", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
             "-XX:+ExitOnOutOfMemoryError", "-Djava.awt.headless=true",
             f"-Dlog4j2.configurationFile={log4j_broker}", "-cp", classpath,
             "kafka.Kafka", str(config),
         ]  # fmt: skip
-        self._process = jvm.spawn(server_command, data_dir / "broker.log", data_dir, detached=self.detached)
+        self._spawn()
+
+    def _spawn(self) -> None:
+        """Start the broker's JVM on its formatted storage and wait until clients can connect."""
+        assert self.data_dir is not None and self._server_command
+        self._process = jvm.spawn(
+            self._server_command, self.data_dir / "broker.log", self.data_dir, detached=self.detached
+        )
         self.pid = self._process.pid
         self._wait_ready()
 

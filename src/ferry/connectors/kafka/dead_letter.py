@@ -25,7 +25,7 @@ from typing import Any
 
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
-from ferry.connectors.kafka.exceptions import DeadLetterError, DeadLetterRefusedError
+from ferry.connectors.kafka.exceptions import DeadLetterError, DeadLetterRefusedError, error_may_pass
 
 log = logging.getLogger(__name__)
 
@@ -157,7 +157,7 @@ class KafkaDeadLetter:
             if error.code() in (KafkaError.MSG_SIZE_TOO_LARGE, KafkaError.INVALID_RECORD):
                 self.truncated += 1
                 self._again.append(record.truncated(REFUSED_SIZE_LIMIT))
-            elif error.retriable() or error.code() in _MAY_PASS:
+            elif error_may_pass(error):
                 self._again.append(record)
             else:
                 self._refused.append(f"{_origin(record)}: {error.str()}")
@@ -190,22 +190,6 @@ class KafkaDeadLetter:
     def close(self) -> None:
         self.producer.flush(10)
         del self.producer  # the client's threads stop with the last reference
-
-
-#: Delivery errors that are not marked retriable but pass once the broker or the topic is back.
-_MAY_PASS = frozenset(
-    {
-        KafkaError._MSG_TIMED_OUT,
-        KafkaError._TIMED_OUT,
-        KafkaError._TRANSPORT,
-        KafkaError._ALL_BROKERS_DOWN,
-        KafkaError.UNKNOWN_TOPIC_OR_PART,
-        KafkaError.LEADER_NOT_AVAILABLE,
-        KafkaError.NOT_LEADER_FOR_PARTITION,
-        KafkaError.REQUEST_TIMED_OUT,
-        KafkaError.NOT_ENOUGH_REPLICAS,
-    }
-)
 
 
 def _origin(record: DeadLetterRecord) -> str:

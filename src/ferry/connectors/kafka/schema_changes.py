@@ -8,23 +8,28 @@ with the data offsets and the tracked schemas, so a restart resumes exactly wher
 was taken.
 
 :meth:`SchemaChangeReader.sync` reads up to the topic's current end: it asks the broker where the
-end is and returns at once when that is already read.
+end is and returns at once when that is already read. Those questions are asked again under the
+pipeline's retry policy while the broker cannot answer.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Mapping
-from typing import Any
+from collections.abc import Callable, Mapping
+from functools import partial
+from typing import Any, TypeVar
 
 from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPartition
 
 from ferry.connectors.formats import Decoder
-from ferry.connectors.kafka.exceptions import SourceError
+from ferry.connectors.kafka.exceptions import SourceError, error_may_pass, may_pass
 from ferry.pipeline.events import Event
+from ferry.retry import RetryPolicy
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 class SchemaChangeReader:
@@ -37,8 +42,10 @@ class SchemaChangeReader:
         topic: str,
         decoder: Decoder,
         properties: Mapping[str, Any] | None = None,
+        retries: RetryPolicy | None = None,
     ) -> None:
         self.topic = topic
+        self.retries = retries or RetryPolicy()
         self.decoder = decoder
         self.settings: dict[str, Any] = {
             **(properties or {}),
@@ -54,11 +61,12 @@ class SchemaChangeReader:
         self.positions: dict[int, int] = {}
 
     def open(self, start: Mapping[int, int]) -> None:
-        self.consumer = Consumer(self.settings, logger=log)
-        try:
-            metadata = self.consumer.list_topics(self.topic, timeout=10).topics.get(self.topic)
-        except KafkaException as e:
-            raise SourceError(f"reading the metadata of schema-change topic {self.topic}: {e}") from e
+        consumer = self.consumer = Consumer(self.settings, logger=log)
+        listed = self._ask(
+            lambda: consumer.list_topics(self.topic, timeout=10),
+            f"reading the metadata of schema-change topic {self.topic}",
+        )
+        metadata = listed.topics.get(self.topic)
         partitions = sorted(metadata.partitions) if metadata is not None and metadata.error is None else []
         if not partitions:
             log.warning("schema-change topic %s does not exist (yet): reading its partition 0", self.topic)
@@ -90,15 +98,19 @@ class SchemaChangeReader:
             self.consumer = None
 
     def _ends(self) -> dict[int, int]:
-        assert self.consumer is not None
+        consumer = self.consumer
+        assert consumer is not None
         ends: dict[int, int] = {}
-        for partition in [tp.partition for tp in self.consumer.assignment()]:
-            try:
-                low, high = self.consumer.get_watermark_offsets(
-                    TopicPartition(self.topic, partition), timeout=10, cached=False
-                )
-            except KafkaException as e:
-                raise SourceError(f"reading the end of schema-change topic {self.topic}: {e}") from e
+        for partition in [tp.partition for tp in consumer.assignment()]:
+            low, high = self._ask(
+                partial(
+                    consumer.get_watermark_offsets,
+                    TopicPartition(self.topic, partition),
+                    timeout=10,
+                    cached=False,
+                ),
+                f"reading the end of schema-change topic {self.topic}[{partition}]",
+            )
             if high > low and self.positions.get(partition, 0) < high:
                 ends[partition] = high
         return ends
@@ -112,7 +124,7 @@ class SchemaChangeReader:
             for record in records:
                 error = record.error()
                 if error is not None:
-                    if error.fatal() or not error.retriable():
+                    if not error_may_pass(error):
                         where = f"{self.topic}[{record.partition()}]"
                         raise SourceError(f"Kafka error on schema-change topic {where}: {error.str()}")
                     continue
@@ -123,3 +135,10 @@ class SchemaChangeReader:
             if not records:
                 return events
             timeout = 0.0
+
+    def _ask(self, request: Callable[[], T], what: str) -> T:
+        """A request to the broker, asked again under the retry policy while it cannot answer."""
+        try:
+            return self.retries.call(request, what, transient=may_pass)
+        except KafkaException as e:
+            raise SourceError(f"{what}: {e}") from e

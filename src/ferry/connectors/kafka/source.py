@@ -15,15 +15,22 @@ hears of it there: revoked partitions are checkpointed before they go; an assign
 the pipeline has read before starts from the newer of the offset the group committed for it and
 the one in the pipeline's latest checkpoint (read again at each assignment, since another worker
 may have moved it).
+
+A broker that cannot be reached is waited for: the source's requests to it (ends and starts of
+partitions, committed offsets, topic metadata) are asked again under the pipeline's retry policy
+(``pipeline.restart-strategy``), and the consumer's own reconnection errors are warnings. Offsets are
+committed to the group asynchronously: the pipeline's state store holds them already, so a
+checkpoint (or a schema change's barrier) never waits for the broker to take them.
 """
 
 from __future__ import annotations
 
 import logging
 import time
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from functools import partial
+from typing import Any, TypeVar
 
 from confluent_kafka import (
     OFFSET_BEGINNING,
@@ -36,9 +43,12 @@ from confluent_kafka import (
 )
 
 from ferry.connectors.base import RebalanceListener
-from ferry.connectors.kafka.exceptions import SourceError
+from ferry.connectors.kafka.exceptions import SourceError, error_may_pass, may_pass
+from ferry.retry import RetryPolicy
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 DEFAULT_CONSUMER_SETTINGS = {
     "enable.auto.commit": False,
@@ -81,10 +91,16 @@ class LostRange:
     earliest: int
 
 
-def offset_at(consumer: Consumer, topic: str, partition: int, timestamp_ms: int) -> int | None:
+def offset_at(
+    consumer: Consumer, topic: str, partition: int, timestamp_ms: int, retries: RetryPolicy | None = None
+) -> int | None:
     """The first offset of a partition whose record is at or after ``timestamp_ms``; None when
-    every record is older."""
-    [found] = consumer.offsets_for_times([TopicPartition(topic, partition, timestamp_ms)], timeout=10)
+    every record is older. Asked again under ``retries`` while the broker cannot answer."""
+    [found] = (retries or RetryPolicy(attempts=1)).call(
+        lambda: consumer.offsets_for_times([TopicPartition(topic, partition, timestamp_ms)], timeout=10),
+        f"finding the offset of {topic}[{partition}] at {timestamp_ms}",
+        transient=may_pass,
+    )
     return int(found.offset) if found.offset >= 0 else None
 
 
@@ -102,6 +118,7 @@ class KafkaSource:
         start: StartPosition | None = None,
         start_per_topic: Mapping[str, StartPosition] | None = None,
         end: EndPosition | None = None,
+        retries: RetryPolicy | None = None,
     ) -> None:
         if not topics and not topic_pattern:
             raise SourceError("a Kafka source needs topics or a topic pattern")
@@ -113,7 +130,9 @@ class KafkaSource:
             **(properties or {}),
             "bootstrap.servers": bootstrap_servers,
             "group.id": group_id,
+            "on_commit": self._committed,
         }
+        self.retries = retries or RetryPolicy()
         self.start = start or StartPosition()
         self.start_per_topic = dict(start_per_topic or {})
         self.end = end or EndPosition()
@@ -182,10 +201,14 @@ class KafkaSource:
         partitions = [TopicPartition(t, p, o) for (t, p), o in offsets.items() if (t, p) in assigned]
         if partitions:
             try:
-                self.consumer.commit(offsets=partitions, asynchronous=False)
+                self.consumer.commit(offsets=partitions, asynchronous=True)
             except KafkaException as e:
-                # the group moved on (a rebalance): the state store has the offsets anyway
                 log.warning("committing offsets to the consumer group failed: %s", e)
+
+    def _committed(self, error: KafkaError | None, partitions: list[TopicPartition]) -> None:
+        if error is not None and error.code() != KafkaError._NO_OFFSET:
+            # the broker was away or the group moved on (a rebalance): the state store has the offsets
+            log.warning("committing offsets to the consumer group failed: %s", error.str())
 
     def lag(self) -> dict[tuple[str, int], int]:
         if self.consumer is None or not self.assigned:
@@ -212,12 +235,7 @@ class KafkaSource:
         out: dict[tuple[str, int], int] = {}
         for topic, partition in self.assigned:
             if topic in wanted:
-                try:
-                    _low, high = self.consumer.get_watermark_offsets(
-                        TopicPartition(topic, partition), timeout=10, cached=False
-                    )
-                except KafkaException as e:
-                    raise SourceError(f"reading the end of {topic}[{partition}]: {e}") from e
+                _low, high = self._watermarks(self.consumer, TopicPartition(topic, partition))
                 out[(topic, partition)] = int(high)
         return out
 
@@ -260,7 +278,11 @@ class KafkaSource:
         others = [TopicPartition(t, p) for t, p in sorted(self._topic_partitions() - set(self.assigned))]
         if others:
             self._fix_end_offsets(consumer, others)
-            for tp in consumer.committed(others, timeout=10):
+            committed = self._ask(
+                lambda: consumer.committed(others, timeout=10),
+                f"reading the offsets group {self.group_id} committed",
+            )
+            for tp in committed:
                 if tp.offset < self.end_offsets[(tp.topic, tp.partition)]:
                     return False
         self._finished = True
@@ -268,11 +290,15 @@ class KafkaSource:
 
     def _topic_partitions(self) -> set[tuple[str, int]]:
         """Every partition of the topics this source reads (those seen assigned, for a pattern)."""
-        assert self.consumer is not None
+        consumer = self.consumer
+        assert consumer is not None
         topics = {t for t, _ in self.assigned} | {t for t in self.subscription if not t.startswith("^")}
         out: set[tuple[str, int]] = set()
         for topic in topics:
-            metadata = self.consumer.list_topics(topic, timeout=10).topics.get(topic)
+            listed = self._ask(
+                partial(consumer.list_topics, topic, timeout=10), f"listing the partitions of {topic}"
+            )
+            metadata = listed.topics.get(topic)
             if metadata is not None and metadata.error is None:
                 out |= {(topic, p) for p in metadata.partitions}
         return out
@@ -298,7 +324,7 @@ class KafkaSource:
             elif error.code() == KafkaError._MAX_POLL_EXCEEDED:
                 # the group moved the partitions on; the consumer rejoins at its next poll
                 log.warning("left the consumer group (%s); rejoining", error.str())
-            elif error.fatal() or not error.retriable():
+            elif not error_may_pass(error):
                 where = (
                     f"{record.topic()}[{record.partition()}]"
                     if record.topic()
@@ -368,13 +394,16 @@ class KafkaSource:
     def _absolute(self, consumer: Consumer, tp: TopicPartition, offset: int) -> int:
         """Logical start offsets (beginning, end) as numbers, so positions are known before a fetch."""
         if offset in (OFFSET_BEGINNING, OFFSET_END):
-            low, high = consumer.get_watermark_offsets(tp, timeout=10, cached=False)
+            low, high = self._watermarks(consumer, tp)
             return int(low if offset == OFFSET_BEGINNING else high)
         if offset == OFFSET_STORED:
-            committed = consumer.committed([TopicPartition(tp.topic, tp.partition)], timeout=10)[0].offset
-            if committed >= 0:
-                return int(committed)
-            low, _high = consumer.get_watermark_offsets(tp, timeout=10, cached=False)
+            [found] = self._ask(
+                lambda: consumer.committed([TopicPartition(tp.topic, tp.partition)], timeout=10),
+                f"reading the offset group {self.group_id} committed for {tp.topic}[{tp.partition}]",
+            )
+            if found.offset >= 0:
+                return int(found.offset)
+            low, _high = self._watermarks(consumer, tp)
             return int(low)  # auto.offset.reset=earliest
         return offset
 
@@ -393,7 +422,7 @@ class KafkaSource:
                 return int(OFFSET_END)
             case "timestamp":
                 assert start.timestamp_ms is not None
-                found = offset_at(consumer, tp.topic, tp.partition, start.timestamp_ms)
+                found = offset_at(consumer, tp.topic, tp.partition, start.timestamp_ms, self.retries)
                 return int(OFFSET_END) if found is None else found
             case "specific-offsets":
                 return int(start.specific_offsets.get(tp.partition, OFFSET_STORED))
@@ -403,7 +432,7 @@ class KafkaSource:
         for tp in partitions:
             if tp.offset < 0:
                 continue
-            low, _high = consumer.get_watermark_offsets(tp, timeout=10, cached=False)
+            low, _high = self._watermarks(consumer, tp)
             if tp.offset < low:
                 self.lost.append(LostRange(tp.topic, tp.partition, tp.offset, low))
                 log.warning(
@@ -421,12 +450,32 @@ class KafkaSource:
             key = (tp.topic, tp.partition)
             if key in self.end_offsets:
                 continue
-            _low, high = consumer.get_watermark_offsets(tp, timeout=10, cached=False)
+            _low, high = self._watermarks(consumer, tp)
             if self.end.mode == "latest-offset":
                 self.end_offsets[key] = int(high)
             elif self.end.mode == "timestamp":
                 assert self.end.timestamp_ms is not None
-                found = offset_at(consumer, tp.topic, tp.partition, self.end.timestamp_ms)
+                found = offset_at(consumer, tp.topic, tp.partition, self.end.timestamp_ms, self.retries)
                 self.end_offsets[key] = int(high) if found is None else found
             else:
                 self.end_offsets[key] = int(self.end.specific_offsets.get(tp.partition, high))
+
+    # ------------------------------------------------------------------------------ the broker
+
+    def _ask(self, request: Callable[[], T], what: str) -> T:
+        """A request to the broker, asked again under the retry policy while it cannot answer; a
+        client error that does not pass (or the policy's end) is a :class:`SourceError`."""
+        try:
+            return self.retries.call(request, what, transient=may_pass)
+        except KafkaException as e:
+            raise SourceError(f"{what}: {e}") from e
+
+    def _watermarks(self, consumer: Consumer, tp: TopicPartition) -> tuple[int, int]:
+        """The first and the next offset of a partition, asked of its leader now."""
+        low, high = self._ask(
+            lambda: consumer.get_watermark_offsets(
+                TopicPartition(tp.topic, tp.partition), timeout=10, cached=False
+            ),
+            f"reading the ends of {tp.topic}[{tp.partition}]",
+        )
+        return int(low), int(high)
