@@ -196,6 +196,13 @@ class PipelineStatus(Resource):
         description="When a pipeline waiting for inherited offsets gives up.",
         exclude_if=_absent,
     )
+    reading_since: str | None = Field(
+        default=None,
+        alias="readingSince",
+        description="When the running pipeline began reading: partitions were assigned to its "
+        "process. RUNNING without it means started, not reading yet.",
+        exclude_if=_absent,
+    )
     traits: PipelineTraits
     latest_offsets: dict[str, str] = Field(
         alias="latestOffsets",

@@ -84,6 +84,11 @@ def load_job(spec: PipelineSpec, name: str) -> JobConfig:
         raise ControlError(400, str(e)) from None
 
 
+def upsert_sink(job: JobConfig) -> bool:
+    """Whether the job's sink writes in upsert mode (``sink.upsert: true``)."""
+    return bool(getattr(job.sink, "upsert", False))
+
+
 def stateful_reason(job: JobConfig) -> str | None:
     from ferry.pipeline.transform import stateful_reason as reason  # noqa: PLC0415
 
@@ -141,12 +146,13 @@ class ControlPlane:
         check_rebuild(job, spec)
         if existing is not None:
             self.state.forget(existing.runtime_name)
-        deadline, detail = self._waiting(spec)
+        created = now_ms()
+        deadline, detail = self._waiting(spec, since_ms=created)
         if spec.start_from is not None and spec.start_from.savepoint is not None:
             self.usable_savepoint(spec.start_from.savepoint, environment)
         if spec.stopped:
             detail = "created stopped"
-        row = self.store.insert_pipeline(environment, name, spec.document(), detail)
+        row = self.store.insert_pipeline(environment, name, spec.document(), detail, at_ms=created)
         if spec.stopped:
             self.store.update_pipeline(row, phase=Phase.STOPPED)
         elif deadline is not None:
@@ -249,6 +255,7 @@ class ControlPlane:
             raise ControlError(
                 400, f"pipeline {name!r} has spec.upgradeMode stateless: it takes no savepoints"
             )
+        self.supersede_scheduled(row, "a MANUAL savepoint")
         self._no_savepoint_in_progress(row)
         return savepoint_resource(self.store.insert_savepoint(environment, name, SavepointSource.MANUAL))
 
@@ -284,12 +291,15 @@ class ControlPlane:
             traits=PipelineTraits(inherited_offset_topics=list(row.traits.get("inheritedOffsetTopics", []))),
             latest_offsets=dict(row.latest_offsets),
             deadline=iso(row.deadline_ms) if row.phase == Phase.PENDING else None,
+            reading_since=iso(reading_since(row)) if row.phase == Phase.RUNNING else None,
         )
         runner = self.state.get_status(row.runtime_name)
         if runner is not None and row.phase in (Phase.RUNNING, Phase.STOPPING, Phase.STOPPED, Phase.FAILED):
             metrics = runner["metrics"]
             if row.phase == Phase.RUNNING and runner["phase"] == Phase.RUNNING:
                 status.detail = runner["detail"]
+                if not runner_reads(row, runner) and reading_since(row) is None:
+                    status.detail = "starting: waiting for partitions to be assigned (not reading yet)"
             status.metrics = {
                 key: metrics.get(key)
                 for key in ("records_read", "rows_written", "throughput_eps", "offsets", "lag", "bad_records")
@@ -396,6 +406,12 @@ class ControlPlane:
                 f"pipeline {name!r} is stateful ({reason}): only offsets carry over, not state, so a "
                 "stateful pipeline cannot inherit offsets",
             )
+        if upsert_sink(job):
+            raise ControlError(
+                400,
+                f"pipeline {name!r} writes to a {job.sink.type} sink with sink.upsert: an upsert sink is "
+                "stateful (the rows it keeps by key are not in the offsets), so it cannot inherit offsets",
+            )
         if PipelineSpec.model_validate(ref.spec).upgrade_mode == "stateless":
             raise ControlError(
                 400,
@@ -475,6 +491,7 @@ class ControlPlane:
         if row.phase != Phase.RUNNING:
             return
         if spec.upgrade_mode == "savepoint":
+            self.supersede_scheduled(row, "the stop's savepoint")
             self._no_savepoint_in_progress(row)
             savepoint = self.store.insert_savepoint(row.environment, row.name, SavepointSource.UPGRADE)
             detail = f"stopping: taking savepoint {savepoint.uid}"
@@ -487,18 +504,29 @@ class ControlPlane:
             return
         deadline, detail = (None, "waiting for a worker to start it")
         if not row.traits.get("carriedOver"):
-            deadline, detail = self._waiting(PipelineSpec.model_validate(row.spec))
+            deadline, detail = self._waiting(PipelineSpec.model_validate(row.spec), since_ms=row.created_ms)
         self.store.update_pipeline(
             row, phase=Phase.PENDING, detail=detail, deadline_ms=deadline, generation=row.generation + 1
         )
 
-    def _waiting(self, spec: PipelineSpec) -> tuple[int | None, str]:
-        """A starting pipeline's deadline for inherited offsets (None without a reference) and detail."""
+    def _waiting(self, spec: PipelineSpec, since_ms: int | None = None) -> tuple[int | None, str]:
+        """A starting pipeline's deadline for inherited offsets (None without a reference) and detail.
+        The wait counts from the pipeline's creation (``since_ms``), as in CMF: resuming a pipeline
+        stopped while it waited does not move its deadline."""
         reference = spec.properties.get(INITIAL_OFFSET_FROM)
         if reference is None:
             return None, "waiting for a worker to start it"
-        deadline = now_ms() + int(self._carry_over_timeout(spec).total_seconds() * 1000)
+        since = now_ms() if since_ms is None else since_ms
+        deadline = since + int(self._carry_over_timeout(spec).total_seconds() * 1000)
         return deadline, f"waiting for the offsets of pipeline {reference!r}; fails at {iso(deadline)}"
+
+    def supersede_scheduled(self, row: PipelineRow, by: str) -> None:
+        """Fail the pipeline's ``SCHEDULE`` savepoints in flight: a stop or a user's savepoint wins."""
+        for savepoint in self.store.savepoints(row.environment, row.name):
+            if savepoint.state == SavepointState.PENDING and savepoint.source == SavepointSource.SCHEDULE:
+                self.store.finish_savepoint(
+                    savepoint.uid, SavepointState.FAILED, reason=f"superseded by {by}"
+                )
 
     def _no_savepoint_in_progress(self, row: PipelineRow) -> None:
         for savepoint in self.store.savepoints(row.environment, row.name):
@@ -560,6 +588,24 @@ def inherited_offsets(job: JobConfig, savepoint: SavepointRow) -> dict[tuple[str
     own_start = {t.topic for t in job.source.tables}
     topics = set(job.source.topic or ()) - own_start
     return {(t, p): o for (t, p), o in decode_offsets(savepoint.offsets).items() if t in topics}
+
+
+def runner_reads(row: PipelineRow, status: Mapping[str, Any]) -> bool:
+    """Whether the runner status of this start of the pipeline says it reads: it is running, and
+    partitions are assigned to it."""
+    metrics = status.get("metrics") or {}
+    started = int(row.traits.get("startedMs", 0))
+    return (
+        status.get("phase") == Phase.RUNNING
+        and int(metrics.get("started_ms") or 0) >= started
+        and any(metrics.get("assigned", {}).values())
+    )
+
+
+def reading_since(row: PipelineRow) -> int | None:
+    """When this start of the pipeline began reading, or None before it does."""
+    since = row.traits.get("readingSinceMs")
+    return since if since is not None and since >= row.traits.get("startedMs", 0) else None
 
 
 def savepoint_resource(savepoint: SavepointRow) -> Savepoint:

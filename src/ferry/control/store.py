@@ -211,9 +211,9 @@ class ControlStore:
     # ------------------------------------------------------------------------------ pipelines
 
     def insert_pipeline(
-        self, environment: str, name: str, spec: Mapping[str, Any], detail: str
+        self, environment: str, name: str, spec: Mapping[str, Any], detail: str, at_ms: int | None = None
     ) -> PipelineRow:
-        at = now_ms()
+        at = now_ms() if at_ms is None else at_ms
         values = {
             "environment": environment,
             "name": name,

@@ -49,6 +49,8 @@ from ferry.control.service import (
     iso,
     latest_offsets_format,
     load_job,
+    reading_since,
+    runner_reads,
 )
 from ferry.control.store import PipelineRow, Sample, SavepointRow
 from ferry.pipeline.phase import Phase
@@ -61,6 +63,8 @@ log = logging.getLogger(__name__)
 SAVEPOINT_TIMEOUT_MS = 120_000
 #: How often a running pipeline's lag and throughput are sampled.
 SAMPLE_INTERVAL_MS = 10_000
+#: How long a stop waits for a just started process to start reading before it signals it anyway.
+START_GRACE_S = 60.0
 #: A child that keeps dying is restarted at most this often.
 RESTART_BACKOFF_S = 5.0
 
@@ -285,6 +289,7 @@ class Supervisor:
         code = child.exit_code()
         if code is None:
             self.store.heartbeat(row, self.worker, child.process.pid, InstanceState.RUNNING)
+            self._note_reading(row)
             self._savepoints(row)
             self._sample(row)
             return
@@ -298,6 +303,9 @@ class Supervisor:
             self._restart_at[key] = time.monotonic() + RESTART_BACKOFF_S
         else:
             self.store.heartbeat(row, self.worker, child.process.pid, InstanceState.FAILED, code)
+            log.error(
+                "pipeline %s/%s: its process failed; its log is %s", row.environment, row.name, child.log_file
+            )
             self._fail(row, f"worker {self.worker}: {self._runner_detail(row, child, code)}")
 
     def _stopping(self, row: PipelineRow) -> None:
@@ -306,8 +314,14 @@ class Supervisor:
         child = self.children.get(key)
         if child is not None:
             if child.exit_code() is None:
+                graceful = spec.upgrade_mode == "savepoint"
+                if graceful and not child.signalled and not self._may_stop_gracefully(row, child):
+                    self.store.heartbeat(row, self.worker, child.process.pid, InstanceState.RUNNING)
+                    detail = "stopping: waiting for the process to start reading before stopping it"
+                    if row.detail != detail:
+                        self.store.update_pipeline(row, expect_phase=Phase.STOPPING, detail=detail)
+                    return
                 if not child.signalled:
-                    graceful = spec.upgrade_mode == "savepoint"
                     child.process.send_signal(signal.SIGTERM if graceful else signal.SIGKILL)
                     child.signalled = True
                 self.store.heartbeat(row, self.worker, child.process.pid, InstanceState.RUNNING)
@@ -317,6 +331,12 @@ class Supervisor:
             state = InstanceState.STOPPED if code == 0 else InstanceState.FAILED
             self.store.heartbeat(row, self.worker, child.process.pid, state, code)
             if code != 0 and spec.upgrade_mode == "savepoint":
+                log.error(
+                    "pipeline %s/%s: its process failed while stopping; its log is %s",
+                    row.environment,
+                    row.name,
+                    child.log_file,
+                )
                 self._fail_savepoint(
                     row, f"worker {self.worker}: {self._runner_detail(row, child, code or 0)}"
                 )
@@ -326,6 +346,7 @@ class Supervisor:
         ]
         if any(i.alive(at) for i in instances):
             return
+        self.plane.supersede_scheduled(row, "the stop's savepoint")
         pending = [
             s for s in self.store.savepoints(row.environment, row.name) if s.state == SavepointState.PENDING
         ]
@@ -354,6 +375,28 @@ class Supervisor:
         if row.phase == Phase.DELETED:
             self.store.forget_instances(row.environment, row.name)
 
+    # ------------------------------------------------------------------------------ reading
+
+    def _note_reading(self, row: PipelineRow) -> None:
+        """Record when this start's runner first reported partitions assigned to it: from then on
+        it reads (``status.readingSince``)."""
+        if reading_since(row) is not None:
+            return
+        status = self.plane.state.get_status(row.runtime_name)
+        if status is not None and runner_reads(row, status):
+            self.store.update_pipeline(
+                row, traits={**row.traits, "readingSinceMs": int(status["updated_ms"])}
+            )
+
+    def _may_stop_gracefully(self, row: PipelineRow, child: Child) -> bool:
+        """Whether SIGTERM now ends the process with a final checkpoint: once its runner reads (it
+        handles the signal by then), or when it does not start reading within :data:`START_GRACE_S`.
+        Before that, the signal would kill it (exit by signal 15) and the stop would fail."""
+        if time.monotonic() - child.started >= START_GRACE_S:
+            return True
+        status = self.plane.state.get_status(row.runtime_name)
+        return status is not None and runner_reads(row, status)
+
     # ------------------------------------------------------------------------------ samples
 
     def _sample(self, row: PipelineRow) -> None:
@@ -379,7 +422,11 @@ class Supervisor:
         spec = PipelineSpec.model_validate(row.spec)
         interval = spec.interval()
         at = now_ms()
-        if interval is not None and spec.upgrade_mode == "savepoint":
+        in_flight = any(
+            s.state == SavepointState.PENDING for s in self.store.savepoints(row.environment, row.name)
+        )
+        if interval is not None and spec.upgrade_mode == "savepoint" and not in_flight:
+            # at most one savepoint in flight: the next one is due an interval after the claim
             last = row.last_scheduled_ms or row.traits.get("startedMs", row.updated_ms)
             if at - last >= interval.total_seconds() * 1000 and self.store.claim_schedule(
                 row, row.last_scheduled_ms, at
@@ -530,7 +577,7 @@ class Supervisor:
             if status is not None and status["phase"] == Phase.FAILED
             else _tail(child.log_file)
         )
-        return f"the pipeline process {what}: {detail} (log: {child.log_file})"
+        return f"the pipeline process {what}: {detail}"
 
     def _fail(self, row: PipelineRow, reason: str) -> None:
         log.error("pipeline %s/%s failed: %s", row.environment, row.name, reason)
