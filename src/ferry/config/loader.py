@@ -74,6 +74,7 @@ def read_job_text(
 
     def without_ignored(root: CommentedMap, data: dict[str, Any]) -> dict[str, Any]:
         warnings.extend(_table_option_warnings(root, data, file))
+        warnings.extend(_function_warnings(root, file))
         sink = data.get("sink")
         sink_type = sink.get("type") if isinstance(sink, dict) else None
         for section in ("pipeline", "sink"):
@@ -112,6 +113,28 @@ def _table_option_warnings(root: CommentedMap, data: dict[str, Any], file: str) 
                 "the projected schema (its columns, keys, partitions and comment=)"
             )
             found.append(ConfigProblem(file, line + 1, col + 1, f"transform[{i}].table-options", reason))
+    return found
+
+
+def _function_warnings(root: CommentedMap, file: str) -> list[ConfigProblem]:
+    """A warning for each ``python-executable`` of a user-defined function (ignored)."""
+    pipeline = root.get("pipeline")
+    entries = pipeline.get("user-defined-function") if isinstance(pipeline, CommentedMap) else None
+    if not isinstance(entries, CommentedSeq):
+        return []
+    found = []
+    for i, entry in enumerate(entries):
+        if isinstance(entry, CommentedMap) and "python-executable" in entry:
+            line, col = _key_position(entry, "python-executable") or _start(entry)
+            found.append(
+                ConfigProblem(
+                    file,
+                    line + 1,
+                    col + 1,
+                    f"pipeline.user-defined-function[{i}].python-executable",
+                    "accepted and ignored: ferry runs a function in the pipeline's own interpreter",
+                )
+            )
     return found
 
 

@@ -125,6 +125,9 @@ class UserDefinedFunctionConfig(ConfigModel):
     python_files: tuple[str, ...] = Field(default=(), alias="python-files")
     #: Given to a class's ``open(options)`` before its first call.
     options: dict[str, str] = Field(default_factory=dict)
+    #: Flink CDC's interpreter for its Python functions: accepted with a warning (ferry's run in
+    #: the pipeline's own interpreter).
+    python_executable: str | None = Field(default=None, alias="python-executable")
 
     @field_validator("name")
     @classmethod

@@ -341,10 +341,11 @@ FLINK_CDC_FUNCTIONS: tuple[Function, ...] = (
     ),
 )
 
-#: Flink SQL functions beyond Flink CDC's list that transforms evaluate too.
+#: Functions beyond Flink CDC's documented list that transforms evaluate too: Flink SQL's, and
+#: forms Flink CDC's runtime has without a row of their own in its documentation.
 FLINK_SQL_EXTRAS: tuple[Function, ...] = (
     *_family(
-        "Flink SQL",
+        "more",
         ("DATE_SUB(date, int)", "DATE_SUB(day, 1)"),
         ("FLOOR(temporal TO unit), CEIL(temporal TO unit)", "FLOOR(ts TO HOUR)"),
         ("TRUNCATE(numeric[, int])", "TRUNCATE(x, 1)"),
@@ -355,3 +356,42 @@ FLINK_SQL_EXTRAS: tuple[Function, ...] = (
         ("TO_TIMESTAMP_LTZ(numeric[, 0 | 3])", "TO_TIMESTAMP_LTZ(n, 0)"),
     ),
 )
+
+
+def _cell(text: str) -> str:
+    return text.replace("|", "\\|")
+
+
+def markdown() -> str:
+    """The README's table of Flink CDC's functions and ferry's status for each."""
+    lines = ["| family | function | in ferry |", "|---|---|---|"]
+    for f in (*FLINK_CDC_FUNCTIONS, *FLINK_SQL_EXTRAS):
+        status = f"yes: `{_cell(f.example)}`" if f.example is not None else f"no: {f.why}"
+        lines.append(f"| {f.family} | `{_cell(f.syntax)}` | {status} |")
+    supported = sum(1 for f in FLINK_CDC_FUNCTIONS if f.example is not None)
+    lines += [
+        "",
+        f"{supported} of the {len(FLINK_CDC_FUNCTIONS)} functions Flink CDC documents are evaluated; the "
+        "rows marked more are beyond its list (Flink SQL's, and forms Flink CDC's runtime has).",
+    ]
+    return "\n".join(lines) + "\n"
+
+
+def write_readme(path: str = "README.md") -> None:
+    """Replace the README's generated function table with the current one."""
+    import re  # noqa: PLC0415
+    from pathlib import Path  # noqa: PLC0415
+
+    readme = Path(path)
+    block = "<!-- transform-functions:start -->\n" + markdown() + "<!-- transform-functions:end -->"
+    pattern = r"<!-- transform-functions:start -->.*?<!-- transform-functions:end -->"
+    readme.write_text(re.sub(pattern, lambda _: block, readme.read_text(), flags=re.S))
+
+
+if __name__ == "__main__":
+    import sys
+
+    if sys.argv[1:] == ["--write-readme"]:
+        write_readme()
+    else:
+        print(markdown(), end="")

@@ -11,7 +11,7 @@ import pytest
 from tests.support.expressions import compiled
 
 from ferry.config import ConfigError
-from ferry.config.loader import load_job_text
+from ferry.config.loader import load_job_text, read_job_text
 from ferry.pipeline.compiled import CompileError
 from ferry.pipeline.events import DataChange, Op
 from ferry.pipeline.schema import Column, Schema, TableId
@@ -232,3 +232,14 @@ def test_what_a_function_raises_or_returns_wrongly_fails_the_row(module: Path) -
 def test_null_arguments_reach_the_function(module: Path) -> None:
     functions = {"inc": load("inc", classpath="ferry_test_udfs:add_one", python_files=[str(module)])}
     assert compiled("inc(n)", functions=functions).fn({}) is None
+
+
+def test_flink_cdcs_python_function_entry_validates_as_written(module: Path) -> None:
+    functions = (
+        "- name: py_double\n  python-code: |\n    def eval(x: int) -> int:\n"
+        "        return None if x is None else x * 2\n  python-executable: /usr/bin/python3\n"
+    )
+    text = job_text(module, functions, "projection: id, py_double(id) AS doubled\n")
+    job, warnings = read_job_text(text, file="job.yaml")
+    assert [w.key_path for w in warnings] == ["pipeline.user-defined-function[0].python-executable"]
+    assert compiled("py_double(n)", functions=job.user_functions()).fn({"n": 21}) == 42
