@@ -47,6 +47,8 @@ class SinkConfigBase(ConfigModel):
     name: str | None = None
     include_schema_changes: tuple[str, ...] | None = Field(default=None, alias="include.schema.changes")
     exclude_schema_changes: tuple[str, ...] = Field(default=(), alias="exclude.schema.changes")
+    #: Whether a sink table that does not exist is created (Kafka Connect's ``auto.create``).
+    auto_create_tables: bool = Field(default=True, alias="auto-create-tables")
 
 
 #: Duration unit → milliseconds. The names are those of Flink's ``TimeUtils``.

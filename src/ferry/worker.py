@@ -31,7 +31,6 @@ from ferry.config.job import JobConfig, KafkaSourceConfig
 from ferry.config.names import kafka_name
 from ferry.connectors.formats import decoder_for
 from ferry.connectors.formats.definitions import TableDefinitions
-from ferry.connectors.formats.source_order import record_source_order
 from ferry.connectors.kafka.dead_letter import KafkaDeadLetter
 from ferry.connectors.kafka.schema_changes import SchemaChangeReader
 from ferry.connectors.kafka.source import EndPosition, KafkaSource, StartPosition
@@ -149,6 +148,7 @@ def build_runner(
         sink,
         pipeline.schema_change_behavior,
         accepted_schema_changes(job.sink.include_schema_changes, job.sink.exclude_schema_changes),
+        create_tables=job.sink.auto_create_tables,
     )
     tables = TableRouter(
         (Route(r.source_table, r.sink_table, r.replace_symbol, r.description) for r in job.route),
@@ -179,8 +179,6 @@ def build_runner(
         hints=hints,
         definitions=definitions,
         transforms=_transforms(job),
-        # Debezium's JSON records say where each change stands in the source's log
-        source_order=record_source_order if source_config.value_format.value == "debezium-json" else None,
     )
     if definitions is not None:
         definitions.refresh = runner.sync_hints

@@ -114,10 +114,20 @@ def is_applied_at_sink(sink: Sink, sink_schema: Schema | None, change: SchemaCha
 class SchemaChangeRouter:
     """Decides the fate of each schema change for one sink under one behaviour."""
 
-    def __init__(self, sink: Sink, behavior: SchemaChangeBehavior, accepted_tags: Iterable[str]) -> None:
+    def __init__(
+        self,
+        sink: Sink,
+        behavior: SchemaChangeBehavior,
+        accepted_tags: Iterable[str],
+        *,
+        create_tables: bool = True,
+    ) -> None:
         self.sink = sink
         self.behavior = behavior
         self.accepted_tags = frozenset(accepted_tags)
+        #: ``sink.auto-create-tables``: a sink table that does not exist is created (else its rows
+        #: go to the dead-letter destination, as Kafka Connect's ``auto.create: false`` has them fail).
+        self.create_tables = create_tables
 
     def decide(self, change: SchemaChange, sink_schema: Schema | None) -> Decision:
         kind = change_kind(change, sink_schema)
@@ -199,6 +209,14 @@ class SchemaChangeRouter:
         )
 
     def _create(self, change: CreateTable, sink_schema: Schema | None, kind: ChangeKind) -> Decision:
+        if sink_schema is None and not self.create_tables:
+            return Decision(
+                Action.SKIP,
+                change,
+                "the sink table does not exist and sink.auto-create-tables is false: "
+                "its rows go to the dead-letter destination",
+                kind,
+            )
         if sink_schema is None:
             return Decision(Action.APPLY, change, "new table", kind)
         wanted = change.schema

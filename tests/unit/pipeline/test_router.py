@@ -129,3 +129,13 @@ def test_a_change_refused_at_apply_time(behavior: SchemaChangeBehavior, action: 
     r = router(behavior)
     d = r.decide(E.AddColumn(TID, Column("x", T.INT())), SINK_SCHEMA)
     assert r.on_refused(d, SinkTerminalError("nope", sink="memory")).action is action
+
+
+def test_a_missing_table_is_created_unless_auto_create_tables_is_off() -> None:
+    create = E.CreateTable(TID, SINK_SCHEMA)
+    assert router(SchemaChangeBehavior.LENIENT).decide(create, None).action is Action.APPLY
+    sink = MemorySink(capabilities=LIMITED)
+    off = SchemaChangeRouter(sink, SchemaChangeBehavior.EVOLVE, ALL, create_tables=False)
+    decision = off.decide(create, None)
+    assert decision.action is Action.SKIP and "sink.auto-create-tables is false" in decision.reason
+    assert off.decide(create, SINK_SCHEMA).reason == "the table already exists"
