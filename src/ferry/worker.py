@@ -90,7 +90,7 @@ def _transforms(job: JobConfig) -> TableTransforms | None:
     from ferry.pipeline.compiled import Session  # noqa: PLC0415
     from ferry.pipeline.transform import TableTransforms  # noqa: PLC0415
 
-    session = Session(job.pipeline.time_zone)
+    session = Session(job.pipeline.time_zone, decimal_precision=job.pipeline.decimal_precision)
     return TableTransforms(job.transform, session=session, functions=job.user_functions())
 
 

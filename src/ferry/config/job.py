@@ -604,6 +604,11 @@ class PipelineConfig(ConfigModel):
     state_url: str = Field(default="sqlite:///var/ferry/state.db", alias="state.url")
     #: Port of the metrics and status HTTP endpoint; none when unset.
     status_port: int | None = Field(default=None, ge=1, le=65535, alias="status.port")
+    #: The most digits of a DECIMAL that transform arithmetic computes: ``UP_TO_38`` (ferry's
+    #: default) or ``UP_TO_19`` (Flink CDC's default, Calcite's type system).
+    transform_decimal_precision_mode: Annotated[
+        Literal["UP_TO_19", "UP_TO_38"], BeforeValidator(_behavior_name)
+    ] = Field(default="UP_TO_38", alias="transform.decimal.precision.mode")
     #: Python functions transforms may call, by name (Flink CDC's ``user-defined-function``).
     user_defined_function: tuple[UserDefinedFunctionConfig, ...] = Field(
         default=(), alias="user-defined-function"
@@ -644,6 +649,11 @@ class PipelineConfig(ConfigModel):
             base = kafka_name(name) if isinstance(name, str) and name else "ferry"
             data = {**data, "dead-letter.topic": f"{base}.dlq"}
         return data
+
+    @property
+    def decimal_precision(self) -> int:
+        """The most digits of a DECIMAL computed in a transform."""
+        return 19 if self.transform_decimal_precision_mode == "UP_TO_19" else 38
 
     @property
     def time_zone(self) -> ZoneInfo | None:

@@ -40,10 +40,12 @@ class Compiled:
 @dataclass(frozen=True, slots=True)
 class Session:
     """What expressions read besides the row: the session time zone (``pipeline.local-time-zone``;
-    None is the system's) and the clock of ``NOW()`` and its kin."""
+    None is the system's), the clock of ``NOW()`` and its kin, and the bound on DECIMAL digits."""
 
     zone: dt.tzinfo | None = None
     clock: Callable[[], dt.datetime] = lambda: dt.datetime.now(dt.UTC)
+    #: The most digits a DECIMAL computed by arithmetic has (``transform.decimal.precision.mode``).
+    decimal_precision: int = 38
 
     def local(self, value: dt.datetime) -> dt.datetime:
         """A timestamp as the session's wall clock shows it (a zoned one converted, naive kept)."""

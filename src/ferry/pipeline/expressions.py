@@ -256,7 +256,7 @@ class Compiler:
         left, right = self.numeric(node.this), self.numeric(node.expression)
         if left.type is None or right.type is None:
             return constant(None, left.type or right.type)
-        result = arithmetic_type(op, left.type, right.type)
+        result = arithmetic_type(op, left.type, right.type, self.session.decimal_precision)
         return binary(arithmetic(op, result), left, right, result)
 
     # ---------------------------------------------------------------------------- conditions

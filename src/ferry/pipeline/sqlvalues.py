@@ -225,30 +225,31 @@ def _as_decimal(t: DataType) -> tuple[int, int]:
     return INTEGER_DIGITS[t.root], 0
 
 
-def _bounded_decimal(precision: int, scale: int) -> DataType:
-    """DECIMAL(precision, scale) brought within 38 digits, keeping the integral digits (Flink's rule)."""
-    if precision <= MAX_DECIMAL_PRECISION:
+def _bounded_decimal(precision: int, scale: int, most: int = MAX_DECIMAL_PRECISION) -> DataType:
+    """DECIMAL(precision, scale) within ``most`` digits, keeping the integral digits (Flink's rule)."""
+    if precision <= most:
         return DECIMAL(precision, scale)
     integral = precision - scale
-    return DECIMAL(MAX_DECIMAL_PRECISION, max(MAX_DECIMAL_PRECISION - integral, min(scale, 6)))
+    return DECIMAL(most, min(max(most - integral, min(scale, 6)), most))
 
 
-def arithmetic_type(op: str, a: DataType, b: DataType) -> DataType:
+def arithmetic_type(op: str, a: DataType, b: DataType, most: int = MAX_DECIMAL_PRECISION) -> DataType:
     """The type of ``a op b`` (``op`` one of ``+ - * / %``): integers and floating point widen,
-    DECIMAL precision and scale follow Flink's rules (``*`` adds them, ``/`` keeps 6 digits or more)."""
+    DECIMAL precision and scale follow Flink's rules (``*`` adds them, ``/`` keeps 6 digits or more),
+    within ``most`` digits (38, or 19 under ``transform.decimal.precision.mode: UP_TO_19``)."""
     if (a.root in INTEGERS and b.root in INTEGERS) or a.root in FLOATS or b.root in FLOATS:
         return widen(a, b).with_nullable(True)
     (p1, s1), (p2, s2) = _as_decimal(a), _as_decimal(b)
     if op in "+-":
         scale = max(s1, s2)
-        return _bounded_decimal(max(p1 - s1, p2 - s2) + scale + 1, scale)
+        return _bounded_decimal(max(p1 - s1, p2 - s2) + scale + 1, scale, most)
     if op == "*":
-        return _bounded_decimal(p1 + p2, s1 + s2)
+        return _bounded_decimal(p1 + p2, s1 + s2, most)
     if op == "/":
         scale = max(6, s1 + p2 + 1)
-        return _bounded_decimal(p1 - s1 + s2 + scale, scale)
+        return _bounded_decimal(p1 - s1 + s2 + scale, scale, most)
     scale = max(s1, s2)
-    return _bounded_decimal(min(p1 - s1, p2 - s2) + scale, scale)
+    return _bounded_decimal(min(p1 - s1, p2 - s2) + scale, scale, most)
 
 
 def _nonzero(b: _N) -> _N:

@@ -6,9 +6,13 @@ import decimal
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 from tests.support.expressions import compiled, value
 
-from ferry.pipeline.compiled import CompileError
+from ferry.config.job import PipelineConfig
+from ferry.pipeline.compiled import CompileError, Session
+from ferry.pipeline.expressions import DIALECT, Compiler
+from ferry.pipeline.schema import Column, Schema, TableId
 from ferry.pipeline.types import ARRAY, BOOLEAN, DECIMAL, INT, MAP, ROW, STRING, Field
 
 ROW_VALUES = {"arr": [3, 1, 2], "m": {"k": 5, "j": None}, "r": {"a": 1, "c": "z"}, "n": 7, "s": "x"}
@@ -129,3 +133,22 @@ def test_rounding_numbers(text: str, row: dict[str, Any], expected: Any, type_: 
 def test_rounding_null_is_null() -> None:
     for text in ("CEIL(x)", "FLOOR(f)", "TRUNCATE(x, 1)", "NULLIF(n, 1)"):
         assert value(text, {}) is None, text
+
+
+@pytest.mark.parametrize(
+    ("mode", "expected"),
+    [("UP_TO_38", DECIMAL(38, 6)), ("UP_TO_19", DECIMAL(19, 6)), ("up_to_19", DECIMAL(19, 6))],
+)
+def test_transform_decimal_precision_mode_bounds_decimal_arithmetic(mode: str, expected: Any) -> None:
+    pipeline = PipelineConfig.model_validate({"transform.decimal.precision.mode": mode})
+    schema = Schema((Column("x", DECIMAL(30, 10)), Column("y", DECIMAL(30, 10))), (), ())
+    compiler = Compiler(
+        TableId.parse("db.t"), schema, session=Session(decimal_precision=pipeline.decimal_precision)
+    )
+    assert compiler.compile(DIALECT.parse("SELECT x * y")[0].expressions[0]).type == expected
+    assert compiled("x * 2").type == DECIMAL(20, 2)  # within either bound
+
+
+def test_an_unknown_decimal_precision_mode_is_refused() -> None:
+    with pytest.raises(ValidationError):
+        PipelineConfig.model_validate({"transform.decimal.precision.mode": "UP_TO_50"})
