@@ -344,7 +344,7 @@ def make_sink(kind: str, warehouse: str) -> TableFormatSink:
 def commit_from_worker(kind: str, warehouse: str, writer: int, start: Any) -> None:
     """One worker's commits: partition ``writer`` of topic ``t``, its offsets in each commit."""
     sink = make_sink(kind, warehouse)
-    start.wait(timeout=60)
+    start.wait(timeout=240)  # importing the table format in a new process: slow on a loaded machine
     for n in range(COMMITS):
         changes = [
             DataChange(
@@ -369,6 +369,7 @@ def table_rows(sink: TableFormatSink) -> list[dict[str, Any]]:
     return list(builder.new_read().to_arrow(builder.new_scan().plan().splits()).to_pylist())
 
 
+@pytest.mark.timeout(900)
 @pytest.mark.parametrize("kind", ["iceberg", "paimon"])
 def test_commits_from_two_processes_keep_every_row_and_each_others_offsets(kind: str, tmp_path: Path) -> None:
     warehouse = str(tmp_path / "lake")
@@ -379,9 +380,9 @@ def test_commits_from_two_processes_keep_every_row_and_each_others_offsets(kind:
     workers = [context.Process(target=commit_from_worker, args=(kind, warehouse, w, start)) for w in (0, 1)]
     for worker in workers:
         worker.start()
-    start.wait(timeout=60)
+    start.wait(timeout=240)
     for worker in workers:
-        worker.join(timeout=120)
+        worker.join(timeout=240)
         assert worker.exitcode == 0
     ids = sorted(r["id"] for r in table_rows(sink))
     assert ids == sorted(w * 1000 + i for w in (0, 1) for i in range(COMMITS * ROWS_PER_COMMIT))

@@ -21,6 +21,7 @@ from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -294,6 +295,8 @@ def run_simulation(
         assert got == expected, (name, [str(c) for c in sink.applied])
 
 
+# hundreds of runs: on a loaded machine they take minutes, not the default bound of a hung test
+@pytest.mark.timeout(1800)
 @settings(
     max_examples=250,
     deadline=None,
