@@ -29,7 +29,7 @@ class Control:
     def phase(self, name: str) -> str:
         return str(self.plane.get_pipeline(ENV, name).status.phase)
 
-    def wait_phase(self, name: str, *phases: str, timeout: float = 60.0) -> dict[str, Any]:
+    def wait_phase(self, name: str, *phases: str, timeout: float = 180.0) -> dict[str, Any]:
         def ready() -> dict[str, Any] | None:
             resource = self.plane.get_pipeline(ENV, name).document()
             return resource if resource["status"]["phase"] in phases else None
@@ -112,7 +112,7 @@ pipeline:
 """
 
 
-def wait_rows(warehouse: Path, name: str, count: int, timeout: float = 60.0) -> list[dict[str, Any]]:
+def wait_rows(warehouse: Path, name: str, count: int, timeout: float = 180.0) -> list[dict[str, Any]]:
     return wait_for(
         lambda: rows if len(rows := iceberg_rows(warehouse, name)) >= count else None,
         timeout,

@@ -264,7 +264,7 @@ def test_a_pipeline_whose_process_fails_is_failed_with_the_reason(
     blocked.write_text("a file where the warehouse should be")
     with running_control(tmp_path) as control:
         control.create("broken", job_text(kafka_bootstrap, topic, blocked / "warehouse"))
-        failed = control.wait_phase("broken", "FAILED", timeout=60)
+        failed = control.wait_phase("broken", "FAILED")
         detail = failed["status"]["detail"]
         assert "exited with code" in detail and str(tmp_path / "pipelines") not in detail
 
