@@ -138,7 +138,11 @@ def formatter(pattern: str) -> Callable[[Temporal], str]:
     parts = [t if isinstance(t, str) else _field(*t) for t in _tokens(pattern)]
 
     def write(value: Temporal) -> str:
-        return "".join(p if isinstance(p, str) else p(value) for p in parts)
+        try:
+            return "".join(p if isinstance(p, str) else p(value) for p in parts)
+        except AttributeError:  # a time field of a date, a date field of a time
+            kind = type(value).__name__
+            raise ValueError(f"the pattern {pattern!r} asks a {kind} for what it does not have") from None
 
     return write
 

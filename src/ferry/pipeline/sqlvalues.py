@@ -34,8 +34,9 @@ from ferry.pipeline.types import (
     widen,
 )
 
-#: What evaluating an expression on a row may raise: the row is bad, not the pipeline.
-ROW_ERRORS = (ValueError, ArithmeticError, TypeError)
+#: What evaluating an expression on a row may raise: the row is bad, not the pipeline (a value of
+#: another shape than its column's type, in schemaless JSON, fails a subscript or a field).
+ROW_ERRORS = (ValueError, ArithmeticError, TypeError, LookupError, AttributeError)
 
 NUMERIC = (*INTEGERS, TypeRoot.DECIMAL, *FLOATS)
 #: The range of each integer type.

@@ -13,6 +13,7 @@ from ferry.config.job import PipelineConfig
 from ferry.pipeline.compiled import CompileError, Session
 from ferry.pipeline.expressions import DIALECT, Compiler
 from ferry.pipeline.schema import Column, Schema, TableId
+from ferry.pipeline.sqlvalues import ROW_ERRORS
 from ferry.pipeline.types import ARRAY, BOOLEAN, DECIMAL, INT, MAP, ROW, STRING, Field
 
 ROW_VALUES = {"arr": [3, 1, 2], "m": {"k": 5, "j": None}, "r": {"a": 1, "c": "z"}, "n": 7, "s": "x"}
@@ -152,3 +153,9 @@ def test_transform_decimal_precision_mode_bounds_decimal_arithmetic(mode: str, e
 def test_an_unknown_decimal_precision_mode_is_refused() -> None:
     with pytest.raises(ValidationError):
         PipelineConfig.model_validate({"transform.decimal.precision.mode": "UP_TO_50"})
+
+
+def test_a_value_of_another_shape_than_its_type_fails_the_row_not_the_pipeline() -> None:
+    # schemaless JSON may carry a list where a map was seen before
+    with pytest.raises(ROW_ERRORS):
+        compiled("m['k']").fn({"m": [1, 2]})

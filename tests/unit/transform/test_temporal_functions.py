@@ -147,6 +147,13 @@ def test_parsing_and_epochs(text: str, zone: str, expected: Any) -> None:
     assert value(text, ROW, zone=zone) == expected
 
 
+def test_a_pattern_asking_a_date_for_its_hour_fails_the_row() -> None:
+    with pytest.raises(ROW_ERRORS, match="asks a date for what it does not have"):
+        compiled("DATE_FORMAT(day, 'yyyy HH')").fn(ROW)
+    with pytest.raises(ROW_ERRORS, match="asks a time for what it does not have"):
+        compiled("DATE_FORMAT(tm, 'yyyy')").fn(ROW)
+
+
 def test_to_timestamp_that_does_not_parse_fails_the_row() -> None:
     fn = compiled("TO_TIMESTAMP(s)").fn
     with pytest.raises(ROW_ERRORS, match="does not match the pattern"):  # a dead letter, with why

@@ -1,0 +1,94 @@
+"""A Flink CDC transform with its new functions, run by the pipeline runner: Debezium records
+decoded, projected in the job's time zone, a Python function called, deletes kept as soft ones."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from ferry.config.checks import accepted_schema_changes, check_supported
+from ferry.config.loader import load_job_text
+from ferry.connectors.formats import decoder_for
+from ferry.connectors.memory import MemoryDeadLetter, MemorySource
+from ferry.connectors.record import Record
+from ferry.pipeline.compiled import Session
+from ferry.pipeline.route import TableRouter
+from ferry.pipeline.router import SchemaChangeRouter
+from ferry.pipeline.runner import PipelineRunner, RunnerSettings
+from ferry.pipeline.schema import TableId
+from ferry.pipeline.state import StateStore
+from ferry.pipeline.transform import TableTransforms
+from ferry.sinks.memory import MemorySink
+from ferry.testing import debezium as dbz
+
+JOB = r"""
+source:
+  type: kafka
+  properties.bootstrap.servers: 127.0.0.1:9
+  topic: shop.inventory.orders
+sink:
+  type: memory
+pipeline:
+  name: soft deletes in Shanghai time
+  local-time-zone: Asia/Shanghai
+  user-defined-function:
+    - name: shout
+      python-code: |
+        def eval(s: str, times: int) -> str:
+            return None if s is None else s.upper() + "!" * times
+transform:
+  - source-table: inventory\.orders
+    projection: >-
+      \*, DATE_FORMAT(paid, 'yyyy-MM-dd HH:mm') AS paid_local, shout(item, 2) AS loud,
+      REGEXP_EXTRACT(code, '(\d+)', 1) AS code_digits, __data_event_type__ AS op_type
+    filter: LOCATE('x', item) = 0
+    converter-after-transform: SOFT_DELETE
+"""
+
+
+def test_a_flink_cdc_transform_runs_with_its_functions(tmp_path: Path) -> None:
+    orders = dbz.DebeziumTable(
+        "shop",
+        "inventory",
+        "orders",
+        [
+            dbz.ConnectColumn("id", dbz.INT32, optional=False),
+            dbz.ConnectColumn("item", dbz.STRING),
+            dbz.ConnectColumn("code", dbz.STRING),
+            dbz.ConnectColumn(
+                "paid", {"type": "string", "name": "io.debezium.time.ZonedTimestamp", "version": 1}
+            ),
+        ],
+    )
+    rows = [
+        {"id": 1, "item": "apple", "code": "A-17", "paid": "2024-02-29T20:00:00Z"},
+        {"id": 2, "item": "xigua", "code": "B-2", "paid": "2024-02-29T01:00:00Z"},  # filtered out
+    ]
+    records = [orders.insert(rows[0]), orders.insert(rows[1]), orders.delete(rows[0])]
+    job = load_job_text(JOB, env={})
+    check_supported(job)
+    sink = MemorySink()
+    PipelineRunner(
+        settings=RunnerSettings(name=job.pipeline.name, tune_gc=False, checkpoint_interval_s=0.05),
+        source=MemorySource([Record(orders.topic, 0, i, key=k, value=v) for i, (k, v) in enumerate(records)]),
+        decode=decoder_for("debezium-json").decode,
+        sink=sink,
+        state=StateStore(f"sqlite:///{tmp_path}/state.db"),
+        router=SchemaChangeRouter(
+            sink, job.pipeline.schema_change_behavior, accepted_schema_changes(None, ())
+        ),
+        tables=TableRouter(),
+        dead_letter=MemoryDeadLetter(),
+        transforms=TableTransforms(
+            job.transform, session=Session(job.pipeline.time_zone), functions=job.user_functions()
+        ),
+    ).run()
+
+    [row] = sink.rows(TableId.parse("inventory.orders"))
+    # the delete is kept: the row it removed, written again with its kind
+    assert {k: row[k] for k in ("id", "paid_local", "loud", "code_digits", "op_type")} == {
+        "id": 1,
+        "paid_local": "2024-03-01 04:00",
+        "loud": "APPLE!!",
+        "code_digits": "17",
+        "op_type": "-D",
+    }
