@@ -16,6 +16,7 @@ from functools import lru_cache
 from typing import Any, ClassVar
 
 from sqlglot import exp
+from sqlglot.tokenizer_core import TokenType
 
 from ferry.check.dialect import Flink, FlinkParser
 
@@ -24,7 +25,18 @@ def _call(name: str) -> Any:
     return lambda args: exp.Anonymous(this=name, expressions=args)
 
 
+def _parse_position(parser: Any) -> exp.StrPosition:
+    """``POSITION(seek IN s [FROM start])``, Flink's form (sqlglot's lacks ``FROM``)."""
+    seek = parser._parse_bitwise()
+    if not parser._match(TokenType.IN):
+        parser.raise_error("POSITION is written POSITION(seek IN string [FROM start])")
+    haystack = parser._parse_bitwise()
+    start = parser._parse_bitwise() if parser._match(TokenType.FROM) else None
+    return exp.StrPosition(this=haystack, substr=seek, position=start)
+
+
 class _TransformParser(FlinkParser):
+    FUNCTION_PARSERS: ClassVar = {**FlinkParser.FUNCTION_PARSERS, "POSITION": _parse_position}
     FUNCTIONS: ClassVar = {
         **FlinkParser.FUNCTIONS,
         "TIMESTAMPDIFF": _call("TIMESTAMPDIFF"),
@@ -254,7 +266,7 @@ FLINK_CDC_FUNCTIONS: tuple[Function, ...] = (
             "OVERLAY(string1 PLACING string2 FROM integer1 [FOR integer2])",
             "OVERLAY(s PLACING 'xy' FROM 2 FOR 1)",
         ),
-        ("POSITION(string1 IN string2 [ FROM integer ])", "POSITION('o' IN s)"),
+        ("POSITION(string1 IN string2 [ FROM integer ])", "POSITION('o' IN s FROM 3)"),
         ("LOCATE(string1, string2[, integer])", "LOCATE('o', s, 3)"),
         ("INSTR(string1, string2)", "INSTR(s, 'o')"),
         ("CONCAT(string1, string2, ...)", "CONCAT(s, '-', u)"),

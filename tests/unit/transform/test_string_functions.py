@@ -49,6 +49,8 @@ def test_regular_expressions(text: str, expected: Any) -> None:
     [
         ("POSITION('o' IN s)", 2),
         ("POSITION('' IN s)", 1),
+        ("POSITION('o' IN s FROM 4)", 12),
+        ("POSITION('o' IN s FROM 40)", 0),
         ("LOCATE('o', s)", 2),
         ("LOCATE('o', s, 4)", 12),
         ("LOCATE('o', s, 40)", 0),
