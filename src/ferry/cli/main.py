@@ -90,12 +90,17 @@ def main(log_level: str, log_format: LogFormat) -> None:
 @handle_errors
 def validate(job: Path) -> None:
     """Check a job file without starting anything."""
-    from ferry.config.checks import check_supported  # noqa: PLC0415
-    from ferry.config.loader import read_job, validate_command  # noqa: PLC0415
+    from ferry.config.checks import UnsupportedOptionError, check_supported  # noqa: PLC0415
+    from ferry.config.loader import problem_at, read_job, validate_command  # noqa: PLC0415
 
     config, warnings = read_job(job)
     summary = validate_command(job)
-    check_supported(config)
+    try:
+        check_supported(config)
+    except UnsupportedOptionError as e:
+        if e.key_path is None:
+            raise
+        raise problem_at(job, e.key_path, str(e)) from None
     for warning in warnings:
         click.echo(f"warning: {warning}", err=True)
     click.echo(summary)

@@ -12,7 +12,12 @@ from ferry.sinks.registry import SINKS
 
 
 class UnsupportedOptionError(TerminalError):
-    """A job file asks for something this version of ferry does not do yet."""
+    """A job file asks for something this version of ferry does not do yet; ``key_path`` names the
+    key that asks for it (``transform[0].projection``), where known."""
+
+    def __init__(self, message: str, key_path: str | None = None) -> None:
+        super().__init__(message)
+        self.key_path = key_path
 
 
 def accepted_schema_changes(include: tuple[str, ...] | None, exclude: tuple[str, ...]) -> frozenset[str]:
@@ -39,12 +44,17 @@ def behavior_refusal(sink_type: str, behavior: SchemaChangeBehavior) -> str | No
 def check_supported(job: JobConfig) -> None:
     """Refuse, before anything starts, what the job asks for and ferry would otherwise ignore."""
     if job.transform:
-        from ferry.pipeline.transform import stateful_reason, unsupported_reason  # noqa: PLC0415
+        from ferry.pipeline.transform import stateful_problem, unsupported_problem  # noqa: PLC0415
 
+        stateful = stateful_problem(job)
+        if stateful is not None:
+            index, key, reason = stateful
+            raise UnsupportedOptionError(reason, f"transform[{index}].{key}")
         names = tuple(f.name for f in job.pipeline.user_defined_function)
-        reason = stateful_reason(job) or unsupported_reason(job, names)
-        if reason is not None:
-            raise UnsupportedOptionError(reason)
+        unsupported = unsupported_problem(job, names)
+        if unsupported is not None:
+            index, reason = unsupported
+            raise UnsupportedOptionError(reason, f"transform[{index}].projection")
     refusal = behavior_refusal(job.sink.type, job.pipeline.schema_change_behavior)
     if refusal is not None:
         raise UnsupportedOptionError(refusal)

@@ -93,6 +93,23 @@ def read_job_text(
     return job, sorted(warnings, key=lambda w: (w.line or 0, w.column or 0))
 
 
+def problem_at(path: str | Path, key_path: str, message: str) -> ConfigError:
+    """A refusal of the key at ``key_path`` (``transform[0].projection``) of a job file, at its line
+    and column (a check of the whole job that found it after the file was read)."""
+    file = str(path)
+    try:
+        root = _parse(Path(path).read_text(encoding="utf-8"), file)
+    except (OSError, UnicodeDecodeError, ConfigError):
+        return ConfigError.at(file, message, key_path=key_path)
+    loc: list[str | int] = []
+    for name, index in re.findall(r"([^.\[\]]+)|\[(\d+)\]", key_path):
+        loc.append(int(index) if index else name)
+    if not isinstance(root, CommentedMap):
+        return ConfigError.at(file, message, key_path=key_path)
+    _, (line, col) = _locate(root, tuple(loc))
+    return ConfigError.at(file, message, line=line + 1, column=col + 1, key_path=key_path)
+
+
 def _table_option_warnings(root: CommentedMap, data: dict[str, Any], file: str) -> list[ConfigProblem]:
     """A warning for each ``table-options`` key of a transform other than ``comment`` (the table's
     comment): ferry's sinks create tables from the schema alone."""

@@ -193,6 +193,13 @@ def stateful_reason(job: JobWithTransforms) -> str | None:
     (:func:`ferry.check.is_stateless`), which says why its operators keep state; the construct is
     named from the expression itself.
     """
+    problem = stateful_problem(job)
+    return None if problem is None else problem[2]
+
+
+def stateful_problem(job: JobWithTransforms) -> tuple[int, str, str] | None:
+    """:func:`stateful_reason` with where it is: the transform's index and its key (``projection``,
+    or ``filter`` when only the filter keeps state), or None."""
     for index, spec in enumerate(job.transform):
         try:
             select = parse_projection(spec.projection or "*")
@@ -213,9 +220,12 @@ def stateful_reason(job: JobWithTransforms) -> str | None:
             continue
         what = construct or f"{operators[0].label} is a {operators[0].kind} operator"
         why = f" ({operators[0].reason})" if operators else ""
+        in_filter = bool(construct) and condition is not None and _stateful_construct(select, None) is None
         return (
+            index,
+            "filter" if in_filter else "projection",
             f"{describe(index, spec)}: {what}, which keeps state across rows{why}; a transform is "
-            "evaluated row by row, so only projections and filters are supported"
+            "evaluated row by row, so only projections and filters are supported",
         )
     return None
 
@@ -223,17 +233,23 @@ def stateful_reason(job: JobWithTransforms) -> str | None:
 def unsupported_reason(job: JobWithTransforms, functions: Sequence[str] = ()) -> str | None:
     """Why a job's transforms cannot be evaluated, apart from state: a function or an operator that
     transforms do not support, a computed column without a name, a name given twice; or None."""
+    problem = unsupported_problem(job, functions)
+    return None if problem is None else problem[1]
+
+
+def unsupported_problem(job: JobWithTransforms, functions: Sequence[str] = ()) -> tuple[int, str] | None:
+    """:func:`unsupported_reason` with the index of its transform, or None."""
     for index, spec in enumerate(job.transform):
         try:
             rule = _Rule(index, spec, tuple(functions))
         except TransformError as e:
-            return str(e)
+            return index, str(e)
         nodes = [item.node for item in rule.items or () if item.node is not None]
         for node in [*nodes, *([rule.condition] if rule.condition is not None else [])]:
             part = unsupported(node, functions)
             if part is not None:
                 text = part.sql(dialect=DIALECT)
-                return f"{rule.label}: {text} is not supported; transforms support {SUPPORTED}"
+                return index, f"{rule.label}: {text} is not supported; transforms support {SUPPORTED}"
     return None
 
 

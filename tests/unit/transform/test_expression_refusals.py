@@ -86,3 +86,21 @@ def test_ferry_validate_exits_2_with_the_position(tmp_path: Path) -> None:
 def test_what_a_function_cannot_take_is_refused_before_a_table_is_seen(body: str, words: str) -> None:
     e = refusal(body)
     assert e.key_path.startswith("transform[0].") and words in str(e)
+
+
+@pytest.mark.parametrize(
+    ("body", "line", "key", "words"),
+    [
+        ("    projection: id, SUM(price) AS s\n", 9, "projection", "SUM(price) is an aggregate"),
+        ("    projection: id\n    filter: price > AVG(price)\n", 10, "filter", "AVG(price) is an aggregate"),
+        ("    projection: id, price * 2\n", 9, "projection", "needs a name"),
+    ],
+)
+def test_ferry_validate_refuses_what_keeps_state_at_its_key_with_exit_2(
+    tmp_path: Path, body: str, line: int, key: str, words: str
+) -> None:
+    path = tmp_path / "job.yaml"
+    path.write_text(HEAD + body)
+    result = CliRunner().invoke(main, ["validate", str(path)])
+    assert result.exit_code == 2, result.output
+    assert f"{path}:{line}:5: transform[0].{key}: " in result.output and words in result.output
