@@ -74,14 +74,16 @@ class Session:
 
 
 class RowKind:
-    """The kind of the row being evaluated, as ``__data_event_type__`` reads it: ``+I`` (insert),
-    ``-U`` and ``+U`` (an update's old and new row), ``-D`` (delete). Set by the transform before
-    each row it projects, when an expression reads it (``used``)."""
+    """What the change being evaluated says besides its row: its kind, as ``__data_event_type__``
+    reads it (``+I`` insert, ``-U`` and ``+U`` an update's old and new row, ``-D`` delete), and its
+    time at the source in epoch milliseconds (``op_ts``). Set by the transform before each row it
+    projects, when an expression reads them (``used``)."""
 
-    __slots__ = ("used", "value")
+    __slots__ = ("op_ts", "used", "value")
 
     def __init__(self) -> None:
         self.value = "+I"
+        self.op_ts: int | None = None
         self.used = False
 
 

@@ -74,6 +74,9 @@ DIALECT = dialect_for()
 METADATA_COLUMNS = ("__namespace_name__", "__schema_name__", "__table_name__")
 #: The metadata column of the change's kind: ``+I``, ``-U``, ``+U``, ``-D``.
 EVENT_TYPE_COLUMN = "__data_event_type__"
+#: The metadata column of the change's time at the source, epoch milliseconds (Flink CDC's
+#: ``metadata.list: op_ts``; Debezium's ``source.ts_ms``), when the table has no column of the name.
+OP_TS_COLUMN = "op_ts"
 
 
 def _sql(node: exp.Expr) -> str:
@@ -211,6 +214,10 @@ class Compiler:
             kind = self.row_kind
             kind.used = True
             return Compiled(lambda row: kind.value, STRING().not_null())
+        if name.lower() == OP_TS_COLUMN:
+            kind = self.row_kind
+            kind.used = True
+            return Compiled(lambda row: kind.op_ts, BIGINT())
         if name.lower() in METADATA_COLUMNS:
             value = (self.table.namespace, self.table.schema_name, self.table.table_name)[
                 METADATA_COLUMNS.index(name.lower())

@@ -447,6 +447,8 @@ class BoundTransform:
         append = out.append
         for change in changes:
             table_id, op, before, after, position, ts_ms = change
+            if kind is not None:
+                kind.op_ts = ts_ms
             if keep is not None:
                 image = before if op is delete else after
                 if kind is not None:

@@ -3,13 +3,15 @@
 from __future__ import annotations
 
 from typing import Any
+from zoneinfo import ZoneInfo
 
 from ferry.config.job import TransformConfig
 from ferry.config.loader import read_job_text
+from ferry.pipeline.compiled import Session
 from ferry.pipeline.events import DataChange, Op
 from ferry.pipeline.schema import Column, Schema, TableId
 from ferry.pipeline.transform import TableTransforms
-from ferry.pipeline.types import INT, STRING
+from ferry.pipeline.types import BIGINT, INT, STRING
 
 TABLE = TableId.parse("db.orders")
 SOURCE = Schema((Column("id", INT().not_null()), Column("name", STRING())), ("id",), (), "orders")
@@ -68,3 +70,25 @@ def test_table_options_give_the_comment_and_warn_of_the_rest() -> None:
     _, warnings = read_job_text(text, file="job.yaml")
     assert [(w.line, w.key_path) for w in warnings] == [(9, "transform[0].table-options")]
     assert "'sequence.field' is accepted and not applied" in warnings[0].message
+
+
+def test_op_ts_is_the_changes_time_at_the_source_unless_a_column_has_the_name() -> None:
+    t = TableTransforms(
+        [
+            TransformConfig.model_validate(
+                {
+                    "source-table": r"db\.orders",
+                    "projection": "id, op_ts AS opts, DATE_FORMAT(TO_TIMESTAMP_LTZ(op_ts), 'yyyy-MM-dd') AS d",
+                }
+            )
+        ],
+        session=Session(ZoneInfo("Asia/Shanghai")),
+    )
+    change = DataChange(TABLE, Op.INSERT, None, {"id": 1, "name": "a"}, 0, 1709236800000)
+    [out] = t.rows(TABLE, SOURCE, [change], lambda c, why: None)
+    assert out.after == {"id": 1, "opts": 1709236800000, "d": "2024-03-01"}
+    assert t.schema(TABLE, SOURCE).column("opts").type == BIGINT()
+    own = Schema((*SOURCE.columns, Column("op_ts", STRING())), ("id",), ())
+    plain = transforms(projection="id, op_ts AS opts")
+    [mine] = plain.rows(TABLE, own, [change._replace(after={"id": 1, "op_ts": "mine"})], lambda c, why: None)
+    assert mine.after == {"id": 1, "opts": "mine"}
