@@ -17,6 +17,7 @@ import datetime as dt
 import re
 from collections.abc import Callable
 from functools import lru_cache
+from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 _MONTHS = [
@@ -131,12 +132,63 @@ def _field(letter: str, count: int) -> Callable[[Temporal], str]:
     return lambda v: _offset(v, count, letter) if isinstance(v, dt.datetime | dt.time) else ""
 
 
+#: Fields written as an attribute of the value, for :meth:`str.format` (a year of four digits or
+#: more, padded numbers): most patterns are only these, and are then written in one call.
+_TEMPLATE = {"y": "year", "u": "year", "M": "month", "d": "day", "H": "hour", "m": "minute", "s": "second"}
+_DATE_LETTERS = frozenset("yuYMLdDEewG")
+_TIME_LETTERS = frozenset("HkKhmsSna")
+#: Letters of fields that show a time zone.
+ZONE_LETTERS = frozenset("zZXxV")
+
+
+def _template(tokens: list[tuple[str, int] | str]) -> str | None:
+    """The :meth:`str.format` template of a pattern whose fields are all in :data:`_TEMPLATE`."""
+    parts: list[str] = []
+    for token in tokens:
+        if isinstance(token, str):
+            parts.append(token.replace("{", "{{").replace("}", "}}"))
+        elif token[0] in _TEMPLATE and (token[0] not in "yu" or token[1] >= 4) and token[1] <= 9:
+            parts.append(f"{{0.{_TEMPLATE[token[0]]}:0{token[1]}d}}")
+        else:
+            return None
+    return "".join(parts)
+
+
+#: Patterns that are ISO 8601's, by what :meth:`datetime.isoformat` writes for them (the fastest way).
+_ISO = {
+    "yyyy-MM-dd HH:mm:ss": (" ", "seconds"),
+    "yyyy-MM-dd'T'HH:mm:ss": ("T", "seconds"),
+    "yyyy-MM-dd HH:mm:ss.SSS": (" ", "milliseconds"),
+    "yyyy-MM-dd HH:mm": (" ", "minutes"),
+}
+
+
 @lru_cache(maxsize=128)
 def formatter(pattern: str) -> Callable[[Temporal], str]:
     """A function writing a date, time or timestamp in ``pattern``; raises :class:`ValueError`
     for a pattern that is not one."""
-    parts = [t if isinstance(t, str) else _field(*t) for t in _tokens(pattern)]
+    tokens = _tokens(pattern)
+    parts = [t if isinstance(t, str) else _field(*t) for t in tokens]
+    if pattern in _ISO:
+        sep, spec = _ISO[pattern]
+        slow = _write(pattern, parts)
+        return lambda v: v.isoformat(sep, spec) if type(v) is dt.datetime and v.tzinfo is None else slow(v)
+    if pattern == "yyyy-MM-dd":
+        slow = _write(pattern, parts)
+        return lambda v: v.isoformat() if type(v) is dt.date else slow(v)
+    template = _template(tokens)
+    if template is None:
+        return _write(pattern, parts)
+    letters = {t[0] for t in tokens if isinstance(t, tuple)}
+    long_way, quick = _write(pattern, parts), template.format
+    if letters <= _DATE_LETTERS:
+        return lambda v: quick(v) if isinstance(v, dt.date) else long_way(v)
+    if letters <= _TIME_LETTERS:
+        return lambda v: quick(v) if isinstance(v, dt.datetime | dt.time) else long_way(v)
+    return lambda v: quick(v) if isinstance(v, dt.datetime) else long_way(v)
 
+
+def _write(pattern: str, parts: list[Any]) -> Callable[[Temporal], str]:
     def write(value: Temporal) -> str:
         try:
             return "".join(p if isinstance(p, str) else p(value) for p in parts)

@@ -19,7 +19,7 @@ from typing import TYPE_CHECKING, Any
 from sqlglot import exp
 
 from ferry.pipeline.compiled import Compiled, CompileError, Session, call, constant, constant_value
-from ferry.pipeline.datetime_patterns import formatter, parser, time_zone
+from ferry.pipeline.datetime_patterns import ZONE_LETTERS, formatter, parser, time_zone
 from ferry.pipeline.sqlvalues import to_text, to_timestamp
 from ferry.pipeline.types import (
     BIGINT,
@@ -123,15 +123,17 @@ def _clock(kind: str) -> Handler:
 
 
 def _extract_part(unit: str, session: Session) -> Callable[[Any], int]:
+    name, local = unit.lower(), session.local
+
     def part(value: Any) -> int:
         if isinstance(value, dt.datetime):
-            value = session.local(value)
+            value = local(value)
         if isinstance(value, dt.time):
             if unit not in ("HOUR", "MINUTE", "SECOND"):
                 raise ValueError(f"EXTRACT({unit}) of a TIME")
-            return int(getattr(value, unit.lower()))
+            return int(getattr(value, name))
         if unit in ("HOUR", "MINUTE", "SECOND"):
-            return int(getattr(value, unit.lower())) if isinstance(value, dt.datetime) else 0
+            return int(getattr(value, name)) if isinstance(value, dt.datetime) else 0
         if unit == "QUARTER":
             return int((value.month - 1) // 3 + 1)
         if unit == "WEEK":
@@ -140,9 +142,17 @@ def _extract_part(unit: str, session: Session) -> Callable[[Any], int]:
             return int(value.timetuple().tm_yday)
         if unit == "DOW":  # Sunday is 1
             return int(value.isoweekday() % 7 + 1)
-        return int(getattr(value, unit.lower()))
+        return int(getattr(value, name))
 
-    return part
+    if unit not in ("YEAR", "MONTH", "DAY", "HOUR", "MINUTE", "SECOND"):
+        return part
+
+    def field(value: Any) -> int:  # a timestamp's field, the common case, in one step
+        if type(value) is dt.datetime:
+            return int(getattr(local(value), name))
+        return part(value)
+
+    return field
 
 
 def extract(c: Compiler, node: exp.Extract) -> Compiled:
@@ -252,10 +262,13 @@ def _args(node: exp.Anonymous, low: int, high: int) -> list[exp.Expr]:
 def date_format(c: Compiler, node: exp.Anonymous) -> Compiled:
     """``DATE_FORMAT(temporal, format)``: a timestamp with local time zone in the session's."""
     value, fmt = _args(node, 2, 2)
-    write, zoned = formatter(_pattern(c, fmt, DEFAULT_TIMESTAMP, "DATE_FORMAT")), c.session.zoned
+    pattern = _pattern(c, fmt, DEFAULT_TIMESTAMP, "DATE_FORMAT")
+    write = formatter(pattern)
+    # a wall clock is written as it is; with a zone field it is read in the session's zone
+    show = c.session.zoned if ZONE_LETTERS & set(pattern) else c.session.local
     return c.fold(
         _temporal(c, value),
-        lambda v: write(zoned(v) if isinstance(v, dt.datetime) else v),
+        lambda v: write(show(v) if type(v) is dt.datetime else v),
         STRING(),
     )
 

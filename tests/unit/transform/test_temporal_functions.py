@@ -9,6 +9,7 @@ import pytest
 from tests.support.expressions import NOW, compiled, value
 
 from ferry.pipeline.compiled import CompileError
+from ferry.pipeline.datetime_patterns import formatter
 from ferry.pipeline.sqlvalues import ROW_ERRORS
 from ferry.pipeline.types import BIGINT, DATE, INT, STRING, TIME, TIMESTAMP, TIMESTAMP_LTZ
 
@@ -264,3 +265,21 @@ def test_what_cannot_be_compiled_says_why(text: str, message: str) -> None:
 def test_without_a_session_zone_the_system_zone_is_used() -> None:
     local = NOW.astimezone().replace(tzinfo=None, microsecond=123000)
     assert value("LOCALTIMESTAMP", zone=None) == local
+
+
+@pytest.mark.parametrize(
+    ("pattern", "value", "expected"),
+    [
+        ("yyyy-MM-dd HH:mm:ss", dt.datetime(999, 1, 2, 3, 4, 5), "0999-01-02 03:04:05"),
+        ("yyyy-MM-dd HH:mm:ss.SSS", dt.datetime(2024, 1, 2, 3, 4, 5), "2024-01-02 03:04:05.000"),
+        ("yyyy-MM-dd HH:mm", dt.datetime(2024, 1, 2, 3, 4, 5), "2024-01-02 03:04"),
+        ("yyyy-MM-dd", dt.date(24, 1, 2), "0024-01-02"),
+        ("yyyy-MM-dd", dt.datetime(2024, 1, 2, 3, 4), "2024-01-02"),
+        ("yyyy/M/d H:m:s", dt.datetime(2024, 1, 2, 3, 4, 5), "2024/1/2 3:4:5"),
+        ("yyyy {MM}", dt.date(2024, 1, 2), "2024 {01}"),
+        ("HH:mm", dt.time(7, 8), "07:08"),
+    ],
+)
+def test_every_way_of_writing_a_pattern_gives_javas_text(pattern: str, value: Any, expected: str) -> None:
+    # the short ways (ISO text, a template of fields) and the long one agree
+    assert formatter(pattern)(value) == expected
