@@ -773,8 +773,8 @@ class JobConfig(ConfigModel):
         return self
 
     def user_functions(self) -> dict[str, UserFunction]:
-        """The job's user-defined functions, loaded (``pipeline.user-defined-function``)."""
-        return load_functions(self.pipeline.user_defined_function)
+        """The job's user-defined functions, imported (``pipeline.user-defined-function``)."""
+        return load_functions(self.pipeline.user_defined_function, runnable=True)
 
     @field_validator("route", "transform", "pipeline", mode="before")
     @classmethod

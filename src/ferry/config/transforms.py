@@ -4,13 +4,15 @@ A transform's ``projection`` and ``filter`` are parsed when the job is read (a s
 its place); the job as a whole then refuses a function that transforms do not evaluate, at its
 place in the expression and in the job file's spelling (:func:`check_transform_expressions`).
 A user-defined function is a Python callable (``classpath: module:function``) or Python code
-(``python-code``), loaded and type-checked when the job is validated (:mod:`ferry.pipeline.udf`).
+(``python-code``), type-checked from its source when the job is validated, without running it
+(:mod:`ferry.pipeline.udf_source`), and imported by the pipeline (:mod:`ferry.pipeline.udf`).
 """
 
 from __future__ import annotations
 
 import re
 from collections.abc import Mapping, Sequence
+from pathlib import Path
 from typing import Any, Literal, Self
 
 from pydantic import Field, ValidationInfo, field_validator, model_validator
@@ -19,6 +21,7 @@ from ferry.config.exceptions import OptionError
 from ferry.options import ConfigModel
 from ferry.pipeline.function_catalog import BUILT_IN_NAMES
 from ferry.pipeline.udf import UserFunction, UserFunctionError, load
+from ferry.pipeline.udf_source import declare
 
 
 def check_regex(pattern: str | None) -> str | None:
@@ -152,9 +155,18 @@ class UserDefinedFunctionConfig(ConfigModel):
         return self
 
 
-def load_functions(entries: Sequence[UserDefinedFunctionConfig]) -> dict[str, UserFunction]:
-    """The job's user-defined functions by name; raises :class:`OptionError` at the entry that
-    cannot be loaded or used."""
+def _other_paths(entries: Sequence[UserDefinedFunctionConfig], entry: UserDefinedFunctionConfig) -> list[str]:
+    """The ``python-files`` of the other entries that exist (a missing one is its own entry's error)."""
+    return [p for e in entries if e is not entry for p in e.python_files if Path(p).expanduser().exists()]
+
+
+def load_functions(
+    entries: Sequence[UserDefinedFunctionConfig], *, runnable: bool = False
+) -> dict[str, UserFunction]:
+    """The job's user-defined functions by name: declared from their source (validation runs none
+    of their code), or ``runnable``, imported; raises :class:`OptionError` at the entry that cannot
+    be one."""
+    make = load if runnable else declare
     functions: dict[str, UserFunction] = {}
     for i, entry in enumerate(entries):
         if entry.name.upper() in (name.upper() for name in functions):
@@ -169,11 +181,12 @@ def load_functions(entries: Sequence[UserDefinedFunctionConfig]) -> dict[str, Us
                 "name",
             )
         try:
-            functions[entry.name] = load(
+            functions[entry.name] = make(
                 entry.name,
                 classpath=entry.classpath,
                 python_code=entry.python_code,
-                python_files=entry.python_files,
+                # one interpreter: the paths of every entry are on its import path, this entry's first
+                python_files=(*entry.python_files, *_other_paths(entries, entry)),
                 options=entry.options,
             )
         except UserFunctionError as e:

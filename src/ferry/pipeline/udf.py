@@ -125,36 +125,49 @@ def _accepts(annotation: Any, t: DataType | None) -> bool:
 
 @dataclass
 class UserFunction:
-    """One user-defined function: its name in expressions, the callable and its signature."""
+    """One user-defined function: its name in expressions, its parameters and return annotation
+    (Python types), and the callable (a function, or a class whose ``eval`` rows call). Without a
+    callable it is a declaration, read from the source when a job is validated: calls are
+    checked against it but not evaluated."""
 
     name: str
-    target: Any
+    parameters: tuple[inspect.Parameter, ...]
+    returns: Any
+    target: Any = None
     options: Mapping[str, str] = field(default_factory=dict)
     _callable: Callable[..., Any] | None = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
-        function: Any = getattr(self.target, "eval", None) if inspect.isclass(self.target) else self.target
-        if not callable(function):
-            raise UserFunctionError(f"{self.name}: {self.target!r} is not callable")
-        if self.options and not inspect.isclass(self.target):
+        if self.options and self.target is not None and not inspect.isclass(self.target):
             raise UserFunctionError(f"{self.name}: options are given to a class with open(options)")
-        try:
-            self.signature = inspect.signature(function)
-            hints = typing.get_type_hints(function)
-        except (TypeError, ValueError, NameError) as e:
-            raise UserFunctionError(f"{self.name}: its signature cannot be read: {e}") from None
-        params = [p for p in self.signature.parameters.values() if p.name != "self"]
-        self.parameters = [p.replace(annotation=hints.get(p.name, inspect.Parameter.empty)) for p in params]
-        if "return" not in hints:
+        if self.returns is inspect.Parameter.empty:
             raise UserFunctionError(f"{self.name}: the function needs a return annotation (its SQL type)")
         try:
             for p in self.parameters:
                 if p.annotation is not inspect.Parameter.empty and p.annotation is not Any:
                     sql_type(p.annotation)
-            self.result = sql_type(hints["return"]).with_nullable(True)
+            self.result = sql_type(self.returns).with_nullable(True)
         except UserFunctionError as e:
             raise UserFunctionError(f"{self.name}: {e}") from None
-        self._python_result = _without_none(hints["return"])
+        self._python_result = _without_none(self.returns)
+
+    @classmethod
+    def of(cls, name: str, target: Any, options: Mapping[str, str] | None = None) -> UserFunction:
+        """The function ``target`` (or the ``eval`` of the class ``target``), typed by its annotations."""
+        function: Any = getattr(target, "eval", None) if inspect.isclass(target) else target
+        if not callable(function):
+            raise UserFunctionError(f"{name}: {target!r} is not callable")
+        try:
+            signature = inspect.signature(function)
+            hints = typing.get_type_hints(function)
+        except (TypeError, ValueError, NameError) as e:
+            raise UserFunctionError(f"{name}: its signature cannot be read: {e}") from None
+        parameters = tuple(
+            p.replace(annotation=hints.get(p.name, inspect.Parameter.empty))
+            for p in signature.parameters.values()
+            if p.name != "self"
+        )
+        return cls(name, parameters, hints.get("return", inspect.Parameter.empty), target, options or {})
 
     def check_arity(self, count: int) -> None:
         """Refuse a call with ``count`` arguments that the signature does not take."""
@@ -194,6 +207,8 @@ class UserFunction:
                     f"{self.name}: argument {i + 1} ({node.expressions[i].sql()}) is a {arg.type}, "
                     f"and its parameter {param.name} takes {wanted}"
                 )
+        if self.target is None:  # a declaration: the call is checked, not made
+            return Compiled(lambda row: None, self.result)
         fns, name, expected = tuple(a.fn for a in args), self.name, self._python_result
         check = expected if isinstance(expected, type) and expected in _SCALARS else None
         function = self.bound()
@@ -241,7 +256,7 @@ def load(
         target = namespace.get("eval")
         if not callable(target):
             raise UserFunctionError(f"{name}: python-code defines no function named eval")
-        return UserFunction(name, target, options or {})
+        return UserFunction.of(name, target, options)
     if not classpath:
         raise UserFunctionError(f"{name}: give classpath (module:function) or python-code")
     module_name, colon, attribute = classpath.partition(":")
@@ -258,4 +273,4 @@ def load(
         target = getattr(target, part, None)
         if target is None:
             raise UserFunctionError(f"{name}: {module_name} has no {attribute}")
-    return UserFunction(name, target, options or {})
+    return UserFunction.of(name, target, options)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import datetime as dt
 import textwrap
+import zipfile
 from pathlib import Path
 
 import pytest
@@ -138,13 +139,13 @@ def test_a_function_by_module_and_name_runs_in_projection_and_filter(module: Pat
             "- name: f\n  classpath: no_such_module:f\n",
             "f(id) AS x",
             "[0].classpath",
-            "cannot import no_such_module",
+            "cannot find module no_such_module",
         ),
         (
             "- name: f\n  classpath: ferry_test_udfs:nope\n  python-files: [FOLDER]\n",
             "f(id) AS x",
             "[0].classpath",
-            "has no nope",
+            "no function or class nope",
         ),
         (
             "- name: f\n  classpath: ferry_test_udfs:untyped\n  python-files: [FOLDER]\n",
@@ -243,3 +244,35 @@ def test_flink_cdcs_python_function_entry_validates_as_written(module: Path) -> 
     job, warnings = read_job_text(text, file="job.yaml")
     assert [w.key_path for w in warnings] == ["pipeline.user-defined-function[0].python-executable"]
     assert compiled("py_double(n)", functions=job.user_functions()).fn({"n": 21}) == 42
+
+
+def test_validating_a_job_runs_none_of_its_functions_code(tmp_path: Path) -> None:
+    marker = tmp_path / "ran"
+    (tmp_path / "ferry_test_side_effects.py").write_text(
+        f"import pathlib\n\npathlib.Path({str(marker)!r}).write_text('imported')\n\n\ndef f(n: int | None, xs: 'list[int]') -> int:\n    return n\n"
+    )
+    functions = (
+        "- name: f\n  classpath: ferry_test_side_effects:f\n  python-files: [FOLDER]\n"
+        f"- name: g\n  python-code: |\n    import pathlib\n    pathlib.Path({str(marker)!r}).write_text('ran')\n"
+        "    def eval(s: str) -> str:\n        return s\n"
+    )
+    text = job_text(tmp_path, functions, "projection: id, f(id, ARRAY[1]) AS x, g(name) AS y\n")
+    job = load_job_text(text, file="job.yaml", env={})
+    assert not marker.exists()
+    assert job.user_functions()["f"].result == BIGINT()  # the pipeline imports them
+    assert marker.exists()
+
+
+def test_a_function_in_a_zip_of_python_files_is_declared_from_it(tmp_path: Path) -> None:
+    archive = tmp_path / "deps.zip"
+    with zipfile.ZipFile(archive, "w") as z:
+        z.writestr("ferry_zipped/__init__.py", "")
+        z.writestr(
+            "ferry_zipped/fns.py",
+            "from typing import Optional\n\ndef f(x: Optional[str]) -> bool:\n    return True\n",
+        )
+    functions = f"- name: f\n  classpath: ferry_zipped.fns:f\n  python-files: [{archive}]\n"
+    job = load_job_text(job_text(tmp_path, functions, "filter: f(name)\n"), file="job.yaml", env={})
+    assert job.transform[0].filter == "f(name)"
+    with pytest.raises(ConfigError, match="f takes 1 arguments, not 2"):
+        load_job_text(job_text(tmp_path, functions, "filter: f(name, id)\n"), file="job.yaml", env={})
