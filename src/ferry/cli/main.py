@@ -85,22 +85,30 @@ def main(log_level: str, log_format: LogFormat) -> None:
     configure(log_level, log_format)
 
 
-@main.command()
-@click.argument("job", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@handle_errors
-def validate(job: Path) -> None:
-    """Check a job file without starting anything."""
+def _check_supported(path: Path, config: Any) -> None:
+    """What the job asks for and ferry does not do, refused before anything starts: at its key's
+    line (a :class:`~ferry.config.ConfigError`) when the refusal names one."""
     from ferry.config.checks import UnsupportedOptionError, check_supported  # noqa: PLC0415
-    from ferry.config.loader import problem_at, read_job, validate_command  # noqa: PLC0415
+    from ferry.config.loader import problem_at  # noqa: PLC0415
 
-    config, warnings = read_job(job)
-    summary = validate_command(job)
     try:
         check_supported(config)
     except UnsupportedOptionError as e:
         if e.key_path is None:
             raise
-        raise problem_at(job, e.key_path, str(e)) from None
+        raise problem_at(path, e.key_path, str(e)) from None
+
+
+@main.command()
+@click.argument("job", type=click.Path(exists=True, dir_okay=False, path_type=Path))
+@handle_errors
+def validate(job: Path) -> None:
+    """Check a job file without starting anything."""
+    from ferry.config.loader import read_job, validate_command  # noqa: PLC0415
+
+    config, warnings = read_job(job)
+    summary = validate_command(job)
+    _check_supported(job, config)
     for warning in warnings:
         click.echo(f"warning: {warning}", err=True)
     click.echo(summary)
@@ -159,6 +167,7 @@ def run(
     config, warnings = read_job(job)
     for warning in warnings:
         logging.getLogger(__name__).warning("%s", warning)
+    _check_supported(job, config)
     check_brokers(config.source, startup_timeout)
     parallelism = config.pipeline.parallelism
     if instance is None and parallelism > 1:

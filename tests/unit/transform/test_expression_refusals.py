@@ -104,3 +104,14 @@ def test_ferry_validate_refuses_what_keeps_state_at_its_key_with_exit_2(
     result = CliRunner().invoke(main, ["validate", str(path)])
     assert result.exit_code == 2, result.output
     assert f"{path}:{line}:5: transform[0].{key}: " in result.output and words in result.output
+
+
+def test_ferry_run_refuses_it_the_same_way_before_reaching_for_the_brokers(tmp_path: Path) -> None:
+    path = tmp_path / "job.yaml"
+    path.write_text(HEAD + "    projection: id, COUNT(*) AS n\n")
+    result = CliRunner().invoke(main, ["run", str(path), "--no-worker", "--startup-timeout", "1"])
+    assert result.exit_code == 2, result.output
+    assert (
+        f"{path}:9:5: transform[0].projection: " in result.output
+        and "COUNT(*) is an aggregate" in result.output
+    )
