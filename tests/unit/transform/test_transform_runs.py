@@ -3,20 +3,23 @@ decoded, projected in the job's time zone, a Python function called, deletes kep
 
 from __future__ import annotations
 
+import datetime as dt
 from pathlib import Path
 
 from ferry.config.checks import accepted_schema_changes, check_supported
-from ferry.config.loader import load_job_text
+from ferry.config.loader import load_job, load_job_text
 from ferry.connectors.formats import decoder_for
 from ferry.connectors.memory import MemoryDeadLetter, MemorySource
 from ferry.connectors.record import Record
 from ferry.pipeline.compiled import Session
+from ferry.pipeline.events import DataChange, Op
 from ferry.pipeline.route import TableRouter
 from ferry.pipeline.router import SchemaChangeRouter
 from ferry.pipeline.runner import PipelineRunner, RunnerSettings
-from ferry.pipeline.schema import TableId
+from ferry.pipeline.schema import Column, Schema, TableId
 from ferry.pipeline.state import StateStore
 from ferry.pipeline.transform import TableTransforms
+from ferry.pipeline.types import INT, STRING, TIMESTAMP_LTZ
 from ferry.sinks.memory import MemorySink
 from ferry.testing import debezium as dbz
 
@@ -92,3 +95,38 @@ def test_a_flink_cdc_transform_runs_with_its_functions(tmp_path: Path) -> None:
         "code_digits": "17",
         "op_type": "-D",
     }
+
+
+def test_the_example_job_with_transforms_computes_its_columns() -> None:
+
+    job = load_job(Path(__file__).resolve().parents[3] / "configs" / "transforms-to-iceberg.yaml", env={})
+    transforms = TableTransforms(
+        job.transform, session=Session(job.pipeline.time_zone), functions=job.user_functions()
+    )
+    table = TableId.parse("app_db.orders")
+    source = Schema(
+        (
+            Column("id", INT().not_null()),
+            Column("created_at", TIMESTAMP_LTZ(3)),
+            Column("sku", STRING()),
+            Column("email", STRING()),
+        ),
+        ("id",),
+        (),
+    )
+    created = dt.datetime(2024, 2, 29, 20, 0, tzinfo=dt.UTC)
+    rows = [
+        {"id": 1, "created_at": created, "sku": "AB-12", "email": " Ada@Shop.example "},
+        {"id": 2, "created_at": created, "sku": "AB-13", "email": "test@shop.example"},  # filtered out
+    ]
+    changes = [DataChange(table, Op.INSERT, None, r, i, 0) for i, r in enumerate(rows)]
+    [out] = transforms.rows(table, source, changes, lambda c, why: None)
+    assert out.after is not None
+    assert {k: out.after[k] for k in ("order_day", "sku_family", "email_norm", "op_type")} == {
+        "order_day": "2024-03-01",
+        "sku_family": "AB",
+        "email_norm": "ada@shop.example",
+        "op_type": "+I",
+    }
+    assert out.after["age_hours"] > 0
+    assert transforms.schema(table, source).comment == "orders, deletes kept as -D rows"
