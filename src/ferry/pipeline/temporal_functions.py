@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
-from ferry.pipeline.compiled import Compiled, CompileError, Session, call, constant, constant_value
+from ferry.pipeline.compiled import Compiled, CompileError, Session, call, constant_value
 from ferry.pipeline.datetime_patterns import ZONE_LETTERS, formatter, parser, time_zone
 from ferry.pipeline.sqlvalues import to_text, to_timestamp
 from ferry.pipeline.types import (
@@ -540,4 +540,3 @@ NAMED_HANDLERS: dict[str, Handler] = {
     "TIMESTAMPDIFF": timestampdiff,
     "TIMESTAMP_DIFF": timestampdiff,
 }
-_ = constant  # re-exported for the families that build constants

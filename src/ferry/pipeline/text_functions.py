@@ -18,7 +18,7 @@ from typing import TYPE_CHECKING, Any
 from sqlglot import exp
 
 from ferry.pipeline.compiled import Compiled, CompileError, call
-from ferry.pipeline.sqlvalues import like_regex, to_text
+from ferry.pipeline.sqlvalues import to_text
 from ferry.pipeline.types import ARRAY, BINARIES, BOOLEAN, BYTES, INT, STRING, DataType
 
 if TYPE_CHECKING:
@@ -171,10 +171,6 @@ def _similar_regex(pattern: str, escape: str | None) -> str:
         else:
             out.append(re.escape(ch))
     return "".join(out)
-
-
-def like_pattern(pattern: str, escape: str | None) -> str:
-    return like_regex(pattern, escape).pattern
 
 
 # --------------------------------------------------------------------------------------------------
