@@ -31,6 +31,7 @@ from ferry.config.job import JobConfig, KafkaSourceConfig
 from ferry.config.names import kafka_name
 from ferry.connectors.formats import decoder_for
 from ferry.connectors.formats.definitions import TableDefinitions
+from ferry.connectors.formats.source_order import record_source_order
 from ferry.connectors.kafka.dead_letter import KafkaDeadLetter
 from ferry.connectors.kafka.schema_changes import SchemaChangeReader
 from ferry.connectors.kafka.source import EndPosition, KafkaSource, StartPosition
@@ -179,6 +180,8 @@ def build_runner(
         hints=hints,
         definitions=definitions,
         transforms=_transforms(job),
+        # Debezium's JSON records say where each change stands in the source's log
+        source_order=record_source_order if source_config.value_format.value == "debezium-json" else None,
     )
     if definitions is not None:
         definitions.refresh = runner.sync_hints

@@ -13,7 +13,6 @@ and a truncation can reach the sinks at all.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
@@ -91,12 +90,6 @@ def _common(bootstrap: str, mode: CaptureMode) -> dict[str, str]:
         "value.converter": JSON_CONVERTER,
         "topic.creation.default.partitions": str(DATA_TOPIC_PARTITIONS),
         "topic.creation.default.replication.factor": "1",
-        # the truncated table's topic has one partition: a TRUNCATE read in one partition is not
-        # ordered with the rows of the others (a known limit, see the README)
-        "topic.creation.groups": "truncated",
-        "topic.creation.truncated.include": rf"{re.escape(mode.topic_prefix)}\..*\.shipments",
-        "topic.creation.truncated.partitions": "1",
-        "topic.creation.truncated.replication.factor": "1",
         # the tests wait on committed offsets: let them follow the records closely
         "offset.flush.interval.ms": "250",
     }

@@ -78,6 +78,16 @@ class RecordFetching(Protocol):
 
 
 @runtime_checkable
+class RecordReading(Protocol):
+    """A source that can read a partition again from an offset (to put a truncate in order)."""
+
+    def read_from(self, partition: tuple[str, int], offset: int, count: int) -> Sequence[Any]:
+        """Up to ``count`` records of ``partition`` from the first one at or after ``offset`` (none
+        past the partition's current end), as ``poll`` returns them."""
+        ...
+
+
+@runtime_checkable
 class KeepingAlive(Protocol):
     """A source whose consumer must be polled now and then to keep its group membership."""
 

@@ -51,6 +51,10 @@ class MemorySource:
     def finished(self) -> bool:
         return self.position >= len(self.records)
 
+    def read_from(self, partition: tuple[str, int], offset: int, count: int) -> list[Record]:
+        out = [r for r in self.records if (r.topic(), r.partition()) == partition and r.offset() >= offset]
+        return out[:count]
+
     def high_watermarks(self, topics: Collection[str]) -> dict[tuple[str, int], int]:
         ends: dict[tuple[str, int], int] = {}
         for record in self.records:

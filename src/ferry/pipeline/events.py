@@ -249,6 +249,8 @@ class SchemaHint:
     ddl: str
     ordered: bool
     position: SourcePosition | None = None
+    #: Where the DDL stands in the source's log (a truncate put in order with other partitions).
+    source_order: tuple[str, int, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)

@@ -28,7 +28,15 @@ import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ferry.connectors.base import DeadLetter, KeepingAlive, Offsets, Rebalancing, Source, Watermarking
+from ferry.connectors.base import (
+    DeadLetter,
+    KeepingAlive,
+    Offsets,
+    Rebalancing,
+    RecordReading,
+    Source,
+    Watermarking,
+)
 from ferry.exceptions import FerryError
 from ferry.pipeline.bad_records import BadRecords
 from ferry.pipeline.events import (
@@ -38,6 +46,7 @@ from ferry.pipeline.events import (
     SchemaHint,
     SchemaObserved,
     Tombstone,
+    TruncateTable,
 )
 from ferry.pipeline.exceptions import BadRecordError, CheckpointError, NothingWrittenError
 from ferry.pipeline.metrics import Metrics, tune_garbage_collector, worker_name
@@ -62,6 +71,8 @@ from ferry.pipeline.schema_operator import (
 from ferry.pipeline.settings import RunnerSettings
 from ferry.pipeline.shaping import RowShaper, in_table_names
 from ferry.pipeline.state import StateStore, now_ms
+from ferry.pipeline.tracker import Partition
+from ferry.pipeline.truncates import OrderOf, TruncatePlan, plan_truncate
 from ferry.sinks.base import Sink
 
 if TYPE_CHECKING:
@@ -92,8 +103,11 @@ class PipelineRunner:
         hints: HintSource | None = None,
         definitions: SchemaDefinitions | None = None,
         transforms: TableTransforms | None = None,
+        source_order: OrderOf | None = None,
     ) -> None:
         self.settings = settings
+        #: The source position of a raw record (truncates put in order across partitions).
+        self.source_order = source_order
         self.source = source
         self.decode = decode
         self.sink = sink
@@ -161,6 +175,8 @@ class PipelineRunner:
         if checkpoint is not None:
             starts = dict(checkpoint.offsets)
         self._refresh_aliases()
+        for table_id, marks in self.schemas.truncated.items():
+            self.partitions.skip.setdefault(table_id, {}).update(marks)
         if isinstance(self.source, Rebalancing):
             # partitions shared with other workers: offsets are owned from their assignment on
             self.source.set_rebalance_listener(self)
@@ -309,6 +325,8 @@ class PipelineRunner:
         self._buffered += buffered
         self.partitions.advance(records)
         self.metrics.records_read += len(records)
+        if self.schemas.read_again:
+            self._passed_read_again()
         if self.schemas.tracker.has_pending():
             self.schemas.settle(self.partitions.offsets, self._barrier_at(()))
             self._refresh_aliases()
@@ -342,20 +360,75 @@ class PipelineRunner:
     # ------------------------------------------------------------------------------ schema changes
 
     def _schema_event(self, event: SchemaObserved | SchemaHint, before: Sequence[Event]) -> None:
-        reason = self.schemas.handle(event, self._barrier_at(before))
+        plan = self._order_truncate(event, before) if isinstance(event, SchemaHint) else None
+        read_again = plan.read_again if plan is not None else {}
+        reason = self.schemas.handle(event, self._barrier_at(before, read_again))
         if reason is not None:
             if event.position is None:
                 raise CheckpointError(reason)
             ddl = event.ddl
             self.bad.record(reason, event.position, None, ddl.encode() if ddl else None)
         self._refresh_aliases()
+        for partition, (start, end) in read_again.items():
+            self._read_again(partition, start, end)
 
-    def _barrier_at(self, before: Sequence[Event]) -> Callable[[Mapping[str, Any]], None]:
-        """A checkpoint of everything read before a schema event, with the schemas before it."""
+    def _read_again(self, partition: Partition, start: int, end: int) -> None:
+        """Rows written after a truncate but read before it: processed again once it is applied."""
+        assert isinstance(self.source, RecordReading)
+        offset = start
+        while offset < end:
+            records = [r for r in self.source.read_from(partition, offset, end - offset) if r.offset() < end]
+            if not records:
+                break
+            self.process(self.decode(records), records)
+            offset = records[-1].offset() + 1
+
+    def _order_truncate(self, event: SchemaHint, before: Sequence[Event]) -> TruncatePlan | None:
+        """Where the table's other partitions stand to a truncate read in one of them (see
+        :mod:`ferry.pipeline.truncates`); rows they hold that it removed are skipped from now on."""
+        order, position = event.source_order, event.position
+        if (
+            order is None
+            or position is None
+            or self.source_order is None
+            or not isinstance(self.source, RecordReading)
+            or not any(isinstance(c, TruncateTable) and self.schemas.applies(c) for c in event.changes)
+        ):
+            return None  # (a truncate the sink skips leaves every row: nothing to put in order)
+        ends = self.source.high_watermarks([position.topic]) if isinstance(self.source, Watermarking) else {}
+        # the partitions of the table's topic read here, up to where they are read (or not yet)
+        read_to = {tp: 0 for tp in ends if tp[0] == position.topic}
+        read_to.update((tp, o) for tp, o in self.partitions.offsets.items() if tp[0] == position.topic)
+        for change in before:
+            if type(change) is DataChange and change.position is not None:
+                key = (change.position.topic, change.position.partition)
+                if key in read_to:
+                    read_to[key] = max(read_to[key], change.position.offset + 1)
+        read_to.pop((position.topic, position.partition), None)
+        if not read_to:
+            return None
+        plan = plan_truncate(self.source.read_from, self.source_order, order, read_to, ends)
+        if plan is None:
+            log.warning("%s: records without a source position: the truncate is applied where read", position)
+            return None
+        for partition, (_, end) in plan.read_again.items():
+            self.schemas.read_again[partition] = end
+        if plan.skip_before:
+            self.schemas.truncated.setdefault(event.table_id, {}).update(plan.skip_before)
+            self.partitions.skip.setdefault(event.table_id, {}).update(plan.skip_before)
+        return plan
+
+    def _barrier_at(
+        self, before: Sequence[Event], read_again: Mapping[Partition, tuple[int, int]] | None = None
+    ) -> Callable[[Mapping[str, Any]], None]:
+        """A checkpoint of everything read before a schema event, with the schemas before it (and
+        the partitions whose rows are read again from where they will be)."""
 
         def barrier(schemas: Mapping[str, Any]) -> None:
             # the bad records' dead letters are stored by this checkpoint too
             self.partitions.advance_to([e for e in before if type(e) is DataChange or type(e) is BadRecord])
+            for partition, (start, _) in (read_again or {}).items():
+                self.partitions.offsets[partition] = start
             self.checkpoint(schemas)
 
         return barrier
@@ -375,8 +448,24 @@ class PipelineRunner:
                 self._buffers.pop(source, None)
         self.metrics.schema_changes = self.schemas.changes_routed
 
+    def _passed_read_again(self) -> None:
+        offsets, read_again = self.partitions.offsets, self.schemas.read_again
+        passed = [tp for tp, until in read_again.items() if offsets.get(tp, 0) >= until]
+        if passed:
+            for tp in passed:
+                del read_again[tp]
+            self._refresh_aliases()
+
     def _refresh_aliases(self) -> None:
-        self._aliases = self.schemas.tracker.all_aliases()
+        self._aliases = aliases = self.schemas.tracker.all_aliases()
+        for (topic, partition), until in self.schemas.read_again.items():
+            if self.partitions.offsets.get((topic, partition), 0) >= until:
+                continue
+            # rows read again after a truncate may be older than a rename that is final since
+            for table_id, tracked in self.schemas.tracker.tables.items():
+                if tracked.renamed and topic in tracked.topics:
+                    key = (table_id, partition)
+                    aliases[key] = {**tracked.renamed, **aliases.get(key, {})}
 
     # ------------------------------------------------------------------------------ checkpoints
 

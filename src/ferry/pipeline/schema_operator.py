@@ -56,6 +56,10 @@ log = logging.getLogger(__name__)
 SCHEMA_LEASE_TTL_S = 10.0
 #: The key of the schema-change topic's offsets in a checkpoint's schemas.
 SCHEMA_CHANGE_OFFSETS = "schema_change_offsets"
+#: The key of the rows a truncate removed that are not read yet (see ferry.pipeline.truncates).
+TRUNCATED = "truncated_before"
+#: The key of the partitions read again after a truncate (their records' schemas are not news).
+READ_AGAIN = "read_again_to"
 
 
 class HintSource(Protocol):
@@ -128,6 +132,10 @@ class SchemaOperator:
         self.tracker = SchemaTracker()
         #: Per partition of the schema-change topic: the next offset whose hints reach the tracker.
         self.hint_offsets: dict[int, int] = {}
+        #: Per table, partitions whose rows before an offset a truncate removed (not read yet).
+        self.truncated: dict[TableId, dict[Partition, int]] = {}
+        #: Partitions read again after a truncate, up to this offset: their schemas are known already.
+        self.read_again: dict[Partition, int] = {}
         self.changes_routed = 0
         self.wait_ms = 0
         #: Tells the runner what it shows: a detail line while a change waits.
@@ -148,6 +156,11 @@ class SchemaOperator:
             self.tracker = SchemaTracker.restore(schemas)
             offsets = schemas.get(SCHEMA_CHANGE_OFFSETS) or {}
             self.hint_offsets = {int(p): int(o) for p, o in offsets.items()}
+            self.truncated = {
+                TableId.parse(table): {(t, int(p)): int(o) for t, p, o in marks}
+                for table, marks in (schemas.get(TRUNCATED) or {}).items()
+            }
+            self.read_again = {(t, int(p)): int(o) for t, p, o in schemas.get(READ_AGAIN) or []}
         if self.hints is not None:
             # definitions describe every table version: they are read again from the beginning
             self.hints.open({} if self.definitions is not None else self.hint_offsets)
@@ -157,6 +170,13 @@ class SchemaOperator:
         data = self.tracker.snapshot()
         if self.hint_offsets:
             data[SCHEMA_CHANGE_OFFSETS] = {str(p): o for p, o in sorted(self.hint_offsets.items())}
+        if self.read_again:
+            data[READ_AGAIN] = [[t, p, o] for (t, p), o in sorted(self.read_again.items())]
+        if self.truncated:
+            data[TRUNCATED] = {
+                str(table): [[t, p, o] for (t, p), o in sorted(marks.items())]
+                for table, marks in self.truncated.items()
+            }
         return data
 
     def close(self) -> None:
@@ -173,6 +193,11 @@ class SchemaOperator:
             return True
         if event.ddl is not None:
             return False
+        position = event.position
+        if self.read_again and position is not None:
+            until = self.read_again.get((position.topic, position.partition))
+            if until is not None and position.offset < until:
+                return False  # read before: an older schema of the partition, not a change
         tracked = self.tracker.tables.get(event.table_id)
         partition = event.position.partition if event.position is not None else -1
         return tracked is None or tracked.partitions.get(partition) != event.schema
@@ -349,6 +374,20 @@ class SchemaOperator:
         """A source table's change, to every sink table it feeds (several under route-mode ALL_MATCH)."""
         for sink_table in self.tables.sink_tables(source_table):
             self._route_to(source_table, sink_table, change, position)
+
+    def applies(self, change: SchemaChange) -> bool:
+        """Whether ``change`` would be applied now at every sink table its source table feeds (one
+        that does not exist yet is taken as the source table's schema would create it)."""
+        source_table = change.table_id
+        sink_tables = self.tables.sink_tables(source_table)
+        as_created = self.source_schema(source_table) or Schema(())
+        return bool(sink_tables) and all(
+            self.router.decide(sink_change, self.sink_schema(sink_table) or as_created).action is Action.APPLY
+            for sink_table in sink_tables
+            for sink_change in self._sink_changes(
+                source_table, sink_table, change, self.sink_schema(sink_table)
+            )
+        )
 
     def _route_to(
         self,

@@ -185,6 +185,7 @@ def merge_schemas(
             ours.aliases,
             ours.pending,
             ours.topics | theirs.topics,
+            {**theirs.renamed, **ours.renamed},
         )
     out = merged.snapshot()
     for key in set(written) - {"tables", "pending_renames"}:

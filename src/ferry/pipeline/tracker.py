@@ -46,6 +46,7 @@ from ferry.pipeline.events import (
     SchemaHint,
     SchemaObserved,
     SourcePosition,
+    TruncateTable,
     after,
 )
 from ferry.pipeline.exceptions import SchemaError
@@ -93,6 +94,9 @@ class TrackedTable:
     pending: list[PendingRemoval] = field(default_factory=list)
     #: The topics the table's records came from.
     topics: set[str] = field(default_factory=set)
+    #: Renames that are final: a name older records carry → the column's name now (for records
+    #: read again after a truncate, older than the rename).
+    renamed: dict[str, str] = field(default_factory=dict)
 
 
 class SchemaTracker:
@@ -264,7 +268,7 @@ class SchemaTracker:
                     renames.append(change)
                 continue
             if tracked is None:
-                if event.ordered and not isinstance(change, DropTable):
+                if event.ordered and not isinstance(change, DropTable | TruncateTable):
                     raise SchemaError(
                         f"DDL for unknown table {change.table_id}: {event.ddl}",
                         table=str(change.table_id),
@@ -273,7 +277,9 @@ class SchemaTracker:
                 if isinstance(change, DropTable) and not event.ordered:
                     self.dropped.add(change.table_id)
                     self.descriptions.pop(change.table_id, None)
-                continue  # Debezium's schema-change topic covers tables this pipeline may not read
+                # Debezium's schema-change topic covers tables this pipeline may not read; a table
+                # truncated before its first row is read here has nothing of it at the sink yet
+                continue
             if isinstance(change, DropTable):
                 if event.ordered:
                     del self.tables[change.table_id]
@@ -437,6 +443,10 @@ class SchemaTracker:
                 else:
                     tracked.aliases.pop(p, None)
             if isinstance(change, RenameColumn):
+                new_name = change.new_name
+                renamed = {o: new_name if n == change.old_name else n for o, n in tracked.renamed.items()}
+                renamed[change.old_name] = new_name
+                tracked.renamed = {o: n for o, n in renamed.items() if o != n}
                 renames = self.pending_renames.get(table_id, [])
                 chain = _chain(renames, change.old_name)
                 self.pending_renames[table_id] = [r for r in renames if r.old_name not in chain[:-1]]
@@ -529,6 +539,7 @@ class SchemaTracker:
                     "aliases": {str(p): a for p, a in t.aliases.items()},
                     "pending": [_pending_to_dict(p) for p in t.pending],
                     "topics": sorted(t.topics),
+                    **({"renamed": t.renamed} if t.renamed else {}),
                 }
                 for tid, t in self.tables.items()
             },
@@ -554,6 +565,7 @@ class SchemaTracker:
                 {int(p): dict(a) for p, a in t.get("aliases", {}).items()},
                 [_pending_from_dict(table_id, p) for p in t.get("pending", [])],
                 set(t.get("topics", [])),
+                dict(t.get("renamed", {})),
             )
         for tid, renames in data.get("pending_renames", {}).items():
             table_id = TableId.parse(tid)

@@ -192,11 +192,16 @@ class DebeziumTable:
                 "ts_ms": self.ts_ms,
                 "db": self.database,
                 "table": self.table,
+                # where the change stands in the binlog: one step per change of this table
+                "file": "mysql-bin.000001",
+                "pos": self.ts_ms,
+                "row": 0,
             },
             "op": op,
             "ts_ms": self.ts_ms,
         }
-        key = self._key(after if after is not None else before)  # type: ignore[arg-type]
+        row = after if after is not None else before
+        key = None if row is None else self._key(row)
         if not self.with_schema:
             return key, orjson.dumps(payload)
         return key, b'{"schema":' + self._envelope_schema() + b',"payload":' + orjson.dumps(payload) + b"}"
@@ -209,6 +214,10 @@ class DebeziumTable:
 
     def delete(self, row: dict[str, Any]) -> tuple[bytes | None, bytes]:
         return self.record("d", row, None)
+
+    def truncate(self) -> tuple[bytes | None, bytes]:
+        """A ``TRUNCATE TABLE`` (Debezium's op ``t``, without a key)."""
+        return self.record("t", None, None)
 
     def schema_change(self, ddl: str) -> tuple[bytes, bytes]:
         """The record of Debezium's schema-change topic for ``ddl`` (whole table after the change)."""

@@ -26,6 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from ferry.connectors.formats import decoder_for
+from ferry.connectors.formats.source_order import record_source_order
 from ferry.connectors.memory import MemoryDeadLetter
 from ferry.connectors.record import Record
 from ferry.pipeline.events import SCHEMA_CHANGE_TAGS, Event
@@ -74,7 +75,7 @@ class World:
         default_factory=lambda: {name: SourceTable(new_table(name)) for name in TABLES}
     )
     #: everything Debezium will write, in the order it writes it: (topic, partition, key, value)
-    writes: list[tuple[str, int, bytes | None, bytes]] = field(default_factory=list)
+    writes: list[tuple[str, int, bytes | None, bytes | None]] = field(default_factory=list)
 
     def statement(self, kind: str, n: int, table: str = TABLES[0]) -> None:
         source = self.tables[table]
@@ -90,7 +91,9 @@ class World:
         elif kind == "delete":
             key = n % 12
             if key in source.rows:
-                self._data(source, key, source.table.delete(source.rows.pop(key)))
+                record = source.table.delete(source.rows.pop(key))
+                self._data(source, key, record)
+                self.writes.append((source.table.topic, key % self.partitions, record[0], None))  # tombstone
         elif kind == "add":
             source.added += 1
             name = f"c{source.added}"
@@ -109,6 +112,10 @@ class World:
             self._ddl(source, source.table.rename_column(old, new))
             for row in source.rows.values():
                 row[new] = row.pop(old, None)
+        elif kind == "truncate":
+            # no key: Debezium's producer puts it in any partition of the table's topic
+            source.rows.clear()
+            self.writes.append((source.table.topic, n % self.partitions, *source.table.truncate()))
         elif kind == "widen":
             narrow = [c for c in source.table.columns if c.spec == dbz.INT32 and c.name != "id"]
             if narrow:
@@ -176,6 +183,9 @@ class SimSource:
     def high_watermarks(self, topics: Collection[str]) -> dict[tuple[str, int], int]:
         return {tp: len(records) for tp, records in self.log.topics.items() if tp[0] in topics}
 
+    def read_from(self, partition: tuple[str, int], offset: int, count: int) -> list[Record]:
+        return self.log.topics[partition][offset : offset + count]
+
     def close(self) -> None:
         pass
 
@@ -220,6 +230,7 @@ def new_runner(log: Log, sink: MemorySink, state: StateStore) -> tuple[PipelineR
         tables=TableRouter(),
         dead_letter=MemoryDeadLetter(),
         hints=hints,
+        source_order=record_source_order,
     )
     runner.open()
     return runner, source, hints
@@ -227,7 +238,7 @@ def new_runner(log: Log, sink: MemorySink, state: StateStore) -> tuple[PipelineR
 
 statements = st.lists(
     st.tuples(
-        st.sampled_from(["upsert"] * 6 + ["delete", "add", "drop", "rename", "widen"]),
+        st.sampled_from(["upsert"] * 6 + ["delete", "add", "drop", "rename", "widen", "truncate"]),
         st.integers(0, 1000),
         st.sampled_from(TABLES),
     ),
@@ -352,4 +363,30 @@ def test_a_rename_named_before_its_table_is_read_survives_a_kill() -> None:
         2,
         [("drop", 679, "t"), ("rename", 420, "u"), ("upsert", 15, "t")],
         [("produce", 1), ("read", 4, 3), ("produce", 7), ("read", 1, 6), ("kill",)],
+    )
+
+
+def test_rows_written_after_a_truncate_but_read_before_it_are_kept() -> None:
+    # partition 1 is read through (rows 3 and 5 come after the truncate) before partition 0 shows it
+    run_simulation(
+        2,
+        [("upsert", 1), ("upsert", 2), ("truncate", 0), ("upsert", 3), ("upsert", 5)],
+        [("produce", 100), ("read", 1, 100), ("checkpoint",), ("read", 0, 100)],
+    )
+
+
+def test_rows_written_before_a_truncate_but_read_after_it_are_removed_across_a_kill() -> None:
+    # partition 0 shows the truncate first; partition 1's older rows are read after a kill
+    run_simulation(
+        2,
+        [("upsert", 1), ("upsert", 3), ("truncate", 0), ("upsert", 4), ("upsert", 5)],
+        [("produce", 100), ("read", 0, 100), ("checkpoint",), ("kill",), ("read", 1, 1)],
+    )
+
+
+def test_rows_read_again_after_a_truncate_keep_the_values_of_a_column_renamed_since() -> None:
+    run_simulation(
+        2,
+        [("truncate", 804), ("upsert", 771), ("rename", 234), ("upsert", 897), ("upsert", 860)],
+        [("produce", 6), ("read", 1, 3), ("produce", 3), ("read", 4, 4), ("kill",)],
     )

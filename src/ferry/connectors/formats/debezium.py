@@ -48,6 +48,7 @@ from ferry.connectors.formats import (
 from ferry.connectors.formats.connect_types import ConversionError, RowConverter
 from ferry.connectors.formats.debezium_columns import EnvelopeRefinement, PayloadRows
 from ferry.connectors.formats.definitions import TableDefinitions
+from ferry.connectors.formats.source_order import source_order
 from ferry.connectors.record import RecordLike
 from ferry.pipeline.events import (
     DataChange,
@@ -550,7 +551,8 @@ def no_row_event(
     or a bad record that says what it is."""
     code = envelope.get("op")
     if code == "t":
-        return SchemaHint(table_id, (TruncateTable(table_id),), "TRUNCATE", True, position)
+        order = source_order(envelope.get("source"))
+        return SchemaHint(table_id, (TruncateTable(table_id),), "TRUNCATE", True, position, order)
     if code == "m":
         return bad_record(record, "unsupported op 'm' (a logical decoding message)", position)
     if code is None:

@@ -137,6 +137,8 @@ class KafkaSource:
         self.start_per_topic = dict(start_per_topic or {})
         self.end = end or EndPosition()
         self.consumer: Consumer | None = None
+        #: Reads partitions again from an offset (a truncate put in order), made when first needed.
+        self._reader: Consumer | None = None
         self.assigned: list[tuple[str, int]] = []
         self.end_offsets: dict[tuple[str, int], int] = {}
         self.lost: list[LostRange] = []
@@ -256,6 +258,31 @@ class KafkaSource:
             consumer.close()
         return None
 
+    def read_from(self, partition: tuple[str, int], offset: int, count: int) -> list[Any]:
+        """Up to ``count`` records of ``partition`` from ``offset`` on, with a consumer of its own
+        (kept for the next call), up to the partition's end now."""
+        topic, number = partition
+        if self._reader is None:
+            settings = {**self.settings, "group.id": f"{self.group_id}-reader", "enable.partition.eof": True}
+            self._reader = Consumer(settings, logger=log)
+        reader = self._reader
+        reader.assign([TopicPartition(topic, number, offset)])
+        out: list[Any] = []
+        deadline = time.monotonic() + 30.0
+        while len(out) < count and time.monotonic() < deadline:
+            batch = reader.consume(num_messages=min(count - len(out), 500), timeout=0.5)
+            for record in batch:
+                error = record.error()
+                if error is None:
+                    out.append(record)
+                elif error.code() == KafkaError._PARTITION_EOF:
+                    return out[:count]
+                else:
+                    raise SourceError(
+                        f"reading {topic}[{number}] again from offset {offset} failed: {error.str()}"
+                    )
+        return out[:count]
+
     def finished(self) -> bool:
         """All partitions of the read topics reached their end: the ones assigned here by position,
         the others (held by another worker, or by one that died and still holds them) by the offsets
@@ -307,6 +334,9 @@ class KafkaSource:
         # leaving the group revokes the partitions: the pipeline has taken its final checkpoint
         # (or failed, and must not take one), so nobody is told
         self._listener = None
+        if self._reader is not None:
+            self._reader.close()
+            self._reader = None
         if self.consumer is not None:
             self.consumer.close()
             self.consumer = None
