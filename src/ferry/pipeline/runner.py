@@ -462,10 +462,12 @@ class PipelineRunner:
             if self.partitions.offsets.get((topic, partition), 0) >= until:
                 continue
             # rows read again after a truncate may be older than a rename that is final since
-            for table_id, tracked in self.schemas.tracker.tables.items():
-                if tracked.renamed and topic in tracked.topics:
+            tracker = self.schemas.tracker
+            for table_id, tracked in tracker.tables.items():
+                older = tracker.older_names(table_id) if topic in tracked.topics else None
+                if older:
                     key = (table_id, partition)
-                    aliases[key] = {**tracked.renamed, **aliases.get(key, {})}
+                    aliases[key] = {**older, **aliases.get(key, {})}
 
     # ------------------------------------------------------------------------------ checkpoints
 

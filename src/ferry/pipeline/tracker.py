@@ -140,6 +140,22 @@ class SchemaTracker:
                     out[pending.change.old_name] = pending.change.new_name
         return out
 
+    def older_names(self, table_id: TableId) -> dict[str, str]:
+        """Every name the table's records may have carried for a column (renames final or not) →
+        the table's name for it now: for records read again, older than some of the renames."""
+        tracked = self.tables.get(table_id)
+        if tracked is None:
+            return {}
+        table = tracked.schema
+        out = {o: n for o, n in tracked.renamed.items() if n in table}
+        renames = self.pending_renames.get(table_id, [])
+        for rename in renames:
+            names = _chain(renames, rename.old_name)
+            current = next((n for n in names if n in table), None)
+            if current is not None:
+                out.update((n, current) for n in names if n not in table)
+        return out
+
     def has_pending(self) -> bool:
         return any(t.pending for t in self.tables.values())
 

@@ -390,3 +390,32 @@ def test_rows_read_again_after_a_truncate_keep_the_values_of_a_column_renamed_si
         [("truncate", 804), ("upsert", 771), ("rename", 234), ("upsert", 897), ("upsert", 860)],
         [("produce", 6), ("read", 1, 3), ("produce", 3), ("read", 4, 4), ("kill",)],
     )
+
+
+def test_rows_read_again_after_a_truncate_carry_any_name_of_a_column_renamed_twice() -> None:
+    run_simulation(
+        3,
+        [
+            ("rename", 903, "u"),
+            ("truncate", 304, "u"),
+            ("upsert", 201, "u"),
+            ("rename", 22, "u"),
+            ("upsert", 480, "u"),
+        ],
+        [],
+    )
+
+
+def test_rows_read_again_after_a_truncate_carry_the_name_of_a_column_renamed_after_it() -> None:
+    run_simulation(
+        3,
+        [
+            ("add", 6, "u"),
+            ("drop", 554, "u"),
+            ("truncate", 447, "u"),
+            ("upsert", 698, "u"),
+            ("rename", 662, "u"),
+            ("upsert", 545, "u"),
+        ],
+        [("produce", 6), ("produce", 3), ("read", 3, 5), ("kill",), ("read", 5, 4)],
+    )
