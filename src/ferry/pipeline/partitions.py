@@ -52,12 +52,7 @@ class PartitionOffsets:
 
     def advance_to(self, events: Sequence[DataChange | BadRecord]) -> None:
         """Past every one of ``events`` (the rows and the bad records read before a barrier)."""
-        offsets = self.offsets
-        for event in events:
-            position = event.position
-            if position is not None:
-                key = (position.topic, position.partition)
-                offsets[key] = max(offsets.get(key, 0), position.offset + 1)
+        self.offsets.update(offsets_past(self.offsets, events))
 
     def take(self, starts: Offsets) -> None:
         """Partitions read here from now on, from these offsets."""
@@ -115,6 +110,17 @@ class PartitionOffsets:
         if not marks:
             self.skip = {t: m for t, m in self.skip.items() if m}
         return False
+
+
+def offsets_past(offsets: Offsets, events: Sequence[DataChange | BadRecord]) -> dict[Partition, int]:
+    """``offsets`` moved past every one of ``events`` (a copy)."""
+    out = dict(offsets)
+    for event in events:
+        position = event.position
+        if position is not None:
+            key = (position.topic, position.partition)
+            out[key] = max(out.get(key, 0), position.offset + 1)
+    return out
 
 
 def partition_of(event: Event) -> tuple[str, int] | None:

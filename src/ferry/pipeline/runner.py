@@ -53,6 +53,7 @@ from ferry.pipeline.metrics import Metrics, tune_garbage_collector, worker_name
 from ferry.pipeline.partitions import (
     PartitionOffsets,
     describe,
+    offsets_past,
     partition_of,
     records_before,
     without_partitions,
@@ -396,15 +397,10 @@ class PipelineRunner:
         ):
             return None  # (a truncate the sink skips leaves every row: nothing to put in order)
         ends = self.source.high_watermarks([position.topic]) if isinstance(self.source, Watermarking) else {}
-        # the partitions of the table's topic read here, up to where they are read (or not yet)
-        read_to = {tp: 0 for tp in ends if tp[0] == position.topic}
-        read_to.update((tp, o) for tp, o in self.partitions.offsets.items() if tp[0] == position.topic)
-        for change in before:
-            if type(change) is DataChange and change.position is not None:
-                key = (change.position.topic, change.position.partition)
-                if key in read_to:
-                    read_to[key] = max(read_to[key], change.position.offset + 1)
-        read_to.pop((position.topic, position.partition), None)
+        # the other partitions of the table's topic read here, up to where they are read (or not yet)
+        past = offsets_past(self.partitions.offsets, _read_before(before))
+        here = (position.topic, position.partition)
+        read_to = {tp: past.get(tp, 0) for tp in {*ends, *past} if tp[0] == position.topic and tp != here}
         if not read_to:
             return None
         plan = plan_truncate(self.source.read_from, self.source_order, order, read_to, ends)
@@ -426,7 +422,7 @@ class PipelineRunner:
 
         def barrier(schemas: Mapping[str, Any]) -> None:
             # the bad records' dead letters are stored by this checkpoint too
-            self.partitions.advance_to([e for e in before if type(e) is DataChange or type(e) is BadRecord])
+            self.partitions.advance_to(_read_before(before))
             for partition, (start, _) in (read_again or {}).items():
                 self.partitions.offsets[partition] = start
             self.checkpoint(schemas)
@@ -541,3 +537,8 @@ class PipelineRunner:
                 raise
             log.warning("status not recorded (the state store is unavailable): %s", e)
         self._last_status = now
+
+
+def _read_before(events: Sequence[Event]) -> list[DataChange | BadRecord]:
+    """The events of a batch whose records count as read once a barrier before them is taken."""
+    return [e for e in events if type(e) is DataChange or type(e) is BadRecord]

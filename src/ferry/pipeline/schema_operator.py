@@ -381,13 +381,12 @@ class SchemaOperator:
         source_table = change.table_id
         sink_tables = self.tables.sink_tables(source_table)
         as_created = self.source_schema(source_table) or Schema(())
-        return bool(sink_tables) and all(
-            self.router.decide(sink_change, self.sink_schema(sink_table) or as_created).action is Action.APPLY
-            for sink_table in sink_tables
-            for sink_change in self._sink_changes(
-                source_table, sink_table, change, self.sink_schema(sink_table)
-            )
-        )
+        for sink_table in sink_tables:
+            sink_schema = self.sink_schema(sink_table)
+            for sink_change in self._sink_changes(source_table, sink_table, change, sink_schema):
+                if self.router.decide(sink_change, sink_schema or as_created).action is not Action.APPLY:
+                    return False
+        return bool(sink_tables)
 
     def _route_to(
         self,

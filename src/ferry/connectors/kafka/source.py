@@ -242,20 +242,15 @@ class KafkaSource:
         return out
 
     def fetch(self, position: tuple[str, int, int]) -> tuple[bytes | None, bytes | None] | None:
-        """The key and value of one record, read again with a consumer of its own."""
+        """The key and value of one record, read again (:meth:`read_from`); None when it is gone."""
         topic, partition, offset = position
-        consumer = Consumer({**self.settings, "group.id": f"{self.group_id}-fetch"}, logger=log)
         try:
-            consumer.assign([TopicPartition(topic, partition, offset)])
-            for _ in range(50):  # each consume waits up to 0.2 s for the fetch
-                for record in consumer.consume(num_messages=1, timeout=0.2):
-                    if record.error() is None and record.offset() == offset:
-                        return record.key(), record.value()
-                    return None
-        except KafkaException as e:
+            records = self.read_from((topic, partition), offset, 1)
+        except (SourceError, KafkaException) as e:
             log.warning("reading %s[%d] offset %d again failed: %s", topic, partition, offset, e)
-        finally:
-            consumer.close()
+            return None
+        if records and records[0].offset() == offset:
+            return records[0].key(), records[0].value()
         return None
 
     def read_from(self, partition: tuple[str, int], offset: int, count: int) -> list[Any]:
