@@ -32,6 +32,7 @@ Other shapes of the same topics:
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -44,6 +45,7 @@ from ferry.connectors.formats import (
     bad_record,
     internal_error,
     json_error,
+    key_mismatch,
 )
 from ferry.connectors.formats.connect_types import ConversionError, RowConverter
 from ferry.connectors.formats.debezium_columns import EnvelopeRefinement, PayloadRows
@@ -238,7 +240,15 @@ class DebeziumJsonDecoder:
                 keys, key_row = ((), None) if key is None else self._key_names(key, topic, partition)
                 converter, schema = self._convert(table, plan, keys, after, before)
                 if keys:
-                    self._check_key(key, after if after is not None else before, topic, partition, key_row)
+                    self._check_key(
+                        key,
+                        after if after is not None else before,
+                        topic,
+                        partition,
+                        key_row,
+                        converter=converter,
+                        table=table,
+                    )
                 if op is delete:
                     if before is None:
                         before = self._key_row(key, converter, table)
@@ -375,7 +385,9 @@ class DebeziumJsonDecoder:
             converter, schema = self._convert(table, plan, keys, row, None)
             before, after = None, row
         if keys and row is not None:
-            self._check_key(key, row, position.topic, position.partition, key_row)
+            self._check_key(
+                key, row, position.topic, position.partition, key_row, converter=converter, table=table
+            )
         if table.emitted is not schema:
             if schema.columns and (table.emitted is None or table.emitted != schema):
                 out.append(SchemaObserved(table.table_id, schema, position))
@@ -448,10 +460,19 @@ class DebeziumJsonDecoder:
         return tuple(document), document
 
     def _check_key(
-        self, key: bytes | None, row: Row | None, topic: str, partition: int, document: Row | None = None
+        self,
+        key: bytes | None,
+        row: Row | None,
+        topic: str,
+        partition: int,
+        document: Row | None = None,
+        *,
+        converter: RowConverter | PayloadRows | None = None,
+        table: _Table | None = None,
     ) -> None:
         """A record whose key names other values than its row would be written under the row's key:
-        it is a bad record (with both, as read). ``document`` is the key's values when already parsed."""
+        it is a bad record (with both, as read). ``document`` is the key's values when already parsed;
+        ``converter`` converted the row (of ``table``)."""
         if key is None or row is None:
             return
         if document is None:
@@ -467,12 +488,13 @@ class DebeziumJsonDecoder:
                 return  # a key that is not JSON names no columns
             if type(document) is not dict:
                 return
-        differ = [name for name, value in document.items() if name in row and row[name] != value]
-        if differ:
-            raise DecodeError(
-                "the record key does not match its row: "
-                + ", ".join(f"{n} is {document[n]!r} in the key and {row[n]!r} in the row" for n in differ)
-            )
+        reason = key_mismatch(document, row)
+        if reason is not None and converter is not None:
+            # the row's values are converted (days to dates, base64 to decimals): so is the key then
+            with contextlib.suppress(DecodeError):
+                reason = key_mismatch(self._converted_key(dict(document), converter, table), row)
+        if reason is not None:
+            raise DecodeError(reason)
 
     def _key_row(self, key: bytes | None, converter: RowConverter | PayloadRows | None, table: _Table) -> Row:
         """A delete's before-image when the record has none: the key's fields."""
@@ -492,13 +514,17 @@ class DebeziumJsonDecoder:
             latest = self._definitions.latest(table.table_id)
             if latest is not None and all(name in latest for name in document):
                 converter = PayloadRows(latest)
-        if converter is not None:
-            try:
-                converter.convert_present(document)
-                if type(converter) is RowConverter and table.refined is not None:
-                    table.refined.refinement.apply(document)
-            except ConversionError as e:
-                raise DecodeError(f"key {e.reason}") from None
+        return document if converter is None else self._converted_key(document, converter, table)
+
+    @staticmethod
+    def _converted_key(document: Row, converter: RowConverter | PayloadRows, table: _Table | None) -> Row:
+        """The key's values converted in place as its row's are."""
+        try:
+            converter.convert_present(document)
+            if type(converter) is RowConverter and table is not None and table.refined is not None:
+                table.refined.refinement.apply(document)
+        except ConversionError as e:
+            raise DecodeError(f"key {e.reason}") from None
         return document
 
     # --------------------------------------------------------------------------------- tables
