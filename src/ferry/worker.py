@@ -182,7 +182,12 @@ def build_runner(
         source=source,
         decode=decoder.decode,
         sink=sink,
-        state=StateStore(pipeline.state_url),
+        # a state store down when the pipeline starts is waited for as one that goes down later
+        state=retries.call(
+            lambda: StateStore(pipeline.state_url),
+            "connecting to the state store",
+            transient=StateStore.is_transient,
+        ),
         router=router,
         tables=tables,
         dead_letter=dead_letter,
