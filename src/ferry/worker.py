@@ -36,6 +36,7 @@ from ferry.connectors.kafka.dead_letter import KafkaDeadLetter
 from ferry.connectors.kafka.schema_changes import SchemaChangeReader
 from ferry.connectors.kafka.source import EndPosition, KafkaSource, StartPosition
 from ferry.exceptions import TerminalError
+from ferry.logs import kafka_logger
 from ferry.pipeline.route import Route, TableRouter
 from ferry.pipeline.router import SchemaChangeRouter
 from ferry.pipeline.runner import HintSource, PipelineRunner, RunnerSettings
@@ -75,7 +76,9 @@ def check_brokers(source: KafkaSourceConfig, timeout_s: float) -> None:
     from confluent_kafka.admin import AdminClient  # noqa: PLC0415
 
     settings = client_settings(source.properties)
-    admin = AdminClient({**settings, "bootstrap.servers": source.bootstrap_servers, "log_level": 0})
+    admin = AdminClient(
+        {**settings, "bootstrap.servers": source.bootstrap_servers, "log_level": 0}, logger=kafka_logger()
+    )
     try:
         admin.list_topics(timeout=timeout_s)
     except KafkaException as e:
@@ -348,7 +351,10 @@ class FerryWorker:
         import faust  # noqa: PLC0415
 
         app = self._app()
-        self._worker = faust.Worker(app, loglevel=self.log_level, quiet=True, redirect_stdouts=False)
+        # ferry's handler stays: mode would replace it with its own colourful stdout one
+        self._worker = faust.Worker(
+            app, loglevel=self.log_level, quiet=True, redirect_stdouts=False, override_logging=False
+        )
         self._worker.spinner = None  # a terminal spinner has no place in a service's output
         self._worker.loop.call_later(self.startup_timeout_s, self._startup_deadline)
         try:
