@@ -175,3 +175,10 @@ def test_the_readme_table_names_every_option_with_its_status() -> None:
         cell = row.split("|")[3]
         assert ("ignored" in cell) == (status == "ignored"), row
         assert ("refused" in cell) == (status == "refused"), row
+
+
+def test_a_number_where_text_is_wanted_is_its_text() -> None:
+    # Flink CDC reads every option as a string: its SQL Server page writes ``password: 123456``
+    text = yaml.safe_dump({"source": SOURCE, "sink": {"type": "doris", **BASES["doris"], "password": 123456}})
+    job, _ = read_job_text(text, file="job.yaml")
+    assert job.sink.password.get_secret_value() == "123456"  # type: ignore[attr-defined]
