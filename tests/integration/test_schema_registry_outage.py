@@ -5,6 +5,7 @@ real one; between it and the pipeline a gate that refuses and cuts connections w
 from __future__ import annotations
 
 import contextlib
+import logging
 import re
 import socket
 import threading
@@ -12,20 +13,29 @@ import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
+import orjson
 import pytest
+from confluent_kafka.serialization import MessageField
 
 from ferry.config.loader import load_job_text
+from ferry.connectors.formats import decoder_for
+from ferry.connectors.kafka.schema_changes import SchemaChangeReader
+from ferry.pipeline.events import Event, SchemaHint, SchemaObserved
 from ferry.pipeline.phase import Phase
 from ferry.pipeline.schema import TableId
 from ferry.pipeline.state import StateStore
+from ferry.retry import RetryPolicy
 from ferry.sinks.memory import MemorySink
+from ferry.testing import debezium as dbz
 from ferry.testing.jvm import HOST
 from ferry.testing.kafka_broker import TopicFactory, produce
 from ferry.worker import build_runner
 from tests.integration.control_helpers import wait_for
 from tests.integration.outages import RETRIES, running
+from tests.support import debezium_avro as avro
 from tests.support.debezium_avro import AvroColumn, DebeziumAvroTable, SchemaRegistryClient
 from tests.support.registry import SchemaRegistry
+from tests.unit.formats.test_debezium_avro_schema_change import as_avro
 
 pytestmark = pytest.mark.integration
 
@@ -41,6 +51,7 @@ class Gate:
         self._open: list[socket.socket] = []
         self._lock = threading.Lock()
         self._accepting: threading.Thread | None = None
+        self.is_open = True
         self._listen()
 
     def _listen(self) -> None:
@@ -84,6 +95,7 @@ class Gate:
             connection.close()
 
     def close(self) -> None:
+        self.is_open = False
         with contextlib.suppress(OSError):  # wakes the accepting thread (close alone does not)
             self._listener.shutdown(socket.SHUT_RDWR)
         self._listener.close()
@@ -92,6 +104,7 @@ class Gate:
         self._cut()
 
     def reopen(self) -> None:
+        self.is_open = True
         self._listener = socket.create_server((HOST, self.port))
         self._listen()
 
@@ -168,3 +181,73 @@ pipeline:
         store.close()
     rows = sorted(sink.rows(TableId.parse("inventory.orders")), key=lambda r: r["id"])
     assert rows == [{"id": i, "item": f"i{i}", "note": f"n{i}" if i > 5 else None} for i in range(1, 11)]
+
+
+def test_the_schema_change_topic_reader_waits_for_the_registry(
+    kafka_bootstrap: str,
+    topic_factory: TopicFactory,
+    schema_registry: SchemaRegistry,
+    gate: Gate,
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    topic = topic_factory(1)
+    server = f"s{uuid.uuid4().hex[:8]}"
+    json_table = dbz.DebeziumTable(
+        server, "inventory", "orders", [dbz.ConnectColumn("id", dbz.INT32, optional=False)]
+    )
+    _, change = json_table.schema_change(json_table.add_column("note", dbz.STRING))
+    with SchemaRegistryClient({"url": schema_registry.url}) as client:
+        table = DebeziumAvroTable(
+            client, server, "inventory", "orders", [AvroColumn("id", "int", optional=False)]
+        )
+        value = table.serialize(
+            avro.SCHEMA_CHANGE_VALUE, as_avro(orjson.loads(change), server), MessageField.VALUE
+        )
+    produce(kafka_bootstrap, topic, [value], keys=[b"inventory"])
+    url = schema_registry.url.replace(f":{schema_registry.port}/", f":{gate.port}/")
+    decoder = decoder_for("debezium-avro-schema-change", schema_registry_url=url)
+    retries = RetryPolicy(initial_s=0.1, max_s=0.4, timeout_s=60)
+    reader = SchemaChangeReader(
+        bootstrap_servers=kafka_bootstrap, topic=topic, decoder=decoder, retries=retries
+    )
+    read: list[list[Event] | BaseException] = []
+
+    def sync() -> None:
+        try:
+            read.append(reader.sync(timeout=120))
+        except BaseException as e:
+            read.append(e)
+
+    reader.open({})
+    thread = threading.Thread(target=sync, name="sync")
+    try:
+        gate.close()
+        with caplog.at_level(logging.WARNING, logger="ferry.retry"):
+            thread.start()
+            wait_for(
+                lambda: (
+                    any(
+                        re.search(r"reading the schema registry: attempt ([2-9]|\d\d+) of", r.getMessage())
+                        for r in caplog.records
+                    )
+                    or bool(read)
+                ),
+                60,
+                lambda: f"the reader to wait for the registry ({read})",
+            )
+            assert not read, read
+            gate.reopen()
+            thread.join(60)
+    finally:
+        if not gate.is_open:
+            gate.reopen()
+        if thread.ident is not None:
+            thread.join(60)
+        reader.close()
+        decoder.close()  # type: ignore[attr-defined]
+    [events] = read
+    assert isinstance(events, list), events
+    assert [e.ddl for e in events if isinstance(e, SchemaObserved | SchemaHint)] == [
+        "ALTER TABLE `orders` ADD COLUMN `note` VARCHAR(255)"
+    ], events
+    assert reader.positions == {0: 1}
