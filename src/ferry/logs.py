@@ -37,9 +37,11 @@ JSON_FIELDS = "%(asctime)s %(levelname)s %(name)s %(message)s"
 LIBRARY_LOGGERS = ("uvicorn", "uvicorn.access", "uvicorn.error", "faust", "mode", "aiokafka", "librdkafka")
 
 #: ``key=value``, ``key: value`` and ``"key": "value"`` of a secret-bearing key, in free text.
+#: The key ends with the secret word (``sasl.password``, ``access-key``): ``tokens: 3`` and
+#: ``token-sha256: ...`` (a digest) are no secrets.
 _SECRET_SETTING = re.compile(
-    r"""(?P<key>["']?[\w.-]*(?:password|passwd|secret|token|credential|user[-_.]info|"""
-    r"""(?:access|private|api|account)[-_.]?key)[\w.-]*["']?\s*[:=]\s*)"""
+    r"""(?P<key>["']?[\w.-]*?(?:password|passwd|secret|token|credentials?|user[-_.]info|"""
+    r"""(?:access|private|api|account)[-_.]?key)["']?\s*[:=]\s*)"""
     r"""(?P<quote>["']?)(?P<value>[^"'\s,;}&]+)""",
     re.IGNORECASE,
 )

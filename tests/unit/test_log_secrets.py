@@ -98,3 +98,8 @@ def test_an_error_message_shown_to_a_user_has_no_secret() -> None:
     assert result.exit_code == 1, result.output
     assert "cannot reach the server" in result.stderr
     assert "server-pw-3381" not in result.stderr and f"admin:{MASK}@" in result.stderr
+
+
+def test_words_that_only_look_like_secret_keys_are_kept() -> None:
+    for text in ("serving the API (tokens: deployer)", "token-sha256: 75c3", "passwords: 2 rotated"):
+        assert mask_secrets(text) == text
