@@ -197,6 +197,11 @@ def render_pipeline(resource: Mapping[str, Any]) -> str:
             f"  records read: {metrics.get('records_read') or 0}, rows written: {written}, "
             f"bad records: {metrics.get('bad_records') or 0}"
         )
+        if metrics.get("records_behind") and status.get("phase") == "RUNNING":
+            lines.append(
+                f"  catching up: {metrics['records_behind']} records behind at "
+                f"{_rate(metrics.get('rate_eps'))}, ETA {format_eta(metrics.get('eta_s'))}"
+            )
     replay_line = _replay_line(spec)
     if replay_line:
         lines.append(f"  replay: {replay_line}")

@@ -347,7 +347,17 @@ class ControlPlane:
                     status.detail = "starting: waiting for partitions to be assigned (not reading yet)"
             status.metrics = {
                 key: metrics.get(key)
-                for key in ("records_read", "rows_written", "throughput_eps", "offsets", "lag", "bad_records")
+                for key in (
+                    "records_read",
+                    "rows_written",
+                    "throughput_eps",
+                    "offsets",
+                    "lag",
+                    "bad_records",
+                    "records_behind",
+                    "rate_eps",
+                    "eta_s",
+                )
             }
             status.lost_offsets = metrics.get("lost_offsets") or row.traits.get("lostOffsets") or None
             status.progress = self._progress(row, metrics)
