@@ -14,6 +14,22 @@ from typing import Annotated, Any
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer
 
 
+class OptionError(ValueError):
+    """A validation problem about one option, named relative to where pydantic reports the error.
+
+    In a field validator the error is already at the field, so ``path`` is usually empty; in a
+    model validator ``path`` names the option with its YAML key (``"scan.startup.mode"``, or
+    ``"tables", 0, "topic"``). A path naming an absent key points at the enclosing mapping.
+    ``offset`` is a character offset into the option's text value (a function in a projection),
+    where the problem is.
+    """
+
+    def __init__(self, message: str, *path: str | int, offset: int | None = None) -> None:
+        super().__init__(message)
+        self.path: tuple[str | int, ...] = path
+        self.offset = offset
+
+
 class ConfigModel(BaseModel):
     """Frozen, ``extra="forbid"``; fields are written with their dotted YAML names as aliases."""
 

@@ -466,3 +466,39 @@ def test_sink_properties_ferry_sets_itself_are_refused(key: str, value: str, mes
     assert StarRocksSinkConfig.model_validate(base).load_properties == {"format": "JSON"}
     with pytest.raises(ValueError, match=message):
         StarRocksSinkConfig.model_validate({**base, key: value})
+
+
+def test_doris_auto_partition_column_is_not_null_and_loads_flink_cdcs_stand_in(
+    mariadb_server: MariaDbServer, database: str, load_server: StreamLoadServer
+) -> None:
+    prefix = "table.create.auto-partition.properties."
+    options = {prefix + "default-partition-key": "at", prefix + "default-partition-unit": "day"}
+    config = SelectDbSinkConfig.model_validate(
+        make_config(mariadb_server, database, load_server, sink_type="selectdb", **options)
+    )
+    sink = SelectDbSink(config, pipeline="p1", vendor_only_statements=False)
+    t = TableId(None, database, "events")
+    schema = Schema.of([Column("id", BIGINT().not_null()), Column("at", TIMESTAMP_LTZ(6))], ["id"])
+    feed = Feed(t)
+    try:
+        sink.apply_schema_change(CreateTable(t, schema), None)
+        when = datetime(2026, 1, 2, 3, 4, 5, tzinfo=UTC)
+        write(sink, schema, feed, feed.insert({"id": 1, "at": when}), feed.insert({"id": 2, "at": None}))
+    finally:
+        sink.close()
+    assert [r["at"] for r in read(mariadb_server, database, "events")] == [
+        datetime(2026, 1, 2, 3, 4, 5),
+        datetime(1970, 1, 1),
+    ]
+    connection = pymysql.connect(
+        host=mariadb_server.host,
+        port=mariadb_server.port,
+        user=mariadb_server.user,
+        password=mariadb_server.password,
+    )
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute(f"SHOW COLUMNS FROM `{database}`.`events` LIKE 'at'")
+            assert cursor.fetchone()[2] == "NO"  # Null: the partition column is NOT NULL
+    finally:
+        connection.close()

@@ -6,6 +6,10 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from ferry.exceptions import TerminalError
+from ferry.options import OptionError
+
+#: OptionError lives in ferry.options, which the sinks' options models import.
+__all__ = ["ConfigError", "ConfigProblem", "OptionError"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -57,19 +61,3 @@ class ConfigError(TerminalError):
     ) -> ConfigError:
         """A single-problem error."""
         return cls([ConfigProblem(file, line, column, key_path, message)])
-
-
-class OptionError(ValueError):
-    """A validation problem about one option, named relative to where pydantic reports the error.
-
-    In a field validator the error is already at the field, so ``path`` is usually empty; in a
-    model validator ``path`` names the option with its YAML key (``"scan.startup.mode"``, or
-    ``"tables", 0, "topic"``). A path naming an absent key points at the enclosing mapping.
-    ``offset`` is a character offset into the option's text value (a function in a projection),
-    where the problem is.
-    """
-
-    def __init__(self, message: str, *path: str | int, offset: int | None = None) -> None:
-        super().__init__(message)
-        self.path: tuple[str | int, ...] = path
-        self.offset = offset

@@ -99,12 +99,6 @@ SINK_REFUSED: Mapping[str, Mapping[str, str]] = {
             "s3.access-key-id, s3.path-style-access, hdfs.host, gcs.project-id, ...)"
         ),
     },
-    "selectdb": {
-        "table.create.auto-partition.properties.": (
-            "ferry does not create auto-partitioned tables; create the table with AUTO PARTITION BY "
-            "RANGE (date_trunc(...)) before the pipeline starts (ferry writes into a table that exists)"
-        ),
-    },
 }
 
 

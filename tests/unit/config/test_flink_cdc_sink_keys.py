@@ -84,7 +84,7 @@ KEYS: list[tuple[str, str, Any, str]] = [
         ("sink.buffer-flush.max-rows", 50000), ("sink.buffer-flush.max-bytes", 10485760),
         ("sink.buffer-flush.interval", "10s"), ("sink.ignore.update-before", True),
     ]],
-    ("doris", "table.create.auto-partition.properties.*", "default-partition-key=create_time", "refused"),
+    ("doris", "table.create.auto-partition.properties.*", "default-partition-key=create_time", "same"),
     *[("maxcompute", k, v, "same") for k, v in [
         ("type", "maxcompute"), ("name", "MaxCompute Sink"), ("access-id", "ak"), ("access-key", "sk"),
         ("endpoint", "http://service.cn-hangzhou.maxcompute.aliyun.com/api"), ("project", "flink_cdc"),

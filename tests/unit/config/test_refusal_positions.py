@@ -54,11 +54,17 @@ def test_a_sink_that_refuses_the_behaviour_is_refused_at_the_key(tmp_path: Path)
             "the hadoop catalog (Iceberg's Java file-system catalog) is not in pyiceberg; use sql",
         ),
         (
+            "  type: iceberg\n  catalog.properties.catalog-impl: org.apache.iceberg.hive.HiveCatalog\n",
+            7,
+            "catalog.properties.catalog-impl",
+            "a Java catalog class, which pyiceberg cannot load",
+        ),
+        (
             "  type: doris\n  fenodes: fe:8030\n  username: root\n"
-            "  table.create.auto-partition.properties.default-partition-key: dt\n",
+            "  table.create.auto-partition.properties.default-partition-unit: minute\n",
             9,
-            "table.create.auto-partition.properties.default-partition-key",
-            "ferry does not create auto-partitioned tables",
+            "table.create.auto-partition.properties.default-partition-unit",
+            "is not one of year, quarter, month, week, day, hour",
         ),
     ],
 )

@@ -215,3 +215,54 @@ def test_starrocks_num_buckets_of_the_tables_the_sink_creates() -> None:
     assert "\nDISTRIBUTED BY HASH(`id`)\n" in default.dialect.create_table(T, ORDERS, ["id"], {})
     with pytest.raises(ValueError, match="greater than or equal to 1"):
         StarRocksSinkConfig.model_validate({**options, "table.create.num-buckets": 0})
+
+
+def test_doris_auto_partition_of_the_tables_the_sink_creates() -> None:
+    from ferry.sinks.selectdb.sink import SelectDbSink
+
+    prefix = "table.create.auto-partition.properties."
+    config = SelectDbSinkConfig.model_validate(
+        {
+            "fenodes": "fe:8030",
+            "username": "root",
+            prefix + "include": r"shop\..*",
+            prefix + "exclude": r"shop\.skipped",
+            prefix + "default-partition-key": "at",
+            prefix + "default-partition-unit": "DAY",
+            prefix + "shop.monthly.partition-unit": "month",
+        }
+    )
+    sink = SelectDbSink(config, pipeline="p1")
+    schema = Schema.of([*ORDERS.columns], ["id", "at"])
+    [sql] = sink.create_table_statements(SqlTable("shop", "orders"), schema)
+    assert "  `at` DATETIME(6) NOT NULL,\n" in sql
+    assert (
+        "UNIQUE KEY (`id`, `at`)\n"
+        "AUTO PARTITION BY RANGE (date_trunc(`at`, 'day')) ()\n"
+        "DISTRIBUTED BY HASH(`id`, `at`) BUCKETS AUTO\n"
+    ) in sql
+    [monthly] = sink.create_table_statements(SqlTable("shop", "monthly"), schema)
+    assert "AUTO PARTITION BY RANGE (date_trunc(`at`, 'month')) ()" in monthly
+    for table in (SqlTable("shop", "skipped"), SqlTable("other", "orders")):  # excluded, not included
+        assert "PARTITION" not in sink.create_table_statements(table, schema)[0]
+    # Flink CDC's rule: a partition key that is not a DATE or DATETIME column partitions nothing
+    no_time = Schema.of([c for c in ORDERS.columns if c.name != "at"], ["id"])
+    assert config.auto_partition_of("shop.orders", no_time) is None
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("default-partition-unit", "minute", "is not one of year, quarter, month, week, day, hour"),
+        ("include", "shop.(x", "is not a regular expression"),
+        ("partition-kind", "range", "not an auto-partition property"),
+    ],
+)
+def test_doris_auto_partition_values_are_checked(key: str, value: str, message: str) -> None:
+    options = {
+        "fenodes": "fe:8030",
+        "username": "root",
+        f"table.create.auto-partition.properties.{key}": value,
+    }
+    with pytest.raises(ValueError, match=message):
+        SelectDbSinkConfig.model_validate(options)

@@ -14,15 +14,28 @@ This module imports no driver, so a job file validates without the ``selectdb`` 
       sink.enable-batch-mode: true                 # rows buffered until the checkpoint (else per write)
       table.create.properties.replication_num: 1
       schema.evolution.timeout: 1min               # how long to wait for an asynchronous ALTER
+      table.create.auto-partition.properties.default-partition-key: created_at   # AUTO PARTITION
+      table.create.auto-partition.properties.default-partition-unit: day
 """
 
 from __future__ import annotations
 
-from typing import Any, Literal
+import re
+from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import AliasChoices, Field, model_validator
 
+from ferry.options import OptionError, fold_prefixed
 from ferry.sinks.starrocks.config import DEFAULT_QUERY_PORT, MySqlProtocolSinkConfig
+
+if TYPE_CHECKING:
+    from ferry.pipeline.schema import Schema
+
+#: The units of Doris's ``date_trunc`` that an automatic range partition takes.
+PARTITION_UNITS = ("year", "quarter", "month", "week", "day", "hour")
+#: Type roots a partition column of an automatic range partition has (DATE, DATETIME).
+PARTITION_TYPES = ("DATE", "TIMESTAMP", "TIMESTAMP_LTZ", "TIMESTAMP_TZ")
+_AUTO_PARTITION = "table.create.auto-partition.properties"
 
 #: ``sink.enable-batch-mode`` and Flink CDC's Doris spelling of it.
 _BATCH_MODE_KEYS = ("sink.enable-batch-mode", "sink.enable.batch-mode")
@@ -37,6 +50,42 @@ class SelectDbSinkConfig(MySqlProtocolSinkConfig):
     enable_batch_mode: bool = Field(
         default=True, alias="sink.enable-batch-mode", validation_alias=AliasChoices(*_BATCH_MODE_KEYS)
     )
+    #: Flink CDC's ``table.create.auto-partition.properties.*``: ``include`` / ``exclude`` (tables,
+    #: comma-separated regular expressions over ``db.table``), ``default-partition-key`` /
+    #: ``default-partition-unit``, and ``<db>.<table>.partition-key`` / ``.partition-unit``.
+    auto_partition: dict[str, str] = Field(default_factory=dict)
+
+    @model_validator(mode="before")
+    @classmethod
+    def _fold_auto_partition(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            for written, given in data.items():
+                if isinstance(written, str) and written.startswith(_AUTO_PARTITION + "."):
+                    _check_auto_partition(written, written[len(_AUTO_PARTITION) + 1 :], str(given))
+        return fold_prefixed(data, _AUTO_PARTITION, "auto_partition")
+
+    def auto_partition_of(self, table: str, schema: Schema) -> tuple[str, str] | None:
+        """(column, unit) of the automatic range partitions of the table ``db.table`` the sink
+        creates, as Flink CDC's Doris connector decides: the table is included and not excluded,
+        has a partition key and unit (its own, else the defaults), and the column is a DATE or
+        DATETIME; else None."""
+        props = self.auto_partition
+        if not props:
+            return None
+
+        def matches(key: str) -> bool:
+            patterns = [p.strip() for p in props.get(key, "").split(",") if p.strip()]
+            return any(re.fullmatch(p, table) for p in patterns)
+
+        if matches("exclude") or (props.get("include", "").strip() and not matches("include")):
+            return None
+        column = props.get(f"{table}.partition-key") or props.get("default-partition-key")
+        unit = props.get(f"{table}.partition-unit") or props.get("default-partition-unit")
+        if not column or not unit or column not in schema:
+            return None
+        if schema.column(column).type.root.name not in PARTITION_TYPES:
+            return None
+        return column, unit.strip().lower()
 
     @model_validator(mode="before")
     @classmethod
@@ -56,6 +105,26 @@ class SelectDbSinkConfig(MySqlProtocolSinkConfig):
             if host:
                 data = {**data, "jdbc-url": f"jdbc:mysql://{host}:{DEFAULT_QUERY_PORT}"}
         return data
+
+
+def _check_auto_partition(written: str, key: str, given: str) -> None:
+    """Refuse, at the key as written, an auto-partition property Flink CDC's Doris connector lacks
+    or a value it cannot take."""
+    if key in ("include", "exclude"):
+        for pattern in (p.strip() for p in given.split(",") if p.strip()):
+            try:
+                re.compile(pattern)
+            except re.error as e:
+                raise OptionError(f"{pattern!r} is not a regular expression: {e}", written) from None
+    elif key.endswith("partition-unit"):
+        if given.strip().lower() not in PARTITION_UNITS:
+            raise OptionError(f"{given!r} is not one of {', '.join(PARTITION_UNITS)}", written)
+    elif not key.endswith("partition-key"):
+        raise OptionError(
+            "not an auto-partition property (include, exclude, default-partition-key, "
+            "default-partition-unit, <db>.<table>.partition-key, <db>.<table>.partition-unit)",
+            written,
+        )
 
 
 def _first_host(load_url: str) -> str | None:

@@ -3,20 +3,33 @@
 A deleted key is a Stream Load row with ``__DORIS_DELETE_SIGN__ = 1`` on the unique key table.
 With ``sink.enable-batch-mode`` off every :meth:`SelectDbSink.write` is loaded at once, labelled by
 the offsets its changes end at; else rows wait for the checkpoint's flush.
+
+A table that ``table.create.auto-partition.properties.*`` partitions is created with
+``AUTO PARTITION BY RANGE (date_trunc(column, unit))``, its partition column NOT NULL (Doris takes
+no NULL there); a row loaded without a value in it gets Flink CDC's stand-in, ``1970-01-01`` or
+``1970-01-01 00:00:00``.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from dataclasses import replace
+from typing import Any
 
 from ferry.pipeline.events import DataChange
 from ferry.pipeline.schema import Schema, TableId
+from ferry.pipeline.types import TypeRoot
 from ferry.sinks.base import SinkCapabilities
 from ferry.sinks.selectdb import SELECTDB
 from ferry.sinks.selectdb.config import SelectDbSinkConfig
 from ferry.sinks.selectdb.dialect import SelectDbDialect
+from ferry.sinks.sql.dialect import SqlTable
 from ferry.sinks.starrocks.dialect import MySqlProtocolDialect
 from ferry.sinks.starrocks.sink import MySqlProtocolSink
+
+#: What a row without a value in its partition column gets (Flink CDC's Doris connector's).
+_DEFAULT_DATE = "1970-01-01"
+_DEFAULT_DATETIME = "1970-01-01 00:00:00"
 
 
 class SelectDbSink(MySqlProtocolSink):
@@ -33,6 +46,36 @@ class SelectDbSink(MySqlProtocolSink):
     ) -> None:
         super().__init__(config, pipeline=pipeline, vendor_only_statements=vendor_only_statements)
         self.batch_mode = config.enable_batch_mode
+        self.selectdb_config = config
+
+    def create_table_statements(self, table: SqlTable, schema: Schema) -> list[str]:
+        partition = self.selectdb_config.auto_partition_of(f"{table.schema}.{table.name}", schema)
+        if partition is None:
+            return super().create_table_statements(table, schema)
+        column = partition[0]
+        stored = self.sink_schema(schema)
+        stored = stored.with_columns(
+            replace(c, type=c.type.not_null()) if c.name == column else c for c in stored.columns
+        )
+        return [
+            self.dialect.create_table(table, stored, schema.primary_keys, self.table_properties, partition)
+        ]
+
+    def load_rows(
+        self, table_id: TableId, schema: Schema, changes: Sequence[DataChange]
+    ) -> tuple[list[dict[str, Any]], list[str]]:
+        rows, columns = super().load_rows(table_id, schema, changes)
+        table = self.sql_table(table_id)
+        partition = self.selectdb_config.auto_partition_of(f"{table.schema}.{table.name}", schema)
+        if partition is not None:
+            column = partition[0]
+            stand_in = (
+                _DEFAULT_DATE if schema.column(column).type.root is TypeRoot.DATE else _DEFAULT_DATETIME
+            )
+            for row in rows:
+                if row.get(column) is None:
+                    row[column] = stand_in
+        return rows, columns
 
     def write(self, table_id: TableId, schema: Schema, changes: Sequence[DataChange]) -> None:
         super().write(table_id, schema, changes)

@@ -102,6 +102,17 @@ class DistributedByHash(ClauseElement):
         self.buckets = buckets
 
 
+class AutoPartitionByRange(ClauseElement):
+    """Doris's ``AUTO PARTITION BY RANGE (date_trunc(`c`, 'unit')) ()``: a partition per unit of
+    the column's time, made when a row needs it."""
+
+    inherit_cache = False
+
+    def __init__(self, column: str, unit: str) -> None:
+        self.column = column
+        self.unit = unit
+
+
 class TableProperties(ClauseElement):
     """``PROPERTIES ("key" = "value", ...)``: double-quoted strings, ``"`` and ``\\`` escaped."""
 
@@ -131,6 +142,13 @@ def _key_desc(element: KeyDesc, compiler: DDLCompiler, **kw: Any) -> str:
 def _distributed_by_hash(element: DistributedByHash, compiler: DDLCompiler, **kw: Any) -> str:
     buckets = "" if element.buckets is None else f" BUCKETS {element.buckets}"
     return f"DISTRIBUTED BY HASH({column_list(compiler, element.columns)}){buckets}"
+
+
+@compiles(AutoPartitionByRange)
+def _auto_partition(element: AutoPartitionByRange, compiler: DDLCompiler, **kw: Any) -> str:
+    column = compiler.preparer.quote(element.column)
+    # the unit is one of date_trunc's words (checked by the sink's options): no quoting needed
+    return f"AUTO PARTITION BY RANGE (date_trunc({column}, '{element.unit}')) ()"
 
 
 @compiles(TableProperties)

@@ -237,9 +237,14 @@ class SqlDialect:
         return PrimaryKeyConstraint(*primary_keys) if primary_keys else None
 
     def table_clauses(
-        self, schema: Schema, primary_keys: Sequence[str], properties: Mapping[str, str]
+        self,
+        schema: Schema,
+        primary_keys: Sequence[str],
+        properties: Mapping[str, str],
+        auto_partition: tuple[str, str] | None = None,
     ) -> list[ClauseElement]:
-        """What follows the closing parenthesis of ``CREATE TABLE`` (distribution, properties)."""
+        """What follows the closing parenthesis of ``CREATE TABLE`` (partitions, distribution,
+        properties); ``auto_partition`` is (column, unit) of Doris's automatic range partitions."""
         return []
 
     # ------------------------------------------------------------------------------- DDL
@@ -257,6 +262,7 @@ class SqlDialect:
         schema: Schema,
         primary_keys: Sequence[str] = (),
         properties: Mapping[str, str] | None = None,
+        auto_partition: tuple[str, str] | None = None,
     ) -> str:
         """``CREATE TABLE IF NOT EXISTS``; key columns are NOT NULL."""
         keys = set(primary_keys)
@@ -265,7 +271,7 @@ class SqlDialect:
         key = self.primary_key(primary_keys)
         if key is not None:
             sa_table.append_constraint(key)
-        clauses = self.table_clauses(schema, primary_keys, properties or {})
+        clauses = self.table_clauses(schema, primary_keys, properties or {}, auto_partition)
         return self.compile(ddl.CreateTableWith(sa_table, clauses, if_not_exists=True))
 
     def add_column(self, table: SqlTable, column: Column, position: ColumnPosition | None = None) -> str:

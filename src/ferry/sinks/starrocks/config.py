@@ -25,7 +25,7 @@ from typing import Any, Literal
 
 from pydantic import AliasChoices, Field, SecretStr, field_validator, model_validator
 
-from ferry.options import SinkConfigBase, fold_prefixed, parse_duration
+from ferry.options import OptionError, SinkConfigBase, fold_prefixed, parse_duration
 
 #: Flink CDC's spelling of the connect timeout, in milliseconds.
 _CONNECT_TIMEOUT_MS = "sink.connect.timeout-ms"
@@ -51,6 +51,19 @@ _LOAD_HEADERS_OF_FERRY: dict[str, str | None] = {
     "columns": None,
     "label": None,
 }
+
+
+def _check_load_header(written: str, key: str, given: str) -> None:
+    """Refuse, at the key as written, a ``sink.properties.*`` header ferry sets itself otherwise."""
+    name = key.lower()
+    if name not in _LOAD_HEADERS_OF_FERRY:
+        return
+    only = _LOAD_HEADERS_OF_FERRY[name]
+    if only is None:
+        source = "from the table" if name == "columns" else "from sink.label-prefix"
+        raise OptionError(f"ferry sets the Stream Load header {name} itself ({source})", written)
+    if given.strip().lower() != only:
+        raise OptionError(f"ferry loads {name} {only} (not {given!r})", written)
 
 
 def _seconds(value: Any) -> Any:
@@ -109,25 +122,12 @@ class MySqlProtocolSinkConfig(SinkConfigBase):
     @model_validator(mode="before")
     @classmethod
     def _fold(cls, data: Any) -> Any:
+        if isinstance(data, dict):
+            for written, given in data.items():
+                if isinstance(written, str) and written.startswith("sink.properties."):
+                    _check_load_header(written, written[len("sink.properties.") :], str(given))
         data = fold_prefixed(data, "table.create.properties", "table_properties")
         return fold_prefixed(data, "sink.properties", "load_properties")
-
-    @field_validator("load_properties")
-    @classmethod
-    def _load_headers(cls, value: dict[str, str]) -> dict[str, str]:
-        for key, given in value.items():
-            name = key.lower()
-            if name not in _LOAD_HEADERS_OF_FERRY:
-                continue
-            only = _LOAD_HEADERS_OF_FERRY[name]
-            if only is None:
-                raise ValueError(
-                    f"sink.properties.{key}: ferry sets the Stream Load header {name} itself "
-                    f"({'from the table' if name == 'columns' else 'from sink.label-prefix'})"
-                )
-            if given.strip().lower() != only:
-                raise ValueError(f"sink.properties.{key}: ferry loads {name} {only} (not {given!r})")
-        return value
 
     @field_validator("schema_evolution_timeout", mode="before")
     @classmethod

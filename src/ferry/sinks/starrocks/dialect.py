@@ -184,13 +184,20 @@ class MySqlProtocolDialect(SqlDialect):
         return None if self.vendor_only else super().primary_key(primary_keys)
 
     def table_clauses(
-        self, schema: Schema, primary_keys: Sequence[str], properties: Mapping[str, str]
+        self,
+        schema: Schema,
+        primary_keys: Sequence[str],
+        properties: Mapping[str, str],
+        auto_partition: tuple[str, str] | None = None,
     ) -> list[ClauseElement]:
-        """The key model (with keys), ``DISTRIBUTED BY HASH`` of the key (or the first column of a
-        table without one) and ``PROPERTIES`` (the defaults, overridden by ``properties``)."""
+        """The key model (with keys), Doris's ``AUTO PARTITION BY RANGE`` (``auto_partition``),
+        ``DISTRIBUTED BY HASH`` of the key (or the first column of a table without one) and
+        ``PROPERTIES`` (the defaults, overridden by ``properties``)."""
         if not self.vendor_only:
             return []
         clauses: list[ClauseElement] = [ddl.KeyDesc(self.key_model, primary_keys)] if primary_keys else []
+        if auto_partition is not None:
+            clauses.append(ddl.AutoPartitionByRange(*auto_partition))
         clauses.append(ddl.DistributedByHash(list(primary_keys) or schema.names[:1], self.buckets))
         merged = {**self.default_properties, **properties}
         if merged:
