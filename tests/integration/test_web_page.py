@@ -145,6 +145,7 @@ def test_the_page_shows_a_running_pipeline_its_schema_change_dead_letters_and_sa
         expect(dead_letters).to_contain_text(f"{topic}[0]@20")
 
         expect(article.locator("table.savepoints")).to_contain_text(savepoint.metadata.uid)
+        expect(article.locator("table.savepoints .name")).to_have_text(savepoint.metadata.name)
         expect(article.locator("table.savepoints")).to_contain_text("COMPLETED")
         expect(article.locator(".lag-chart svg polyline.lag")).to_have_count(1)
 
