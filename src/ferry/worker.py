@@ -17,7 +17,7 @@ import os
 import signal
 import subprocess
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -52,8 +52,15 @@ log = logging.getLogger(__name__)
 #: How long ``ferry run`` waits for the brokers and for its worker to start before it gives up.
 DEFAULT_STARTUP_TIMEOUT_S = 60.0
 
-#: Consumer settings that also apply to the client that checks the brokers (security, sockets).
+#: Consumer settings that also apply to the other clients of the source's brokers (the client that
+#: checks them, the dead-letter producer): security (SASL, SSL), sockets, the client's id.
 _CLIENT_SETTING_PREFIXES = ("security.", "sasl.", "ssl.", "enable.ssl.", "socket.", "client.", "broker.")
+
+
+def client_settings(properties: Mapping[str, Any]) -> dict[str, Any]:
+    """The source's ``properties`` that every client of its brokers needs (see
+    :data:`_CLIENT_SETTING_PREFIXES`); consumer-only settings are left out."""
+    return {k: v for k, v in properties.items() if k.startswith(_CLIENT_SETTING_PREFIXES)}
 
 
 class StartupError(TerminalError):
@@ -67,7 +74,7 @@ def check_brokers(source: KafkaSourceConfig, timeout_s: float) -> None:
     from confluent_kafka import KafkaException  # noqa: PLC0415
     from confluent_kafka.admin import AdminClient  # noqa: PLC0415
 
-    settings = {k: v for k, v in source.properties.items() if k.startswith(_CLIENT_SETTING_PREFIXES)}
+    settings = client_settings(source.properties)
     admin = AdminClient({**settings, "bootstrap.servers": source.bootstrap_servers, "log_level": 0})
     try:
         admin.list_topics(timeout=timeout_s)
@@ -159,6 +166,8 @@ def build_runner(
         bootstrap_servers=source_config.bootstrap_servers,
         topic=pipeline.dead_letter_topic,
         pipeline=pipeline.name,
+        # a secured cluster takes dead letters with the source's credentials
+        properties=client_settings(properties),
     )
     settings = RunnerSettings(
         name=pipeline.name,
@@ -173,7 +182,12 @@ def build_runner(
         source=source,
         decode=decoder.decode,
         sink=sink,
-        state=StateStore(pipeline.state_url),
+        # a state store down when the pipeline starts is waited for as one that goes down later
+        state=retries.call(
+            lambda: StateStore(pipeline.state_url),
+            "connecting to the state store",
+            transient=StateStore.is_transient,
+        ),
         router=router,
         tables=tables,
         dead_letter=dead_letter,

@@ -108,6 +108,15 @@ def render_pipeline(resource: Mapping[str, Any]) -> str:
         f"  phase:    {status.get('phase', '?')}",
         f"  detail:   {status.get('detail', '')}",
     ]
+    for field_name in ("labels", "annotations"):
+        pairs = metadata.get(field_name) or {}
+        if pairs:
+            lines.append(f"  {field_name}: " + ", ".join(f"{k}={v}" for k, v in sorted(pairs.items())))
+    traits = status.get("traits") or {}
+    lines.append(
+        f"  bounded: {'yes' if traits.get('isBounded') else 'no'}; "
+        f"append-only: {'yes' if traits.get('isAppendOnly') else 'no'}"
+    )
     if status.get("deadline"):
         lines.append(f"  deadline: {status['deadline']}")
     reference = (spec.get("properties") or {}).get("sql.tables.initial-offset-from")
@@ -189,7 +198,8 @@ def render_pipelines(items: list[Mapping[str, Any]], environment: str) -> str:
 def render_savepoint(resource: Mapping[str, Any]) -> str:
     metadata, spec, status = resource["metadata"], resource["spec"], resource["status"]
     lines = [
-        f"savepoint {metadata['uid']} of pipeline {metadata['pipeline']}",
+        f"savepoint {metadata.get('name', metadata['uid'])} ({metadata['uid']}) of pipeline "
+        f"{metadata['pipeline']}",
         f"  source: {spec['source']}; pinned: {'yes' if spec['pinned'] else 'no'}",
         f"  state:  {status['state']}" + (f" ({status['reason']})" if status.get("reason") else ""),
         f"  requested {metadata.get('creationTimestamp')}, completed {status.get('completionTimestamp')}",
@@ -202,11 +212,13 @@ def render_savepoint(resource: Mapping[str, Any]) -> str:
 def render_savepoints(items: list[Mapping[str, Any]], pipeline_name: str) -> str:
     if not items:
         return f"no savepoints of pipeline {pipeline_name}"
-    lines = [f"{'UID':<36}  {'SOURCE':<8}  {'STATE':<9}  PINNED  REQUESTED"]
+    width = max(len("NAME"), *(len(i["metadata"].get("name", "")) for i in items))
+    lines = [f"{'NAME':<{width}}  {'UID':<36}  {'SOURCE':<8}  {'STATE':<9}  PINNED  REQUESTED"]
     for item in items:
         status, spec = item["status"], item["spec"]
         reason = f"  {status['reason']}" if status.get("reason") else ""
         lines.append(
+            f"{item['metadata'].get('name', ''):<{width}}  "
             f"{item['metadata']['uid']:<36}  {spec['source']:<8}  {status['state']:<9}  "
             f"{'yes' if spec['pinned'] else 'no':<6}  {item['metadata'].get('creationTimestamp')}{reason}"
         )

@@ -72,3 +72,27 @@ def ignored_keys(section: str, sink_type: str | None) -> Mapping[str, str]:
     if section == "sink" and sink_type is not None:
         return SINK_IGNORED.get(SINK_TYPE_SPELLINGS.get(sink_type, sink_type), {})
     return {}
+
+
+#: Per sink type, key prefixes of its Flink CDC connector that ferry refuses → why, and what to do.
+SINK_REFUSED: Mapping[str, Mapping[str, str]] = {
+    "iceberg": {
+        "hadoop.conf.": (
+            "hadoop.conf.* configures the Hadoop file systems of Iceberg's Java library, which pyiceberg "
+            "does not use; give its FileIO the same settings as catalog.properties (s3.endpoint, "
+            "s3.access-key-id, s3.path-style-access, hdfs.host, gcs.project-id, ...)"
+        ),
+    },
+    "selectdb": {
+        "table.create.auto-partition.properties.": (
+            "ferry does not create auto-partitioned tables; create the table with AUTO PARTITION BY "
+            "RANGE (date_trunc(...)) before the pipeline starts (ferry writes into a table that exists)"
+        ),
+    },
+}
+
+
+def refused_key(sink_type: str, key: str) -> str | None:
+    """Why ferry refuses ``key`` of a sink of ``sink_type`` (Flink CDC's name or ferry's), or None."""
+    refused = SINK_REFUSED.get(SINK_TYPE_SPELLINGS.get(sink_type, sink_type), {})
+    return next((reason for prefix, reason in refused.items() if key.startswith(prefix)), None)

@@ -31,7 +31,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
 from ferry.config.exceptions import OptionError
-from ferry.config.flink import SINK_TYPE_SPELLINGS
+from ferry.config.flink import SINK_TYPE_SPELLINGS, refused_key
 from ferry.config.names import kafka_name
 from ferry.config.transforms import (
     TransformConfig,
@@ -732,6 +732,11 @@ class JobConfig(ConfigModel):
                     "or rest, hive or glue",
                     "catalog.properties.type",
                 )
+        if isinstance(value, dict):
+            for key in value:
+                reason = refused_key(str(value.get("type")), key) if isinstance(key, str) else None
+                if reason is not None:
+                    raise OptionError(reason, key)
         return value
 
     @field_validator("sink")

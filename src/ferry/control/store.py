@@ -36,6 +36,7 @@ from sqlalchemy.engine import Engine, RowMapping
 from sqlalchemy.exc import IntegrityError
 
 from ferry.control.models import InstanceState, SavepointSource, SavepointState
+from ferry.database import add_missing_columns
 from ferry.pipeline.phase import Phase
 from ferry.pipeline.state import now_ms
 
@@ -61,6 +62,9 @@ pipelines = Table(
     Column("traits", JSON, nullable=False),
     Column("latest_offsets", JSON, nullable=False),
     Column("last_scheduled_ms", BigInteger),
+    #: ``metadata.labels`` and ``metadata.annotations`` (None: none, in rows older than them).
+    Column("labels", JSON),
+    Column("annotations", JSON),
 )
 
 savepoints = Table(
@@ -78,6 +82,8 @@ savepoints = Table(
     Column("offsets", JSON, nullable=False),
     Column("schemas", JSON, nullable=False),
     Column("sink_commit", JSON, nullable=False),
+    #: ``metadata.name``: unique among the pipeline's savepoints (None in rows older than it).
+    Column("name", String(200)),
 )
 
 instances = Table(
@@ -131,6 +137,8 @@ class PipelineRow:
     traits: dict[str, Any]
     latest_offsets: dict[str, str]
     last_scheduled_ms: int | None
+    labels: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
 
     @property
     def runtime_name(self) -> str:
@@ -152,6 +160,7 @@ class SavepointRow:
     offsets: dict[str, dict[str, int]]
     schemas: dict[str, Any]
     sink_commit: dict[str, Any] = field(default_factory=dict)
+    name: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -173,13 +182,31 @@ def runtime_name(environment: str, name: str) -> str:
 
 def _pipeline(row: RowMapping) -> PipelineRow:
     values = {c.name: row[c.name] for c in pipelines.columns}
-    return PipelineRow(**{**values, "phase": Phase(values["phase"])})
+    return PipelineRow(
+        **{
+            **values,
+            "phase": Phase(values["phase"]),
+            "labels": values["labels"] or {},
+            "annotations": values["annotations"] or {},
+        }
+    )
+
+
+def savepoint_name(source: SavepointSource, uid: str) -> str:
+    """The name of a savepoint not given one: its source and the start of its uid."""
+    return f"{source.lower()}-{uid[:8]}"
 
 
 def _savepoint(row: RowMapping) -> SavepointRow:
     values = {c.name: row[c.name] for c in savepoints.columns}
+    source = SavepointSource(values["source"])
     return SavepointRow(
-        **{**values, "source": SavepointSource(values["source"]), "state": SavepointState(values["state"])}
+        **{
+            **values,
+            "source": source,
+            "state": SavepointState(values["state"]),
+            "name": values["name"] or savepoint_name(source, values["uid"]),
+        }
     )
 
 
@@ -204,6 +231,7 @@ class ControlStore:
         self.url = url
         self.engine: Engine = create_engine(url, json_serializer=lambda o: orjson.dumps(o).decode())
         metadata.create_all(self.engine)
+        add_missing_columns(self.engine, metadata)
 
     def close(self) -> None:
         self.engine.dispose()
@@ -211,7 +239,15 @@ class ControlStore:
     # ------------------------------------------------------------------------------ pipelines
 
     def insert_pipeline(
-        self, environment: str, name: str, spec: Mapping[str, Any], detail: str, at_ms: int | None = None
+        self,
+        environment: str,
+        name: str,
+        spec: Mapping[str, Any],
+        detail: str,
+        *,
+        at_ms: int | None = None,
+        labels: Mapping[str, str] | None = None,
+        annotations: Mapping[str, str] | None = None,
     ) -> PipelineRow:
         at = now_ms() if at_ms is None else at_ms
         values = {
@@ -229,6 +265,8 @@ class ControlStore:
             "traits": {},
             "latest_offsets": {},
             "last_scheduled_ms": None,
+            "labels": dict(labels or {}),
+            "annotations": dict(annotations or {}),
         }
         with self.engine.begin() as conn:
             conn.execute(
@@ -292,9 +330,14 @@ class ControlStore:
         pipeline: str,
         source: SavepointSource,
         state: SavepointState = SavepointState.PENDING,
+        name: str | None = None,
     ) -> SavepointRow:
+        """Record a savepoint; ``name`` (else :func:`savepoint_name`) must be free among the
+        pipeline's savepoints (:meth:`savepoint_named`)."""
+        uid = str(uuid.uuid4())
         values: dict[str, Any] = {
-            "uid": str(uuid.uuid4()),
+            "uid": uid,
+            "name": name or savepoint_name(SavepointSource(source), uid),
             "environment": environment,
             "pipeline": pipeline,
             "source": SavepointSource(source),
@@ -324,6 +367,10 @@ class ControlStore:
         with self.engine.connect() as conn:
             row = conn.execute(select(savepoints).where(savepoints.c.uid == uid)).first()
         return None if row is None else _savepoint(row._mapping)
+
+    def savepoint_named(self, environment: str, pipeline: str, name: str) -> SavepointRow | None:
+        """The pipeline's savepoint of this name (a row older than names has its derived one)."""
+        return next((s for s in self.savepoints(environment, pipeline) if s.name == name), None)
 
     def finish_savepoint(self, uid: str, state: SavepointState, **values: Any) -> bool:
         """Complete or fail a pending savepoint; False if it was not pending any more."""

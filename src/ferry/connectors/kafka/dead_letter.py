@@ -99,6 +99,8 @@ class KafkaDeadLetter:
         self.pipeline = pipeline
         settings = {"enable.idempotence": True, "linger.ms": 20, **(properties or {})}
         settings["bootstrap.servers"] = bootstrap_servers
+        #: The producer's configuration (the source's security settings among ``properties``).
+        self.settings: Mapping[str, Any] = settings
         self.max_record_bytes = int(settings.get("message.max.bytes", DEFAULT_MAX_RECORD_BYTES))
         self.producer = Producer(settings)
         self.flush_timeout_s = flush_timeout_s
