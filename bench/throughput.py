@@ -9,6 +9,8 @@ consumer group:
   ``fetch.queue.backoff.ms=10`` that ``orjson.loads`` every value and keeps nothing;
 * ``ferry-null``: a ferry job (``build_runner(load_job_text(...)).run()``) into the null sink;
 * ``ferry-iceberg``: the same job into an Iceberg table store (SQLite catalog, local warehouse);
+* ``ferry-paimon``: the same job into a Paimon filesystem catalog in a local warehouse;
+* ``ferry-kafka``: the same job into the Kafka sink (Debezium JSON, one output topic);
 * ``quix``: a Quix Streams application doing the ceiling's consume, decode and discard.
 
 Each contender reports events/s and CPU µs per event over the steady part of the drain (after the
@@ -51,17 +53,19 @@ from typing import TYPE_CHECKING, Any
 if TYPE_CHECKING:
     from ferry.local.debezium import DebeziumTable
 
-CONTENDERS = ("ceiling", "floor", "ferry-null", "ferry-iceberg", "quix")
+CONTENDERS = ("ceiling", "floor", "ferry-null", "ferry-iceberg", "ferry-paimon", "ferry-kafka", "quix")
 LABELS = {
     "ceiling": "ceiling: confluent consume + orjson",
     "floor": "floor: confluent consume + msgspec typed",
     "ferry-null": "ferry → null sink",
     "ferry-iceberg": "ferry → Iceberg",
+    "ferry-paimon": "ferry → Paimon",
+    "ferry-kafka": "ferry → Kafka",
     "quix": "Quix Streams (consume + json, discard)",
 }
 #: Share of the ceiling each contender should reach: the ceiling's CPU µs/event ÷ the contender's
 #: (per busy core), paired per round (issue 14's targets).
-TARGETS = {"ferry-null": 0.80, "ferry-iceberg": 0.50}
+TARGETS = {"ferry-null": 0.80, "ferry-iceberg": 0.50, "ferry-paimon": 0.50}
 #: What the same peer reached on the same machine elsewhere (per busy core, see anchors §7.4).
 REFERENCE = {"quix": 0.29}
 
@@ -97,6 +101,8 @@ class Workload:
     with_schema: bool = True
     seed: int = 7
     server: str = "bench"
+    mix: tuple[float, float, float] = (0.70, 0.25, 0.05)
+    """Shares of inserts, updates (with the before-image) and deletes."""
 
     def topics(self) -> list[str]:
         return [f"{self.server}.{DATABASE}.{name}" for name in table_names(self.tables)]
@@ -170,8 +176,9 @@ def _value(name: str, spec: dict[str, Any], key: int, version: int) -> Any:
 class EventGenerator:
     """The benchmark's change stream: iterate for ``(topic, key, value)``, deterministic per seed.
 
-    Events go round-robin over the tables; 70 % inserts, 25 % updates (with the before-image), 5 %
-    deletes. Each table changes its schema every ``change_every`` of its events, the tables
+    Events go round-robin over the tables; inserts, updates (with the before-image) and deletes in
+    the shares of ``workload.mix`` (70 %, 25 %, 5 % by default; an update or delete of a table
+    with no live row is an insert). Each table changes its schema every ``change_every`` of its events, the tables
     staggered so that the changes are spread over the stream; the changes alternate between adding
     a nullable column and widening an int32 column to int64 (adding a column once nothing is left
     to widen). After iterating, :attr:`changes` lists them, :attr:`ops` counts the operations and
@@ -216,6 +223,7 @@ class EventGenerator:
         widened = [0] * count
         self.changes.clear()
         self.ops = {"c": 0, "u": 0, "d": 0}
+        inserts, updates = workload.mix[0], workload.mix[0] + workload.mix[1]
         for index in range(workload.events):
             t = index % count
             table = self.tables[t]
@@ -240,14 +248,14 @@ class EventGenerator:
             topic_key: bytes | None
             value: bytes
             draw = rng.random()
-            if draw < 0.70 or not rows:
+            if draw < inserts or not rows:
                 key = next_id[t]
                 next_id[t] += 1
                 rows.append(key)
                 row_versions[key] = 0
                 topic_key, value = table.insert(self._row(table, key, 0))
                 self.ops["c"] += 1
-            elif draw < 0.95:
+            elif draw < updates:
                 key = rows[rng.randrange(len(rows))]
                 version = row_versions[key]
                 row_versions[key] = version + 1
@@ -663,9 +671,15 @@ def run_ferry(spec: RunSpec, sink_type: str) -> dict[str, Any]:
 
     name = f"bench-{sink_type}-{uuid.uuid4().hex[:8]}"
     warehouse = Path(spec.work_dir) / f"{name}-warehouse"
+    output_topic = f"{name}-out"
     if sink_type == "iceberg":
         warehouse.mkdir(parents=True)
         sink = f"type: iceberg\ncatalog.properties.warehouse: {warehouse.as_uri()}"
+    elif sink_type == "paimon":
+        warehouse.mkdir(parents=True)
+        sink = f"type: paimon\ncatalog.properties.warehouse: {warehouse.as_uri()}"
+    elif sink_type == "kafka":
+        sink = f"type: kafka\nproperties.bootstrap.servers: {spec.bootstrap}\ntopic: {output_topic}"
     else:
         sink = f'type: "{sink_type}"'
     job = load_job_text(_ferry_job(spec, sink, name), file=f"<{name}>")
@@ -728,13 +742,17 @@ def run_ferry(spec: RunSpec, sink_type: str) -> dict[str, Any]:
         "checkpoint_s": _checkpoints_by_segment(checkpoints, spec.expected, spec.segments),
     }
     result["verified"] = metrics.bad_records == 0 and result["ferry"]["rows_written"] == spec.expected
-    if sink_type == "iceberg":
-        tables = result["ferry"]["iceberg"] = _iceberg_summary(job.sink, spec.live_versions)
+    if sink_type in ("iceberg", "paimon"):
+        summary = _iceberg_summary if sink_type == "iceberg" else _paimon_summary
+        tables = result["ferry"]["tables"] = summary(job.sink, spec.live_versions)
         result["verified"] = (
             metrics.bad_records == 0
             and len(tables) == len(spec.live_versions)
             and all(t["exact"] for t in tables.values())
         )
+    elif sink_type == "kafka":
+        written = result["ferry"]["kafka_records"] = _topic_records(spec.bootstrap, output_topic)
+        result["verified"] = result["verified"] and written == spec.expected
     return result
 
 
@@ -811,6 +829,62 @@ def _iceberg_summary(config: Any, live_versions: dict[str, dict[int, int]]) -> d
     return out
 
 
+def _paimon_summary(config: Any, live_versions: dict[str, dict[int, int]]) -> dict[str, Any]:
+    """Rows per table read back with pypaimon after the run, checked as :func:`_iceberg_summary`
+    checks Iceberg's."""
+    from pypaimon import CatalogFactory
+
+    catalog = CatalogFactory.create(config.resolved_catalog_properties())
+    out: dict[str, Any] = {}
+    for name, live in live_versions.items():
+        identifier = f"{DATABASE}.{name}"
+        try:
+            table = catalog.get_table(identifier)
+        except Exception as e:  # a table the sink did not create: reported, and not exact
+            out[identifier] = {
+                "rows": 0,
+                "expected_rows": len(live),
+                "wrong_rows": 0,
+                "exact": False,
+                "error": str(e),
+            }
+            continue
+        builder = table.new_read_builder().with_projection(["id", "note"])
+        rows = builder.new_read().to_arrow(builder.new_scan().plan().splits())
+        ids, notes = rows["id"].to_pylist(), rows["note"].to_pylist()
+        wrong = sum(
+            1
+            for key, note in zip(ids, notes, strict=True)
+            if key not in live or note != expected_note(key, live[key])
+        )
+        out[identifier] = {
+            "rows": rows.num_rows,
+            "expected_rows": len(live),
+            "distinct_keys": len(set(ids)),
+            "wrong_rows": wrong,
+            "exact": wrong == 0 and len(set(ids)) == len(ids) == len(live),
+            "columns": len(table.fields),
+        }
+    return out
+
+
+def _topic_records(bootstrap: str, topic: str) -> int:
+    """The records in every partition of ``topic`` (what the Kafka sink wrote)."""
+    from confluent_kafka import Consumer, TopicPartition
+
+    consumer = Consumer({"bootstrap.servers": bootstrap, "group.id": f"bench-check-{uuid.uuid4().hex}"})
+    try:
+        metadata = consumer.list_topics(topic, timeout=30)
+        partitions = metadata.topics[topic].partitions if topic in metadata.topics else {}
+        total = 0
+        for partition in partitions:
+            low, high = consumer.get_watermark_offsets(TopicPartition(topic, partition), timeout=30)
+            total += high - low
+        return total
+    finally:
+        consumer.close()
+
+
 def run_quix(spec: RunSpec) -> dict[str, Any]:
     import warnings
 
@@ -852,6 +926,8 @@ RUNNERS: dict[str, Callable[[RunSpec], dict[str, Any]]] = {
     "floor": run_floor,
     "ferry-null": lambda spec: run_ferry(spec, "null"),
     "ferry-iceberg": lambda spec: run_ferry(spec, "iceberg"),
+    "ferry-paimon": lambda spec: run_ferry(spec, "paimon"),
+    "ferry-kafka": lambda spec: run_ferry(spec, "kafka"),
     "quix": run_quix,
 }
 
@@ -932,7 +1008,15 @@ def _versions() -> dict[str, str]:
     from importlib import metadata
 
     out = {"python": platform.python_version()}
-    for package in ("confluent-kafka", "orjson", "quixstreams", "pyiceberg", "pyarrow"):
+    for package in (
+        "confluent-kafka",
+        "orjson",
+        "msgspec",
+        "quixstreams",
+        "pyiceberg",
+        "pypaimon",
+        "pyarrow",
+    ):
         with contextlib.suppress(metadata.PackageNotFoundError):
             out[package] = metadata.version(package)
     with contextlib.suppress(ImportError):
@@ -1072,13 +1156,20 @@ def _details(name: str, entry: dict[str, Any]) -> str | None:
                 "run in KafkaSource.lag() (status updates)"
             )
     line = f"  {LABELS.get(name, name)}: " + "; ".join(parts)
-    for table, facts in ((ferry or {}).get("iceberg") or {}).items():
+    if ferry is not None and "kafka_records" in ferry:
+        line += f"\n    {ferry['kafka_records']:,} records in the output topic"
+    for table, facts in ((ferry or {}).get("tables") or {}).items():
         line += (
             f"\n    {table}: {facts['rows']:,} rows read back ({facts['expected_rows']:,} keys live in the "
-            f"source, {facts['wrong_rows']} rows wrong: {'exact' if facts['exact'] else 'NOT EXACT'}), "
-            f"{facts['snapshots']} snapshots, {facts['data_files']} data files, "
-            f"{facts['delete_files']} delete files, {facts['columns']} columns"
+            f"source, {facts['wrong_rows']} rows wrong: {'exact' if facts['exact'] else 'NOT EXACT'})"
         )
+        if "snapshots" in facts:
+            line += (
+                f", {facts['snapshots']} snapshots, {facts['data_files']} data files, "
+                f"{facts['delete_files']} delete files"
+            )
+        if "columns" in facts:
+            line += f", {facts['columns']} columns"
     segments = entry.get("segments") or []
     if len(segments) > 1:
         line += "\n    per segment of the stream (events/s, CPU µs/event, RSS MiB at its end"
@@ -1111,6 +1202,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument(
         "--no-schema", action="store_true", help="payload-only Debezium JSON (schemas.enable=false)"
+    )
+    parser.add_argument(
+        "--mix",
+        default="70/25/5",
+        help="shares of inserts/updates/deletes, in percent or any proportion (default 70/25/5)",
     )
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument(
@@ -1148,6 +1244,15 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     if unknown:
         parser.error(f"unknown contender {', '.join(unknown)}; known: {', '.join(CONTENDERS)}")
     args.chosen = ["ceiling", *[c for c in CONTENDERS if c in chosen and c != "ceiling"]]
+    try:
+        shares = [float(part) for part in args.mix.split("/")]
+    except ValueError:
+        shares = []
+    if len(shares) != 3 or min(shares) < 0 or sum(shares) <= 0 or shares[0] <= 0:
+        parser.error(
+            f"--mix takes three shares such as 70/25/5 (inserts first, more than 0), got {args.mix!r}"
+        )
+    args.mix_shares = tuple(share / sum(shares) for share in shares)
     if args.events < args.tables:
         parser.error("--events must be at least --tables")
     if args.pin and (os.cpu_count() or 1) < 2:
@@ -1171,6 +1276,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         with_schema=not args.no_schema,
         seed=args.seed,
         server=f"bench{uuid.uuid4().hex[:6]}",
+        mix=args.mix_shares,
     )
     with contextlib.ExitStack() as stack:
         if args.bootstrap:
@@ -1253,7 +1359,8 @@ def main(argv: Sequence[str] | None = None) -> int:
         f"{produced.events:,} Debezium JSON events ({'schema envelope' if workload.with_schema else 'payload only'}, "
         f"{produced.bytes / produced.events:,.0f} B each) over {workload.tables} tables × "
         f"{workload.partitions} partitions; {len(produced.changes)} schema changes "
-        f"({kinds['add']} add column, {kinds['widen']} widen int→bigint); {broker_name}; "
+        f"({kinds['add']} add column, {kinds['widen']} widen int→bigint); {produced.ops['c']:,} inserts, "
+        f"{produced.ops['u']:,} updates, {produced.ops['d']:,} deletes; {broker_name}; "
         f"{os.cpu_count()} CPUs{', broker on CPU 0 and each contender on CPU 1' if args.pin else ''}; "
         f"timed after the first {args.warmup:.0%} of the events\n\n{render_table(summary)}"
     )

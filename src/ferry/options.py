@@ -41,7 +41,12 @@ def fold_prefixed(data: Any, prefix: str, field: str) -> Any:
 
 
 class SinkConfigBase(ConfigModel):
-    """Options every sink has. Each sink subclasses this with ``type: Literal["<type>"]``."""
+    """Options every sink has. Each sink subclasses this with ``type: Literal["<type>"]``.
+
+    A number where text is wanted is taken as its text (``password: 123456``): Flink CDC reads
+    every option as a string, and its examples write such values bare."""
+
+    model_config = ConfigDict(**ConfigModel.model_config, coerce_numbers_to_str=True)
 
     type: str
     name: str | None = None

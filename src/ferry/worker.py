@@ -27,7 +27,7 @@ from ferry.config.checks import (  # noqa: F401 - earlier callers import the err
     behavior_refusal,
     check_supported,
 )
-from ferry.config.job import JobConfig, KafkaSourceConfig
+from ferry.config.job import JobConfig, KafkaSourceConfig, ValueFormat
 from ferry.config.names import kafka_name
 from ferry.connectors.formats import decoder_for
 from ferry.connectors.formats.definitions import TableDefinitions
@@ -36,11 +36,14 @@ from ferry.connectors.kafka.dead_letter import KafkaDeadLetter
 from ferry.connectors.kafka.schema_changes import SchemaChangeReader
 from ferry.connectors.kafka.source import EndPosition, KafkaSource, StartPosition
 from ferry.exceptions import TerminalError
+from ferry.logs import kafka_logger
+from ferry.pipeline.events import Event
 from ferry.pipeline.route import Route, TableRouter
 from ferry.pipeline.router import SchemaChangeRouter
 from ferry.pipeline.runner import HintSource, PipelineRunner, RunnerSettings
 from ferry.pipeline.state import StateStore
 from ferry.process import parent_death_hook
+from ferry.retry import RetryPolicy
 from ferry.sinks import Sink
 from ferry.sinks.registry import sink_class
 
@@ -75,7 +78,9 @@ def check_brokers(source: KafkaSourceConfig, timeout_s: float) -> None:
     from confluent_kafka.admin import AdminClient  # noqa: PLC0415
 
     settings = client_settings(source.properties)
-    admin = AdminClient({**settings, "bootstrap.servers": source.bootstrap_servers, "log_level": 0})
+    admin = AdminClient(
+        {**settings, "bootstrap.servers": source.bootstrap_servers, "log_level": 0}, logger=kafka_logger()
+    )
     try:
         admin.list_topics(timeout=timeout_s)
     except KafkaException as e:
@@ -199,9 +204,29 @@ def build_runner(
     )
     if definitions is not None:
         definitions.refresh = runner.sync_hints
+    if source_config.value_format is ValueFormat.DEBEZIUM_AVRO:
+        _wait_for_the_registry(runner, retries)
     # the times of each batch, for the latency and lag on /metrics
     runner.decode = runner.metrics.timings.watch(runner.decode)
     return runner
+
+
+def _wait_for_the_registry(runner: PipelineRunner, retries: RetryPolicy) -> None:
+    """A batch that needs a schema the registry cannot give now is decoded again under the retry
+    policy, the wait shown in the status as the runner's own waits are. The Avro decoder asks the
+    registry before it decodes anything of a batch, so a batch that failed emitted nothing."""
+    decode = runner.decode
+
+    def decode_when_the_registry_answers(records: Sequence[Any]) -> list[Event]:
+        events = retries.call(
+            lambda: decode(records),
+            "reading the schema registry",
+            on_wait=runner._waiting,  # the runner's status detail while it waits
+        )
+        runner._waited()
+        return events
+
+    runner.decode = decode_when_the_registry_answers
 
 
 def run_with_status(
@@ -348,7 +373,10 @@ class FerryWorker:
         import faust  # noqa: PLC0415
 
         app = self._app()
-        self._worker = faust.Worker(app, loglevel=self.log_level, quiet=True, redirect_stdouts=False)
+        # ferry's handler stays: mode would replace it with its own colourful stdout one
+        self._worker = faust.Worker(
+            app, loglevel=self.log_level, quiet=True, redirect_stdouts=False, override_logging=False
+        )
         self._worker.spinner = None  # a terminal spinner has no place in a service's output
         self._worker.loop.call_later(self.startup_timeout_s, self._startup_deadline)
         try:

@@ -304,6 +304,29 @@ def test_new_tables_get_the_configured_buckets_and_properties(
     assert info.get_properties()["table.log.ttl"] == "2d"
 
 
+def test_bucket_num_per_table_as_flink_cdc_writes_it(fluss_cluster: FlussCluster, database: str) -> None:
+    orders, items = TableId(None, database, "orders"), TableId(None, database, "items")
+    sink = make_sink(fluss_cluster, **{"bucket.num": f"{database}.orders:2;{database}.items:5"})
+    try:
+        for table in (orders, items):
+            sink.apply_schema_change(CreateTable(table, ORDERS), ORDERS)
+    finally:
+        sink.close()
+
+    async def buckets(connection: Any) -> list[int]:
+        admin = connection.get_admin()
+        return [
+            (await admin.get_table_info(fluss.TablePath(database, name))).num_buckets
+            for name in ("orders", "items")
+        ]
+
+    assert with_connection(fluss_cluster.bootstrap_servers, buckets, 30) == [2, 5]
+    with pytest.raises(ValueError, match="is not written table:number"):
+        FlussSinkConfig.model_validate(
+            {"type": "fluss", "bootstrap.servers": "f:9123", "bucket.num": "a.b:x"}
+        )
+
+
 def test_credentials_reach_both_clients_and_never_a_message(
     fluss_cluster: FlussCluster, database: str
 ) -> None:

@@ -111,3 +111,28 @@ def test_the_ceiling_parses_the_payload_ferry_parses(bench: ModuleType, with_sch
     # with the envelope, a record is parsed whole once per schema and table, as ferry's decoder does
     assert whole == (2 + len(generator.changes) if with_schema else 0)
     assert payloads.whole == whole
+
+
+def test_the_mix_sets_the_shares_of_inserts_updates_and_deletes(bench: ModuleType) -> None:
+    args = bench.parse_args(["--mix", "50/50/0"])
+    assert args.mix_shares == (0.5, 0.5, 0.0)
+    workload = bench.Workload(events=4000, tables=2, change_every=10_000, mix=args.mix_shares, server="smoke")
+    generator = bench.EventGenerator(workload)
+    list(generator)
+    assert generator.ops["d"] == 0
+    assert 1800 < generator.ops["u"] < 2200
+    assert sum(generator.live_rows.values()) == generator.ops["c"]
+
+    default = bench.EventGenerator(bench.Workload(events=4000, tables=2, change_every=10_000, server="smoke"))
+    list(default)
+    assert default.ops["c"] > default.ops["u"] > default.ops["d"] > 0
+
+
+@pytest.mark.parametrize("mix", ["70/30", "0/50/50", "a/b/c", "5/-1/96"])
+def test_a_mix_that_is_not_three_shares_with_inserts_is_refused(
+    bench: ModuleType, mix: str, capsys: pytest.CaptureFixture[str]
+) -> None:
+    with pytest.raises(SystemExit) as exit_info:
+        bench.parse_args(["--mix", mix])
+    assert exit_info.value.code == 2
+    assert "--mix takes three shares" in capsys.readouterr().err

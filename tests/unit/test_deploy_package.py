@@ -25,8 +25,9 @@ LOCAL_MODULES = {"__init__", "kafka_broker", "jvm", "ports", "debezium"}
 LOCAL_IMPORTS = {"confluent_kafka", "orjson"}
 #: The services only the tests run, in ``tests/support/``: PostgreSQL, MariaDB, the Fluss cluster,
 #: the stand-ins for Stream Load and MaxCompute, the HTTP server under those, Kafka Connect, the
-#: schema registry.
+#: schema registry, the Iceberg REST catalog server.
 TEST_SERVICES = (
+    "iceberg_rest",
     "postgres",
     "mariadb",
     "fluss",

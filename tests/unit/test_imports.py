@@ -20,7 +20,7 @@ SOURCE = Path(ferry.__file__).parent.parent
 
 #: What ``ferry.pipeline`` may import beyond itself: the interfaces of sinks and sources.
 PIPELINE_MAY_IMPORT = frozenset(
-    {"ferry.sinks.base", "ferry.connectors.base", "ferry.exceptions", "ferry.retry"}
+    {"ferry.sinks.base", "ferry.connectors.base", "ferry.exceptions", "ferry.retry", "ferry.database"}
 )
 
 #: Imports by ``ferry.pipeline`` outside :data:`PIPELINE_MAY_IMPORT` that exist today, each to be

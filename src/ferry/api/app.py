@@ -49,6 +49,7 @@ from ferry.control.models import (
 from ferry.control.names import name_error
 from ferry.control.secrets import mask_job_text, mask_url_credentials
 from ferry.control.service import ControlPlane
+from ferry.logs import mask_secrets
 
 log = logging.getLogger(__name__)
 
@@ -267,7 +268,8 @@ Editor = Annotated[Principal, Depends(editor)]
 
 
 def _error(status: int, message: str, headers: Mapping[str, str] | None = None) -> JSONResponse:
-    return JSONResponse({"errors": [{"message": message}]}, status_code=status, headers=headers)
+    """CMF's error body; secrets a message may quote (a job's, a URL's password) masked."""
+    return JSONResponse({"errors": [{"message": mask_secrets(message)}]}, status_code=status, headers=headers)
 
 
 async def _control_error(_: Request, exc: Exception) -> Response:

@@ -24,6 +24,7 @@ from ferry import install_hint
 from ferry.api.client import Api, ApiError, Client, Local
 from ferry.cli.output import render_pipeline, render_pipelines, render_savepoint, render_savepoints
 from ferry.control.models import API_VERSION, SavepointSource
+from ferry.logs import mask_secrets
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -79,7 +80,7 @@ def api_command(func: F) -> F:
         try:
             func(*args, api=Api(client, environment), output=output, **kwargs)
         except ApiError as e:
-            click.echo(f"error: {e.message}", err=True)
+            click.echo(f"error: {mask_secrets(e.message)}", err=True)
             sys.exit(EXIT_REFUSED if e.refused else EXIT_SERVER)
         finally:
             client.close()

@@ -641,6 +641,17 @@ class PipelineConfig(ConfigModel):
 
     @model_validator(mode="before")
     @classmethod
+    def _no_models(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "model" in data:
+            raise OptionError(
+                "AI models (Flink CDC's model functions in transforms) are not in ferry; call a model "
+                "from a Python function declared in pipeline.user-defined-function",
+                "model",
+            )
+        return data
+
+    @model_validator(mode="before")
+    @classmethod
     def _default_dead_letter_topic(cls, data: Any) -> Any:
         if isinstance(data, dict) and "dead-letter.topic" not in data and "dead_letter_topic" not in data:
             name = data.get("name")

@@ -207,6 +207,16 @@ class Progress(Resource):
     records_done: int = Field(alias="recordsDone")
     records_total: int = Field(alias="recordsTotal")
     percent: float
+    rate_per_second: float | None = Field(
+        default=None,
+        alias="ratePerSecond",
+        description="Records read per second over the last 30 s (None before a rate is known).",
+    )
+    eta_seconds: float | None = Field(
+        default=None,
+        alias="etaSeconds",
+        description="The records left divided by ratePerSecond (None without a rate).",
+    )
 
 
 class PipelineStatus(Resource):

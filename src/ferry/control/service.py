@@ -40,7 +40,9 @@ from ferry.control.models import (
 from ferry.control.names import name_error
 from ferry.control.replay import check_rebuild
 from ferry.control.store import ControlStore, PipelineRow, SavepointRow, runtime_name
+from ferry.logs import register_secrets, secrets_of
 from ferry.options import parse_duration
+from ferry.pipeline.catch_up import eta_seconds
 from ferry.pipeline.phase import Phase
 from ferry.pipeline.state import StateStore, decode_offsets, now_ms
 
@@ -83,9 +85,11 @@ def latest_offsets_format(offsets: Mapping[str, Mapping[str, int]]) -> dict[str,
 def load_job(spec: PipelineSpec, name: str) -> JobConfig:
     """The pipeline's job file, validated; errors name the line and key (400)."""
     try:
-        return load_job_text(spec.job, file=f"pipeline {name} spec.job")
+        job = load_job_text(spec.job, file=f"pipeline {name} spec.job")
     except ConfigError as e:
         raise ControlError(400, str(e)) from None
+    register_secrets(secrets_of(job))
+    return job
 
 
 def upsert_sink(job: JobConfig) -> bool:
@@ -343,7 +347,17 @@ class ControlPlane:
                     status.detail = "starting: waiting for partitions to be assigned (not reading yet)"
             status.metrics = {
                 key: metrics.get(key)
-                for key in ("records_read", "rows_written", "throughput_eps", "offsets", "lag", "bad_records")
+                for key in (
+                    "records_read",
+                    "rows_written",
+                    "throughput_eps",
+                    "offsets",
+                    "lag",
+                    "bad_records",
+                    "records_behind",
+                    "rate_eps",
+                    "eta_s",
+                )
             }
             status.lost_offsets = metrics.get("lost_offsets") or row.traits.get("lostOffsets") or None
             status.progress = self._progress(row, metrics)
@@ -623,10 +637,14 @@ class ControlPlane:
             start = decode_offsets(starts).get(key, 0)
             total += max(0, end - start)
             done += max(0, min(position.get(key, start), end) - start)
+        rate = metrics.get("rate_eps")
+        eta = eta_seconds(total - done, rate)
         return Progress(
             records_done=done,
             records_total=total,
             percent=100.0 if total == 0 else round(100.0 * done / total, 1),
+            rate_per_second=rate,
+            eta_seconds=None if eta is None else round(eta, 1),
         )
 
 

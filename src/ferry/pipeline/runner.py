@@ -212,6 +212,8 @@ class PipelineRunner:
 
     def close(self) -> None:
         self.schemas.close()
+        if self.transforms is not None:
+            self.transforms.close()  # the user-defined functions' close()
         for closable in (self.source, self.dead_letter, self.sink, self.state):
             try:
                 closable.close()

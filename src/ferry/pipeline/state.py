@@ -44,6 +44,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, IntegrityError, InterfaceError, OperationalError
 
+from ferry.database import add_missing_columns
 from ferry.exceptions import TransientError
 from ferry.pipeline.tracker import SchemaTracker, TrackedTable
 from ferry.retry import RetryPolicy
@@ -82,6 +83,7 @@ schema_history = Table(
     Column("reason", Text, nullable=False),
     Column("position", String(500)),
     Column("at_ms", BigInteger, nullable=False),
+    Column("barrier_ms", BigInteger),
 )
 
 leases = Table(
@@ -121,6 +123,8 @@ class SchemaHistoryEntry:
     reason: str
     position: str | None
     at_ms: int
+    #: From the start of the barrier before the change to the change applied (0: no barrier).
+    barrier_ms: int | None = None
 
 
 def encode_offsets(offsets: Mapping[tuple[str, int], int]) -> dict[str, dict[str, int]]:
@@ -265,6 +269,7 @@ class StateStore:
                 conn.execution_options(**{_WRITER: True})
                 with conn.begin():
                     metadata.create_all(conn)
+            add_missing_columns(self.engine, metadata)
 
         _CREATE_RACE.call(create, "creating the state tables", transient=lambda e: isinstance(e, DBAPIError))
 
@@ -412,6 +417,7 @@ class StateStore:
                 "reason": e.reason,
                 "position": e.position,
                 "at_ms": e.at_ms,
+                "barrier_ms": e.barrier_ms,
             }
             for e in entries
         ]
@@ -428,7 +434,7 @@ class StateStore:
             ).all()
         return [
             SchemaHistoryEntry(
-                r.source_table, r.sink_table, r.change, r.outcome, r.reason, r.position, r.at_ms
+                r.source_table, r.sink_table, r.change, r.outcome, r.reason, r.position, r.at_ms, r.barrier_ms
             )
             for r in rows
         ]

@@ -25,6 +25,7 @@ the reason.
 
 from __future__ import annotations
 
+import logging
 import operator
 import re
 from collections.abc import Callable, Mapping, Sequence
@@ -61,6 +62,8 @@ from ferry.pipeline.types import STRING
 from ferry.pipeline.udf import UserFunction
 
 #: Windowing table functions and group-window functions: they aggregate over windows of rows.
+log = logging.getLogger(__name__)
+
 _WINDOWS = frozenset(
     f"{kind}{suffix}"
     for kind in ("TUMBLE", "HOP", "SESSION", "CUMULATE")
@@ -514,6 +517,15 @@ class TableTransforms:
         self.session = session or Session()
         self._rule_of: dict[TableId, _Rule | None] = {}
         self._bound: dict[TableId, BoundTransform] = {}
+
+    def close(self) -> None:
+        """Close the user-defined functions that were opened (each one's ``close()``); a function
+        that raises is logged and the others are closed still."""
+        for function in self.functions.values():
+            try:
+                function.close()
+            except Exception:  # the user's code
+                log.exception("closing the user-defined function %s failed", function.name)
 
     def rule_for(self, table: TableId) -> _Rule | None:
         """The first transform whose ``source-table`` matches the table, or None."""

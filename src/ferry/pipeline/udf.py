@@ -136,6 +136,8 @@ class UserFunction:
     target: Any = None
     options: Mapping[str, str] = field(default_factory=dict)
     _callable: Callable[..., Any] | None = field(default=None, repr=False)
+    #: The opened instance of a class function, until it is closed.
+    _instance: Any = field(default=None, repr=False)
 
     def __post_init__(self) -> None:
         if self.options and self.target is not None and not inspect.isclass(self.target):
@@ -186,11 +188,23 @@ class UserFunction:
                 instance = self.target()
                 if hasattr(instance, "open"):
                     instance.open(dict(self.options))
+                self._instance = instance
                 self._callable = getattr(instance, "eval", None)
             else:
                 self._callable = self.target
         assert self._callable is not None
         return self._callable
+
+    def close(self) -> None:
+        """Close the opened instance of a class function (its ``close()``, as Flink's functions
+        have); a later call opens a new one. A plain function has nothing to close."""
+        instance, self._instance = self._instance, None
+        if instance is None:
+            return
+        self._callable = None
+        close = getattr(instance, "close", None)
+        if callable(close):
+            close()
 
     def compile(self, compiler: Compiler, node: exp.Anonymous) -> Compiled:
         args = [compiler.compile(a) for a in node.expressions]

@@ -71,3 +71,13 @@ def test_flink_cdc_sink_keys_ferry_lacks_are_refused_at_the_key(
     assert result.exit_code == 2, result.output
     assert result.stderr.startswith(f"error: {job}:{line}:3: sink.{key}: "), result.stderr
     assert message in result.stderr
+
+
+def test_ai_models_are_refused_with_the_alternative(tmp_path: Path) -> None:
+    job = tmp_path / "job.yaml"
+    pipeline = "pipeline:\n  model:\n    - model-name: CHAT\n      class-name: OpenAIChatModel\n"
+    job.write_text(HOLOGRES_TRY_EVOLVE.split("sink:", maxsplit=1)[0] + "sink:\n  type: memory\n" + pipeline)
+    result = CliRunner().invoke(main, ["validate", str(job)])
+    assert result.exit_code == 2, result.output
+    assert result.stderr.startswith(f"error: {job}:8:3: pipeline.model: AI models "), result.stderr
+    assert "pipeline.user-defined-function" in result.stderr

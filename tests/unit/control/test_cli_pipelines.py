@@ -97,10 +97,19 @@ def test_get_shows_deadline_inherited_topics_latest_offsets_and_progress(cli: Cl
         "default.replay",
         "RUNNING",
         "reading",
-        {"records_read": 50, "offsets": encode_offsets({("orders", 0): 50})},
+        {
+            "records_read": 50,
+            "offsets": encode_offsets({("orders", 0): 50}),
+            "rate_eps": 10.0,
+            "records_behind": 150,
+            "eta_s": 15.0,
+        },
     )
     text = cli.run("pipeline", "get", "replay").stdout
-    assert "progress: 50 of 200 records (25.0%)" in text
+    assert "progress: 50 of 200 records (25.0%), 10.0 records/s, ETA 15 s" in text
+    assert "catching up: 150 records behind at 10.0 records/s, ETA 15 s" in text
+    progress = cli.json("pipeline", "get", "replay")["status"]["progress"]
+    assert (progress["ratePerSecond"], progress["etaSeconds"]) == (10.0, 15.0)
     assert "inherited topics: orders" in text and "records read: 50" in text
     assert "replay: from 1970-01-01T00:00:00.000+00:00, until latest-offset" in text
 

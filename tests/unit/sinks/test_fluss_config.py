@@ -45,7 +45,7 @@ def test_flink_cdc_spelling_folds_into_the_model() -> None:
     ("options", "message"),
     [
         ({"bucket.key": "orders"}, "table:column"),
-        ({"bucket.num": 0}, "greater than or equal to 1"),
+        ({"bucket.num": 0}, "bucket.num is at least 1"),
         ({"username": "u"}, "username and password go together"),
         ({"bootstrap.server": "x"}, "Extra inputs are not permitted"),
     ],

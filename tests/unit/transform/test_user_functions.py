@@ -276,3 +276,38 @@ def test_a_function_in_a_zip_of_python_files_is_declared_from_it(tmp_path: Path)
     assert job.transform[0].filter == "f(name)"
     with pytest.raises(ConfigError, match="f takes 1 arguments, not 2"):
         load_job_text(job_text(tmp_path, functions, "filter: f(name, id)\n"), file="job.yaml", env={})
+
+
+def test_closing_the_transforms_closes_each_opened_class_once(caplog: pytest.LogCaptureFixture) -> None:
+    closed: list[str] = []
+
+    class Fails:
+        def eval(self, n: int) -> int:
+            return n
+
+        def close(self) -> None:
+            closed.append("fails")
+            raise RuntimeError("cannot close")
+
+    class Closes:
+        def eval(self, n: int) -> int:
+            return n
+
+        def close(self) -> None:
+            closed.append("closes")
+
+    def plain(n: int) -> int:
+        return n
+
+    functions = {
+        name: UserFunction.of(name, target) for name, target in [("a", Fails), ("b", Closes), ("c", plain)]
+    }
+    transforms = TableTransforms([], functions=functions)
+    transforms.close()
+    assert closed == []  # nothing was opened
+    for function in functions.values():
+        function.bound()
+    transforms.close()
+    transforms.close()
+    assert closed == ["fails", "closes"]
+    assert "closing the user-defined function a failed" in caplog.text

@@ -416,8 +416,8 @@ class DebeziumJsonDecoder:
         if op is None or source is None or not source.table:
             return False
         after_struct, before_struct = payload.after, payload.before
-        if after_struct is None and (op is not Op.DELETE or before_struct is None):
-            return False
+        if (before_struct if op is Op.DELETE else after_struct) is None:
+            return False  # the generic path takes a delete's before-image from its key, or refuses
         table = self._tables.get((source.db, source.schema, source.table, position.partition))
         if table is None or (expected is not None and table is not expected):
             return False

@@ -47,7 +47,7 @@ Convert = Callable[[Any], Any]
 _asdict = msgspec.structs.asdict
 
 
-class Source(msgspec.Struct):
+class Source(msgspec.Struct, gc=False):
     """The fields of a change event's ``source`` block that name its table and time."""
 
     db: str | None = None
@@ -72,7 +72,7 @@ class TypedPayloads:
         float_columns: tuple[str, ...] = (),
         schema: Schema | None = None,
     ) -> None:
-        row = msgspec.defstruct("Row", columns, forbid_unknown_fields=True)
+        row = msgspec.defstruct("Row", columns, forbid_unknown_fields=True, gc=False)
         payload = msgspec.defstruct(
             "Payload",
             [
@@ -82,6 +82,7 @@ class TypedPayloads:
                 ("after", row | None, None),
                 ("ts_ms", Int | None, None),
             ],
+            gc=False,  # no struct here refers to another object that could refer back to it
         )
         self.decode: Callable[[bytes], Any] = msgspec.json.Decoder(payload).decode
         self._required = required

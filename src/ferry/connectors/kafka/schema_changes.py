@@ -9,7 +9,8 @@ was taken.
 
 :meth:`SchemaChangeReader.sync` reads up to the topic's current end: it asks the broker where the
 end is and returns at once when that is already read. Those questions are asked again under the
-pipeline's retry policy while the broker cannot answer.
+pipeline's retry policy while the broker cannot answer, and records are decoded again under it
+while the schema registry of an Avro topic cannot answer.
 """
 
 from __future__ import annotations
@@ -131,7 +132,8 @@ class SchemaChangeReader:
                 good.append(record)
                 self.positions[record.partition()] = record.offset() + 1
             if good:
-                events += self.decoder.decode(good)
+                # a schema registry out of reach (Avro) is waited for: the decoder asks it first
+                events += self.retries.call(partial(self.decoder.decode, good), "reading the schema registry")
             if not records:
                 return events
             timeout = 0.0

@@ -36,7 +36,8 @@ class FlussSinkConfig(SinkConfigBase):
     #: The Fluss database of tables whose id has no database part.
     database: str = Field(default="fluss", min_length=1)
     #: Buckets of each table the sink creates; by default the cluster's ``default.bucket.number``.
-    bucket_num: int | None = Field(default=None, alias="bucket.num", ge=1)
+    #: A number for every table, or per table as Flink CDC writes it: ``db.t1:4;db.t2:8``.
+    bucket_num: int | dict[str, int] | None = Field(default=None, alias="bucket.num")
     #: Bucket keys of new tables, per table: ``db.table:col1,col2;db.other:col`` (default: the
     #: primary key, or none for a log table).
     bucket_key: dict[str, tuple[str, ...]] = Field(default_factory=dict, alias="bucket.key")
@@ -68,6 +69,29 @@ class FlussSinkConfig(SinkConfigBase):
         if (self.username is None) != (self.password is None):
             raise ValueError("username and password go together (SASL/PLAIN)")
         return self
+
+    @field_validator("bucket_num", mode="before")
+    @classmethod
+    def _parse_bucket_num(cls, value: Any) -> Any:
+        if isinstance(value, str) and ":" in value:
+            counts: dict[str, int] = {}
+            for entry in filter(None, (part.strip() for part in value.split(";"))):
+                table, _, count = entry.partition(":")
+                if not table.strip() or not count.strip().isdigit() or int(count) < 1:
+                    raise ValueError(f"bucket.num entry {entry!r} is not written table:number (at least 1)")
+                counts[table.strip()] = int(count)
+            return counts
+        if isinstance(value, str) and value.strip().isdigit():
+            value = int(value)
+        if isinstance(value, int) and not isinstance(value, bool) and value < 1:
+            raise ValueError("bucket.num is at least 1")
+        return value
+
+    def bucket_count_for(self, database: str, table: str) -> int | None:
+        """The configured number of buckets of ``database.table`` (or of ``table`` alone), if any."""
+        if isinstance(self.bucket_num, dict):
+            return self.bucket_num.get(f"{database}.{table}") or self.bucket_num.get(table)
+        return self.bucket_num
 
     @field_validator("bucket_key", mode="before")
     @classmethod

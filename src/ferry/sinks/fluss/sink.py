@@ -262,8 +262,9 @@ class FlussSink(Sink):
     def _descriptor(self, path: Any, schema: Schema) -> Any:
         fluss_schema = fluss.Schema(to_arrow_schema(schema), primary_keys=list(schema.primary_keys) or None)
         options: dict[str, Any] = {}
-        if self.config.bucket_num is not None:
-            options["bucket_count"] = self.config.bucket_num
+        bucket_count = self.config.bucket_count_for(path.database_name, path.table_name)
+        if bucket_count is not None:
+            options["bucket_count"] = bucket_count
         bucket_keys = self.config.bucket_keys_for(path.database_name, path.table_name)
         if bucket_keys is not None:
             options["bucket_keys"] = bucket_keys

@@ -54,6 +54,7 @@ import orjson
 from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from ferry.logs import kafka_logger
 from ferry.pipeline.events import CreateTable, DataChange, DropTable, Op, Row, SchemaChange
 from ferry.pipeline.schema import Schema, TableId
 from ferry.pipeline.types import DataType, TypeRoot
@@ -528,9 +529,10 @@ class KafkaSink(Sink):
                 {
                     **config.producer_properties(),
                     "error_cb": self._on_error,
-                }
+                },
+                logger=kafka_logger(),
             )
-            self.admin = AdminClient(config.admin_properties())
+            self.admin = AdminClient(config.admin_properties(), logger=kafka_logger())
         except KafkaException as e:
             raise SinkTerminalError(f"cannot create the Kafka client: {e}", sink=self.type) from e
 
