@@ -33,15 +33,15 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import psycopg
+from tests.support.postgres import PostgresServer
 
 from ferry.config.loader import load_job_text
+from ferry.local import debezium as dbz
+from ferry.local.kafka_broker import KafkaBroker, create_topic, produce
 from ferry.pipeline.runner import PipelineRunner
 from ferry.pipeline.state import StateStore
 from ferry.sinks.hologres.config import HologresSinkConfig
 from ferry.sinks.hologres.sink import HologresSink
-from ferry.testing import debezium as dbz
-from ferry.testing.kafka_broker import KafkaBroker, create_topic, produce
-from ferry.testing.postgres import PostgresServer
 from ferry.worker import build_runner
 
 SCENARIOS = ("state-store", "sink-database", "broker")

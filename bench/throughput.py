@@ -51,7 +51,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 if TYPE_CHECKING:
-    from ferry.testing.debezium import DebeziumTable
+    from ferry.local.debezium import DebeziumTable
 
 CONTENDERS = ("ceiling", "floor", "ferry-null", "ferry-iceberg", "ferry-paimon", "ferry-kafka", "quix")
 LABELS = {
@@ -126,7 +126,7 @@ def table_names(count: int) -> list[str]:
 
 
 def _base_columns() -> list[Any]:
-    from ferry.testing import debezium as dbz
+    from ferry.local import debezium as dbz
 
     return [
         dbz.ConnectColumn("id", dbz.INT32, optional=False),
@@ -143,7 +143,7 @@ def _base_columns() -> list[Any]:
 
 
 def _added_column(index: int) -> tuple[str, dict[str, Any]]:
-    from ferry.testing import debezium as dbz
+    from ferry.local import debezium as dbz
 
     specs = (dbz.STRING, dbz.INT64, dbz.FLOAT64, dbz.BOOLEAN)
     return f"extra_{index}", specs[index % len(specs)]
@@ -186,7 +186,7 @@ class EventGenerator:
     """
 
     def __init__(self, workload: Workload) -> None:
-        from ferry.testing import debezium as dbz
+        from ferry.local import debezium as dbz
 
         self.workload = workload
         self.tables: list[DebeziumTable] = [
@@ -230,7 +230,7 @@ class EventGenerator:
             if seen[t] == next_change[t] and seen[t] > 0:
                 j = changes_made[t]
                 if (j + t) % 2 == 1 and widened[t] < len(WIDENABLE):
-                    from ferry.testing import debezium as dbz
+                    from ferry.local import debezium as dbz
 
                     ddl = table.change_type(WIDENABLE[widened[t]], dbz.INT64)
                     widened[t] += 1
@@ -297,7 +297,7 @@ def produce_workload(bootstrap: str, workload: Workload) -> Produced:
     """Create the topics and produce the workload with one batching producer; checks the counts."""
     from confluent_kafka import Consumer, Producer, TopicPartition
 
-    from ferry.testing.kafka_broker import create_topic
+    from ferry.local.kafka_broker import create_topic
 
     for topic in workload.topics():
         create_topic(bootstrap, topic, partitions=workload.partitions)
@@ -1284,7 +1284,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             if args.pin:
                 log("--pin pins only the contenders: the broker was not started here")
         else:
-            from ferry.testing.kafka_broker import KafkaBroker
+            from ferry.local.kafka_broker import KafkaBroker
 
             log("starting a Kafka broker ...")
             broker = stack.enter_context(

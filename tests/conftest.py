@@ -1,4 +1,5 @@
-"""Shared fixtures. The Kafka broker is real: started once per session, only if a test asks for it."""
+"""Shared fixtures. Every service is real and started once per session, only if a test asks for it:
+the Kafka broker here (``ferry.local.kafka_broker``), the others in the plugins below."""
 
 from __future__ import annotations
 
@@ -8,20 +9,23 @@ from collections.abc import Iterator, Mapping
 
 import pytest
 
-from ferry.testing.fluss import FlussCluster, shared_cluster, stop_shared_cluster
-from ferry.testing.kafka_broker import (
+from ferry.local.kafka_broker import (
     KafkaBroker,
     KafkaBrokerError,
     TopicFactory,
     create_topic,
     delete_topic,
 )
-from ferry.testing.mariadb import MariaDbServer
-from ferry.testing.postgres import PostgresServer
-from tests.support.registry import SchemaRegistry
 
-#: The real Debezium producers (Kafka Connect, the captured databases): started only when asked for.
-pytest_plugins = ["tests.support.fixtures"]
+pytest_plugins = [
+    # the test services: PostgreSQL, MariaDB, the Fluss cluster, the schema registry
+    "tests.support.postgres",
+    "tests.support.mariadb",
+    "tests.support.fluss",
+    "tests.support.registry",
+    # the real Debezium producers (Kafka Connect, the captured databases)
+    "tests.support.fixtures",
+]
 
 
 @pytest.fixture(scope="session")
@@ -58,39 +62,3 @@ def topic_factory(kafka_bootstrap: str) -> Iterator[TopicFactory]:
 def group_id() -> str:
     """A consumer group id no other test uses."""
     return f"g-{uuid.uuid4().hex}"
-
-
-@pytest.fixture(scope="session")
-def postgres_server() -> Iterator[PostgresServer]:
-    """A PostgreSQL server on 127.0.0.1 in a temporary directory, shared by the whole session.
-
-    Its database ``ferry`` is owned by the password user ``ferry``: ``postgres_server.conninfo``.
-    """
-    with PostgresServer() as server:
-        yield server
-
-
-@pytest.fixture(scope="session")
-def mariadb_server() -> Iterator[MariaDbServer]:
-    """A MariaDB server on 127.0.0.1 in a temporary directory, shared by the whole session.
-
-    Its password user ``mariadb_server.user`` has every privilege, on ``ferry`` and new databases.
-    """
-    with MariaDbServer() as server:
-        yield server
-
-
-@pytest.fixture(scope="session")
-def fluss_cluster() -> Iterator[FlussCluster]:
-    """A real Apache Fluss cluster (ZooKeeper, CoordinatorServer, TabletServer) on 127.0.0.1, shared by
-    the whole session (and by the conformance suite's Fluss backend): ``fluss_cluster.bootstrap_servers``."""
-    yield shared_cluster()
-    stop_shared_cluster()
-
-
-@pytest.fixture(scope="session")
-def schema_registry() -> Iterator[SchemaRegistry]:
-    """A real schema registry (Apicurio Registry) on 127.0.0.1, shared by the whole session:
-    ``schema_registry.url`` is its Confluent-compatible API."""
-    with SchemaRegistry() as registry:
-        yield registry

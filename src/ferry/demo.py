@@ -15,8 +15,8 @@ import shutil
 import sys
 from pathlib import Path
 
-from ferry.testing import debezium as dbz
-from ferry.testing.kafka_broker import KafkaBroker, create_topic, produce, wait_for_group_coordinator
+from ferry.local import debezium as dbz
+from ferry.local.kafka_broker import KafkaBroker, create_topic, produce, wait_for_group_coordinator
 
 ROOT = Path(__file__).resolve().parents[2]
 JOB = ROOT / "configs" / "demo.yaml"

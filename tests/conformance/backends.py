@@ -25,9 +25,9 @@ class Context:
     pipeline: str
     #: The session's Kafka broker, started only when a backend asks for it.
     kafka_bootstrap: Callable[[], str]
-    #: The session's PostgreSQL server (``ferry.testing.postgres.PostgresServer``), likewise.
+    #: The session's PostgreSQL server (``tests.support.postgres.PostgresServer``), likewise.
     postgres: Callable[[], Any]
-    #: The session's MariaDB server (``ferry.testing.mariadb.MariaDbServer``), likewise.
+    #: The session's MariaDB server (``tests.support.mariadb.MariaDbServer``), likewise.
     mariadb: Callable[[], Any]
     #: Registers a clean-up to run after the test.
     cleanup: Callable[[Callable[[], None]], None]
@@ -150,7 +150,7 @@ def hologres_backend(context: Context) -> Backend:
 
 def mysql_protocol_backend(kind: str) -> Callable[[Context], Backend]:
     """StarRocks or SelectDB: DDL over the MySQL protocol on a real MariaDB server, rows through the
-    local Stream Load endpoint (``ferry.testing.stream_load``) into the same server."""
+    local Stream Load endpoint (``tests.support.stream_load``) into the same server."""
 
     def make(context: Context) -> Backend:
         import pymysql
@@ -159,7 +159,7 @@ def mysql_protocol_backend(kind: str) -> Callable[[Context], Backend]:
         from ferry.sinks.selectdb.sink import SelectDbSink
         from ferry.sinks.starrocks.config import StarRocksSinkConfig
         from ferry.sinks.starrocks.sink import StarRocksSink
-        from ferry.testing.stream_load import StreamLoadServer
+        from tests.support.stream_load import StreamLoadServer
 
         server = context.mariadb()
         server.admin_sql("DROP DATABASE IF EXISTS `db`", "CREATE DATABASE `db`")
@@ -213,7 +213,7 @@ def fluss_backend(context: Context) -> Backend:
     ``db``. Columns are added through the Java client the cluster's jars include."""
     from ferry.sinks.fluss.config import FlussSinkConfig
     from ferry.sinks.fluss.sink import FlussSink
-    from ferry.testing.fluss import client_classpath, drop_database, read_rows, shared_cluster
+    from tests.support.fluss import client_classpath, drop_database, read_rows, shared_cluster
 
     cluster = shared_cluster()
     config = FlussSinkConfig.model_validate(
@@ -236,12 +236,12 @@ def fluss_backend(context: Context) -> Backend:
 
 def maxcompute_backend(context: Context) -> Backend:
     """MaxCompute through pyodps (its REST and Tunnel clients, unmodified) against the local endpoint
-    speaking both protocols (``ferry.testing.maxcompute``); rows are read back through pyodps too."""
+    speaking both protocols (``tests.support.maxcompute``); rows are read back through pyodps too."""
     from odps import ODPS
 
     from ferry.sinks.maxcompute.config import MaxComputeSinkConfig
     from ferry.sinks.maxcompute.sink import MaxComputeSink
-    from ferry.testing.maxcompute import MaxComputeServer
+    from tests.support.maxcompute import MaxComputeServer
 
     server = MaxComputeServer().__enter__()
     context.cleanup(lambda: server.__exit__(None, None, None))

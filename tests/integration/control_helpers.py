@@ -13,7 +13,7 @@ from typing import Any, TypeVar
 
 from ferry.control.service import ControlPlane, ControlSettings
 from ferry.control.supervisor import Supervisor
-from ferry.testing import debezium as dbz
+from ferry.local import debezium as dbz
 from tests.integration.helpers import iceberg_rows
 
 T = TypeVar("T")

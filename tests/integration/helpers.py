@@ -9,9 +9,9 @@ from typing import Any
 
 from confluent_kafka import Consumer, TopicPartition
 
+from ferry.local import debezium as dbz
 from ferry.pipeline.events import DataChange, Op, SourcePosition
 from ferry.pipeline.schema import TableId
-from ferry.testing import debezium as dbz
 
 
 def job_yaml(

@@ -19,7 +19,7 @@ from ferry.api.app import create_app
 from ferry.control.config import TokenConfig
 from ferry.control.models import INITIAL_OFFSET_FROM
 from ferry.control.service import ControlPlane, ControlSettings
-from ferry.testing.postgres import PostgresServer
+from tests.support.postgres import PostgresServer
 
 pytestmark = pytest.mark.integration
 

@@ -8,14 +8,14 @@ from pathlib import Path
 import pytest
 
 from ferry.config.loader import load_job_text
+from ferry.local import debezium as dbz
+from ferry.local.kafka_broker import TopicFactory, produce
 from ferry.pipeline import types as T
 from ferry.pipeline.events import CreateTable
 from ferry.pipeline.router import Action
 from ferry.pipeline.schema import Column, Schema, TableId
 from ferry.pipeline.state import StateStore
 from ferry.sinks.memory import MemorySink
-from ferry.testing import debezium as dbz
-from ferry.testing.kafka_broker import TopicFactory, produce
 from ferry.worker import build_runner
 from tests.integration.helpers import job_yaml, orders_table, read_all
 

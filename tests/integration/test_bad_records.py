@@ -7,10 +7,10 @@ from pathlib import Path
 import pytest
 
 from ferry.config.loader import load_job_text
+from ferry.local.kafka_broker import TopicFactory, produce
 from ferry.pipeline.runner import BadRecordError
 from ferry.pipeline.schema import TableId
 from ferry.sinks.memory import MemorySink
-from ferry.testing.kafka_broker import TopicFactory, produce
 from ferry.worker import build_runner
 from tests.integration.helpers import job_yaml, orders_table, read_all
 
@@ -80,7 +80,7 @@ def test_on_bad_record_fail_stops_the_pipeline_naming_the_position(
 def test_a_value_that_cannot_be_cast_to_the_sink_column_reaches_the_dead_letter_topic(
     kafka_bootstrap: str, topic_factory: TopicFactory, tmp_path: Path, group_id: str
 ) -> None:
-    from ferry.testing import debezium as dbz
+    from ferry.local import debezium as dbz
 
     topic = topic_factory(1)
     table = orders_table()

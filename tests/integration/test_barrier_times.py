@@ -13,9 +13,9 @@ from click.testing import CliRunner
 from ferry.cli.main import main
 from ferry.config.loader import load_job_text
 from ferry.control.overview import timeline
+from ferry.local import debezium as dbz
+from ferry.local.kafka_broker import TopicFactory, produce
 from ferry.sinks.memory import MemorySink
-from ferry.testing import debezium as dbz
-from ferry.testing.kafka_broker import TopicFactory, produce
 from ferry.worker import build_runner
 from tests.integration.helpers import job_yaml, orders_table
 

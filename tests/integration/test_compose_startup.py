@@ -2,8 +2,8 @@
 ``depends_on`` gives, each as a local process running the command compose would run, with the files
 compose mounts and the environment it sets; the example pipeline's rows then arrive in Iceberg.
 
-Kafka is the project's own KRaft broker (``ferry.testing.kafka_broker``), PostgreSQL a server of
-its own with compose's user, database and password (``ferry.testing.postgres``). What only a
+Kafka is the project's own KRaft broker (``ferry.local.kafka_broker``), PostgreSQL a server of
+its own with compose's user, database and password (``tests.support.postgres``). What only a
 container has is translated: a service's host name and port become the local process's
 (``kafka:9092``, ``postgres:5432``, ``ferry:8080``), a mounted file is the repository's file with
 those names and the volumes' paths rewritten, a volume is a folder of the test.
@@ -26,11 +26,11 @@ from typing import Any
 import pytest
 from ruamel.yaml import YAML
 
-from ferry.testing.kafka_broker import create_topic, delete_topic, produce
-from ferry.testing.ports import free_ports
-from ferry.testing.postgres import PostgresServer
+from ferry.local.kafka_broker import create_topic, delete_topic, produce
+from ferry.local.ports import free_ports
 from tests.integration.control_helpers import wait_for, wait_rows
 from tests.integration.helpers import orders_table
+from tests.support.postgres import PostgresServer
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
 

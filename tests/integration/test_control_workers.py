@@ -17,7 +17,7 @@ from confluent_kafka.admin import AdminClient
 
 from ferry.control.service import ControlPlane, ControlSettings
 from ferry.control.store import runtime_name
-from ferry.testing.kafka_broker import TopicFactory, produce
+from ferry.local.kafka_broker import TopicFactory, produce
 from tests.integration.control_helpers import ENV, events_table, iceberg_rows, job_text, wait_for, wait_rows
 
 pytestmark = pytest.mark.integration

@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from confluent_kafka.serialization import MessageField
 
-from ferry.testing.kafka_broker import KafkaBrokerError, create_topic, delete_topic, produce
+from ferry.local.kafka_broker import KafkaBrokerError, create_topic, delete_topic, produce
 from tests.integration.helpers import iceberg_rows, start_run
 from tests.support import debezium_avro as avro
 from tests.support.debezium_avro import (

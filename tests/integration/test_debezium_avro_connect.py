@@ -14,12 +14,12 @@ from confluent_kafka import Consumer, TopicPartition
 
 from ferry.connectors.formats.debezium_avro import DebeziumAvroDecoder, DebeziumAvroSchemaChangeDecoder
 from ferry.connectors.record import Record
+from ferry.local.kafka_broker import KafkaBroker
 from ferry.pipeline import types as t
 from ferry.pipeline.events import BadRecord, DataChange, Op, SchemaObserved, Tombstone
 from ferry.pipeline.schema import TableId
-from ferry.testing.kafka_broker import KafkaBroker
-from ferry.testing.mariadb import MariaDbServer
 from tests.support.connect import KafkaConnect, wait_until
+from tests.support.mariadb import MariaDbServer
 from tests.support.registry import SchemaRegistry, converter_plugin_path
 
 pytestmark = pytest.mark.integration

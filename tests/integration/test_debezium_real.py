@@ -28,12 +28,12 @@ from confluent_kafka import Consumer, TopicPartition
 
 from ferry.pipeline.router import SchemaChangeBehavior
 from ferry.pipeline.state import StateStore
-from ferry.testing.postgres import PostgresServer
 from tests.integration.helpers import start_run
 from tests.support.debezium import MYSQL_MODES, POSTGRES_MODE, CaptureMode
 from tests.support.expectations import SinkExpectation, compare_sink, declared, sink_expectation
 from tests.support.fixtures import CapturedSource, DebeziumCapture
 from tests.support.oracle import SinkComparison
+from tests.support.postgres import PostgresServer
 from tests.support.sinks import SinkTables, iceberg_tables, postgres_tables
 
 #: The first test waits for the session's capture and every pipeline: bounds of its own, generous.

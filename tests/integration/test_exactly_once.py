@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from ferry.local import debezium as dbz
+from ferry.local.kafka_broker import TopicFactory, produce
 from ferry.pipeline.state import StateStore
-from ferry.testing import debezium as dbz
-from ferry.testing.kafka_broker import TopicFactory, produce
 from tests.integration.helpers import iceberg_rows, start_run
 
 pytestmark = pytest.mark.integration

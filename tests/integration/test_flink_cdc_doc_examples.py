@@ -26,10 +26,10 @@ import yaml
 from ferry.config import ConfigError
 from ferry.config.checks import check_supported
 from ferry.config.loader import read_job_text
+from ferry.local import debezium as dbz
+from ferry.local.kafka_broker import KafkaBrokerError, TopicFactory, delete_topic, produce
 from ferry.pipeline.schema import TableId
 from ferry.sinks.base import Sink
-from ferry.testing import debezium as dbz
-from ferry.testing.kafka_broker import KafkaBrokerError, TopicFactory, delete_topic, produce
 from ferry.worker import build_runner
 from tests.integration.helpers import read_all
 
@@ -204,8 +204,8 @@ def registered_sink(**kwargs: Any) -> Callable[[Any], Sink]:
 def mysql_protocol_sink(
     options: dict[str, Any], request: pytest.FixtureRequest
 ) -> Iterator[tuple[dict[str, Any], Callable[[Any], Sink], ReadBack]]:
-    from ferry.testing.mariadb import MariaDbServer
-    from ferry.testing.stream_load import StreamLoadServer
+    from tests.support.mariadb import MariaDbServer
+    from tests.support.stream_load import StreamLoadServer
 
     server: MariaDbServer = request.getfixturevalue("mariadb_server")
     address = {
@@ -309,7 +309,7 @@ def maxcompute_sink(
 ) -> Iterator[tuple[dict[str, Any], Callable[[Any], Sink], ReadBack]]:
     from odps import ODPS
 
-    from ferry.testing.maxcompute import MaxComputeServer
+    from tests.support.maxcompute import MaxComputeServer
 
     with MaxComputeServer(project=options["project"], access_key=uuid.uuid4().hex) as server:
         here = {
@@ -334,7 +334,7 @@ def maxcompute_sink(
 def fluss_sink(
     options: dict[str, Any], request: pytest.FixtureRequest
 ) -> Iterator[tuple[dict[str, Any], Callable[[Any], Sink], ReadBack]]:
-    from ferry.testing.fluss import FlussCluster, drop_database, read_rows
+    from tests.support.fluss import FlussCluster, drop_database, read_rows
 
     cluster: FlussCluster = request.getfixturevalue("fluss_cluster")
     [(user, password)] = cluster.sasl_users.items()

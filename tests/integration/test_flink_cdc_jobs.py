@@ -15,7 +15,7 @@ from pathlib import Path
 import pytest
 
 from ferry.config.names import kafka_name
-from ferry.testing.kafka_broker import TopicFactory, produce
+from ferry.local.kafka_broker import TopicFactory, produce
 from tests.integration.helpers import job_yaml, orders_table
 
 pytestmark = pytest.mark.integration

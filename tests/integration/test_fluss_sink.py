@@ -20,8 +20,8 @@ from ferry.sinks.fluss.config import FlussSinkConfig
 from ferry.sinks.fluss.sink import FlussSink
 from ferry.sinks.fluss.types import sink_schema
 from ferry.sinks.registry import sink_class
-from ferry.testing.fluss import FlussCluster, client_classpath, drop_database, read_rows, with_connection
 from tests.integration.helpers import Feed
+from tests.support.fluss import FlussCluster, client_classpath, drop_database, read_rows, with_connection
 
 pytestmark = pytest.mark.integration
 

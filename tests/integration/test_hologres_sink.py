@@ -33,8 +33,8 @@ from ferry.sinks.exceptions import SinkTerminalError, SinkTransientError
 from ferry.sinks.hologres.config import HologresSinkConfig
 from ferry.sinks.hologres.sink import HologresSink
 from ferry.sinks.registry import sink_class
-from ferry.testing.postgres import PostgresServer
 from tests.integration.helpers import Feed
+from tests.support.postgres import PostgresServer
 
 pytestmark = pytest.mark.integration
 

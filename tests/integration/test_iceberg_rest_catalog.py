@@ -11,7 +11,7 @@ import pytest
 from pyiceberg.catalog import load_catalog
 
 from ferry.config.loader import load_job_text
-from ferry.testing.kafka_broker import TopicFactory, produce
+from ferry.local.kafka_broker import TopicFactory, produce
 from ferry.worker import build_runner
 from tests.integration.helpers import job_yaml, orders_table
 from tests.support.iceberg_rest import IcebergRestCatalog

@@ -9,7 +9,7 @@ import pytest
 from confluent_kafka import Consumer
 from confluent_kafka.admin import AdminClient
 
-from ferry.testing.kafka_broker import KafkaBroker, TopicFactory, produce
+from ferry.local.kafka_broker import KafkaBroker, TopicFactory, produce
 
 pytestmark = pytest.mark.integration
 

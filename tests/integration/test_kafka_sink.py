@@ -14,6 +14,7 @@ import pytest
 from confluent_kafka.admin import AdminClient, ConfigResource
 
 from ferry.connectors.formats import decoder_for
+from ferry.local.kafka_broker import KafkaBrokerError, TopicFactory, delete_topic
 from ferry.pipeline.events import (
     AddColumn,
     CreateTable,
@@ -48,7 +49,6 @@ from ferry.sinks.exceptions import SinkTerminalError, SinkTransientError
 from ferry.sinks.kafka.config import KafkaSinkConfig
 from ferry.sinks.kafka.sink import KafkaSink, topic_name
 from ferry.sinks.registry import SINKS, sink_class
-from ferry.testing.kafka_broker import KafkaBrokerError, TopicFactory, delete_topic
 from tests.integration.helpers import read_all
 
 pytestmark = pytest.mark.integration

@@ -8,12 +8,12 @@ from typing import Any
 import orjson
 import pytest
 
+from ferry.local.kafka_broker import TopicFactory, delete_topic
 from ferry.pipeline.events import CreateTable, DataChange, Op, SourcePosition
 from ferry.pipeline.schema import Column, Schema, TableId
 from ferry.pipeline.types import BIGINT, STRING
 from ferry.sinks.kafka.config import KafkaSinkConfig
 from ferry.sinks.kafka.sink import KafkaSink, topic_name
-from ferry.testing.kafka_broker import TopicFactory, delete_topic
 from tests.integration.helpers import read_all
 
 pytestmark = pytest.mark.integration

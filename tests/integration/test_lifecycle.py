@@ -14,8 +14,7 @@ from confluent_kafka.admin import AdminClient
 
 from ferry.control.exceptions import ControlError
 from ferry.control.models import INITIAL_OFFSET_FROM
-from ferry.testing.kafka_broker import TopicFactory, produce
-from ferry.testing.postgres import PostgresServer
+from ferry.local.kafka_broker import TopicFactory, produce
 from tests.integration.control_helpers import (
     ENV,
     events_table,
@@ -25,6 +24,7 @@ from tests.integration.control_helpers import (
     wait_for,
     wait_rows,
 )
+from tests.support.postgres import PostgresServer
 
 pytestmark = pytest.mark.integration
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from ferry.testing.kafka_broker import TopicFactory, produce
+from ferry.local.kafka_broker import TopicFactory, produce
 from tests.integration.helpers import orders_table
 
 pytestmark = pytest.mark.integration

@@ -1,4 +1,4 @@
-"""The MaxCompute sink through pyodps against the local MaxCompute endpoint (``ferry.testing.maxcompute``).
+"""The MaxCompute sink through pyodps against the local MaxCompute endpoint (``tests.support.maxcompute``).
 
 pyodps runs unmodified: its REST client signs and sends the SQL instances and metadata requests, its
 Tunnel client encodes and compresses the rows (upsert sessions for tables with a primary key, upload
@@ -49,8 +49,8 @@ from ferry.sinks.exceptions import SinkTerminalError, SinkTransientError
 from ferry.sinks.maxcompute.config import MaxComputeSinkConfig
 from ferry.sinks.maxcompute.sink import MaxComputeSink
 from ferry.sinks.registry import sink_class
-from ferry.testing.maxcompute import MaxComputeServer
 from tests.integration.helpers import Feed
+from tests.support.maxcompute import MaxComputeServer
 
 pytestmark = pytest.mark.integration
 

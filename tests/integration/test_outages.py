@@ -11,17 +11,17 @@ from pathlib import Path
 import pytest
 
 from ferry.config.loader import load_job_text
+from ferry.local.kafka_broker import TopicFactory, produce
 from ferry.pipeline.phase import Phase
 from ferry.pipeline.runner import PipelineRunner
 from ferry.pipeline.schema import TableId
 from ferry.pipeline.state import StateStore
 from ferry.sinks.memory import MemorySink
-from ferry.testing.kafka_broker import TopicFactory, produce
-from ferry.testing.postgres import PostgresServer
 from ferry.worker import build_runner
 from tests.integration.control_helpers import wait_for
 from tests.integration.helpers import job_yaml, orders_table
 from tests.integration.outages import RETRIES, running
+from tests.support.postgres import PostgresServer
 
 pytestmark = pytest.mark.integration
 

@@ -13,12 +13,12 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 from ferry.config.loader import load_job_text
+from ferry.local import debezium as dbz
+from ferry.local.kafka_broker import KafkaBroker, TopicFactory, create_topic, produce
 from ferry.pipeline.phase import Phase
 from ferry.pipeline.schema import TableId
 from ferry.pipeline.state import StateStore
 from ferry.sinks.memory import MemorySink
-from ferry.testing import debezium as dbz
-from ferry.testing.kafka_broker import KafkaBroker, TopicFactory, create_topic, produce
 from ferry.worker import build_runner
 from tests.integration.control_helpers import wait_for
 from tests.integration.helpers import job_yaml, orders_table, read_all

@@ -14,19 +14,19 @@ import psycopg
 import pytest
 
 from ferry.config.loader import load_job_text
+from ferry.local import debezium as dbz
+from ferry.local.kafka_broker import TopicFactory, produce
 from ferry.pipeline.phase import Phase
 from ferry.pipeline.runner import PipelineRunner
 from ferry.pipeline.state import StateStore
 from ferry.sinks.exceptions import SinkTerminalError
 from ferry.sinks.hologres.config import HologresSinkConfig
 from ferry.sinks.hologres.sink import HologresSink
-from ferry.testing import debezium as dbz
-from ferry.testing.kafka_broker import TopicFactory, produce
-from ferry.testing.postgres import PostgresServer
 from ferry.worker import build_runner
 from tests.integration.control_helpers import wait_for
 from tests.integration.helpers import job_yaml
 from tests.integration.outages import RETRIES, running
+from tests.support.postgres import PostgresServer
 
 pytestmark = pytest.mark.integration
 

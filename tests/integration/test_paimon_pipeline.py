@@ -11,8 +11,8 @@ from typing import Any
 
 import pytest
 
-from ferry.testing import debezium as dbz
-from ferry.testing.kafka_broker import create_topic, produce
+from ferry.local import debezium as dbz
+from ferry.local.kafka_broker import create_topic, produce
 
 pytestmark = pytest.mark.integration
 

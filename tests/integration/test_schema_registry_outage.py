@@ -20,15 +20,15 @@ from confluent_kafka.serialization import MessageField
 from ferry.config.loader import load_job_text
 from ferry.connectors.formats import decoder_for
 from ferry.connectors.kafka.schema_changes import SchemaChangeReader
+from ferry.local import debezium as dbz
+from ferry.local.jvm import HOST
+from ferry.local.kafka_broker import TopicFactory, produce
 from ferry.pipeline.events import Event, SchemaHint, SchemaObserved
 from ferry.pipeline.phase import Phase
 from ferry.pipeline.schema import TableId
 from ferry.pipeline.state import StateStore
 from ferry.retry import RetryPolicy
 from ferry.sinks.memory import MemorySink
-from ferry.testing import debezium as dbz
-from ferry.testing.jvm import HOST
-from ferry.testing.kafka_broker import TopicFactory, produce
 from ferry.worker import build_runner
 from tests.integration.control_helpers import wait_for
 from tests.integration.outages import RETRIES, running

@@ -14,18 +14,18 @@ import pymysql
 import pytest
 
 from ferry.config.loader import load_job_text
+from ferry.local import debezium as dbz
+from ferry.local.kafka_broker import TopicFactory, produce
 from ferry.sinks.base import Sink
 from ferry.sinks.hologres.config import HologresSinkConfig
 from ferry.sinks.hologres.sink import HologresSink
 from ferry.sinks.starrocks.config import StarRocksSinkConfig
 from ferry.sinks.starrocks.sink import StarRocksSink
-from ferry.testing import debezium as dbz
-from ferry.testing.kafka_broker import TopicFactory, produce
-from ferry.testing.mariadb import MariaDbServer
-from ferry.testing.postgres import PostgresServer
-from ferry.testing.stream_load import StreamLoadServer
 from ferry.worker import build_runner
 from tests.integration.helpers import job_yaml
+from tests.support.mariadb import MariaDbServer
+from tests.support.postgres import PostgresServer
+from tests.support.stream_load import StreamLoadServer
 
 pytestmark = pytest.mark.integration
 

@@ -2,7 +2,7 @@
 
 StarRocks and Doris do not run here: DDL and metadata go over the MySQL protocol to MariaDB
 (without the vendor-only clauses), and rows go through Stream Load to
-:class:`~ferry.testing.stream_load.StreamLoadServer`, which implements the documented protocol and
+:class:`~tests.support.stream_load.StreamLoadServer`, which implements the documented protocol and
 writes into the same MariaDB. Rows are read back with PyMySQL, apart from the sink.
 """
 
@@ -40,9 +40,9 @@ from ferry.sinks.selectdb.sink import SelectDbSink
 from ferry.sinks.starrocks.config import StarRocksSinkConfig
 from ferry.sinks.starrocks.sink import MySqlProtocolSink, StarRocksSink
 from ferry.sinks.starrocks.stream_load import stream_load
-from ferry.testing.mariadb import MariaDbServer
-from ferry.testing.stream_load import StreamLoadServer
 from tests.integration.helpers import Feed
+from tests.support.mariadb import MariaDbServer
+from tests.support.stream_load import StreamLoadServer
 
 pytestmark = pytest.mark.integration
 

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 
 from ferry.config.loader import load_job_text
+from ferry.local.kafka_broker import TopicFactory, produce
 from ferry.pipeline.schema import TableId
 from ferry.sinks.memory import MemorySink
-from ferry.testing.kafka_broker import TopicFactory, produce
 from ferry.worker import build_runner
 from tests.integration.helpers import job_yaml, orders_table
 

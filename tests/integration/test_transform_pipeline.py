@@ -17,6 +17,8 @@ from ferry.config.loader import load_job_text
 from ferry.connectors.formats import decoder_for
 from ferry.connectors.memory import MemoryDeadLetter, MemorySource
 from ferry.connectors.record import Record
+from ferry.local import debezium as dbz
+from ferry.local.kafka_broker import create_topic, produce
 from ferry.pipeline.route import TableRouter
 from ferry.pipeline.router import SchemaChangeRouter
 from ferry.pipeline.runner import PipelineRunner, RunnerSettings
@@ -24,8 +26,6 @@ from ferry.pipeline.schema import TableId
 from ferry.pipeline.state import StateStore
 from ferry.pipeline.transform import TableTransforms, TransformError
 from ferry.sinks.memory import MemorySink
-from ferry.testing import debezium as dbz
-from ferry.testing.kafka_broker import create_topic, produce
 from tests.integration.helpers import read_all
 
 pytestmark = pytest.mark.integration

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from ferry.config.loader import load_job_text
-from ferry.testing.kafka_broker import TopicFactory, produce
+from ferry.local.kafka_broker import TopicFactory, produce
 from ferry.worker import build_runner
 from tests.integration.helpers import job_yaml, orders_table
 

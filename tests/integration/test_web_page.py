@@ -23,8 +23,8 @@ from ferry.api.app import create_app
 from ferry.control.config import TokenConfig
 from ferry.control.service import ControlPlane, iso
 from ferry.control.store import runtime_name
-from ferry.testing import debezium as dbz
-from ferry.testing.kafka_broker import TopicFactory, produce
+from ferry.local import debezium as dbz
+from ferry.local.kafka_broker import TopicFactory, produce
 from tests.integration.control_helpers import (
     ENV,
     events_table,

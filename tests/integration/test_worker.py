@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from ferry.testing import debezium as dbz
-from ferry.testing.kafka_broker import TopicFactory, create_topic, produce
+from ferry.local import debezium as dbz
+from ferry.local.kafka_broker import TopicFactory, create_topic, produce
 from tests.integration.helpers import orders_table
 
 pytestmark = pytest.mark.integration

@@ -22,15 +22,15 @@ import pytest
 from confluent_kafka import Producer
 
 from ferry.cli.output import render_status
+from ferry.local import debezium as dbz
+from ferry.local.kafka_broker import TopicFactory
 from ferry.pipeline.events import CreateTable, DataChange, Op, SourcePosition
 from ferry.pipeline.schema import Column, Schema, TableId
 from ferry.pipeline.state import StateStore
 from ferry.pipeline.types import BIGINT, INT
 from ferry.sinks.table_format import TableFormatSink, decode_offsets
-from ferry.testing import debezium as dbz
-from ferry.testing.kafka_broker import TopicFactory
-from ferry.testing.postgres import PostgresServer
 from tests.integration.helpers import iceberg_rows, start_run
+from tests.support.postgres import PostgresServer
 
 pytestmark = pytest.mark.integration
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from ferry.testing import debezium as dbz
-from ferry.testing.kafka_broker import TopicFactory, produce
+from ferry.local import debezium as dbz
+from ferry.local.kafka_broker import TopicFactory, produce
 from tests.integration.helpers import iceberg_rows, start_run
 from tests.integration.test_workers import Pipeline, wait_for
 

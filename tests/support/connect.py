@@ -1,6 +1,6 @@
 """A real Kafka Connect worker (distributed mode) with the Debezium connectors, for end-to-end tests.
 
-The worker's jars and its plugins come from Maven Central through ``docker/connect/pom.xml``, cached
+The worker's jars and its plugins come from Maven Central through ``jars/connect/pom.xml``, cached
 in ``<repo>/.cache/connect`` (``$FERRY_CONNECT_CACHE`` moves it): the worker's classpath is
 ``<cache>/lib/*``, and every plugin archive the pom lists (a ``.tar.gz`` or ``.zip`` holding one
 folder of jars) is unpacked into ``<cache>/plugins/<folder>``, the worker's ``plugin.path``. A
@@ -34,8 +34,8 @@ from pathlib import Path
 from typing import Any, Self, TypeVar
 
 from ferry.exceptions import FerryError
-from ferry.testing import jvm
-from ferry.testing.ports import HOST
+from ferry.local import jvm
+from ferry.local.ports import HOST
 
 __all__ = [
     "CACHE_ENV",
@@ -52,7 +52,7 @@ CACHE_ENV = "FERRY_CONNECT_CACHE"
 KEEP_DATA_ENV = "FERRY_CONNECT_KEEP_DATA"
 """Set to ``1`` to keep the worker's data directory (its log and configuration) after it stops."""
 
-POM_RELATIVE_PATH = Path("docker") / "connect" / "pom.xml"
+POM_RELATIVE_PATH = jvm.POM_FOLDER / "connect" / "pom.xml"
 REQUIRED_JAR_PREFIXES = (
     "connect-runtime-",
     "connect-json-",

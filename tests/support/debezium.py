@@ -17,9 +17,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from ferry.testing.mariadb import MariaDbServer
-from ferry.testing.postgres import PostgresServer
 from tests.support.connect import KafkaConnect, KafkaConnectError, wait_until
+from tests.support.mariadb import MariaDbServer
+from tests.support.postgres import PostgresServer
 from tests.support.sources import PUBLICATION, BinlogPosition
 
 JSON_CONVERTER = "org.apache.kafka.connect.json.JsonConverter"

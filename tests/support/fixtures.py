@@ -1,4 +1,4 @@
-"""Session fixtures of the real Debezium producers (registered by ``tests/conftest.py``).
+"""Session fixtures of the real Debezium producers (a plugin registered by ``tests/conftest.py``).
 
 ``kafka_connect`` is one Kafka Connect worker for the whole session. ``debezium_capture`` runs
 everything once: it starts MariaDB (binary log) and PostgreSQL (logical decoding), writes the rows
@@ -18,9 +18,7 @@ from typing import Any
 
 import pytest
 
-from ferry.testing.kafka_broker import KafkaBroker
-from ferry.testing.mariadb import MariaDbServer
-from ferry.testing.postgres import PostgresServer
+from ferry.local.kafka_broker import KafkaBroker
 from tests.support.connect import KafkaConnect, KafkaConnectError
 from tests.support.debezium import (
     MYSQL_MODES,
@@ -32,7 +30,9 @@ from tests.support.debezium import (
     wait_emitted,
     wal_offset_reached,
 )
+from tests.support.mariadb import MariaDbServer
 from tests.support.oracle import SourceTable, mariadb_state, postgres_state
+from tests.support.postgres import PostgresServer
 from tests.support.sources import (
     binlog_mariadb,
     logical_postgres,

@@ -2,7 +2,7 @@
 compatibility kit, from ``iceberg-open-api``'s test fixtures) on a free port, its catalog in
 SQLite and its files in a local warehouse, for the tests of the Iceberg sink's ``rest`` catalog.
 
-Its jars are those of ``docker/iceberg-rest/pom.xml``, fetched once with Maven into
+Its jars are those of ``jars/iceberg-rest/pom.xml``, fetched once with Maven into
 ``<repo>/.cache/iceberg-rest/lib``. The server binds every interface (it takes no host); it runs
 for one test session on a free port.
 """
@@ -21,10 +21,10 @@ from types import TracebackType
 from typing import Self
 
 from ferry.exceptions import FerryError
+from ferry.local import jvm
 from ferry.process import parent_death_hook
-from ferry.testing import jvm
 
-POM = Path("docker/iceberg-rest/pom.xml")
+POM = jvm.POM_FOLDER / "iceberg-rest" / "pom.xml"
 REQUIRED_JARS = ("iceberg-open-api", "iceberg-core", "jetty-server", "hadoop-client-api", "sqlite-jdbc")
 MAIN_CLASS = "org.apache.iceberg.rest.RESTCatalogServer"
 

@@ -2,7 +2,7 @@
 Confluent-compatible API (``/apis/ccompat/v7``) and its schemas in an in-memory H2 database.
 
 Apicurio Registry is a Quarkus application; Maven Central has its classes and dependencies as
-plain jars. ``docker/registry/pom.xml`` unpacks the application jar and lets the Quarkus Maven
+plain jars. ``jars/registry/pom.xml`` unpacks the application jar and lets the Quarkus Maven
 plugin build the runnable application from it, once, into ``<repo>/.cache/registry/app`` (stamped
 with the pom's SHA-256, so that a changed pom builds again; ``FERRY_REGISTRY_CACHE`` moves the
 folder). Each registry is a child JVM on a free port of 127.0.0.1 with a data directory of its
@@ -23,17 +23,20 @@ import time
 import urllib.error
 import urllib.request
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Self
 
+import pytest
+
 from ferry.exceptions import FerryError
-from ferry.testing import jvm
-from ferry.testing.jvm import HOST
+from ferry.local import jvm
+from ferry.local.jvm import HOST
 
 __all__ = ["SchemaRegistry", "SchemaRegistryError", "converter_plugin_path", "ensure_application"]
 
 CACHE_ENV = "FERRY_REGISTRY_CACHE"
-POM = Path("docker") / "registry" / "pom.xml"
+POM = jvm.POM_FOLDER / "registry" / "pom.xml"
 RUNNER = "ferry-schema-registry-0.1.0-runner.jar"
 #: The Confluent-compatible API, relative to the registry's root.
 CCOMPAT_PATH = "/apis/ccompat/v7"
@@ -111,7 +114,7 @@ def _build(pom: Path, digest: str, cache: Path, app: Path, timeout: float) -> No
 #: Apicurio's Avro converter for Kafka Connect, a plugin folder of jars.
 _CONVERTER_JARS = jvm.MavenJars(
     "Apicurio converter",
-    Path("docker") / "registry" / "converter" / "pom.xml",
+    jvm.POM_FOLDER / "registry" / "converter" / "pom.xml",
     CACHE_ENV,
     ("apicurio-registry-utils-converter-", "apicurio-registry-serdes-avro-serde-", "avro-"),
     SchemaRegistryError,
@@ -259,3 +262,16 @@ class SchemaRegistry(jvm.JvmService):
             except (urllib.error.URLError, OSError) as exc:
                 last_error = f"GET /subjects failed: {exc}"
             time.sleep(0.1)
+
+
+# --------------------------------------------------------------------------------------------------
+# The pytest fixture (this module is a plugin of ``tests/conftest.py``)
+# --------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def schema_registry() -> Iterator[SchemaRegistry]:
+    """A real schema registry (Apicurio Registry) on 127.0.0.1, shared by the whole session:
+    ``schema_registry.url`` is its Confluent-compatible API."""
+    with SchemaRegistry() as registry:
+        yield registry

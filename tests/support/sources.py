@@ -1,5 +1,5 @@
 """The source databases Debezium captures: MariaDB with a row-based binary log, PostgreSQL with
-logical decoding. Each is a throw-away server of :mod:`ferry.testing` started with the options
+logical decoding. Each is a throw-away server of ``tests.support`` started with the options
 change-data capture needs."""
 
 from __future__ import annotations
@@ -8,8 +8,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from ferry.testing.mariadb import MariaDbServer
-from ferry.testing.postgres import PostgresServer
+from tests.support.mariadb import MariaDbServer
+from tests.support.postgres import PostgresServer
 
 #: Debezium's MySQL connector refuses MariaDB's own version string (it then asks for
 #: ``SHOW BINARY LOG STATUS``) and an 8.x version makes Connector/J query a variable MariaDB lacks;

@@ -27,10 +27,10 @@ from ferry.connectors.formats.schema_registry import (
 )
 from ferry.connectors.record import Record
 from ferry.exceptions import TransientError
+from ferry.local.ports import free_ports
 from ferry.pipeline import types as t
 from ferry.pipeline.events import BadRecord, DataChange, Op, SchemaObserved, Tombstone
 from ferry.pipeline.schema import TableId
-from ferry.testing.ports import free_ports
 
 pytestmark = pytest.mark.integration
 

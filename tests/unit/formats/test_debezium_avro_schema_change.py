@@ -16,9 +16,9 @@ from tests.support.registry import SchemaRegistry
 from ferry.connectors.formats import decoder_for
 from ferry.connectors.formats.debezium_avro import DebeziumAvroSchemaChangeDecoder
 from ferry.connectors.record import Record
+from ferry.local import debezium as dbz
 from ferry.pipeline import types as t
 from ferry.pipeline.events import BadRecord, DropTable, RenameColumn, SchemaHint, SchemaObserved
-from ferry.testing import debezium as dbz
 
 pytestmark = pytest.mark.integration
 

@@ -16,8 +16,8 @@ from test_debezium import FIXTURES
 
 from ferry.connectors.formats.debezium import DebeziumJsonDecoder
 from ferry.connectors.record import Record
+from ferry.local import debezium as dbz
 from ferry.pipeline.events import BadRecord, DataChange, Event
-from ferry.testing import debezium as dbz
 
 
 def _generic() -> DebeziumJsonDecoder:

@@ -31,8 +31,8 @@ from tests.unit.formats.test_debezium_avro_schema_change import as_avro
 from ferry.connectors.formats import FORMATS, Decoder, decoder_for
 from ferry.connectors.formats.schema_registry import ConfluentAvroReader
 from ferry.connectors.record import Record
+from ferry.local import debezium as dbz
 from ferry.pipeline.events import BadRecord, Event
-from ferry.testing import debezium as dbz
 
 TOPIC = "shop.inventory.orders"
 

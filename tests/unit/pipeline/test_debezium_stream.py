@@ -12,6 +12,7 @@ import pytest
 from ferry.connectors.formats import decoder_for
 from ferry.connectors.memory import MemoryDeadLetter, MemorySource
 from ferry.connectors.record import Record
+from ferry.local import debezium as dbz
 from ferry.pipeline import types as T
 from ferry.pipeline.events import SCHEMA_CHANGE_TAGS, Event
 from ferry.pipeline.exceptions import SchemaChangeRefusedError
@@ -22,7 +23,6 @@ from ferry.pipeline.schema import TableId
 from ferry.pipeline.state import StateStore
 from ferry.sinks.base import ChangeKind, SinkCapabilities, Support
 from ferry.sinks.memory import ALL_SUPPORTED, MemorySink
-from ferry.testing import debezium as dbz
 
 TABLE = TableId(None, "db", "t")
 

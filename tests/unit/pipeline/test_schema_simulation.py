@@ -29,6 +29,7 @@ from ferry.connectors.formats import decoder_for
 from ferry.connectors.formats.source_order import record_source_order
 from ferry.connectors.memory import MemoryDeadLetter
 from ferry.connectors.record import Record
+from ferry.local import debezium as dbz
 from ferry.pipeline.events import SCHEMA_CHANGE_TAGS, Event
 from ferry.pipeline.route import TableRouter
 from ferry.pipeline.router import SchemaChangeBehavior, SchemaChangeRouter
@@ -36,7 +37,6 @@ from ferry.pipeline.runner import PipelineRunner, RunnerSettings
 from ferry.pipeline.schema import TableId
 from ferry.pipeline.state import StateStore
 from ferry.sinks.memory import MemorySink
-from ferry.testing import debezium as dbz
 
 SERVER = "sim"
 #: Where the state store's file goes: memory when the machine has it (no disk sync per checkpoint).

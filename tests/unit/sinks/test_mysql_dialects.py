@@ -4,6 +4,7 @@ syntax, and the MariaDB-compatible variant the integration tests run."""
 from __future__ import annotations
 
 import pytest
+from tests.support.stream_load import parse_columns
 
 from ferry.pipeline.events import FIRST, after
 from ferry.pipeline.schema import Column, Schema
@@ -15,7 +16,6 @@ from ferry.sinks.sql.dialect import SqlTable
 from ferry.sinks.starrocks.config import StarRocksSinkConfig
 from ferry.sinks.starrocks.dialect import MySqlProtocolDialect, StarRocksDialect
 from ferry.sinks.starrocks.stream_load import quote_column
-from ferry.testing.stream_load import parse_columns
 
 T = SqlTable("shop", "orders")
 ORDERS = Schema.of(

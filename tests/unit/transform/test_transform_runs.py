@@ -11,6 +11,7 @@ from ferry.config.loader import load_job, load_job_text
 from ferry.connectors.formats import decoder_for
 from ferry.connectors.memory import MemoryDeadLetter, MemorySource
 from ferry.connectors.record import Record
+from ferry.local import debezium as dbz
 from ferry.pipeline.compiled import Session
 from ferry.pipeline.events import DataChange, Op
 from ferry.pipeline.route import TableRouter
@@ -21,7 +22,6 @@ from ferry.pipeline.state import StateStore
 from ferry.pipeline.transform import TableTransforms
 from ferry.pipeline.types import INT, STRING, TIMESTAMP_LTZ
 from ferry.sinks.memory import MemorySink
-from ferry.testing import debezium as dbz
 
 JOB = r"""
 source:

@@ -1,6 +1,6 @@
 """A real single-node Apache Kafka broker (KRaft, combined broker and controller) for tests and demos.
 
-The broker's jars come from Maven Central through ``docker/kafka/pom.xml`` and are cached in
+The broker's jars come from Maven Central through ``jars/kafka/pom.xml`` and are cached in
 ``<repo>/.cache/kafka/lib`` (the cache folder can be moved with the ``FERRY_KAFKA_CACHE`` environment
 variable; the jars then live in ``$FERRY_KAFKA_CACHE/lib``). Each broker gets two free ports on
 127.0.0.1 and its own data directory, so several brokers can run side by side.
@@ -13,10 +13,10 @@ In-process use (the pytest fixtures use this)::
 
 From a shell (``make demo`` uses this; ``scripts/kafka`` wraps it)::
 
-    python -m ferry.testing.kafka_broker fetch
-    python -m ferry.testing.kafka_broker start --state-file F   # prints 127.0.0.1:PORT
-    python -m ferry.testing.kafka_broker status --state-file F
-    python -m ferry.testing.kafka_broker stop --state-file F
+    python -m ferry.local.kafka_broker fetch
+    python -m ferry.local.kafka_broker start --state-file F   # prints 127.0.0.1:PORT
+    python -m ferry.local.kafka_broker status --state-file F
+    python -m ferry.local.kafka_broker stop --state-file F
 """
 
 from __future__ import annotations
@@ -39,8 +39,8 @@ from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, Topi
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from ferry.exceptions import FerryError
-from ferry.testing import jvm
-from ferry.testing.jvm import HOST, LOG_TAIL_LINES
+from ferry.local import jvm
+from ferry.local.jvm import HOST, LOG_TAIL_LINES
 
 __all__ = [
     "KafkaBroker",
@@ -61,7 +61,7 @@ CACHE_ENV = "FERRY_KAFKA_CACHE"
 KEEP_DATA_ENV = "FERRY_KAFKA_KEEP_DATA"
 """Set to ``1`` to keep a broker's data directory (log, config, segments) after it stops."""
 
-POM_RELATIVE_PATH = Path("docker") / "kafka" / "pom.xml"
+POM_RELATIVE_PATH = jvm.POM_FOLDER / "kafka" / "pom.xml"
 REQUIRED_JAR_PREFIXES = ("kafka_2.13-", "kafka-server-", "kafka-clients-", "scala-library-", "log4j-core-")
 
 
@@ -558,7 +558,7 @@ def _parse_property(text: str) -> tuple[str, str]:
 def main(argv: Sequence[str] | None = None) -> int:
     """``fetch`` the jars, ``start`` a detached broker, show its ``status``, or ``stop`` it."""
     parser = argparse.ArgumentParser(
-        prog="python -m ferry.testing.kafka_broker",
+        prog="python -m ferry.local.kafka_broker",
         description="Run a local single-node Apache Kafka broker (KRaft) for tests and demos.",
     )
     commands = parser.add_subparsers(dest="command", required=True)

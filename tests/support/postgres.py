@@ -33,10 +33,11 @@ from collections.abc import Iterator, Mapping
 from pathlib import Path
 from types import TracebackType
 
+import pytest
 from sqlalchemy.engine import URL
 
 from ferry.exceptions import FerryError
-from ferry.testing.ports import HOST, free_ports
+from ferry.local.ports import HOST, free_ports
 
 __all__ = ["BIN_ENV", "PostgresServer", "PostgresServerError", "find_bin_dir"]
 
@@ -124,7 +125,7 @@ class PostgresServer:
         return self._conninfo(_ADMIN, self._admin_password, "postgres")
 
     def _conninfo(self, user: str, password: str, dbname: str) -> str:
-        from psycopg.conninfo import make_conninfo  # noqa: PLC0415 - psycopg is a pip extra
+        from psycopg.conninfo import make_conninfo
 
         return make_conninfo(host=self.host, port=self.port, dbname=dbname, user=user, password=password)
 
@@ -255,8 +256,8 @@ class PostgresServer:
                 )
 
     def _create_database(self) -> None:
-        import psycopg  # noqa: PLC0415 - psycopg is a pip extra
-        from psycopg import sql  # noqa: PLC0415
+        import psycopg
+        from psycopg import sql
 
         with psycopg.connect(self.admin_conninfo, autocommit=True) as conn:
             conn.execute(
@@ -296,3 +297,18 @@ class PostgresServer:
             self._dir = None
             with contextlib.suppress(OSError):
                 shutil.rmtree(directory)
+
+
+# --------------------------------------------------------------------------------------------------
+# The pytest fixture (this module is a plugin of ``tests/conftest.py``)
+# --------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def postgres_server() -> Iterator[PostgresServer]:
+    """A PostgreSQL server on 127.0.0.1 in a temporary directory, shared by the whole session.
+
+    Its database ``ferry`` is owned by the password user ``ferry``: ``postgres_server.conninfo``.
+    """
+    with PostgresServer() as server:
+        yield server

@@ -1,6 +1,6 @@
 """A real local Apache Fluss cluster for tests: ZooKeeper, one CoordinatorServer, one TabletServer.
 
-The jars come from Maven Central through ``docker/fluss/pom.xml`` and are cached in
+The jars come from Maven Central through ``jars/fluss/pom.xml`` and are cached in
 ``<repo>/.cache/fluss/lib`` (the cache folder can be moved with the ``FERRY_FLUSS_CACHE``
 environment variable; the jars then live in ``$FERRY_FLUSS_CACHE/lib``). ``fluss-server`` and
 ``fluss-client`` are self-contained (shaded) jars; ZooKeeper is the ``org.apache.zookeeper``
@@ -16,8 +16,8 @@ In-process use (the ``fluss_cluster`` pytest fixture uses this)::
 
 From a shell::
 
-    python -m ferry.testing.fluss fetch    # fetch the jars (if not cached); print their folder
-    python -m ferry.testing.fluss run      # run a cluster until Ctrl-C; print its bootstrap address
+    python -m tests.support.fluss fetch    # fetch the jars (if not cached); print their folder
+    python -m tests.support.fluss run      # run a cluster until Ctrl-C; print its bootstrap address
 """
 
 from __future__ import annotations
@@ -34,13 +34,15 @@ import subprocess
 import sys
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from pathlib import Path
 from typing import Any, Self
 
+import pytest
+
 from ferry.exceptions import FerryError
-from ferry.testing import jvm
-from ferry.testing.jvm import HOST, LOG_TAIL_LINES
+from ferry.local import jvm
+from ferry.local.jvm import HOST, LOG_TAIL_LINES
 
 __all__ = [
     "FlussCluster",
@@ -63,7 +65,7 @@ CACHE_ENV = "FERRY_FLUSS_CACHE"
 KEEP_DATA_ENV = "FERRY_FLUSS_KEEP_DATA"
 """Set to ``1`` to keep a cluster's directory (configuration, logs, data) after it stops."""
 
-POM_RELATIVE_PATH = Path("docker") / "fluss" / "pom.xml"
+POM_RELATIVE_PATH = jvm.POM_FOLDER / "fluss" / "pom.xml"
 SERVER_JAR = "fluss-server-"
 CLIENT_JAR = "fluss-client-"
 REQUIRED_JAR_PREFIXES = (
@@ -298,7 +300,7 @@ class FlussCluster(jvm.JvmService):
         """The CoordinatorServer lists a live TabletServer, so tables can be created (asked through the
         Python client when it is installed, else read from the coordinator's log)."""
         try:
-            import fluss  # noqa: PLC0415, F401 - the fluss extra
+            import fluss  # noqa: F401 - the fluss extra
         except ImportError:
             log = self.log_tail("coordinator", 1000)
             return any(marker in log for marker in TABLET_SERVER_SEEN)
@@ -374,7 +376,7 @@ def stop_shared_cluster() -> None:
 
 def with_connection(bootstrap_servers: str, work: Callable[[Any], Any], timeout: float) -> Any:
     """``await work(connection)`` with a connection of its own, on an event loop of its own thread."""
-    import fluss  # noqa: PLC0415 - the fluss extra is needed only to talk to the cluster
+    import fluss
 
     async def run() -> Any:
         connection = await fluss.FlussConnection.create(
@@ -416,7 +418,7 @@ def read_rows(
     table from its log, from the earliest offset to the latest. A MAP value comes back as a list of
     (key, value) pairs, as the client gives it.
     """
-    import fluss  # noqa: PLC0415
+    import fluss
 
     async def read(connection: Any) -> list[dict[str, Any]]:
         handle = await connection.get_table(fluss.TablePath(database, table))
@@ -454,7 +456,7 @@ def drop_database(bootstrap_servers: str, database: str, *, timeout: float = 60.
 def main(argv: Sequence[str] | None = None) -> int:
     """``fetch`` the jars, or ``run`` a cluster in the foreground until interrupted."""
     parser = argparse.ArgumentParser(
-        prog="python -m ferry.testing.fluss",
+        prog="python -m tests.support.fluss",
         description="Run a local Apache Fluss cluster (ZooKeeper, CoordinatorServer, TabletServer).",
     )
     commands = parser.add_subparsers(dest="command", required=True)
@@ -481,3 +483,16 @@ def _command(args: argparse.Namespace) -> int:
 
 if __name__ == "__main__":
     sys.exit(main())
+
+
+# --------------------------------------------------------------------------------------------------
+# The pytest fixture (this module is a plugin of ``tests/conftest.py``)
+# --------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def fluss_cluster() -> Iterator[FlussCluster]:
+    """A real Apache Fluss cluster (ZooKeeper, CoordinatorServer, TabletServer) on 127.0.0.1, shared by
+    the whole session (and by the conformance suite's Fluss backend): ``fluss_cluster.bootstrap_servers``."""
+    yield shared_cluster()
+    stop_shared_cluster()

@@ -1,4 +1,4 @@
-"""A local MaxCompute endpoint for tests: the REST API and the Tunnel that pyodps speaks, on one port.
+"""A local MaxCompute endpoint: the REST API and the Tunnel that pyodps speaks, on one port.
 
 MaxCompute does not run here. This HTTP server implements the part of its two protocols that
 pyodps uses to create and change tables, read their metadata and write and read rows, so that
@@ -50,8 +50,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, field
 from decimal import Decimal
 from email.utils import formatdate
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
+from http.server import BaseHTTPRequestHandler
 from typing import Any
 from urllib.parse import parse_qsl, unquote, urlparse, urlsplit
 from xml.etree import ElementTree
@@ -65,6 +64,8 @@ from odps.tunnel.io.reader import TunnelRecordReader
 from odps.tunnel.io.stream import CompressOption, get_decompress_stream
 from odps.tunnel.io.writer import BaseRecordWriter
 from sqlglot import exp
+
+from tests.support.http_server import LocalHttpServer, read_body, reply
 
 __all__ = ["MaxComputeServer", "SqlError"]
 
@@ -466,8 +467,11 @@ def _cdata(text: str) -> str:
     return "<![CDATA[" + text.replace("]]>", "]]]]><![CDATA[>") + "]]>"
 
 
-class MaxComputeServer:
+class MaxComputeServer(LocalHttpServer):
     """MaxCompute's REST API (under ``/api``) and Tunnel (at the root) on one port of 127.0.0.1."""
+
+    name = "maxcompute"
+    protocol_version = "HTTP/1.1"
 
     def __init__(
         self, *, project: str = "ferry", access_id: str = "ferry-id", access_key: str = "ferry-key"
@@ -482,73 +486,15 @@ class MaxComputeServer:
         self._instances: dict[str, _Instance] = {}
         self._sessions: dict[str, _Session] = {}
         self._lock = threading.RLock()
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
-
-    @property
-    def address(self) -> str:
-        if self._server is None:
-            raise RuntimeError("the server is not started")
-        host, port = self._server.server_address[:2]
-        return f"{host!s}:{port}"
 
     @property
     def endpoint(self) -> str:
         """The REST endpoint: ``ODPS(..., endpoint=...)``."""
-        return f"http://{self.address}/api"
+        return f"{self.url}/api"
 
     @property
     def tunnel_endpoint(self) -> str:
-        return f"http://{self.address}"
-
-    def __enter__(self) -> MaxComputeServer:
-        self.start()
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
-
-    def start(self) -> None:
-        owner = self
-
-        class Handler(BaseHTTPRequestHandler):
-            protocol_version = "HTTP/1.1"
-            disable_nagle_algorithm = True  # headers and body leave at once (no delayed-ACK stalls)
-
-            def do_GET(self) -> None:
-                owner._handle(self)
-
-            def do_POST(self) -> None:
-                owner._handle(self)
-
-            def do_PUT(self) -> None:
-                owner._handle(self)
-
-            def do_DELETE(self) -> None:
-                owner._handle(self)
-
-            def do_HEAD(self) -> None:
-                owner._handle(self)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                return
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._thread = threading.Thread(
-            target=self._server.serve_forever, kwargs={"poll_interval": 0.05}, name="maxcompute", daemon=True
-        )
-        self._thread.start()
-
-    def stop(self) -> None:
-        server, self._server = self._server, None
-        if server is not None:
-            server.shutdown()
-            server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-            self._thread = None
+        return self.url
 
     # ------------------------------------------------------------------------------- test helpers
 
@@ -562,16 +508,16 @@ class MaxComputeServer:
 
     # ------------------------------------------------------------------------------- HTTP
 
-    def _handle(self, h: BaseHTTPRequestHandler) -> None:
-        body = self._read_body(h)
-        url = urlsplit(h.path)
+    def handle(self, handler: BaseHTTPRequestHandler) -> None:
+        body = read_body(handler)
+        url = urlsplit(handler.path)
         rest = url.path == "/api" or url.path.startswith("/api/")
         params = dict(parse_qsl(url.query, keep_blank_values=True))
         parts = [unquote(p) for p in url.path.split("/") if p][1 if rest else 0 :]
         try:
-            self._check_signature(h, h.path[4:] if rest else h.path)
+            self._check_signature(handler, handler.path[4:] if rest else handler.path)
             with self._lock:
-                status, headers, data = (self._rest if rest else self._tunnel)(h, parts, params, body)
+                status, headers, data = (self._rest if rest else self._tunnel)(handler, parts, params, body)
         except Exception as e:  # an unexpected failure is answered as the service answers one
             error = e if isinstance(e, _HttpError) else _HttpError(500, "InternalServerError", repr(e))
             status, headers = error.status, {"Content-Type": "application/xml"}
@@ -579,29 +525,7 @@ class MaxComputeServer:
                 f"<Error><Code>{_esc(error.code)}</Code><Message>{_cdata(str(error))}</Message>"
                 f"<RequestId>{uuid.uuid4().hex}</RequestId><HostId>{self.address}</HostId></Error>"
             )
-        h.send_response(status)
-        for key, value in headers.items():
-            h.send_header(key, value)
-        h.send_header("x-odps-request-id", uuid.uuid4().hex)
-        h.send_header("Content-Length", str(len(data)))
-        h.end_headers()
-        if h.command != "HEAD":
-            h.wfile.write(data)
-
-    @staticmethod
-    def _read_body(h: BaseHTTPRequestHandler) -> bytes:
-        if h.headers.get("Transfer-Encoding", "").lower() == "chunked":
-            out = bytearray()
-            while True:
-                size = int(h.rfile.readline().split(b";")[0].strip() or b"0", 16)
-                if size == 0:
-                    while h.rfile.readline() not in (b"\r\n", b"\n", b""):
-                        pass
-                    return bytes(out)
-                out += h.rfile.read(size)
-                h.rfile.readline()
-        length = int(h.headers.get("Content-Length") or 0)
-        return h.rfile.read(length) if length else b""
+        reply(handler, status, {**headers, "x-odps-request-id": uuid.uuid4().hex}, data)
 
     def _check_signature(self, h: BaseHTTPRequestHandler, relative: str) -> None:
         """The request is signed with this server's access key (pyodps' own signing, version 2)."""

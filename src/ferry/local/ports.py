@@ -1,4 +1,4 @@
-"""Local ports of the test services: all listen on 127.0.0.1."""
+"""Local ports of the local services: all listen on 127.0.0.1."""
 
 from __future__ import annotations
 

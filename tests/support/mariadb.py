@@ -25,12 +25,14 @@ import shutil
 import subprocess
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 from types import TracebackType
 
+import pytest
+
 from ferry.exceptions import FerryError
-from ferry.testing.ports import HOST, free_ports, port_open
+from ferry.local.ports import HOST, free_ports, port_open
 
 __all__ = ["BIN_ENV", "MariaDbServer", "MariaDbServerError", "find_binary"]
 
@@ -200,7 +202,7 @@ class MariaDbServer:
 
     def admin_sql(self, *statements: str) -> None:
         """Run statements as ``root`` through the unix socket."""
-        import pymysql  # noqa: PLC0415 - pymysql is a pip extra
+        import pymysql
 
         connection = pymysql.connect(unix_socket=str(self.socket_path), user="root", autocommit=True)
         try:
@@ -238,3 +240,18 @@ class MariaDbServer:
             self._dir = None
             with contextlib.suppress(OSError):
                 shutil.rmtree(directory)
+
+
+# --------------------------------------------------------------------------------------------------
+# The pytest fixture (this module is a plugin of ``tests/conftest.py``)
+# --------------------------------------------------------------------------------------------------
+
+
+@pytest.fixture(scope="session")
+def mariadb_server() -> Iterator[MariaDbServer]:
+    """A MariaDB server on 127.0.0.1 in a temporary directory, shared by the whole session.
+
+    Its password user ``mariadb_server.user`` has every privilege, on ``ferry`` and new databases.
+    """
+    with MariaDbServer() as server:
+        yield server

@@ -1,4 +1,4 @@
-"""A local Stream Load endpoint for tests, applying the loaded rows to a MySQL-compatible server.
+"""A local Stream Load endpoint, applying the loaded rows to a MySQL-compatible server.
 
 StarRocks and Doris do not run here; this HTTP server implements their documented Stream Load
 protocol on ``PUT /api/{db}/{table}/_stream_load`` and writes the rows into MariaDB:
@@ -31,9 +31,10 @@ import json
 import threading
 import time
 import urllib.parse
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from types import TracebackType
+from http.server import BaseHTTPRequestHandler
 from typing import Any
+
+from tests.support.http_server import LocalHttpServer, read_body, reply
 
 __all__ = ["DELETE_COLUMNS", "StreamLoadServer", "parse_columns"]
 
@@ -80,8 +81,10 @@ def _q(name: str) -> str:
     return "`" + name.replace("`", "``").replace("%", "%%") + "`"
 
 
-class StreamLoadServer:
+class StreamLoadServer(LocalHttpServer):
     """Stream Load over HTTP on 127.0.0.1, writing into the MySQL-compatible server it is given."""
+
+    name = "stream-load"
 
     def __init__(self, *, mysql_host: str, mysql_port: int) -> None:
         self.mysql_host = mysql_host
@@ -93,61 +96,22 @@ class StreamLoadServer:
         self._error_logs: dict[str, str] = {}
         self._lock = threading.Lock()
         self._txn = itertools.count(1)
-        self._server: ThreadingHTTPServer | None = None
-        self._thread: threading.Thread | None = None
 
-    @property
-    def url(self) -> str:
-        if self._server is None:
-            raise RuntimeError("the server is not started")
-        host, port = self._server.server_address[:2]
-        return f"http://{host!s}:{port}"
-
-    def __enter__(self) -> StreamLoadServer:
-        self.start()
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
-
-    def start(self) -> None:
-        owner = self
-
-        class Handler(BaseHTTPRequestHandler):
-            def do_PUT(self) -> None:
-                owner._handle_load(self)
-
-            def do_GET(self) -> None:
-                owner._handle_error_log(self)
-
-            def log_message(self, format: str, *args: Any) -> None:
-                return
-
-        self._server = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
-        self._thread = threading.Thread(target=self._server.serve_forever, name="stream-load", daemon=True)
-        self._thread.start()
-
-    def stop(self) -> None:
-        server, self._server = self._server, None
-        if server is not None:
-            server.shutdown()
-            server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=10)
-            self._thread = None
+    def handle(self, handler: BaseHTTPRequestHandler) -> None:
+        if handler.command == "PUT":
+            self._handle_load(handler)
+        elif handler.command == "GET":
+            self._handle_error_log(handler)
+        else:
+            handler.send_error(501, f"Unsupported method ({handler.command!r})")
 
     # ------------------------------------------------------------------------------- requests
 
     @staticmethod
     def _reply(handler: BaseHTTPRequestHandler, code: int, body: dict[str, Any] | str) -> None:
         data = (json.dumps(body) if isinstance(body, dict) else body).encode("utf-8")
-        handler.send_response(code)
-        handler.send_header("Content-Type", "application/json" if isinstance(body, dict) else "text/plain")
-        handler.send_header("Content-Length", str(len(data)))
-        handler.end_headers()
-        handler.wfile.write(data)
+        content_type = "application/json" if isinstance(body, dict) else "text/plain"
+        reply(handler, code, {"Content-Type": content_type}, data)
 
     def _handle_error_log(self, handler: BaseHTTPRequestHandler) -> None:
         url = urllib.parse.urlsplit(handler.path)
@@ -169,8 +133,7 @@ class StreamLoadServer:
 
     def _handle_load(self, handler: BaseHTTPRequestHandler) -> None:
         started = time.monotonic()
-        length = int(handler.headers.get("Content-Length") or 0)
-        body = handler.rfile.read(length)
+        body = read_body(handler)
         parts = urllib.parse.urlsplit(handler.path).path.split("/")
         if len(parts) != 5 or parts[1] != "api" or parts[4] != "_stream_load":
             self._reply(handler, 404, {"Status": "Fail", "Message": f"no such endpoint: {handler.path}"})
@@ -199,7 +162,7 @@ class StreamLoadServer:
         label: str,
         body: bytes,
     ) -> dict[str, Any]:
-        import pymysql  # noqa: PLC0415 - pymysql is a pip extra
+        import pymysql
 
         existing = self.labels.get((database, label))
         if existing is not None:
@@ -273,7 +236,7 @@ class StreamLoadServer:
         columns: list[str] | None,
         max_ratio: float,
     ) -> dict[str, Any]:
-        import pymysql  # noqa: PLC0415
+        import pymysql
 
         cursor = connection.cursor()
         cursor.execute(

@@ -1,6 +1,7 @@
-"""What the local JVM services for tests (the Kafka broker, the Fluss cluster) have in common.
+"""What local JVM services (the Kafka broker; in the tests also Kafka Connect, the schema registry and
+the Fluss cluster) have in common.
 
-Their jars are the runtime dependencies of a small Maven project (``docker/<name>/pom.xml``),
+Their jars are the runtime dependencies of a small Maven project (``jars/<name>/pom.xml``),
 fetched once into ``<repo>/.cache/<name>/lib`` under a file lock and stamped with the pom's
 SHA-256, so that a changed pom fetches again. Each JVM is a child process of its own session on
 free ports of 127.0.0.1, writing to a log file; it gets SIGTERM when this Python process dies
@@ -25,12 +26,13 @@ from types import TracebackType
 from typing import ClassVar, Self
 
 from ferry.exceptions import FerryError
+from ferry.local.ports import HOST, free_ports, port_open
 from ferry.process import parent_death_hook
-from ferry.testing.ports import HOST, free_ports, port_open
 
 __all__ = [
     "HOST",
     "LOG_TAIL_LINES",
+    "POM_FOLDER",
     "STAMP_FILE",
     "JvmService",
     "MavenJars",
@@ -50,6 +52,9 @@ __all__ = [
 ]
 
 LOG_TAIL_LINES = 60
+POM_FOLDER = Path("jars")
+"""The checkout's folder of Maven projects, one a service (``jars/<name>/pom.xml``): each lists the
+runtime jars of that service, fetched from Maven Central."""
 STAMP_FILE = ".ferry-pom-sha256"
 PORT_TAKEN = "Address already in use"
 """What an error says when a port was taken between choosing it and binding it."""

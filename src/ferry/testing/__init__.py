@@ -1,1 +1,0 @@
-"""Helpers for tests and demos that need real services, such as a local Apache Kafka broker."""
