@@ -38,7 +38,9 @@ from ferry.connectors.kafka.source import EndPosition, KafkaSource, StartPositio
 from ferry.exceptions import TerminalError
 from ferry.pipeline.route import Route, TableRouter
 from ferry.pipeline.router import SchemaChangeRouter
-from ferry.pipeline.runner import HintSource, PipelineRunner, RunnerSettings
+from ferry.pipeline.runner import PipelineRunner
+from ferry.pipeline.schema_operator import HintSource
+from ferry.pipeline.settings import RunnerSettings
 from ferry.pipeline.state import StateStore
 from ferry.process import parent_death_hook
 from ferry.sinks import Sink

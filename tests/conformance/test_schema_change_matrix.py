@@ -24,8 +24,9 @@ from ferry.pipeline.events import SCHEMA_CHANGE_TAGS
 from ferry.pipeline.exceptions import SchemaChangeRefusedError
 from ferry.pipeline.route import TableRouter
 from ferry.pipeline.router import SchemaChangeBehavior, SchemaChangeRouter
-from ferry.pipeline.runner import PipelineRunner, RunnerSettings
+from ferry.pipeline.runner import PipelineRunner
 from ferry.pipeline.schema import Column, Schema, TableId
+from ferry.pipeline.settings import RunnerSettings
 from ferry.pipeline.state import StateStore
 from ferry.sinks.base import ChangeKind as K
 from tests.conformance.backends import BACKENDS, Backend, Context

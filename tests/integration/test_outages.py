@@ -57,14 +57,18 @@ def test_a_state_store_stopped_and_started_again_is_waited_for(
                     kafka_bootstrap, topic, [v for _, v in records[10:]], keys=[k for k, _ in records[10:]]
                 )
                 wait_for(
-                    lambda: re.search(r"saving the checkpoint: attempt ([2-9]|\d\d+) of", runner.detail),
+                    lambda: re.search(
+                        r"saving the checkpoint: attempt ([2-9]|\d\d+) of", runner.status.detail
+                    ),
                     30,
-                    lambda: f"the pipeline to wait for the state store (detail {runner.detail!r}, {errors})",
+                    lambda: (
+                        f"the pipeline to wait for the state store (detail {runner.status.detail!r}, {errors})"
+                    ),
                 )
-                assert runner.phase is Phase.RUNNING and not errors
+                assert runner.status.phase is Phase.RUNNING and not errors
             wait_for(lambda: checkpointed() == {(topic, 0): 20}, 30, lambda: f"the last checkpoint, {errors}")
             assert not errors
-        assert not errors and runner.phase is Phase.STOPPED
+        assert not errors and runner.status.phase is Phase.STOPPED
         assert sorted(r["id"] for r in sink.rows(ORDERS)) == list(range(1, 21))
         status = store.get_status(group_id)
         assert status is not None and status["phase"] == "STOPPED"

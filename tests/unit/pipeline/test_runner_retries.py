@@ -17,8 +17,9 @@ from ferry.pipeline import types as T
 from ferry.pipeline.events import SCHEMA_CHANGE_TAGS
 from ferry.pipeline.route import TableRouter
 from ferry.pipeline.router import SchemaChangeBehavior, SchemaChangeRouter
-from ferry.pipeline.runner import PipelineRunner, RunnerSettings
+from ferry.pipeline.runner import PipelineRunner
 from ferry.pipeline.schema import Column, Schema, TableId
+from ferry.pipeline.settings import RunnerSettings
 from ferry.pipeline.state import StateStore
 from ferry.retry import RetryPolicy
 from ferry.sinks.exceptions import SinkTerminalError, SinkTransientError
@@ -104,7 +105,7 @@ def test_a_sink_that_fails_transiently_is_waited_for_and_the_status_shows_the_at
         f"flushing the sink: attempt {n} of 6" for n in (1, 2, 3)
     ]
     assert "connection refused" in waits[0]
-    assert runner.detail == "reading"
+    assert runner.status.detail == "reading"
     runner.close()
 
 

@@ -32,8 +32,9 @@ from ferry.connectors.record import Record
 from ferry.pipeline.events import SCHEMA_CHANGE_TAGS, Event
 from ferry.pipeline.route import TableRouter
 from ferry.pipeline.router import SchemaChangeBehavior, SchemaChangeRouter
-from ferry.pipeline.runner import PipelineRunner, RunnerSettings
+from ferry.pipeline.runner import PipelineRunner
 from ferry.pipeline.schema import TableId
+from ferry.pipeline.settings import RunnerSettings
 from ferry.pipeline.state import StateStore
 from ferry.sinks.memory import MemorySink
 from ferry.testing import debezium as dbz

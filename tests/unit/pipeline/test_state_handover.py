@@ -18,8 +18,9 @@ from ferry.pipeline import types as T
 from ferry.pipeline.events import SCHEMA_CHANGE_TAGS
 from ferry.pipeline.route import TableRouter
 from ferry.pipeline.router import SchemaChangeBehavior, SchemaChangeRouter
-from ferry.pipeline.runner import PipelineRunner, RunnerSettings
+from ferry.pipeline.runner import PipelineRunner
 from ferry.pipeline.schema import Column, Schema, TableId
+from ferry.pipeline.settings import RunnerSettings
 from ferry.pipeline.state import StateStore
 from ferry.sinks.memory import MemorySink
 
