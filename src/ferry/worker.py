@@ -41,10 +41,10 @@ from ferry.pipeline.router import SchemaChangeRouter
 from ferry.pipeline.runner import PipelineRunner
 from ferry.pipeline.schema_operator import HintSource
 from ferry.pipeline.settings import RunnerSettings
-from ferry.pipeline.state import StateStore
 from ferry.process import parent_death_hook
 from ferry.sinks import Sink
 from ferry.sinks.registry import sink_class
+from ferry.state import StateStore
 
 if TYPE_CHECKING:
     from ferry.pipeline.transform import TableTransforms

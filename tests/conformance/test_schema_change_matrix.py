@@ -27,8 +27,8 @@ from ferry.pipeline.router import SchemaChangeBehavior, SchemaChangeRouter
 from ferry.pipeline.runner import PipelineRunner
 from ferry.pipeline.schema import Column, Schema, TableId
 from ferry.pipeline.settings import RunnerSettings
-from ferry.pipeline.state import StateStore
 from ferry.sinks.base import ChangeKind as K
+from ferry.state import StateStore
 from tests.conformance.backends import BACKENDS, Backend, Context
 from tests.shared import SHARED
 

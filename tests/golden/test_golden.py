@@ -26,11 +26,11 @@ from ferry.pipeline.router import SchemaChangeBehavior, SchemaChangeRouter
 from ferry.pipeline.runner import PipelineRunner
 from ferry.pipeline.schema import TableId
 from ferry.pipeline.settings import RunnerSettings
-from ferry.pipeline.state import StateStore
 from ferry.pipeline.transform import TableTransforms
 from ferry.sinks.hologres.types import TypeNormalizeStrategy, hologres_type
 from ferry.sinks.memory import MemorySink
 from ferry.sinks.registry import SINKS
+from ferry.state import StateStore
 
 CASES = sorted((Path(__file__).parent / "cases").glob("*.yaml"))
 

@@ -12,8 +12,8 @@ from ferry.pipeline import types as T
 from ferry.pipeline.events import CreateTable
 from ferry.pipeline.router import Action
 from ferry.pipeline.schema import Column, Schema, TableId
-from ferry.pipeline.state import StateStore
 from ferry.sinks.memory import MemorySink
+from ferry.state import StateStore
 from ferry.testing import debezium as dbz
 from ferry.testing.kafka_broker import TopicFactory, produce
 from ferry.worker import build_runner

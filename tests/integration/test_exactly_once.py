@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from ferry.pipeline.state import StateStore
+from ferry.state import StateStore
 from ferry.testing import debezium as dbz
 from ferry.testing.kafka_broker import TopicFactory, produce
 from tests.integration.helpers import iceberg_rows, start_run

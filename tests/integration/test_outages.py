@@ -10,8 +10,8 @@ import pytest
 from ferry.config.loader import load_job_text
 from ferry.pipeline.phase import Phase
 from ferry.pipeline.schema import TableId
-from ferry.pipeline.state import StateStore
 from ferry.sinks.memory import MemorySink
+from ferry.state import StateStore
 from ferry.testing.kafka_broker import TopicFactory, produce
 from ferry.testing.postgres import PostgresServer
 from ferry.worker import build_runner

@@ -15,8 +15,8 @@ from confluent_kafka import Consumer, TopicPartition
 from ferry.config.loader import load_job_text
 from ferry.pipeline.phase import Phase
 from ferry.pipeline.schema import TableId
-from ferry.pipeline.state import StateStore
 from ferry.sinks.memory import MemorySink
+from ferry.state import StateStore
 from ferry.testing import debezium as dbz
 from ferry.testing.kafka_broker import KafkaBroker, TopicFactory, create_topic, produce
 from ferry.worker import build_runner

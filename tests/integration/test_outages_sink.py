@@ -16,10 +16,10 @@ import pytest
 from ferry.config.loader import load_job_text
 from ferry.pipeline.phase import Phase
 from ferry.pipeline.runner import PipelineRunner
-from ferry.pipeline.state import StateStore
 from ferry.sinks.exceptions import SinkTerminalError
 from ferry.sinks.hologres.config import HologresSinkConfig
 from ferry.sinks.hologres.sink import HologresSink
+from ferry.state import StateStore
 from ferry.testing import debezium as dbz
 from ferry.testing.kafka_broker import TopicFactory, produce
 from ferry.testing.postgres import PostgresServer

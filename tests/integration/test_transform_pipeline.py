@@ -22,9 +22,9 @@ from ferry.pipeline.router import SchemaChangeRouter
 from ferry.pipeline.runner import PipelineRunner
 from ferry.pipeline.schema import TableId
 from ferry.pipeline.settings import RunnerSettings
-from ferry.pipeline.state import StateStore
 from ferry.pipeline.transform import TableTransforms, TransformError
 from ferry.sinks.memory import MemorySink
+from ferry.state import StateStore
 from ferry.testing import debezium as dbz
 from ferry.testing.kafka_broker import create_topic, produce
 from tests.integration.helpers import read_all

@@ -232,7 +232,7 @@ def run(
 def status(job: Path | None, state_url: str | None, pipeline_name: str | None, output: str) -> None:
     """Phase, per-partition offsets and lag, rows written and schema-change history of pipelines."""
     from ferry.config.loader import load_job  # noqa: PLC0415
-    from ferry.pipeline.state import StateStore  # noqa: PLC0415
+    from ferry.state import StateStore  # noqa: PLC0415
 
     if job is not None:
         config = load_job(job)

@@ -9,7 +9,7 @@ from typing import Any
 
 import orjson
 
-from ferry.pipeline.state import StateStore
+from ferry.state import StateStore
 
 
 def _when(ms: int | None) -> str:

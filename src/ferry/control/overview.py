@@ -15,7 +15,7 @@ from typing import Any
 from ferry.control.models import Pipeline, Savepoint
 from ferry.control.service import ControlPlane, iso, savepoint_resource
 from ferry.control.store import SAMPLES_KEPT_MS, Sample
-from ferry.pipeline.state import SchemaHistoryEntry, now_ms
+from ferry.pipeline.checkpoints import SchemaHistoryEntry, now_ms
 
 
 @dataclass(frozen=True, slots=True)

@@ -12,8 +12,8 @@ from collections.abc import Iterable
 from ferry.config.job import JobConfig
 from ferry.control.exceptions import ControlError
 from ferry.control.models import PipelineSpec
+from ferry.pipeline.checkpoints import Checkpoint
 from ferry.pipeline.schema import TableId
-from ferry.pipeline.state import Checkpoint
 from ferry.sinks.base import TableDropping
 from ferry.sinks.registry import open_sink, sink_class
 

@@ -14,7 +14,7 @@ import time
 from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ferry.connectors.base import Offsets
+from ferry.offsets import Offsets, Partition
 from ferry.pipeline.events import BadRecord, DataChange, Event
 from ferry.pipeline.phase import Phase
 from ferry.pipeline.route import TableRouter
@@ -25,8 +25,6 @@ if TYPE_CHECKING:
     from ferry.pipeline.runner import PipelineRunner
 
 log = logging.getLogger(__name__)
-
-Partition = tuple[str, int]
 
 
 class PartitionOffsets:

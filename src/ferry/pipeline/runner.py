@@ -28,14 +28,15 @@ import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any, TypeVar
 
-from ferry.connectors.base import DeadLetter, KeepingAlive, Offsets, Rebalancing, Source, Watermarking
+from ferry.connectors.base import DeadLetter, KeepingAlive, Rebalancing, Source, Watermarking
 from ferry.exceptions import FerryError
+from ferry.offsets import Offsets, Partition
 from ferry.pipeline.bad_records import BadRecords
+from ferry.pipeline.checkpoints import CheckpointStore, now_ms
 from ferry.pipeline.events import BadRecord, DataChange, Event, SchemaHint, SchemaObserved, Tombstone
 from ferry.pipeline.exceptions import CheckpointError
 from ferry.pipeline.metrics import Decode, Metrics, tune_garbage_collector, worker_name
 from ferry.pipeline.partitions import (
-    Partition,
     PartitionHandOver,
     PartitionOffsets,
     partition_of,
@@ -54,7 +55,6 @@ from ferry.pipeline.schema_operator import (
 )
 from ferry.pipeline.settings import RunnerSettings
 from ferry.pipeline.shaping import RowShaper, in_table_names
-from ferry.pipeline.state import StateStore, now_ms
 from ferry.pipeline.status import RunnerStatus
 from ferry.pipeline.truncates import OrderOf, TruncateOrder
 from ferry.sinks.base import Sink
@@ -77,7 +77,7 @@ class PipelineRunner:
         source: Source,
         decode: Decode,
         sink: Sink,
-        state: StateStore,
+        state: CheckpointStore,
         router: SchemaChangeRouter,
         tables: TableRouter,
         dead_letter: DeadLetter,

@@ -27,7 +27,9 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ferry.exceptions import FerryError, TerminalError
+from ferry.offsets import Partition
 from ferry.pipeline.apply import apply_schema_change
+from ferry.pipeline.checkpoints import CheckpointStore, SchemaHistoryEntry, now_ms
 from ferry.pipeline.events import (
     BadRecord,
     CreateTable,
@@ -42,8 +44,7 @@ from ferry.pipeline.route import TableRouter
 from ferry.pipeline.router import Action, Decision, SchemaChangeRouter
 from ferry.pipeline.schema import Schema, TableId, widen_schemas
 from ferry.pipeline.settings import SchemaSettings
-from ferry.pipeline.state import SchemaHistoryEntry, StateStore, now_ms
-from ferry.pipeline.tracker import Partition, SchemaTracker, Watermarks, diff_schemas
+from ferry.pipeline.tracker import SchemaTracker, Watermarks, diff_schemas
 from ferry.sinks.base import AsyncSchemaChanges, SchemaCaching, Sink
 from ferry.sinks.exceptions import SinkTerminalError
 
@@ -98,7 +99,7 @@ class SchemaOperator:
         *,
         settings: SchemaSettings,
         sink: Sink,
-        state: StateStore,
+        state: CheckpointStore,
         router: SchemaChangeRouter,
         tables: TableRouter,
         worker: str,

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import logging
 import time
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
 
 from ferry.connectors.base import Source
+from ferry.pipeline.checkpoints import CheckpointStore
 from ferry.pipeline.metrics import Metrics
 from ferry.pipeline.phase import Phase
-from ferry.pipeline.state import StateStore
 
 if TYPE_CHECKING:
     from ferry.pipeline.partitions import PartitionOffsets
@@ -19,34 +20,25 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
+@dataclass
 class RunnerStatus:
     """A runner's phase and detail; while a transient error is retried, the detail says what it
     waits for, and then what it said before."""
 
-    def __init__(
-        self,
-        pipeline: str,
-        worker: str,
-        store: StateStore,
-        metrics: Metrics,
-        *,
-        source: Source,
-        partitions: PartitionOffsets,
-        schemas: SchemaOperator,
-    ) -> None:
-        self.pipeline = pipeline
-        self.worker = worker
-        self.store = store
-        self.metrics = metrics
-        self.source = source
-        self.partitions = partitions
-        self.schemas = schemas
-        self.phase = Phase.PENDING
-        self.detail = "starting"
-        #: When the status row was last written (``time.monotonic()``).
-        self.updated = 0.0
-        self._detail_before_wait: str | None = None
-        self._window: tuple[float, int] = (time.monotonic(), 0)
+    pipeline: str
+    worker: str
+    store: CheckpointStore
+    metrics: Metrics
+    #: What the counters are read from at each update.
+    source: Source = field(kw_only=True)
+    partitions: PartitionOffsets = field(kw_only=True)
+    schemas: SchemaOperator = field(kw_only=True)
+    phase: Phase = field(default=Phase.PENDING, kw_only=True)
+    detail: str = field(default="starting", kw_only=True)
+    #: When the status row was last written (``time.monotonic()``).
+    updated: float = field(default=0.0, kw_only=True)
+    _detail_before_wait: str | None = field(default=None, init=False)
+    _window: tuple[float, int] = field(default_factory=lambda: (time.monotonic(), 0), init=False)
 
     def set(self, phase: Phase, detail: str) -> None:
         self.phase, self.detail = phase, detail

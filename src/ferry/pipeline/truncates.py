@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ferry.connectors.base import RecordReading, Source, Watermarking
+from ferry.offsets import Partition
 from ferry.pipeline.events import Event, SchemaHint, TruncateTable
 from ferry.pipeline.partitions import offsets_past, read_before
 
@@ -37,7 +38,6 @@ SourceOrder = tuple[str, int, int]
 OrderOf = Callable[[bytes | None], SourceOrder | None]
 #: Up to ``count`` records of a partition from an offset on (``RecordReading.read_from``).
 ReadFrom = Callable[[tuple[str, int], int, int], Sequence[Any]]
-Partition = tuple[str, int]
 
 
 @dataclass

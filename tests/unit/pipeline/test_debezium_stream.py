@@ -20,9 +20,9 @@ from ferry.pipeline.router import SchemaChangeBehavior, SchemaChangeRouter
 from ferry.pipeline.runner import PipelineRunner
 from ferry.pipeline.schema import TableId
 from ferry.pipeline.settings import RunnerSettings
-from ferry.pipeline.state import StateStore
 from ferry.sinks.base import ChangeKind, SinkCapabilities, Support
 from ferry.sinks.memory import ALL_SUPPORTED, MemorySink
+from ferry.state import StateStore
 from ferry.testing import debezium as dbz
 
 TABLE = TableId(None, "db", "t")

@@ -16,8 +16,8 @@ from ferry.pipeline.runner import PipelineRunner
 from ferry.pipeline.schema import Column, Schema, TableId
 from ferry.pipeline.schema_operator import SchemaChangeTimeoutError
 from ferry.pipeline.settings import RunnerSettings
-from ferry.pipeline.state import StateStore
 from ferry.sinks.memory import MemorySink
+from ferry.state import StateStore
 
 TID = TableId.parse("db.t")
 SCHEMA = Schema.of([Column("id", T.INT().not_null())], ["id"])

@@ -10,8 +10,8 @@ from typing import Any
 import pytest
 from sqlalchemy.exc import OperationalError
 
-from ferry.connectors.base import Offsets
 from ferry.connectors.memory import MemoryDeadLetter, MemorySource
+from ferry.offsets import Offsets
 from ferry.pipeline import events as E
 from ferry.pipeline import types as T
 from ferry.pipeline.events import SCHEMA_CHANGE_TAGS
@@ -20,10 +20,10 @@ from ferry.pipeline.router import SchemaChangeBehavior, SchemaChangeRouter
 from ferry.pipeline.runner import PipelineRunner
 from ferry.pipeline.schema import Column, Schema, TableId
 from ferry.pipeline.settings import RunnerSettings
-from ferry.pipeline.state import StateStore
 from ferry.retry import RetryPolicy
 from ferry.sinks.exceptions import SinkTerminalError, SinkTransientError
 from ferry.sinks.memory import MemorySink
+from ferry.state import StateStore
 
 TID = TableId.parse("db.t")
 SCHEMA = Schema.of([Column("id", T.INT().not_null())], ["id"])

@@ -18,10 +18,10 @@ from ferry.pipeline.router import SchemaChangeRouter
 from ferry.pipeline.runner import PipelineRunner
 from ferry.pipeline.schema import Column, Schema, TableId
 from ferry.pipeline.settings import RunnerSettings
-from ferry.pipeline.state import StateStore
 from ferry.pipeline.transform import TableTransforms
 from ferry.pipeline.types import INT, STRING, TIMESTAMP_LTZ
 from ferry.sinks.memory import MemorySink
+from ferry.state import StateStore
 from ferry.testing import debezium as dbz
 
 JOB = r"""
