@@ -98,3 +98,22 @@ Duration = Annotated[
     BeforeValidator(parse_duration),
     PlainSerializer(format_duration, return_type=str, when_used="json"),
 ]
+
+
+def table_lists(value: Any, key: str) -> Any:
+    """Flink CDC's per-table lists, ``db.t1:a,b;db.t2:c`` → ``{"db.t1": ("a", "b"), "db.t2": ("c",)}``
+    (``partition.key`` of the Iceberg and Paimon sinks); a mapping is taken as it is."""
+    if not isinstance(value, str):
+        return value
+    tables: dict[str, tuple[str, ...]] = {}
+    for entry in (e.strip() for e in value.split(";")):
+        if not entry:
+            continue
+        table, sep, items = entry.partition(":")
+        names = tuple(n.strip() for n in items.split(",") if n.strip())
+        if not sep or not table.strip() or not names:
+            raise ValueError(f"{key}: {entry!r} is not table:column[,column...] (write db.t1:a,b;db.t2:c)")
+        if table.strip() in tables:
+            raise ValueError(f"{key}: {table.strip()} is given twice")
+        tables[table.strip()] = names
+    return tables

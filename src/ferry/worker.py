@@ -17,7 +17,7 @@ import os
 import signal
 import subprocess
 import threading
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
@@ -27,7 +27,7 @@ from ferry.config.checks import (  # noqa: F401 - earlier callers import the err
     behavior_refusal,
     check_supported,
 )
-from ferry.config.job import JobConfig, KafkaSourceConfig
+from ferry.config.job import JobConfig, KafkaSourceConfig, ValueFormat
 from ferry.config.names import kafka_name
 from ferry.connectors.formats import decoder_for
 from ferry.connectors.formats.definitions import TableDefinitions
@@ -36,12 +36,15 @@ from ferry.connectors.kafka.dead_letter import KafkaDeadLetter
 from ferry.connectors.kafka.schema_changes import SchemaChangeReader
 from ferry.connectors.kafka.source import EndPosition, KafkaSource, StartPosition
 from ferry.exceptions import TerminalError
+from ferry.logs import kafka_logger
+from ferry.pipeline.events import Event
 from ferry.pipeline.route import Route, TableRouter
 from ferry.pipeline.router import SchemaChangeRouter
 from ferry.pipeline.runner import PipelineRunner
 from ferry.pipeline.schema_operator import HintSource
 from ferry.pipeline.settings import RunnerSettings
 from ferry.process import parent_death_hook
+from ferry.retry import RetryPolicy
 from ferry.sinks import Sink
 from ferry.sinks.registry import sink_class
 from ferry.state import StateStore
@@ -54,8 +57,15 @@ log = logging.getLogger(__name__)
 #: How long ``ferry run`` waits for the brokers and for its worker to start before it gives up.
 DEFAULT_STARTUP_TIMEOUT_S = 60.0
 
-#: Consumer settings that also apply to the client that checks the brokers (security, sockets).
+#: Consumer settings that also apply to the other clients of the source's brokers (the client that
+#: checks them, the dead-letter producer): security (SASL, SSL), sockets, the client's id.
 _CLIENT_SETTING_PREFIXES = ("security.", "sasl.", "ssl.", "enable.ssl.", "socket.", "client.", "broker.")
+
+
+def client_settings(properties: Mapping[str, Any]) -> dict[str, Any]:
+    """The source's ``properties`` that every client of its brokers needs (see
+    :data:`_CLIENT_SETTING_PREFIXES`); consumer-only settings are left out."""
+    return {k: v for k, v in properties.items() if k.startswith(_CLIENT_SETTING_PREFIXES)}
 
 
 class StartupError(TerminalError):
@@ -69,8 +79,10 @@ def check_brokers(source: KafkaSourceConfig, timeout_s: float) -> None:
     from confluent_kafka import KafkaException  # noqa: PLC0415
     from confluent_kafka.admin import AdminClient  # noqa: PLC0415
 
-    settings = {k: v for k, v in source.properties.items() if k.startswith(_CLIENT_SETTING_PREFIXES)}
-    admin = AdminClient({**settings, "bootstrap.servers": source.bootstrap_servers, "log_level": 0})
+    settings = client_settings(source.properties)
+    admin = AdminClient(
+        {**settings, "bootstrap.servers": source.bootstrap_servers, "log_level": 0}, logger=kafka_logger()
+    )
     try:
         admin.list_topics(timeout=timeout_s)
     except KafkaException as e:
@@ -161,6 +173,8 @@ def build_runner(
         bootstrap_servers=source_config.bootstrap_servers,
         topic=pipeline.dead_letter_topic,
         pipeline=pipeline.name,
+        # a secured cluster takes dead letters with the source's credentials
+        properties=client_settings(properties),
     )
     settings = RunnerSettings(
         name=pipeline.name,
@@ -175,7 +189,12 @@ def build_runner(
         source=source,
         decode=decoder.decode,
         sink=sink,
-        state=StateStore(pipeline.state_url),
+        # a state store down when the pipeline starts is waited for as one that goes down later
+        state=retries.call(
+            lambda: StateStore(pipeline.state_url),
+            "connecting to the state store",
+            transient=StateStore.is_transient,
+        ),
         router=router,
         tables=tables,
         dead_letter=dead_letter,
@@ -187,9 +206,29 @@ def build_runner(
     )
     if definitions is not None:
         definitions.refresh = runner.sync_hints
+    if source_config.value_format is ValueFormat.DEBEZIUM_AVRO:
+        _wait_for_the_registry(runner, retries)
     # the times of each batch, for the latency and lag on /metrics
     runner.decode = runner.metrics.timings.watch(runner.decode)
     return runner
+
+
+def _wait_for_the_registry(runner: PipelineRunner, retries: RetryPolicy) -> None:
+    """A batch that needs a schema the registry cannot give now is decoded again under the retry
+    policy, the wait shown in the status as the runner's own waits are. The Avro decoder asks the
+    registry before it decodes anything of a batch, so a batch that failed emitted nothing."""
+    decode = runner.decode
+
+    def decode_when_the_registry_answers(records: Sequence[Any]) -> list[Event]:
+        events = retries.call(
+            lambda: decode(records),
+            "reading the schema registry",
+            on_wait=runner.status.waiting,  # the runner's status detail while it waits
+        )
+        runner.status.waited()
+        return events
+
+    runner.decode = decode_when_the_registry_answers
 
 
 def run_with_status(
@@ -336,7 +375,10 @@ class FerryWorker:
         import faust  # noqa: PLC0415
 
         app = self._app()
-        self._worker = faust.Worker(app, loglevel=self.log_level, quiet=True, redirect_stdouts=False)
+        # ferry's handler stays: mode would replace it with its own colourful stdout one
+        self._worker = faust.Worker(
+            app, loglevel=self.log_level, quiet=True, redirect_stdouts=False, override_logging=False
+        )
         self._worker.spinner = None  # a terminal spinner has no place in a service's output
         self._worker.loop.call_later(self.startup_timeout_s, self._startup_deadline)
         try:

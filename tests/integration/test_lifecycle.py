@@ -209,8 +209,8 @@ def test_a_replay_from_a_timestamp_rebuilds_a_table(
             bounded={"mode": "latest-offset"},
             rebuildTables=["app.events"],
         )
-        done = control.wait_phase("rebuild", "STOPPED", "FAILED", timeout=90)
-        assert done["status"]["phase"] == "STOPPED", done["status"]
+        done = control.wait_phase("rebuild", "COMPLETED", "FAILED", timeout=90)
+        assert done["status"]["phase"] == "COMPLETED", done["status"]
         assert "bounded read reached its end" in done["status"]["detail"]
         assert done["status"]["progress"] == {"recordsDone": 60, "recordsTotal": 60, "percent": 100.0}
         ids = sorted(r["id"] for r in iceberg_rows(warehouse, "app.events"))
@@ -289,7 +289,7 @@ def test_a_replay_from_a_savepoint_reads_what_came_after_it(
             startFrom={"savepoint": savepoint["metadata"]["uid"]},
             bounded={"mode": "latest-offset"},
         )
-        done = control.wait_phase("after-savepoint", "STOPPED", "FAILED", timeout=90)
-        assert done["status"]["phase"] == "STOPPED", done["status"]
+        done = control.wait_phase("after-savepoint", "COMPLETED", "FAILED", timeout=90)
+        assert done["status"]["phase"] == "COMPLETED", done["status"]
         assert done["status"]["progress"]["recordsDone"] == 40
         assert sorted(r["id"] for r in iceberg_rows(rebuilt, "app.events")) == list(range(60, 100))

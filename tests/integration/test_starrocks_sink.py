@@ -412,3 +412,57 @@ def test_selectdb_deletes_with_the_doris_delete_sign_and_loads_each_write(
     assert read(mariadb_server, database, "orders")[-1]["client"] == "zed"
     assert all(status == "Success" for _, status in load_server.requests)
     sink.close()
+
+
+# ----------------------------------------------------------------------------------- Flink CDC's options
+
+
+@pytest.mark.parametrize("sink_type", ["starrocks", "doris"])
+def test_sink_properties_are_headers_of_every_stream_load(
+    mariadb_server: MariaDbServer, database: str, load_server: StreamLoadServer, sink_type: str
+) -> None:
+    t = TableId(None, database, "orders")
+    too_long = order(2, customer="x" * 60)  # longer than VARCHAR(40): the server filters the row
+
+    def load_two(**options: Any) -> MySqlProtocolSink:
+        config = make_config(mariadb_server, database, load_server, sink_type=sink_type, **options)
+        sink: MySqlProtocolSink
+        if sink_type == "starrocks":
+            sink = StarRocksSink(
+                StarRocksSinkConfig.model_validate(config), pipeline="p1", vendor_only_statements=False
+            )
+        else:
+            config["type"] = "selectdb"
+            sink = SelectDbSink(
+                SelectDbSinkConfig.model_validate(config), pipeline="p1", vendor_only_statements=False
+            )
+        feed = Feed(t)
+        sink.apply_schema_change(CreateTable(t, ORDERS), None)
+        try:
+            write(sink, ORDERS, feed, feed.insert(order(1)), feed.insert(too_long))
+        finally:
+            sink.close()
+        return sink
+
+    with pytest.raises(SinkTerminalError, match="too many filtered rows"):
+        load_two()
+    assert read(mariadb_server, database, "orders") == []
+    sink = load_two(**{"sink.properties.max_filter_ratio": "0.5", "sink.label-prefix": "t2"})
+    assert [r["id"] for r in read(mariadb_server, database, "orders")] == [1]
+    assert sink.last_loads[t]["NumberFilteredRows"] == 1
+
+
+@pytest.mark.parametrize(
+    ("key", "value", "message"),
+    [
+        ("sink.properties.format", "csv", "ferry loads format json"),
+        ("sink.properties.strip_outer_array", "false", "ferry loads strip_outer_array true"),
+        ("sink.properties.columns", "a,b", "sets the Stream Load header columns itself"),
+        ("sink.properties.label", "x", "sets the Stream Load header label itself"),
+    ],
+)
+def test_sink_properties_ferry_sets_itself_are_refused(key: str, value: str, message: str) -> None:
+    base = {"jdbc-url": "jdbc:mysql://fe:9030", "username": "root", "sink.properties.format": "JSON"}
+    assert StarRocksSinkConfig.model_validate(base).load_properties == {"format": "JSON"}
+    with pytest.raises(ValueError, match=message):
+        StarRocksSinkConfig.model_validate({**base, key: value})

@@ -21,7 +21,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
-from fastapi import Body, Depends, FastAPI, Query, Request
+from fastapi import Body, Depends, FastAPI, Path, Query, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
@@ -34,6 +34,7 @@ from starlette.exceptions import HTTPException
 import ferry
 from ferry.api.metrics import registry_for
 from ferry.api.web import add_web_routes
+from ferry.api.yaml_bodies import YAML_MEDIA_TYPE, accept_yaml
 from ferry.control.config import Role, TokenConfig
 from ferry.control.exceptions import ControlError
 from ferry.control.models import (
@@ -48,6 +49,7 @@ from ferry.control.models import (
 from ferry.control.names import name_error
 from ferry.control.secrets import mask_job_text, mask_url_credentials
 from ferry.control.service import ControlPlane
+from ferry.logs import mask_secrets
 
 log = logging.getLogger(__name__)
 
@@ -102,6 +104,18 @@ class PipelineRequest(Schema):
     status: dict[str, Any] | None = Field(
         default=None, description="Read-only: ignored by PUT, refused by POST (422)."
     )
+
+
+class SavepointRequestMetadata(Schema):
+    name: str | None = Field(
+        default=None, description="The savepoint's name (default <source>-<uid prefix>)."
+    )
+
+
+class SavepointRequest(Schema):
+    """The optional body of ``POST .../savepoints``."""
+
+    metadata: SavepointRequestMetadata | None = None
 
 
 class ListMetadata(Schema):
@@ -254,7 +268,8 @@ Editor = Annotated[Principal, Depends(editor)]
 
 
 def _error(status: int, message: str, headers: Mapping[str, str] | None = None) -> JSONResponse:
-    return JSONResponse({"errors": [{"message": message}]}, status_code=status, headers=headers)
+    """CMF's error body; secrets a message may quote (a job's, a URL's password) masked."""
+    return JSONResponse({"errors": [{"message": mask_secrets(message)}]}, status_code=status, headers=headers)
 
 
 async def _control_error(_: Request, exc: Exception) -> Response:
@@ -320,6 +335,7 @@ def create_app(
     app.add_exception_handler(HTTPException, _http_error)
     app.add_exception_handler(RequestValidationError, _validation_error)
     app.add_exception_handler(Exception, _unexpected_error)
+    accept_yaml(app)
     _health_routes(app, plane, not_ready)
     _pipeline_routes(app, plane)
     _savepoint_routes(app, plane)
@@ -400,6 +416,7 @@ def _health_routes(app: FastAPI, plane: ControlPlane, not_ready: Callable[[], st
         response_model=Health,
         responses={503: {"model": RestError, "description": "The state store cannot be reached."}},
         summary="Liveness and state-store reachability (no authentication).",
+        operation_id="getHealth",
     )
     def healthz() -> Response:
         return unreachable() or _json({"status": "ok"})
@@ -416,6 +433,7 @@ def _health_routes(app: FastAPI, plane: ControlPlane, not_ready: Callable[[], st
         },
         summary="Readiness: the state store reachable and, with a worker, the worker running "
         "(no authentication).",
+        operation_id="getReadiness",
     )
     def readyz() -> Response:
         refusal = unreachable()
@@ -430,6 +448,7 @@ def _health_routes(app: FastAPI, plane: ControlPlane, not_ready: Callable[[], st
         response_class=Response,
         responses={200: {"content": {CONTENT_TYPE_LATEST: {}}, "description": "Prometheus text format."}},
         summary="Pipelines per environment and phase, and the process's metrics (no authentication).",
+        operation_id="getMetrics",
     )
     def metrics(request: Request) -> Response:
         encode, content_type = choose_encoder(request.headers.get("accept", ""))
@@ -439,7 +458,7 @@ def _health_routes(app: FastAPI, plane: ControlPlane, not_ready: Callable[[], st
 def _pipeline_routes(app: FastAPI, plane: ControlPlane) -> None:
     route = _router(app, ["pipelines"])
 
-    @route("GET", "/pipelines", PipelineList, (), "List the pipelines of an environment.")
+    @route("GET", "/pipelines", PipelineList, (), "List the pipelines.", operation="getPipelines")
     def list_pipelines(env: str, who: Viewer) -> Response:
         return _page([_as_seen_by(who, env, p) for p in plane.list_pipelines(env)])
 
@@ -448,7 +467,9 @@ def _pipeline_routes(app: FastAPI, plane: ControlPlane) -> None:
         "/pipelines",
         Pipeline,
         (400, 404, 409, 422),
-        "Create a pipeline (with spec.startFrom: a replay).",
+        "Create a pipeline (with spec.startFrom: a replay). The body is JSON or YAML.",
+        operation="createPipeline",
+        yaml_body=PipelineRequest,
     )
     def create_pipeline(env: str, who: Editor, body: Annotated[PipelineRequest, Body()]) -> Response:
         reference = body.spec.properties.get(INITIAL_OFFSET_FROM)
@@ -457,7 +478,7 @@ def _pipeline_routes(app: FastAPI, plane: ControlPlane) -> None:
             who.require(ref_env, "viewer")
         return _resource(plane.create_pipeline(env, _body(body)))
 
-    @route("GET", "/pipelines/{name}", Pipeline, (404,), "Get a pipeline and its status.")
+    @route("GET", "/pipelines/{name}", Pipeline, (404,), "Get a pipeline.", operation="getPipeline")
     def get_pipeline(env: str, name: str, who: Viewer) -> Response:
         return _resource(_as_seen_by(who, env, plane.get_pipeline(env, name)))
 
@@ -467,7 +488,10 @@ def _pipeline_routes(app: FastAPI, plane: ControlPlane) -> None:
         Pipeline,
         (400, 404, 409, 422),
         "Update a pipeline: the whole resource as GET returns it, without metadata.updateTimestamp. "
-        "spec.stopped stops (with a savepoint) or resumes it.",
+        "spec.stopped stops (with a savepoint) or resumes it. metadata.labels and annotations, "
+        "when given, replace the pipeline's. The body is JSON or YAML.",
+        operation="updatePipeline",
+        yaml_body=PipelineRequest,
     )
     def update_pipeline(env: str, name: str, _: Editor, body: Annotated[PipelineRequest, Body()]) -> Response:
         return _resource(plane.update_pipeline(env, name, _body(body)))
@@ -478,6 +502,7 @@ def _pipeline_routes(app: FastAPI, plane: ControlPlane) -> None:
         None,
         (404, 409),
         "Delete a pipeline (409 while it has savepoints: delete them first).",
+        operation="deletePipeline",
     )
     def delete_pipeline(env: str, name: str, _: Editor) -> Response:
         plane.delete_pipeline(env, name)
@@ -488,6 +513,7 @@ SourceParam = Annotated[
     SavepointSource | None,
     Query(description="Only the savepoints of this source."),
 ]
+SavepointParam = Annotated[str, Path(description="The savepoint's uid or metadata.name.")]
 ForceParam = Annotated[
     bool,
     Query(description="Required to delete savepoints (they can no longer be resumed from or inherited)."),
@@ -497,7 +523,14 @@ ForceParam = Annotated[
 def _savepoint_routes(app: FastAPI, plane: ControlPlane) -> None:
     route = _router(app, ["savepoints"])
 
-    @route("GET", "/pipelines/{name}/savepoints", SavepointList, (400, 404), "List a pipeline's savepoints.")
+    @route(
+        "GET",
+        "/pipelines/{name}/savepoints",
+        SavepointList,
+        (400, 404),
+        "List a pipeline's savepoints.",
+        operation="getSavepoints",
+    )
     def list_savepoints(env: str, name: str, _: Viewer, source: SourceParam = None) -> Response:
         return _page(plane.list_savepoints(env, name, source))
 
@@ -506,10 +539,15 @@ def _savepoint_routes(app: FastAPI, plane: ControlPlane) -> None:
         "/pipelines/{name}/savepoints",
         Savepoint,
         (400, 404, 409),
-        "Take a MANUAL savepoint of a running pipeline (completed by its next checkpoint).",
+        "Take a MANUAL savepoint of a running pipeline (completed by its next checkpoint), named by "
+        "the optional body's metadata.name.",
+        operation="createSavepoint",
     )
-    def create_savepoint(env: str, name: str, _: Editor) -> Response:
-        return _resource(plane.create_savepoint(env, name))
+    def create_savepoint(
+        env: str, name: str, _: Editor, body: Annotated[SavepointRequest | None, Body()] = None
+    ) -> Response:
+        savepoint_name = None if body is None or body.metadata is None else body.metadata.name
+        return _resource(plane.create_savepoint(env, name, savepoint_name))
 
     @route(
         "DELETE",
@@ -517,6 +555,7 @@ def _savepoint_routes(app: FastAPI, plane: ControlPlane) -> None:
         DeletedSavepoints,
         (400, 404, 409),
         "Delete every unpinned savepoint of one source (force=true required).",
+        operation="deleteSavepoints",
     )
     def delete_savepoints(
         env: str,
@@ -527,44 +566,62 @@ def _savepoint_routes(app: FastAPI, plane: ControlPlane) -> None:
     ) -> Response:
         return _json({"deleted": plane.delete_savepoints(env, name, source, force)})
 
-    @route("GET", "/pipelines/{name}/savepoints/{uid}", Savepoint, (404,), "Get a savepoint.")
-    def get_savepoint(env: str, name: str, uid: str, _: Viewer) -> Response:
-        return _resource(plane.get_savepoint(env, name, uid))
+    @route(
+        "GET",
+        "/pipelines/{name}/savepoints/{savepoint}",
+        Savepoint,
+        (404,),
+        "Get a savepoint by its uid or name.",
+        operation="getSavepoint",
+    )
+    def get_savepoint(env: str, name: str, savepoint: SavepointParam, _: Viewer) -> Response:
+        return _resource(plane.get_savepoint(env, name, savepoint))
 
     @route(
         "PATCH",
-        "/pipelines/{name}/savepoints/{uid}",
+        "/pipelines/{name}/savepoints/{savepoint}",
         Savepoint,
         (400, 404),
-        'Pin or unpin a savepoint: {"spec": {"pinned": true}}.',
+        'Pin or unpin a savepoint (by uid or name): {"spec": {"pinned": true}}.',
+        operation="updateSavepoint",
     )
     def patch_savepoint(
-        env: str, name: str, uid: str, _: Editor, body: Annotated[SavepointPatch, Body()]
+        env: str, name: str, savepoint: SavepointParam, _: Editor, body: Annotated[SavepointPatch, Body()]
     ) -> Response:
-        return _resource(plane.set_pinned(env, name, uid, body.spec.pinned))
+        return _resource(plane.set_pinned(env, name, savepoint, body.spec.pinned))
 
     @route(
         "DELETE",
-        "/pipelines/{name}/savepoints/{uid}",
+        "/pipelines/{name}/savepoints/{savepoint}",
         None,
         (404, 409),
-        "Delete a savepoint (force=true required; 409 while pinned or being recorded).",
+        "Delete a savepoint by uid or name (force=true required; 409 while pinned or being recorded).",
+        operation="deleteSavepoint",
     )
-    def delete_savepoint(env: str, name: str, uid: str, _: Editor, force: ForceParam = False) -> Response:
-        plane.delete_savepoint(env, name, uid, force)
+    def delete_savepoint(
+        env: str, name: str, savepoint: SavepointParam, _: Editor, force: ForceParam = False
+    ) -> Response:
+        plane.delete_savepoint(env, name, savepoint, force)
         return Response(status_code=204)
 
 
 Endpoint = Callable[..., Response]
 
 
-def _router(
-    app: FastAPI, tags: list[str]
-) -> Callable[[str, str, type[BaseModel] | None, Sequence[int], str], Callable[[Endpoint], Endpoint]]:
-    """A decorator registering one route under the environment prefix, with its documentation."""
+def _router(app: FastAPI, tags: list[str]) -> Callable[..., Callable[[Endpoint], Endpoint]]:
+    """A decorator registering one route under the environment prefix, with its documentation:
+    ``operation`` is its stable ``operationId`` (CMF's style: ``getPipelines``, ``createPipeline``),
+    ``yaml_body`` documents the body in YAML too."""
 
     def route(
-        method: str, path: str, model: type[BaseModel] | None, codes: Sequence[int], summary: str
+        method: str,
+        path: str,
+        model: type[BaseModel] | None,
+        codes: Sequence[int],
+        summary: str,
+        *,
+        operation: str,
+        yaml_body: type[BaseModel] | None = None,
     ) -> Callable[[Endpoint], Endpoint]:
         def register(endpoint: Endpoint) -> Endpoint:
             app.add_api_route(
@@ -573,12 +630,25 @@ def _router(
                 methods=[method],
                 tags=list(tags),
                 summary=summary,
+                operation_id=operation,
                 response_model=model,
                 status_code=200 if model is not None else 204,
                 responses=_errors(*codes),
+                openapi_extra=None if yaml_body is None else _yaml_request(yaml_body),
             )
             return endpoint
 
         return register
 
     return route
+
+
+def _yaml_request(model: type[BaseModel]) -> dict[str, Any]:
+    """The request body documented in YAML beside JSON (:func:`ferry.api.yaml_bodies.accept_yaml`)."""
+    schema = {"$ref": f"#/components/schemas/{model.__name__}"}
+    return {
+        "requestBody": {
+            "required": True,
+            "content": {"application/json": {"schema": schema}, YAML_MEDIA_TYPE: {"schema": schema}},
+        }
+    }

@@ -29,6 +29,7 @@ import ferry
 from ferry.control.config import ANY_ENVIRONMENT
 from ferry.control.overview import PipelineOverview, overview
 from ferry.control.store import Sample
+from ferry.pipeline.catch_up import format_eta
 from ferry.pipeline.checkpoints import now_ms
 
 if TYPE_CHECKING:
@@ -48,6 +49,7 @@ _templates = Environment(
     trim_blocks=True,
     lstrip_blocks=True,
 )
+_templates.filters["eta"] = format_eta
 
 
 @dataclass(frozen=True, slots=True)

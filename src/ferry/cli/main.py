@@ -21,7 +21,7 @@ import ferry
 from ferry.cli.output import render_status
 from ferry.config.exceptions import ConfigError
 from ferry.exceptions import FerryError
-from ferry.logs import FORMATS, LogFormat, configure
+from ferry.logs import FORMATS, LogFormat, configure, mask_secrets, register_secrets, secrets_of
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -38,16 +38,16 @@ def handle_errors(func: F) -> F:
         try:
             return func(*args, **kwargs)
         except ConfigError as e:
-            click.echo(f"error: {e}", err=True)
+            click.echo(f"error: {mask_secrets(str(e))}", err=True)
             sys.exit(EXIT_INVALID)
         except FerryError as e:
-            click.echo(f"error: {e}", err=True)
+            click.echo(f"error: {mask_secrets(str(e))}", err=True)
             sys.exit(EXIT_FAILED)
         except click.ClickException:
             raise
         except Exception as e:
             logging.getLogger(__name__).error("unexpected error", exc_info=e)
-            click.echo(f"error: unexpected {type(e).__name__}: {e}", err=True)
+            click.echo(f"error: unexpected {type(e).__name__}: {mask_secrets(str(e))}", err=True)
             sys.exit(EXIT_UNEXPECTED)
 
     return wrapper  # type: ignore[return-value]
@@ -165,6 +165,7 @@ def run(
     from ferry.worker import check_brokers, run_instances  # noqa: PLC0415
 
     config, warnings = read_job(job)
+    register_secrets(secrets_of(config))
     for warning in warnings:
         logging.getLogger(__name__).warning("%s", warning)
     _check_supported(job, config)
@@ -228,9 +229,33 @@ def run(
 @click.option("--state-url", help="SQLAlchemy URL of the state store (default: the job file's state.url).")
 @click.option("--pipeline", "pipeline_name", help="Only this pipeline.")
 @click.option("--output", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@click.option(
+    "--watch",
+    is_flag=True,
+    help="Refresh a table in the terminal (phase, rate, records behind, ETA, rows) until Ctrl-C.",
+)
+@click.option(
+    "--interval",
+    type=click.FloatRange(min=0.1),
+    default=2.0,
+    show_default=True,
+    metavar="SECONDS",
+    help="With --watch: how often the table is read again.",
+)
+@click.option("--refreshes", type=click.IntRange(min=1), default=None, hidden=True)
 @handle_errors
-def status(job: Path | None, state_url: str | None, pipeline_name: str | None, output: str) -> None:
-    """Phase, per-partition offsets and lag, rows written and schema-change history of pipelines."""
+def status(
+    *,
+    job: Path | None,
+    state_url: str | None,
+    pipeline_name: str | None,
+    output: str,
+    watch: bool,
+    interval: float,
+    refreshes: int | None,
+) -> None:
+    """Phase, per-partition offsets and lag, rows written and schema-change history of pipelines;
+    with --watch, a live table with the records behind and the ETA of the catch-up."""
     from ferry.config.loader import load_job  # noqa: PLC0415
     from ferry.state import StateStore  # noqa: PLC0415
 
@@ -241,6 +266,13 @@ def status(job: Path | None, state_url: str | None, pipeline_name: str | None, o
     if state_url is None:
         raise click.UsageError("give a job file or --state-url")
     store = StateStore(state_url)
+    if watch:
+        if output != "text":
+            raise click.UsageError("--watch renders a table: give it without --output json")
+        from ferry.cli.watch import watch_status  # noqa: PLC0415
+
+        watch_status(store, pipeline_name, interval, refreshes=refreshes)
+        return
     names = [pipeline_name] if pipeline_name else store.pipelines()
     click.echo(render_status(store, names, output))
 

@@ -8,7 +8,9 @@ from collections.abc import Mapping
 from typing import Any
 
 import orjson
+from rich.table import Table
 
+from ferry.pipeline.catch_up import eta_seconds, format_eta
 from ferry.state import StateStore
 
 
@@ -47,6 +49,7 @@ def status_data(store: StateStore, names: list[str]) -> list[dict[str, Any]]:
                         "reason": h.reason,
                         "position": h.position,
                         "at_ms": h.at_ms,
+                        "barrier_ms": h.barrier_ms,
                     }
                     for h in history
                 ],
@@ -72,6 +75,12 @@ def render_status(store: StateStore, names: list[str], output: str) -> str:
             f"bad records {m.get('bad_records', 0)}, tombstones {m.get('tombstones', 0)}, "
             f"checkpoints {m.get('checkpoints', 0)} (last {_when(m.get('last_checkpoint_ms'))})"
         )
+        behind = m.get("records_behind")
+        if behind:
+            lines.append(
+                f"  catching up: {behind} records behind at {_rate(m.get('rate_eps'))}, "
+                f"ETA {format_eta(m.get('eta_s'))}"
+            )
         if m.get("schema_change_wait_ms"):
             lines.append(f"  time spent in schema-change barriers: {m['schema_change_wait_ms']} ms")
         lines.append("  partitions (offset / lag):")
@@ -95,10 +104,54 @@ def render_status(store: StateStore, names: list[str], output: str) -> str:
             lines.append(f"  rows of {table} that lost columns the sink lacks: {count}")
         lines.append("  schema-change history:")
         for h in p["schema_history"]:
-            lines.append(f"    {_when(h['at_ms'])}  {h['change']}  → {h['outcome']} ({h['reason']})")
+            barrier = "" if h["barrier_ms"] is None else f"; barrier {h['barrier_ms']} ms"
+            lines.append(f"    {_when(h['at_ms'])}  {h['change']}  → {h['outcome']} ({h['reason']}){barrier}")
         if not p["schema_history"]:
             lines.append("    (none)")
     return "\n".join(lines)
+
+
+def _rate(rate: Any) -> str:
+    return "–" if rate is None else f"{float(rate):,.1f} records/s"
+
+
+def status_table(store: StateStore, names: list[str], at_ms: int) -> Table:
+    """The live table of ``ferry status --watch``: per pipeline its phase, records read, recent
+    rate, records behind and the ETA of the catch-up (records behind ÷ recent rate), rows
+    written, and what it does."""
+    table = Table(title=f"ferry status at {_when(at_ms)}", expand=False)
+    for header, justify in (
+        ("pipeline", "left"),
+        ("phase", "left"),
+        ("records read", "right"),
+        ("rate", "right"),
+        ("behind", "right"),
+        ("ETA", "right"),
+        ("rows written", "right"),
+        ("updated", "left"),
+        ("detail", "left"),
+    ):
+        table.add_column(header, justify=justify)  # type: ignore[arg-type]
+    for p in status_data(store, names):
+        m = p["metrics"]
+        behind = m.get("records_behind")
+        if behind is None:
+            behind = sum(int(n) for parts in (m.get("lag") or {}).values() for n in parts.values())
+        rate = m.get("rate_eps")
+        table.add_row(
+            p["pipeline"],
+            p["phase"],
+            f"{m.get('records_read', 0):,}",
+            _rate(rate),
+            f"{behind:,}",
+            format_eta(eta_seconds(int(behind), rate)) if p["phase"] == "RUNNING" else "–",
+            f"{sum((m.get('rows_written') or {}).values()):,}",
+            _when(p["updated_ms"]),
+            p["detail"],
+        )
+    if not names:
+        table.caption = "no pipelines in this state store"
+    return table
 
 
 def render_pipeline(resource: Mapping[str, Any]) -> str:
@@ -108,6 +161,15 @@ def render_pipeline(resource: Mapping[str, Any]) -> str:
         f"  phase:    {status.get('phase', '?')}",
         f"  detail:   {status.get('detail', '')}",
     ]
+    for field_name in ("labels", "annotations"):
+        pairs = metadata.get(field_name) or {}
+        if pairs:
+            lines.append(f"  {field_name}: " + ", ".join(f"{k}={v}" for k, v in sorted(pairs.items())))
+    traits = status.get("traits") or {}
+    lines.append(
+        f"  bounded: {'yes' if traits.get('isBounded') else 'no'}; "
+        f"append-only: {'yes' if traits.get('isAppendOnly') else 'no'}"
+    )
     if status.get("deadline"):
         lines.append(f"  deadline: {status['deadline']}")
     reference = (spec.get("properties") or {}).get("sql.tables.initial-offset-from")
@@ -123,7 +185,8 @@ def render_pipeline(resource: Mapping[str, Any]) -> str:
     if progress:
         lines.append(
             f"  progress: {progress['recordsDone']} of {progress['recordsTotal']} records "
-            f"({progress['percent']}%)"
+            f"({progress['percent']}%), {_rate(progress.get('ratePerSecond'))}, "
+            f"ETA {format_eta(progress.get('etaSeconds'))}"
         )
     if status.get("lostOffsets"):
         lines.append(f"  lost to retention: {status['lostOffsets']}")
@@ -189,7 +252,8 @@ def render_pipelines(items: list[Mapping[str, Any]], environment: str) -> str:
 def render_savepoint(resource: Mapping[str, Any]) -> str:
     metadata, spec, status = resource["metadata"], resource["spec"], resource["status"]
     lines = [
-        f"savepoint {metadata['uid']} of pipeline {metadata['pipeline']}",
+        f"savepoint {metadata.get('name', metadata['uid'])} ({metadata['uid']}) of pipeline "
+        f"{metadata['pipeline']}",
         f"  source: {spec['source']}; pinned: {'yes' if spec['pinned'] else 'no'}",
         f"  state:  {status['state']}" + (f" ({status['reason']})" if status.get("reason") else ""),
         f"  requested {metadata.get('creationTimestamp')}, completed {status.get('completionTimestamp')}",
@@ -202,11 +266,13 @@ def render_savepoint(resource: Mapping[str, Any]) -> str:
 def render_savepoints(items: list[Mapping[str, Any]], pipeline_name: str) -> str:
     if not items:
         return f"no savepoints of pipeline {pipeline_name}"
-    lines = [f"{'UID':<36}  {'SOURCE':<8}  {'STATE':<9}  PINNED  REQUESTED"]
+    width = max(len("NAME"), *(len(i["metadata"].get("name", "")) for i in items))
+    lines = [f"{'NAME':<{width}}  {'UID':<36}  {'SOURCE':<8}  {'STATE':<9}  PINNED  REQUESTED"]
     for item in items:
         status, spec = item["status"], item["spec"]
         reason = f"  {status['reason']}" if status.get("reason") else ""
         lines.append(
+            f"{item['metadata'].get('name', ''):<{width}}  "
             f"{item['metadata']['uid']:<36}  {spec['source']:<8}  {status['state']:<9}  "
             f"{'yes' if spec['pinned'] else 'no':<6}  {item['metadata'].get('creationTimestamp')}{reason}"
         )

@@ -24,6 +24,7 @@ from ferry import install_hint
 from ferry.api.client import Api, ApiError, Client, Local
 from ferry.cli.output import render_pipeline, render_pipelines, render_savepoint, render_savepoints
 from ferry.control.models import API_VERSION, SavepointSource
+from ferry.logs import mask_secrets
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -79,7 +80,7 @@ def api_command(func: F) -> F:
         try:
             func(*args, api=Api(client, environment), output=output, **kwargs)
         except ApiError as e:
-            click.echo(f"error: {e.message}", err=True)
+            click.echo(f"error: {mask_secrets(e.message)}", err=True)
             sys.exit(EXIT_REFUSED if e.refused else EXIT_SERVER)
         finally:
             client.close()
@@ -155,6 +156,8 @@ def pipeline() -> None:
 @click.option("--upgrade-mode", type=click.Choice(["savepoint", "stateless"]), default=None)
 @click.option("--savepoint-interval", metavar="DURATION", help="Take a SCHEDULE savepoint this often.")
 @click.option("--stopped", is_flag=True, help="Create it stopped.")
+@click.option("--label", "labels", multiple=True, metavar="KEY=VALUE", help="A label (repeatable).")
+@click.option("--annotation", "annotations", multiple=True, metavar="KEY=VALUE", help="An annotation.")
 @api_command
 def create_pipeline(
     *,
@@ -165,6 +168,8 @@ def create_pipeline(
     upgrade_mode: str | None,
     savepoint_interval: str | None,
     stopped: bool,
+    labels: tuple[str, ...],
+    annotations: tuple[str, ...],
     api: Api,
     output: str,
 ) -> None:
@@ -178,7 +183,11 @@ def create_pipeline(
         spec["savepointInterval"] = savepoint_interval
     if stopped:
         spec["stopped"] = True
-    resource = api.call("POST", "pipelines", body=_pipeline_body(name, spec))
+    metadata = {
+        "labels": _pairs(labels, "--label"),
+        "annotations": _pairs(annotations, "--annotation"),
+    }
+    resource = api.call("POST", "pipelines", body=_pipeline_body(name, spec, metadata))
     _emit(output, resource, lambda: f"created pipeline {name}\n{render_pipeline(resource)}")
 
 
@@ -233,8 +242,15 @@ def _set_stopped(api: Api, name: str, stopped: bool, output: str) -> None:
     _emit(output, resource, lambda: f"{verb} requested for pipeline {name}\n{render_pipeline(resource)}")
 
 
-def _pipeline_body(name: str, spec: Mapping[str, Any]) -> dict[str, Any]:
-    return {"apiVersion": API_VERSION, "kind": "Pipeline", "metadata": {"name": name}, "spec": dict(spec)}
+def _pipeline_body(
+    name: str, spec: Mapping[str, Any], metadata: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
+    return {
+        "apiVersion": API_VERSION,
+        "kind": "Pipeline",
+        "metadata": {"name": name, **(metadata or {})},
+        "spec": dict(spec),
+    }
 
 
 def _read_job(path: Path) -> str:
@@ -245,13 +261,17 @@ def _read_job(path: Path) -> str:
 
 
 def _properties(items: tuple[str, ...]) -> dict[str, str]:
-    properties: dict[str, str] = {}
+    return _pairs(items, "--property")
+
+
+def _pairs(items: tuple[str, ...], option: str) -> dict[str, str]:
+    pairs: dict[str, str] = {}
     for item in items:
         key, sep, value = item.partition("=")
         if not sep or not key:
-            raise click.BadParameter(f"{item!r} is not KEY=VALUE", param_hint="--property")
-        properties[key] = value
-    return properties
+            raise click.BadParameter(f"{item!r} is not KEY=VALUE", param_hint=option)
+        pairs[key] = value
+    return pairs
 
 
 # --------------------------------------------------------------------------------------------------
@@ -277,35 +297,41 @@ def list_savepoints(pipeline_name: str, source: str | None, api: Api, output: st
 
 @savepoint.command("get")
 @click.argument("pipeline_name", metavar="PIPELINE")
-@click.argument("uid")
+@click.argument("uid", metavar="SAVEPOINT")
 @api_command
 def get_savepoint(pipeline_name: str, uid: str, api: Api, output: str) -> None:
-    """Show a savepoint: state, reason, offsets."""
+    """Show savepoint SAVEPOINT (its uid or name): state, reason, offsets."""
     resource = api.call("GET", "pipelines", pipeline_name, "savepoints", uid)
     _emit(output, resource, lambda: render_savepoint(resource))
 
 
 @savepoint.command("create")
 @click.argument("pipeline_name", metavar="PIPELINE")
+@click.option("--name", "savepoint_name", help="Name it (default: manual-<uid prefix>).")
 @api_command
-def create_savepoint(pipeline_name: str, api: Api, output: str) -> None:
+def create_savepoint(pipeline_name: str, savepoint_name: str | None, api: Api, output: str) -> None:
     """Take a MANUAL savepoint of a running pipeline (recorded at its next checkpoint)."""
-    resource = api.call("POST", "pipelines", pipeline_name, "savepoints")
-    _emit(output, resource, lambda: f"requested savepoint {resource['metadata']['uid']}")
+    body = None if savepoint_name is None else {"metadata": {"name": savepoint_name}}
+    resource = api.call("POST", "pipelines", pipeline_name, "savepoints", body=body)
+    _emit(
+        output,
+        resource,
+        lambda: f"requested savepoint {resource['metadata']['name']} ({resource['metadata']['uid']})",
+    )
 
 
 @savepoint.command("delete")
 @click.argument("pipeline_name", metavar="PIPELINE")
-@click.argument("uid", required=False)
+@click.argument("uid", metavar="[SAVEPOINT]", required=False)
 @click.option("--source", type=click.Choice(SOURCES), help="Delete every unpinned savepoint of this source.")
 @click.option("--force", is_flag=True, help="Required: a deleted savepoint can no longer be used.")
 @api_command
 def delete_savepoint(
     *, pipeline_name: str, uid: str | None, source: str | None, force: bool, api: Api, output: str
 ) -> None:
-    """Delete savepoint UID of PIPELINE, or all of one --source."""
+    """Delete savepoint SAVEPOINT (uid or name) of PIPELINE, or all of one --source."""
     if (uid is None) == (source is None):
-        raise click.UsageError("give a savepoint UID or --source, not both")
+        raise click.UsageError("give a savepoint (uid or name) or --source, not both")
     params = {"force": "true" if force else "false"}
     if uid is not None:
         api.call("DELETE", "pipelines", pipeline_name, "savepoints", uid, params=params)
@@ -328,7 +354,7 @@ def delete_savepoint(
 
 @savepoint.command("pin")
 @click.argument("pipeline_name", metavar="PIPELINE")
-@click.argument("uid")
+@click.argument("uid", metavar="SAVEPOINT")
 @api_command
 def pin_savepoint(pipeline_name: str, uid: str, api: Api, output: str) -> None:
     """Pin a savepoint: bulk deletes keep it."""
@@ -337,7 +363,7 @@ def pin_savepoint(pipeline_name: str, uid: str, api: Api, output: str) -> None:
 
 @savepoint.command("unpin")
 @click.argument("pipeline_name", metavar="PIPELINE")
-@click.argument("uid")
+@click.argument("uid", metavar="SAVEPOINT")
 @api_command
 def unpin_savepoint(pipeline_name: str, uid: str, api: Api, output: str) -> None:
     """Unpin a savepoint."""
@@ -373,7 +399,12 @@ def _set_pinned(api: Api, name: str, uid: str, pinned: bool, output: str) -> Non
     metavar="TOPIC=OFFSETS",
     help="Start at these offsets, e.g. orders=partition:0,offset:42;partition:1,offset:7 (repeatable).",
 )
-@click.option("--from-savepoint", metavar="UID", help="Start at the offsets of this completed savepoint.")
+@click.option(
+    "--from-savepoint",
+    metavar="UID",
+    help="Start at the offsets of this completed savepoint (its uid; PIPELINE/NAME for one of "
+    "the environment's pipelines by name).",
+)
 @click.option(
     "--bounded",
     metavar="END",
@@ -417,7 +448,7 @@ def replay(
         job = api.call("GET", "pipelines", like)["spec"]["job"]
     spec: dict[str, Any] = {
         "job": job,
-        "startFrom": _start_from(from_timestamp, from_offsets, from_savepoint),
+        "startFrom": _start_from(api, from_timestamp, from_offsets, from_savepoint),
     }
     if bounded:
         spec["bounded"] = _bounded(bounded)
@@ -431,11 +462,21 @@ def replay(
     _emit(output, resource, lambda: f"created replay {name}\n{render_pipeline(resource)}")
 
 
-def _start_from(timestamp: str | None, offsets: tuple[str, ...], savepoint_uid: str | None) -> dict[str, Any]:
+def _savepoint_uid(api: Api, given: str) -> str:
+    """``PIPELINE/NAME`` looked up to the savepoint's uid (``spec.startFrom.savepoint`` is a uid)."""
+    pipeline_name, sep, savepoint_name = given.partition("/")
+    if not sep:
+        return given
+    return str(api.call("GET", "pipelines", pipeline_name, "savepoints", savepoint_name)["metadata"]["uid"])
+
+
+def _start_from(
+    api: Api, timestamp: str | None, offsets: tuple[str, ...], savepoint_uid: str | None
+) -> dict[str, Any]:
     if timestamp is not None:
         return {"timestampMillis": parse_millis(timestamp, "--from-timestamp")}
     if savepoint_uid is not None:
-        return {"savepoint": savepoint_uid}
+        return {"savepoint": _savepoint_uid(api, savepoint_uid)}
     by_topic: dict[str, str] = {}
     for item in offsets:
         topic, sep, value = item.partition("=")

@@ -35,7 +35,7 @@ def behavior_refusal(sink_type: str, behavior: SchemaChangeBehavior) -> str | No
         and not declared.capabilities.try_evolve
     ):
         return (
-            f"pipeline.schema.change.behavior: the {sink_type} sink does not take TRY_EVOLVE "
+            f"the {sink_type} sink does not take TRY_EVOLVE "
             "(a refused change would leave its table behind the source); use LENIENT or EVOLVE"
         )
     return None
@@ -57,4 +57,4 @@ def check_supported(job: JobConfig) -> None:
             raise UnsupportedOptionError(reason, f"transform[{index}].projection")
     refusal = behavior_refusal(job.sink.type, job.pipeline.schema_change_behavior)
     if refusal is not None:
-        raise UnsupportedOptionError(refusal)
+        raise UnsupportedOptionError(refusal, "pipeline.schema.change.behavior")

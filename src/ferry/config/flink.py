@@ -53,6 +53,13 @@ SINK_IGNORED: Mapping[str, Mapping[str, str]] = {
         "sink.ignore.update-before": "ferry writes the new row of an update, never its before-image",
         "sink.enable-delete": "ferry always deletes by key",
     },
+    "iceberg": {
+        "catalog.properties.io-impl": (
+            "a Java FileIO class; pyiceberg chooses its FileIO by the warehouse's scheme "
+            "(catalog.properties.py-io-impl names another)"
+        ),
+        "catalog.properties.glue.skip-name-validation": "pyiceberg's Glue catalog has no such check to skip",
+    },
     "maxcompute": {
         "total.buffer-size": _CHECKPOINT_WRITES,
         "bucket.buffer-size": _CHECKPOINT_WRITES,
@@ -62,7 +69,11 @@ SINK_IGNORED: Mapping[str, Mapping[str, str]] = {
 }
 
 #: Other names of sink types: Flink CDC's connector name → ferry's sink that speaks its protocol.
-SINK_TYPE_SPELLINGS: Mapping[str, str] = {"doris": "selectdb"}
+SINK_TYPE_SPELLINGS: Mapping[str, str] = {
+    "doris": "selectdb",
+    # Flink CDC's test sink, which keeps the events it is given: ferry's memory sink
+    "values": "memory",
+}
 
 
 def ignored_keys(section: str, sink_type: str | None) -> Mapping[str, str]:
@@ -72,3 +83,32 @@ def ignored_keys(section: str, sink_type: str | None) -> Mapping[str, str]:
     if section == "sink" and sink_type is not None:
         return SINK_IGNORED.get(SINK_TYPE_SPELLINGS.get(sink_type, sink_type), {})
     return {}
+
+
+#: Per sink type, key prefixes of its Flink CDC connector that ferry refuses → why, and what to do.
+SINK_REFUSED: Mapping[str, Mapping[str, str]] = {
+    "iceberg": {
+        "catalog.properties.catalog-impl": (
+            "a Java catalog class, which pyiceberg cannot load; name the catalog with "
+            "catalog.properties.type (sql, rest, glue, hive, dynamodb) or a Python class with "
+            "catalog.properties.py-catalog-impl"
+        ),
+        "hadoop.conf.": (
+            "hadoop.conf.* configures the Hadoop file systems of Iceberg's Java library, which pyiceberg "
+            "does not use; give its FileIO the same settings as catalog.properties (s3.endpoint, "
+            "s3.access-key-id, s3.path-style-access, hdfs.host, gcs.project-id, ...)"
+        ),
+    },
+    "selectdb": {
+        "table.create.auto-partition.properties.": (
+            "ferry does not create auto-partitioned tables; create the table with AUTO PARTITION BY "
+            "RANGE (date_trunc(...)) before the pipeline starts (ferry writes into a table that exists)"
+        ),
+    },
+}
+
+
+def refused_key(sink_type: str, key: str) -> str | None:
+    """Why ferry refuses ``key`` of a sink of ``sink_type`` (Flink CDC's name or ferry's), or None."""
+    refused = SINK_REFUSED.get(SINK_TYPE_SPELLINGS.get(sink_type, sink_type), {})
+    return next((reason for prefix, reason in refused.items() if key.startswith(prefix)), None)

@@ -31,7 +31,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
 from ferry.config.exceptions import OptionError
-from ferry.config.flink import SINK_TYPE_SPELLINGS
+from ferry.config.flink import SINK_TYPE_SPELLINGS, refused_key
 from ferry.config.names import kafka_name
 from ferry.config.transforms import (
     TransformConfig,
@@ -641,6 +641,17 @@ class PipelineConfig(ConfigModel):
 
     @model_validator(mode="before")
     @classmethod
+    def _no_models(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "model" in data:
+            raise OptionError(
+                "AI models (Flink CDC's model functions in transforms) are not in ferry; call a model "
+                "from a Python function declared in pipeline.user-defined-function",
+                "model",
+            )
+        return data
+
+    @model_validator(mode="before")
+    @classmethod
     def _default_dead_letter_topic(cls, data: Any) -> Any:
         if isinstance(data, dict) and "dead-letter.topic" not in data and "dead_letter_topic" not in data:
             name = data.get("name")
@@ -732,6 +743,11 @@ class JobConfig(ConfigModel):
                     "or rest, hive or glue",
                     "catalog.properties.type",
                 )
+        if isinstance(value, dict):
+            for key in value:
+                reason = refused_key(str(value.get("type")), key) if isinstance(key, str) else None
+                if reason is not None:
+                    raise OptionError(reason, key)
         return value
 
     @field_validator("sink")

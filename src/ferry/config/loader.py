@@ -101,13 +101,44 @@ def problem_at(path: str | Path, key_path: str, message: str) -> ConfigError:
         root = _parse(Path(path).read_text(encoding="utf-8"), file)
     except (OSError, UnicodeDecodeError, ConfigError):
         return ConfigError.at(file, message, key_path=key_path)
-    loc: list[str | int] = []
+    parts: list[str | int] = []
     for name, index in re.findall(r"([^.\[\]]+)|\[(\d+)\]", key_path):
-        loc.append(int(index) if index else name)
+        parts.append(int(index) if index else name)
     if not isinstance(root, CommentedMap):
         return ConfigError.at(file, message, key_path=key_path)
-    _, (line, col) = _locate(root, tuple(loc))
+    _, (line, col) = _locate(root, _dotted_keys(root, parts))
     return ConfigError.at(file, message, line=line + 1, column=col + 1, key_path=key_path)
+
+
+def _dotted_keys(root: CommentedMap, parts: list[str | int]) -> tuple[str | int, ...]:
+    """``parts`` of a key path joined back into the file's dotted keys (``pipeline``,
+    ``schema.change.behavior``), the longest key a mapping of the file has at each step."""
+    loc: list[str | int] = []
+    node: Any = root
+    i = 0
+    while i < len(parts):
+        part = parts[i]
+        if isinstance(node, CommentedMap) and isinstance(part, str):
+            end = i + 1
+            while end < len(parts) and isinstance(parts[end], str):
+                end += 1
+            for j in range(end, i, -1):
+                key = ".".join(str(p) for p in parts[i:j])
+                if _has_key(node, key):
+                    loc.append(key)
+                    node, i = node[key], j
+                    break
+            else:
+                loc.extend(parts[i:])
+                break
+            continue
+        if isinstance(node, CommentedSeq) and isinstance(part, int) and 0 <= part < len(node):
+            loc.append(part)
+            node, i = node[part], i + 1
+            continue
+        loc.extend(parts[i:])
+        break
+    return tuple(loc)
 
 
 def _table_option_warnings(root: CommentedMap, data: dict[str, Any], file: str) -> list[ConfigProblem]:

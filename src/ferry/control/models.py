@@ -159,8 +159,18 @@ class Resource(Document):
     model_config = ConfigDict(populate_by_name=True, extra="forbid")
 
 
+#: ``metadata.labels`` and ``metadata.annotations``: Kubernetes-style string maps, as in CMF.
+Labels = dict[str, str]
+
+
 class PipelineMetadata(Resource):
     name: str = Field(description="1 to 100 lower-case letters, digits and '-'.")
+    labels: Labels = Field(
+        default_factory=dict, description="Key-value pairs to select and group pipelines by."
+    )
+    annotations: Labels = Field(
+        default_factory=dict, description="Key-value pairs for tools and people; ferry keeps them."
+    )
     environment: str | None = Field(default=None, json_schema_extra={"readOnly": True})
     uid: str | None = Field(default=None, json_schema_extra={"readOnly": True})
     creation_timestamp: str | None = Field(
@@ -175,6 +185,17 @@ class PipelineMetadata(Resource):
 
 
 class PipelineTraits(Resource):
+    is_bounded: bool = Field(
+        default=False,
+        alias="isBounded",
+        description="The pipeline stops by itself: spec.bounded or the job's scan.bounded.mode.",
+    )
+    is_append_only: bool = Field(
+        default=False,
+        alias="isAppendOnly",
+        description="The sink only appends (each change a new record: a Kafka sink without "
+        "sink.upsert); false when rows are updated or deleted by key.",
+    )
     inherited_offset_topics: list[str] = Field(
         default_factory=list,
         alias="inheritedOffsetTopics",
@@ -186,6 +207,16 @@ class Progress(Resource):
     records_done: int = Field(alias="recordsDone")
     records_total: int = Field(alias="recordsTotal")
     percent: float
+    rate_per_second: float | None = Field(
+        default=None,
+        alias="ratePerSecond",
+        description="Records read per second over the last 30 s (None before a rate is known).",
+    )
+    eta_seconds: float | None = Field(
+        default=None,
+        alias="etaSeconds",
+        description="The records left divided by ratePerSecond (None without a rate).",
+    )
 
 
 class PipelineStatus(Resource):
@@ -225,6 +256,10 @@ class Pipeline(Resource):
 
 
 class SavepointMetadata(Resource):
+    name: str = Field(
+        description="Unique among the pipeline's savepoints; given on POST, else "
+        "<source>-<first 8 characters of the uid> (lower case)."
+    )
     uid: str
     pipeline: str
     environment: str

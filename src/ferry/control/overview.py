@@ -15,7 +15,9 @@ from typing import Any
 from ferry.control.models import Pipeline, Savepoint
 from ferry.control.service import ControlPlane, iso, savepoint_resource
 from ferry.control.store import SAMPLES_KEPT_MS, Sample
+from ferry.pipeline.catch_up import eta_seconds
 from ferry.pipeline.checkpoints import SchemaHistoryEntry, now_ms
+from ferry.pipeline.phase import Phase
 
 
 @dataclass(frozen=True, slots=True)
@@ -28,10 +30,14 @@ class TimelineEntry:
     change: str
     decision: str
     reason: str
-    #: The time the pipeline waited on barriers in the sample interval of the change (None
-    #: before the interval was sampled); shared by ``barrier_shared_by`` changes of that interval.
+    #: From the start of the barrier before the change to the change applied, as the schema
+    #: operator measured it (0: applied without a barrier). For a change recorded before ferry
+    #: measured it (``barrier_exact`` false): the time the pipeline waited on barriers in the sample
+    #: interval of the change (None before the interval was sampled), shared by
+    #: ``barrier_shared_by`` changes of that interval.
     barrier_ms: int | None
     barrier_shared_by: int
+    barrier_exact: bool = True
 
 
 @dataclass(frozen=True, slots=True)
@@ -47,6 +53,9 @@ class PipelineOverview:
     pipeline: Pipeline
     lag_records: int | None
     throughput_eps: float | None
+    #: A running pipeline's catch-up: records behind ÷ the recent rate, in seconds (0 caught up;
+    #: None without a rate or when not running).
+    eta_s: float | None
     rows_written: int | None
     timeline: list[TimelineEntry]
     dead_letters: DeadLetters
@@ -70,10 +79,13 @@ def overview(plane: ControlPlane, environment: str, name: str) -> PipelineOvervi
         metrics = runner["metrics"]
     lag = metrics.get("lag")
     rows = metrics.get("rows_written")
+    behind = None if lag is None else sum(int(n) for parts in lag.values() for n in parts.values())
+    running = pipeline.status.phase == Phase.RUNNING
     return PipelineOverview(
         pipeline=pipeline,
-        lag_records=None if lag is None else sum(int(n) for parts in lag.values() for n in parts.values()),
+        lag_records=behind,
         throughput_eps=metrics.get("throughput_eps"),
+        eta_s=eta_seconds(behind, metrics.get("rate_eps")) if running and behind is not None else None,
         rows_written=None if rows is None else sum(int(n) for n in rows.values()),
         timeline=timeline(plane.state.schema_history(row.runtime_name), samples),
         dead_letters=DeadLetters(
@@ -90,21 +102,22 @@ def overview(plane: ControlPlane, environment: str, name: str) -> PipelineOvervi
 
 
 def timeline(history: Sequence[SchemaHistoryEntry], samples: Sequence[Sample]) -> list[TimelineEntry]:
-    """The schema changes, newest first, each with the barrier time of the sample interval it fell
-    in: the growth of the runner's barrier total from the sample before to the first sample at
-    or after the change (a runner that restarted counts from 0 again)."""
+    """The schema changes, newest first, each with its barrier time: the one the schema operator
+    recorded with the change, or for a change recorded without one, the barrier time of the
+    sample interval it fell in (the growth of the runner's barrier total from the sample before
+    to the first sample at or after the change; a runner that restarted counts from 0 again)."""
     instants = [s.at_ms for s in samples]
     windows: list[int | None] = []
     for entry in history:
         i = bisect_left(instants, entry.at_ms)
-        windows.append(None if i == len(samples) else i)
+        windows.append(None if i == len(samples) or entry.barrier_ms is not None else i)
     shared: dict[int, int] = {}
     for window in windows:
         if window is not None:
             shared[window] = shared.get(window, 0) + 1
     entries = []
     for entry, window in zip(history, windows, strict=True):
-        barrier: int | None = None
+        barrier: int | None = entry.barrier_ms
         if window is not None:
             after = samples[window].barrier_ms
             before = samples[window - 1].barrier_ms if window > 0 else 0
@@ -119,6 +132,7 @@ def timeline(history: Sequence[SchemaHistoryEntry], samples: Sequence[Sample]) -
                 reason=entry.reason,
                 barrier_ms=barrier,
                 barrier_shared_by=1 if window is None else shared[window],
+                barrier_exact=entry.barrier_ms is not None,
             )
         )
     return entries[::-1]

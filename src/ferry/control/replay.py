@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from ferry.config.job import JobConfig
 from ferry.control.exceptions import ControlError
 from ferry.control.models import PipelineSpec
+from ferry.logs import kafka_logger
 from ferry.pipeline.checkpoints import Checkpoint
 from ferry.pipeline.schema import TableId
 from ferry.sinks.base import TableDropping
@@ -57,7 +58,10 @@ def offset_range(
     from ferry.connectors.kafka.source import offset_at  # noqa: PLC0415
 
     assert spec.bounded is not None
-    consumer = Consumer({"bootstrap.servers": job.source.bootstrap_servers, "group.id": "ferry-replay-range"})
+    consumer = Consumer(
+        {"bootstrap.servers": job.source.bootstrap_servers, "group.id": "ferry-replay-range"},
+        logger=kafka_logger(),
+    )
     starts: dict[tuple[str, int], int] = {}
     ends: dict[tuple[str, int], int] = {}
     try:

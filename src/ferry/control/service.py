@@ -17,7 +17,7 @@ from pydantic import ValidationError
 
 from ferry.config.checks import UnsupportedOptionError, check_supported
 from ferry.config.exceptions import ConfigError
-from ferry.config.job import JobConfig, format_specific_offsets
+from ferry.config.job import BoundedMode, JobConfig, format_specific_offsets
 from ferry.config.loader import load_job_text
 from ferry.control.exceptions import ControlError
 from ferry.control.models import (
@@ -40,14 +40,20 @@ from ferry.control.models import (
 from ferry.control.names import name_error
 from ferry.control.replay import check_rebuild
 from ferry.control.store import ControlStore, PipelineRow, SavepointRow, runtime_name
+from ferry.logs import register_secrets, secrets_of
 from ferry.offsets import decode_offsets
 from ferry.options import parse_duration
+from ferry.pipeline.catch_up import eta_seconds
 from ferry.pipeline.checkpoints import now_ms
 from ferry.pipeline.phase import Phase
 from ferry.state import StateStore
 
 _NAME_RE = re.compile(r"[a-z0-9]([-a-z0-9]{0,98}[a-z0-9])?")
 _READ_ONLY_METADATA = ("uid", "creationTimestamp", "updateTimestamp", "environment")
+_MAPS = ("labels", "annotations")
+_LABEL_KEY_RE = re.compile(
+    r"([a-z0-9]([-a-z0-9.]{0,251}[a-z0-9])?/)?[A-Za-z0-9]([-A-Za-z0-9_.]{0,61}[A-Za-z0-9])?"
+)
 
 
 @dataclass(frozen=True, slots=True)
@@ -81,14 +87,27 @@ def latest_offsets_format(offsets: Mapping[str, Mapping[str, int]]) -> dict[str,
 def load_job(spec: PipelineSpec, name: str) -> JobConfig:
     """The pipeline's job file, validated; errors name the line and key (400)."""
     try:
-        return load_job_text(spec.job, file=f"pipeline {name} spec.job")
+        job = load_job_text(spec.job, file=f"pipeline {name} spec.job")
     except ConfigError as e:
         raise ControlError(400, str(e)) from None
+    register_secrets(secrets_of(job))
+    return job
 
 
 def upsert_sink(job: JobConfig) -> bool:
     """Whether the job's sink writes in upsert mode (``sink.upsert: true``)."""
     return bool(getattr(job.sink, "upsert", False))
+
+
+def bounded_job(job: JobConfig) -> bool:
+    """Whether the job's source stops by itself (``scan.bounded.mode`` other than unbounded)."""
+    return job.source.scan_bounded_mode != BoundedMode.UNBOUNDED
+
+
+def append_only(job: JobConfig) -> bool:
+    """Whether the sink only appends: a Kafka sink without ``sink.upsert`` writes each change as a
+    new record; every table sink updates and deletes rows by key, and an upsert topic is compacted."""
+    return job.sink.type == "kafka" and not upsert_sink(job)
 
 
 def stateful_reason(job: JobConfig) -> str | None:
@@ -134,6 +153,7 @@ class ControlPlane:
         for key in _READ_ONLY_METADATA:
             if key in metadata:
                 raise ControlError(422, f"metadata.{key} is read-only; remove it from the request")
+        maps = _metadata_maps(metadata)
         if "status" in body:
             raise ControlError(422, "status is read-only; remove it from the request")
         spec = self._spec(body.get("spec"))
@@ -154,7 +174,7 @@ class ControlPlane:
             self.usable_savepoint(spec.start_from.savepoint, environment)
         if spec.stopped:
             detail = "created stopped"
-        row = self.store.insert_pipeline(environment, name, spec.document(), detail, at_ms=created)
+        row = self.store.insert_pipeline(environment, name, spec.document(), detail, at_ms=created, **maps)
         if spec.stopped:
             self.store.update_pipeline(row, phase=Phase.STOPPED)
         elif deadline is not None:
@@ -181,6 +201,13 @@ class ControlPlane:
         for key in _READ_ONLY_METADATA:
             if key in metadata and metadata[key] != current_metadata[key]:
                 raise ControlError(422, f"metadata.{key} is read-only: it cannot be changed")
+        maps = _metadata_maps(metadata)
+        changed_maps: dict[str, Any] = {
+            k: maps[k] for k in _MAPS if k in metadata and maps[k] != getattr(row, k)
+        }
+        if changed_maps:
+            self.store.update_pipeline(row, **changed_maps)
+            row = self._row(environment, name)
         spec = self._spec(body.get("spec"))
         current = PipelineSpec.model_validate(row.spec)
         changed = {
@@ -246,9 +273,18 @@ class ControlPlane:
             if source is None or s.source == source
         ]
 
-    def create_savepoint(self, environment: str, name: str) -> Savepoint:
-        """A ``MANUAL`` savepoint of a running pipeline: the next checkpoint after the request."""
+    def create_savepoint(self, environment: str, name: str, savepoint_name: str | None = None) -> Savepoint:
+        """A ``MANUAL`` savepoint of a running pipeline: the next checkpoint after the request.
+        ``savepoint_name`` names it (unique among the pipeline's savepoints)."""
         row = self._row(environment, name)
+        if savepoint_name is not None:
+            error = name_error("savepoint", savepoint_name)
+            if error is not None:
+                raise ControlError(400, f"metadata.name: {error}")
+            if self._savepoint_by(environment, name, savepoint_name) is not None:
+                raise ControlError(
+                    409, f"pipeline {name!r} already has a savepoint named or with uid {savepoint_name!r}"
+                )
         if row.phase != Phase.RUNNING:
             raise ControlError(
                 400, f"pipeline {name!r} is {row.phase}: only a running pipeline takes a savepoint"
@@ -259,21 +295,24 @@ class ControlPlane:
             )
         self.supersede_scheduled(row, "a MANUAL savepoint")
         self._no_savepoint_in_progress(row)
-        return savepoint_resource(self.store.insert_savepoint(environment, name, SavepointSource.MANUAL))
+        return savepoint_resource(
+            self.store.insert_savepoint(environment, name, SavepointSource.MANUAL, name=savepoint_name)
+        )
 
-    def get_savepoint(self, environment: str, name: str, uid: str) -> Savepoint:
-        return savepoint_resource(self._savepoint(environment, name, uid))
+    def get_savepoint(self, environment: str, name: str, savepoint: str) -> Savepoint:
+        """The pipeline's savepoint of this uid or name."""
+        return savepoint_resource(self._savepoint(environment, name, savepoint))
 
-    def set_pinned(self, environment: str, name: str, uid: str, pinned: bool) -> Savepoint:
-        self._savepoint(environment, name, uid)
+    def set_pinned(self, environment: str, name: str, savepoint: str, pinned: bool) -> Savepoint:
+        uid = self._savepoint(environment, name, savepoint).uid
         self.store.set_pinned(uid, pinned)
         return self.get_savepoint(environment, name, uid)
 
-    def delete_savepoint(self, environment: str, name: str, uid: str, force: bool = False) -> None:
-        savepoint = self._savepoint(environment, name, uid)
+    def delete_savepoint(self, environment: str, name: str, savepoint: str, force: bool = False) -> None:
+        found = self._savepoint(environment, name, savepoint)
         row = self._row(environment, name)
-        self._may_delete([savepoint], row, force)
-        self.store.delete_savepoints([uid])
+        self._may_delete([found], row, force)
+        self.store.delete_savepoints([found.uid])
 
     def delete_savepoints(self, environment: str, name: str, source: str, force: bool = False) -> list[str]:
         """Delete every unpinned savepoint of one source; pinned ones stay (unpin them first)."""
@@ -290,13 +329,19 @@ class ControlPlane:
         status = PipelineStatus(
             phase=row.phase,
             detail=row.detail,
-            traits=PipelineTraits(inherited_offset_topics=list(row.traits.get("inheritedOffsetTopics", []))),
+            traits=self._traits(row),
             latest_offsets=dict(row.latest_offsets),
             deadline=iso(row.deadline_ms) if row.phase == Phase.PENDING else None,
             reading_since=iso(reading_since(row)) if row.phase == Phase.RUNNING else None,
         )
         runner = self.state.get_status(row.runtime_name)
-        if runner is not None and row.phase in (Phase.RUNNING, Phase.STOPPING, Phase.STOPPED, Phase.FAILED):
+        if runner is not None and row.phase in (
+            Phase.RUNNING,
+            Phase.STOPPING,
+            Phase.STOPPED,
+            Phase.FAILED,
+            Phase.COMPLETED,
+        ):
             metrics = runner["metrics"]
             if row.phase == Phase.RUNNING and runner["phase"] == Phase.RUNNING:
                 status.detail = runner["detail"]
@@ -311,6 +356,8 @@ class ControlPlane:
         return Pipeline(
             metadata=PipelineMetadata(
                 name=row.name,
+                labels=row.labels,
+                annotations=row.annotations,
                 environment=row.environment,
                 uid=row.uid,
                 creation_timestamp=iso(row.created_ms),
@@ -318,6 +365,18 @@ class ControlPlane:
             ),
             spec=PipelineSpec.model_validate(row.spec),
             status=status,
+        )
+
+    def _traits(self, row: PipelineRow) -> PipelineTraits:
+        spec = PipelineSpec.model_validate(row.spec)
+        try:
+            job: JobConfig | None = load_job(spec, row.name)
+        except ControlError:  # a job stored before a check it now fails: no traits to tell
+            job = None
+        return PipelineTraits(
+            is_bounded=spec.bounded is not None or (job is not None and bounded_job(job)),
+            is_append_only=job is not None and append_only(job),
+            inherited_offset_topics=list(row.traits.get("inheritedOffsetTopics", [])),
         )
 
     # ------------------------------------------------------------------------------ internals
@@ -328,12 +387,19 @@ class ControlPlane:
             raise ControlError(404, f"pipeline {name!r} not found in environment {environment!r}")
         return row
 
-    def _savepoint(self, environment: str, name: str, uid: str) -> SavepointRow:
+    def _savepoint(self, environment: str, name: str, savepoint: str) -> SavepointRow:
+        """The pipeline's savepoint whose uid or name is ``savepoint`` (404 otherwise)."""
         self._row(environment, name)
-        savepoint = self.store.savepoint(uid)
-        if savepoint is None or savepoint.environment != environment or savepoint.pipeline != name:
-            raise ControlError(404, f"savepoint {uid!r} of pipeline {name!r} not found")
-        return savepoint
+        found = self._savepoint_by(environment, name, savepoint)
+        if found is None:
+            raise ControlError(404, f"savepoint {savepoint!r} of pipeline {name!r} not found")
+        return found
+
+    def _savepoint_by(self, environment: str, name: str, savepoint: str) -> SavepointRow | None:
+        found = self.store.savepoint(savepoint)
+        if found is not None and found.environment == environment and found.pipeline == name:
+            return found
+        return self.store.savepoint_named(environment, name, savepoint)
 
     @staticmethod
     def _spec(data: Any) -> PipelineSpec:
@@ -462,7 +528,7 @@ class ControlPlane:
         if last is not None and last.state == SavepointState.FAILED:
             return "failed", last
         if (
-            ref.phase == Phase.STOPPED
+            ref.phase in (Phase.STOPPED, Phase.COMPLETED)
             and last is not None
             and last.requested_ms >= ref.traits.get("startedMs", 0)
         ):
@@ -563,10 +629,14 @@ class ControlPlane:
             start = decode_offsets(starts).get(key, 0)
             total += max(0, end - start)
             done += max(0, min(position.get(key, start), end) - start)
+        rate = metrics.get("rate_eps")
+        eta = eta_seconds(total - done, rate)
         return Progress(
             records_done=done,
             records_total=total,
             percent=100.0 if total == 0 else round(100.0 * done / total, 1),
+            rate_per_second=rate,
+            eta_seconds=None if eta is None else round(eta, 1),
         )
 
 
@@ -613,6 +683,7 @@ def reading_since(row: PipelineRow) -> int | None:
 def savepoint_resource(savepoint: SavepointRow) -> Savepoint:
     return Savepoint(
         metadata=SavepointMetadata(
+            name=savepoint.name,
             uid=savepoint.uid,
             pipeline=savepoint.pipeline,
             environment=savepoint.environment,
@@ -627,6 +698,29 @@ def savepoint_resource(savepoint: SavepointRow) -> Savepoint:
             sink_commit=savepoint.sink_commit,
         ),
     )
+
+
+def _metadata_maps(metadata: Mapping[str, Any]) -> dict[str, dict[str, str]]:
+    """``metadata.labels`` and ``metadata.annotations`` of a request, checked: objects of string
+    values whose keys are Kubernetes-style (an optional DNS prefix and '/', then up to 63 letters,
+    digits, '-', '_' and '.')."""
+    maps: dict[str, dict[str, str]] = {}
+    for field_name in _MAPS:
+        given = metadata.get(field_name) or {}
+        if not isinstance(given, Mapping):
+            raise ControlError(400, f"metadata.{field_name}: an object of string values")
+        for key, value in given.items():
+            if not isinstance(key, str) or not _LABEL_KEY_RE.fullmatch(key):
+                raise ControlError(
+                    400,
+                    f"metadata.{field_name}: {key!r} is not a valid key (an optional DNS prefix and "
+                    "'/', then 1 to 63 letters, digits, '-', '_' or '.', starting and ending with a "
+                    "letter or digit)",
+                )
+            if not isinstance(value, str):
+                raise ControlError(400, f"metadata.{field_name}.{key}: a string, not {value!r}")
+        maps[field_name] = dict(given)
+    return maps
 
 
 def _alias(field_name: str) -> str:

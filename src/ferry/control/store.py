@@ -46,6 +46,8 @@ class PipelineRow:
     traits: dict[str, Any]
     latest_offsets: dict[str, str]
     last_scheduled_ms: int | None
+    labels: dict[str, str] = field(default_factory=dict)
+    annotations: dict[str, str] = field(default_factory=dict)
 
     @property
     def runtime_name(self) -> str:
@@ -67,6 +69,7 @@ class SavepointRow:
     offsets: dict[str, dict[str, int]]
     schemas: dict[str, Any]
     sink_commit: dict[str, Any] = field(default_factory=dict)
+    name: str = ""
 
 
 @dataclass(frozen=True, slots=True)
@@ -88,13 +91,31 @@ def runtime_name(environment: str, name: str) -> str:
 
 def _pipeline(row: RowMapping) -> PipelineRow:
     values = {c.name: row[c.name] for c in pipelines.columns}
-    return PipelineRow(**{**values, "phase": Phase(values["phase"])})
+    return PipelineRow(
+        **{
+            **values,
+            "phase": Phase(values["phase"]),
+            "labels": values["labels"] or {},
+            "annotations": values["annotations"] or {},
+        }
+    )
+
+
+def savepoint_name(source: SavepointSource, uid: str) -> str:
+    """The name of a savepoint not given one: its source and the start of its uid."""
+    return f"{source.lower()}-{uid[:8]}"
 
 
 def _savepoint(row: RowMapping) -> SavepointRow:
     values = {c.name: row[c.name] for c in savepoints.columns}
+    source = SavepointSource(values["source"])
     return SavepointRow(
-        **{**values, "source": SavepointSource(values["source"]), "state": SavepointState(values["state"])}
+        **{
+            **values,
+            "source": source,
+            "state": SavepointState(values["state"]),
+            "name": values["name"] or savepoint_name(source, values["uid"]),
+        }
     )
 
 
@@ -126,7 +147,15 @@ class ControlStore:
     # ------------------------------------------------------------------------------ pipelines
 
     def insert_pipeline(
-        self, environment: str, name: str, spec: Mapping[str, Any], detail: str, at_ms: int | None = None
+        self,
+        environment: str,
+        name: str,
+        spec: Mapping[str, Any],
+        detail: str,
+        *,
+        at_ms: int | None = None,
+        labels: Mapping[str, str] | None = None,
+        annotations: Mapping[str, str] | None = None,
     ) -> PipelineRow:
         at = now_ms() if at_ms is None else at_ms
         values = {
@@ -144,6 +173,8 @@ class ControlStore:
             "traits": {},
             "latest_offsets": {},
             "last_scheduled_ms": None,
+            "labels": dict(labels or {}),
+            "annotations": dict(annotations or {}),
         }
         with self.engine.begin() as conn:
             conn.execute(
@@ -207,9 +238,14 @@ class ControlStore:
         pipeline: str,
         source: SavepointSource,
         state: SavepointState = SavepointState.PENDING,
+        name: str | None = None,
     ) -> SavepointRow:
+        """Record a savepoint; ``name`` (else :func:`savepoint_name`) must be free among the
+        pipeline's savepoints (:meth:`savepoint_named`)."""
+        uid = str(uuid.uuid4())
         values: dict[str, Any] = {
-            "uid": str(uuid.uuid4()),
+            "uid": uid,
+            "name": name or savepoint_name(SavepointSource(source), uid),
             "environment": environment,
             "pipeline": pipeline,
             "source": SavepointSource(source),
@@ -239,6 +275,10 @@ class ControlStore:
         with self.engine.connect() as conn:
             row = conn.execute(select(savepoints).where(savepoints.c.uid == uid)).first()
         return None if row is None else _savepoint(row._mapping)
+
+    def savepoint_named(self, environment: str, pipeline: str, name: str) -> SavepointRow | None:
+        """The pipeline's savepoint of this name (a row older than names has its derived one)."""
+        return next((s for s in self.savepoints(environment, pipeline) if s.name == name), None)
 
     def finish_savepoint(self, uid: str, state: SavepointState, **values: Any) -> bool:
         """Complete or fail a pending savepoint; False if it was not pending any more."""

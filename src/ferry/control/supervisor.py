@@ -2,7 +2,8 @@
 
 Every ``ferry worker`` (and ``ferry serve``) runs a :class:`Supervisor`. Each tick it reads the
 pipelines of its environments from the state store and moves them along their phases
-(SPEC §3): ``PENDING`` → ``RUNNING`` → ``STOPPING`` → ``STOPPED``, or ``FAILED``/``DELETED``.
+(SPEC §3): ``PENDING`` → ``RUNNING`` → ``STOPPING`` → ``STOPPED``, or ``FAILED``/``DELETED``;
+a bounded run that read to its end is ``COMPLETED``.
 
 A running pipeline is a ``ferry run`` child process per worker (a faust worker with the batch hot
 path), all in the pipeline's consumer group: several workers share its partitions. A child dies
@@ -493,12 +494,12 @@ class Supervisor:
             return
         savepoint = None
         if PipelineSpec.model_validate(row.spec).upgrade_mode == "savepoint":
-            # recorded before the phase changes, so that nobody sees it STOPPED without one
+            # recorded before the phase changes, so that nobody sees it COMPLETED without one
             savepoint = self.store.insert_savepoint(row.environment, row.name, SavepointSource.UPGRADE)
         if not self.store.update_pipeline(
             row,
             expect_phase=Phase.RUNNING,
-            phase=Phase.STOPPED,
+            phase=Phase.COMPLETED,
             detail="finished: the bounded read reached its end",
         ):
             if savepoint is not None:  # another worker finished it

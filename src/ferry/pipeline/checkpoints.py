@@ -39,6 +39,8 @@ class SchemaHistoryEntry:
     reason: str
     position: str | None
     at_ms: int
+    #: From the start of the barrier before the change to the change applied (0: no barrier).
+    barrier_ms: int | None = None
 
 
 class CheckpointStore(Protocol):
@@ -56,15 +58,9 @@ class CheckpointStore(Protocol):
         ...
 
     def set_status(
-        self,
-        pipeline: str,
-        phase: str,
-        detail: str,
-        metrics: Mapping[str, Any],
-        *,
-        worker: str | None = None,
+        self, pipeline: str, phase: str, detail: str, metrics: Mapping[str, Any], *, worker: str
     ) -> None:
-        """Record what ``ferry status`` shows (with ``worker``, what each worker last said too)."""
+        """Record what ``ferry status`` shows, and what this worker of the pipeline last said."""
         ...
 
     def add_schema_history(self, pipeline: str, entries: Iterable[SchemaHistoryEntry]) -> None: ...

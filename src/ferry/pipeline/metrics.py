@@ -23,6 +23,7 @@ from prometheus_client import CollectorRegistry, Histogram
 
 from ferry.connectors.base import Source
 from ferry.offsets import encode_offsets
+from ferry.pipeline.catch_up import CatchUpLog, RecentRate, catch_up_line, eta_seconds
 from ferry.pipeline.checkpoints import now_ms
 from ferry.pipeline.events import DataChange, Event
 
@@ -148,6 +149,12 @@ class Metrics:
     schema_changes: int = 0
     schema_change_wait_ms: int = 0
     throughput_eps: float = 0.0
+    #: Records read per second over the last 30 s: the rate an ETA divides by (None: none yet).
+    rate_eps: float | None = None
+    #: Records not read yet, over every partition, and when they will have been read at ``rate_eps``
+    #: (seconds; None without a rate).
+    records_behind: int = 0
+    eta_s: float | None = None
     offsets: dict[str, dict[str, int]] = field(default_factory=dict)
     lag: dict[str, dict[str, int]] = field(default_factory=dict)
     #: This worker (``host:pid:random``) and the partitions assigned to it: ``{topic: [partition, ...]}``.
@@ -156,6 +163,8 @@ class Metrics:
     #: Records deleted by retention before they were read: ``{topic, partition, wanted, earliest}``.
     lost_offsets: list[dict[str, Any]] = field(default_factory=list)
     timings: Timings = field(default_factory=Timings, repr=False, compare=False)
+    recent: RecentRate = field(default_factory=RecentRate, repr=False, compare=False)
+    catch_up_log: CatchUpLog = field(default_factory=CatchUpLog, repr=False, compare=False)
 
     def __setattr__(self, name: str, value: Any) -> None:
         super().__setattr__(name, value)
@@ -165,7 +174,7 @@ class Metrics:
 
     def as_dict(self) -> dict[str, Any]:
         """The counters as the status row saves them (the timings are exposed on ``/metrics``)."""
-        return {k: v for k, v in self.__dict__.items() if k != "timings"}
+        return {k: v for k, v in self.__dict__.items() if k not in _NOT_SAVED}
 
     def refresh(
         self,
@@ -196,7 +205,30 @@ class Metrics:
             self.lag = encode_offsets(source.lag())
         except Exception:
             log.debug("lag not available", exc_info=True)
+        self.catching_up(now)
         return window
+
+    def catching_up(self, now: float) -> None:
+        """The records behind, the recent rate and the ETA; the catch-up line while the lag is large."""
+        rate = self.recent.add(now, self.records_read)
+        self.rate_eps = None if rate is None else round(rate, 1)
+        self.records_behind = sum(int(n) for parts in self.lag.values() for n in parts.values())
+        eta = eta_seconds(self.records_behind, self.rate_eps)
+        self.eta_s = None if eta is None else round(eta, 1)
+        if self.catch_up_log.due(now, self.records_behind):
+            log.info(
+                "%s",
+                catch_up_line(self.records_behind, self.rate_eps),
+                extra={
+                    "records_behind": self.records_behind,
+                    "rate_eps": self.rate_eps,
+                    "eta_s": self.eta_s,
+                },
+            )
+
+
+#: What :meth:`Metrics.as_dict` leaves out: the objects behind the figures.
+_NOT_SAVED = frozenset({"timings", "recent", "catch_up_log"})
 
 
 def worker_name() -> str:

@@ -7,7 +7,8 @@ from enum import StrEnum
 
 class Phase(StrEnum):
     """Where a pipeline is in its life: ``PENDING`` → ``RUNNING`` → ``STOPPING`` → ``STOPPED``,
-    or ``FAILED``; ``DELETED`` once the control plane deleted it.
+    or ``FAILED``; ``COMPLETED`` once a bounded run read to its end (as CMF reports a finished
+    bounded statement); ``DELETED`` once the control plane deleted it.
 
     A runner reports ``PENDING``, ``RUNNING``, ``STOPPED`` and ``FAILED`` of its own run.
     """
@@ -17,4 +18,5 @@ class Phase(StrEnum):
     STOPPING = "STOPPING"
     STOPPED = "STOPPED"
     FAILED = "FAILED"
+    COMPLETED = "COMPLETED"
     DELETED = "DELETED"

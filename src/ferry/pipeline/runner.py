@@ -26,7 +26,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 from ferry.connectors.base import DeadLetter, KeepingAlive, Rebalancing, Source, Watermarking
 from ferry.exceptions import FerryError
@@ -63,8 +63,6 @@ if TYPE_CHECKING:
     from ferry.pipeline.transform import TableTransforms
 
 log = logging.getLogger(__name__)
-
-T = TypeVar("T")
 
 
 class PipelineRunner:
@@ -143,8 +141,11 @@ class PipelineRunner:
     # ------------------------------------------------------------------------------ lifecycle
 
     def open(self) -> None:
-        checkpoint = self._stored(
-            lambda: self.state.latest_checkpoint(self.settings.name), "reading the checkpoint"
+        checkpoint = self.settings.retries.call(
+            lambda: self.state.latest_checkpoint(self.settings.name),
+            "reading the checkpoint",
+            on_wait=self.status.waiting,
+            transient=self.state.is_transient,
         )
         self.schemas.restore(None if checkpoint is None else checkpoint.schemas)
         starts = {} if checkpoint is None else dict(checkpoint.offsets)
@@ -377,11 +378,9 @@ class PipelineRunner:
         self.metrics.last_checkpoint_duration_ms = int((time.monotonic() - started) * 1000)
         self._last_checkpoint = time.monotonic()
 
-    def _stored(self, work: Callable[[], T], what: str) -> T:
-        """``work`` on the checkpoint store, retried while its error is transient."""
-        return self.settings.retries.call(
-            work, what, on_wait=self.status.waiting, transient=self.state.is_transient
-        )
+    def _stored(self, work: Callable[[], object], what: str) -> None:
+        """``work`` written to the checkpoint store, retried while its error is transient."""
+        self.settings.retries.call(work, what, on_wait=self.status.waiting, transient=self.state.is_transient)
 
     def _write_buffers(self) -> dict[str, int]:
         written = self.shaper.write(self._buffers)

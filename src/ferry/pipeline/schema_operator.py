@@ -135,6 +135,8 @@ class SchemaOperator:
         #: replays the rows after the barrier with them (not deriving the changes anew from more DDL).
         self.on_applied: Callable[[Mapping[str, Any]], None] = lambda schemas: None
         self._sink_schemas: dict[TableId, Schema | None] = {}
+        #: When the barrier before the changes being applied began (monotonic seconds), or None.
+        self._barrier_started: float | None = None
         self._executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="ferry-sink")
 
     # ------------------------------------------------------------------------------ state
@@ -336,14 +338,18 @@ class SchemaOperator:
             return
         table_id = changes[0].table_id
         self.on_detail(f"schema change on {table_id}: flushing rows read before it")
-        # a checkpoint: its steps wait for the sink, the broker and the state store under the
-        # retry policy (pipeline.restart-strategy), not under the bound of one apply
-        barrier(before)
-        self.tracker = after
-        if self.transforms is not None:  # the router and the sink see the projected schemas
-            changes = self.transforms.schema_changes(changes, sources)
-        for change in changes:
-            self.route_change(change.table_id, change, position)
+        self._barrier_started = time.monotonic()
+        try:
+            # a checkpoint: its steps wait for the sink, the broker and the state store under the
+            # retry policy (pipeline.restart-strategy), not under the bound of one apply
+            barrier(before)
+            self.tracker = after
+            if self.transforms is not None:  # the router and the sink see the projected schemas
+                changes = self.transforms.schema_changes(changes, sources)
+            for change in changes:
+                self.route_change(change.table_id, change, position)
+        finally:
+            self._barrier_started = None
         self.on_applied(self.snapshot())
         self.on_detail("reading")
 
@@ -511,12 +517,21 @@ class SchemaOperator:
     def _history(
         self, source_table: TableId, sink_table: TableId, decision: Decision, position: SourcePosition | None
     ) -> None:
+        started = self._barrier_started
+        barrier_ms = 0 if started is None else int((time.monotonic() - started) * 1000)
         log.info(
-            "schema change %s on %s: %s (%s)",
+            "schema change %s on %s: %s (%s); barrier %d ms",
             decision.change,
             sink_table,
             decision.action.value,
             decision.reason,
+            barrier_ms,
+            extra={
+                "table": str(sink_table),
+                "change": str(decision.change),
+                "decision": decision.action.value,
+                "barrier_ms": barrier_ms,
+            },
         )
         entry = SchemaHistoryEntry(
             str(source_table),
@@ -526,6 +541,7 @@ class SchemaOperator:
             decision.reason,
             None if position is None else str(position),
             now_ms(),
+            barrier_ms,
         )
         self.state.add_schema_history(self.settings.pipeline, [entry])
 

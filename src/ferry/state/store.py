@@ -299,6 +299,7 @@ class StateStore:
                 "reason": e.reason,
                 "position": e.position,
                 "at_ms": e.at_ms,
+                "barrier_ms": e.barrier_ms,
             }
             for e in entries
         ]
@@ -315,7 +316,7 @@ class StateStore:
             ).all()
         return [
             SchemaHistoryEntry(
-                r.source_table, r.sink_table, r.change, r.outcome, r.reason, r.position, r.at_ms
+                r.source_table, r.sink_table, r.change, r.outcome, r.reason, r.position, r.at_ms, r.barrier_ms
             )
             for r in rows
         ]

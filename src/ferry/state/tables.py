@@ -26,6 +26,7 @@ from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError
 
 from ferry.retry import RetryPolicy
+from ferry.state.database import add_missing_columns
 
 metadata = MetaData()
 
@@ -61,6 +62,7 @@ schema_history = Table(
     Column("reason", Text, nullable=False),
     Column("position", String(500)),
     Column("at_ms", BigInteger, nullable=False),
+    Column("barrier_ms", BigInteger),
 )
 
 leases = Table(
@@ -97,6 +99,9 @@ pipelines = Table(
     Column("traits", JSON, nullable=False),
     Column("latest_offsets", JSON, nullable=False),
     Column("last_scheduled_ms", BigInteger),
+    #: ``metadata.labels`` and ``metadata.annotations`` (None: none, in rows older than them).
+    Column("labels", JSON),
+    Column("annotations", JSON),
 )
 
 savepoints = Table(
@@ -114,6 +119,8 @@ savepoints = Table(
     Column("offsets", JSON, nullable=False),
     Column("schemas", JSON, nullable=False),
     Column("sink_commit", JSON, nullable=False),
+    #: ``metadata.name``: unique among the pipeline's savepoints (None in rows older than it).
+    Column("name", String(200)),
 )
 
 instances = Table(
@@ -152,12 +159,14 @@ _CREATE_RACE = RetryPolicy(attempts=3, timeout_s=10.0, initial_s=0.2, max_s=0.2,
 
 
 def create_tables(engine: Engine) -> None:
-    """Create what is missing; workers starting together may race to it, and the loser retries."""
+    """Create what is missing (tables, and columns added since a table was created); workers
+    starting together may race to it, and the loser retries."""
 
     def create() -> None:
         with engine.connect() as conn:
             conn.execution_options(**{WRITER: True})
             with conn.begin():
                 metadata.create_all(conn)
+        add_missing_columns(engine, metadata)  # a database written by an earlier version
 
     _CREATE_RACE.call(create, "creating the state tables", transient=lambda e: isinstance(e, DBAPIError))

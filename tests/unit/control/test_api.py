@@ -356,7 +356,7 @@ def test_the_openapi_document_lists_the_routes_and_their_schemas(api: Api) -> No
         f"{BASE}/{{env}}/pipelines": {"get", "post"},
         f"{BASE}/{{env}}/pipelines/{{name}}": {"get", "put", "delete"},
         f"{BASE}/{{env}}/pipelines/{{name}}/savepoints": {"get", "post", "delete"},
-        f"{BASE}/{{env}}/pipelines/{{name}}/savepoints/{{uid}}": {"get", "patch", "delete"},
+        f"{BASE}/{{env}}/pipelines/{{name}}/savepoints/{{savepoint}}": {"get", "patch", "delete"},
     }
     assert {path: set(operations) for path, operations in paths.items()} == expected
     schemas = document["components"]["schemas"]

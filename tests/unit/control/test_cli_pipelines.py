@@ -238,3 +238,32 @@ def test_a_server_error_exits_1(cli: Cli) -> None:
     assert cli.plane.store.update_pipeline(row, phase="RUNNING")
     result = cli.run("savepoint", "create", "broken", code=1)
     assert "internal error (ValidationError); the server log has the details (HTTP 500)" in result.stderr
+
+
+def test_labels_annotations_and_named_savepoints_from_the_command_line(cli: Cli) -> None:
+    created = cli.create("orders", "--label", "team=payments", "--annotation", "owner=ops@example.com")
+    assert created["metadata"]["labels"] == {"team": "payments"}
+    assert created["metadata"]["annotations"] == {"owner": "ops@example.com"}
+    shown = cli.run("pipeline", "get", "orders").stdout
+    assert "labels: team=payments" in shown and "annotations: owner=ops@example.com" in shown
+    assert "bounded: no; append-only: no" in shown
+    assert (
+        "'team' is not KEY=VALUE"
+        in cli.run("pipeline", "create", "other", "--job", str(cli.job), "--label", "team", code=2).stderr
+    )
+    cli.set_phase("orders", "RUNNING")
+    said = cli.run("savepoint", "create", "orders", "--name", "before-upgrade").stdout
+    assert said.startswith("requested savepoint before-upgrade (")
+    assert "savepoint before-upgrade (" in cli.run("savepoint", "get", "orders", "before-upgrade").stdout
+    listing = cli.run("savepoint", "list", "orders").stdout
+    assert listing.splitlines()[0].split()[:2] == ["NAME", "UID"] and "before-upgrade" in listing
+    uid = cli.json("savepoint", "get", "orders", "before-upgrade")["metadata"]["uid"]
+    cli.plane.store.finish_savepoint(uid, "COMPLETED")
+    assert cli.json("pipeline", "stop", "orders")["metadata"]["labels"] == {"team": "payments"}
+    replay = cli.json(
+        "replay", "again", "--like", "orders", "--from-savepoint", "orders/before-upgrade", "--stopped"
+    )
+    assert replay["spec"]["startFrom"] == {"savepoint": uid}
+    cli.run("savepoint", "delete", "orders", "before-upgrade", "--force")
+    names = [s["metadata"]["name"] for s in cli.json("savepoint", "list", "orders")]
+    assert "before-upgrade" not in names and all(n.startswith("upgrade-") for n in names), names

@@ -40,3 +40,13 @@ def test_the_lag_chart_spans_the_last_hour_with_the_peak_at_the_top() -> None:
     assert (chart.peak, chart.latest, chart.samples) == (100, 100, 2)
     assert chart.points == f"0.0,{CHART_HEIGHT / 2:.1f} {CHART_WIDTH:.1f},0.0"
     assert lag_chart([], now).samples == 0
+
+
+def test_a_change_recorded_with_its_barrier_time_shows_it_rather_than_its_sample_interval() -> None:
+    exact = SchemaHistoryEntry("db.t", "db.t", "a", "apply", "supported", None, 1_500, barrier_ms=7)
+    samples = [sample(1_000, 0), sample(2_000, 40)]
+    entries = timeline([exact, change(1_600, "b")], samples)
+    assert [(e.change, e.barrier_ms, e.barrier_shared_by, e.barrier_exact) for e in entries] == [
+        ("b", 40, 1, False),
+        ("a", 7, 1, True),
+    ]

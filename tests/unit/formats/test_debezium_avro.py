@@ -498,6 +498,37 @@ def test_a_delete_without_before_image_takes_its_row_from_the_avro_key(
     assert isinstance(without_key, BadRecord) and "REPLICA IDENTITY FULL" in without_key.reason
 
 
+def test_a_key_that_does_not_match_its_row_is_a_bad_record_with_both_through_the_registry(
+    registry_client: SchemaRegistryClient, decoder: DebeziumAvroDecoder
+) -> None:
+    """A key of a DATE and a Connect DECIMAL, written by the serializer through the registry: the
+    same values as the row's match, another price is a bad record with the key and value as read."""
+    table = DebeziumAvroTable(
+        registry_client,
+        server(),
+        "inventory",
+        "prices",
+        [
+            AvroColumn("day", avro.DATE, optional=False),
+            AvroColumn("price", avro.DECIMAL(10, 2), optional=False),
+            AvroColumn("note", "string"),
+        ],
+        key=("day", "price"),
+    )
+    row = {"day": 19000, "price": Decimal("9.50"), "note": "n"}
+    key, value = table.insert(row)
+    other = table.encode_key({**row, "price": Decimal("9.75")})
+    observed, good, bad = decoder.decode(records(table.topic, [(key, value), (other, value)]))
+    assert isinstance(observed, SchemaObserved) and observed.schema.primary_keys == ("day", "price")
+    assert isinstance(good, DataChange) and good.after == {
+        "day": date(2022, 1, 8),
+        "price": Decimal("9.50"),
+        "note": "n",
+    }
+    assert isinstance(bad, BadRecord) and (bad.key, bad.value) == (other, value)
+    assert "price is Decimal('9.75') in the key and Decimal('9.50') in the row" in bad.reason
+
+
 # ------------------------------------------------------------------------------ bad records
 
 

@@ -2,8 +2,11 @@
 with a reason; the decoder never raises and never drops a record silently.
 
 Hypothesis draws random bytes, JSON of any shape and depth, change events with wrong shapes and
-types, unknown ops, huge values, invalid UTF-8, truncated and bit-flipped valid records (Avro ones
-in the Confluent wire format too), and keys that do not match their rows.
+types, unknown ops, huge values (long text, numbers past every integer and float type, long
+lists), invalid UTF-8 (in the bytes and inside JSON strings), nesting deeper than any parser takes,
+truncated and bit-flipped valid records (Debezium JSON with the envelope and payload only, Avro
+in the Confluent wire format, Canal, Maxwell), and keys that do not match their rows; a valid
+record given a key of other values is a bad record with both, in every format that has keys.
 """
 
 from __future__ import annotations
@@ -82,6 +85,17 @@ AVRO_TABLE = LocalAvroTable(
         avro.AvroColumn("qty", "long"),
     ],
 )
+PAYLOAD_ONLY_TABLE = dbz.DebeziumTable(
+    "shop",
+    "inventory",
+    "orders",
+    [
+        dbz.ConnectColumn("id", dbz.INT32, optional=False),
+        dbz.ConnectColumn("item", dbz.STRING),
+        dbz.ConnectColumn("qty", dbz.INT64),
+    ],
+    with_schema=False,
+)
 JSON_TABLE = dbz.DebeziumTable(
     "shop",
     "inventory",
@@ -145,6 +159,9 @@ def valid_records() -> list[tuple[bytes | None, bytes]]:
         JSON_TABLE.insert(ROW),
         JSON_TABLE.update(ROW, {**ROW, "qty": 71}),
         JSON_TABLE.delete(ROW),
+        PAYLOAD_ONLY_TABLE.insert(ROW),
+        PAYLOAD_ONLY_TABLE.update(ROW, {**ROW, "qty": 71}),
+        PAYLOAD_ONLY_TABLE.delete(ROW),
         AVRO_TABLE.insert(ROW),
         AVRO_TABLE.delete(ROW),
         (None, orjson.dumps(canal)),
@@ -153,6 +170,8 @@ def valid_records() -> list[tuple[bytes | None, bytes]]:
             orjson.dumps({**canal, "isDdl": True, "type": "ALTER", "sql": "ALTER TABLE orders ADD x INT"}),
         ),
         (None, orjson.dumps(maxwell)),
+        (orjson.dumps({"database": "inventory", "table": "orders", "pk.id": 7}), orjson.dumps(maxwell)),
+        (b'{"id": 7}', orjson.dumps({**canal, "data": [ROW], "mysqlType": None})),
         (None, orjson.dumps({**maxwell, "type": "table-alter", "sql": "ALTER TABLE orders DROP qty"})),
         (b'{"databaseName":"inventory"}', schema_change),
         (None, avro_schema_change),
@@ -216,13 +235,52 @@ def deep(depth: int) -> bytes:
     return b'{"payload":' * depth + b"{}" + b"}" * depth
 
 
+@st.composite
+def deep_inside(draw: st.DrawFn) -> bytes:
+    """A change event of some format whose column value nests lists or objects ``depth`` deep."""
+    depth = draw(st.integers(1, 3000))
+    nested = draw(st.sampled_from([(b"[", b"]"), (b'{"a":', b"}")]))
+    value = nested[0] * depth + b"1" + nested[1] * depth
+    template = draw(
+        st.sampled_from(
+            [
+                b'{"op": "c", "source": {"db": "d", "table": "t"}, "after": {"id": 1, "item": %s}}',
+                b'{"type": "insert", "database": "d", "table": "t", "data": {"id": 1, "item": %s}}',
+                b'{"type": "INSERT", "database": "d", "table": "t", "data": [{"id": 1, "item": %s}]}',
+            ]
+        )
+    )
+    return template % value
+
+
+HUGE = [
+    b'{"payload": {"op": "c", "after": {"id": 1, "item": "' + b"z" * 200_000 + b'"}}}',
+    b'{"op": "c", "source": {"table": "t"}, "after": {"id": 1' + b"9" * 400 + b', "qty": 1e999}}',
+    b'{"type": "insert", "database": "d", "table": "t", "data": {"id": -1' + b"0" * 5000 + b"}}",
+    b'{"type": "INSERT", "database": "d", "table": "t", "pkNames": ["id"], "mysqlType": {"id": "int"},'
+    b' "data": [{"id": "' + b"9" * 100 + b'"}]}',
+    b'{"type": "INSERT", "database": "d", "table": "t", "data": [' + b'{"id": 1},' * 20_000 + b'{"id": 2}]}',
+]
+
+
+@st.composite
+def invalid_utf8_inside(draw: st.DrawFn) -> bytes:
+    """A valid record of a JSON format with bytes that are not UTF-8 inside one of its strings."""
+    _, value = draw(st.sampled_from([r for r in VALID if r[1].startswith(b"{")]))
+    quotes = [i for i, byte in enumerate(value) if byte == ord('"')]
+    at = draw(st.sampled_from(quotes)) + 1
+    return value[:at] + draw(st.sampled_from([b"\xff", b"\xc3\x28", b"\xed\xa0\x80", b"\x80"])) + value[at:]
+
+
 values = st.one_of(
     st.binary(max_size=200),
     json_values.map(json_bytes),
     shaped_like_an_event(),
     mutated(),
     st.integers(1, 3000).map(deep),
-    st.just(b'{"payload": {"op": "c", "after": {"id": 1, "item": "' + b"z" * 200_000 + b'"}}}'),
+    deep_inside(),
+    invalid_utf8_inside(),
+    st.sampled_from(HUGE),
 )
 keys = st.one_of(
     st.none(),
@@ -237,14 +295,37 @@ keys = st.one_of(
 MAY_BE_EMPTY = frozenset({"debezium-schema-change", "debezium-avro-schema-change"})
 
 
+#: Maxwell's messages that carry no row and no table change (bootstrap markers, database DDL).
+MAXWELL_NO_EVENT = frozenset(
+    {"bootstrap-start", "bootstrap-complete", "database-create", "database-alter", "database-drop"}
+)
+
+
+def may_be_empty(format: str, record: Record) -> bool:
+    """Whether a record may rightly give no event: a message of its format that changes no table
+    (a Canal DDL message of a statement such as ``CREATE DATABASE`` or ``SET``, a Maxwell marker)."""
+    if format in MAY_BE_EMPTY:
+        return True
+    try:
+        message = orjson.loads(record.value() or b"")
+    except orjson.JSONDecodeError:
+        return False
+    if type(message) is not dict:
+        return False
+    if format == "canal-json":
+        return message.get("isDdl") is True
+    kind = message.get("type")
+    return format == "maxwell-json" and type(kind) is str and kind in MAXWELL_NO_EVENT
+
+
 def check(format: str, records: list[Record]) -> list[Event]:
     events = DECODERS[format]().decode(records)
     for event in events:
         if isinstance(event, BadRecord):
             assert event.reason.strip(), event
-    if format not in MAY_BE_EMPTY:
-        offsets = {e.position.offset for e in events if e.position is not None}
-        for record in records:
+    offsets = {e.position.offset for e in events if e.position is not None}
+    for record in records:
+        if not may_be_empty(format, record):
             assert record.offset() in offsets, f"record {record.offset()} produced no event: {events}"
     return events
 
@@ -268,6 +349,50 @@ def test_the_valid_records_of_a_format_are_not_bad_records(format: str) -> None:
 
 
 # ------------------------------------------------------------------------------ mismatched keys
+
+#: format → valid records of it whose key names the row's ``id`` (7), to be given another id.
+KEYED: dict[str, list[tuple[bytes, bytes]]] = {
+    "debezium-json": [(k, v) for k, v in VALID[:6] if k is not None],
+    "debezium-avro": [(k, v) for k, v in VALID[6:8] if k is not None],
+    "debezium-avro-confluent": [(k, v) for k, v in VALID[6:8] if k is not None],
+    "maxwell-json": [r for r in VALID if r[0] is not None and r[0].startswith(b'{"database"')],
+    "canal-json": [r for r in VALID if r[0] == b'{"id": 7}'],
+}
+
+
+def key_of_id(format: str, key: bytes, new_id: int) -> bytes:
+    """``key`` naming ``new_id`` instead of 7."""
+    if format.startswith("debezium-avro"):
+        return AVRO_TABLE.encode_key({"id": new_id}) or b""
+    document = orjson.loads(key)
+    if format == "maxwell-json":
+        return orjson.dumps({**document, "pk.id": new_id})
+    if "payload" in document:
+        return orjson.dumps({**document, "payload": {"id": new_id}})
+    return orjson.dumps({**document, "id": new_id})
+
+
+def test_every_format_with_keys_has_keyed_seeds() -> None:
+    assert all(KEYED.values()), KEYED
+    assert set(KEYED) == set(FORMATS) - {"debezium-schema-change", "debezium-avro-schema-change"}
+
+
+@pytest.mark.parametrize("format", sorted(KEYED))
+@settings(max_examples=60, deadline=None)
+@given(data=st.data(), new_id=st.integers(-(2**31), 2**31 - 1).filter(lambda i: i != 7))
+def test_a_valid_record_with_a_key_of_other_values_is_a_bad_record_with_both(
+    format: str, data: st.DataObject, new_id: int
+) -> None:
+    key, value = data.draw(st.sampled_from(KEYED[format]))
+    other = key_of_id(format, key, new_id)
+    good, bad = (
+        [e for e in check(format, [Record(TOPIC, 0, 0, key=k, value=value)]) if e.position is not None]
+        for k in (key, other)
+    )
+    assert not any(isinstance(e, BadRecord) for e in good), good
+    [refused] = [e for e in bad if isinstance(e, BadRecord)]
+    assert refused.reason.startswith("the record key does not match its row: id is "), refused.reason
+    assert (refused.key, refused.value) == (other, value)
 
 
 @pytest.mark.parametrize("schema", [True, False], ids=["envelope", "payload-only"])

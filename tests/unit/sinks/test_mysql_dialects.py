@@ -201,3 +201,17 @@ def test_configs_in_flink_cdc_spelling() -> None:
     assert doris.port == 9030 and doris.default_database is None
     with pytest.raises(ValueError, match="jdbc-url"):
         StarRocksSinkConfig.model_validate({"jdbc-url": "mysql://x", "username": "u"})
+
+
+def test_starrocks_num_buckets_of_the_tables_the_sink_creates() -> None:
+    from ferry.sinks.starrocks.sink import StarRocksSink
+
+    options = {"jdbc-url": "jdbc:mysql://fe:9030/shop", "username": "root"}
+    config = StarRocksSinkConfig.model_validate({**options, "table.create.num-buckets": 8})
+    sink = StarRocksSink(config, pipeline="p1")
+    sql = sink.dialect.create_table(T, ORDERS, ["id"], config.table_properties)
+    assert "\nDISTRIBUTED BY HASH(`id`) BUCKETS 8\n" in sql
+    default = StarRocksSink(StarRocksSinkConfig.model_validate(options), pipeline="p1")
+    assert "\nDISTRIBUTED BY HASH(`id`)\n" in default.dialect.create_table(T, ORDERS, ["id"], {})
+    with pytest.raises(ValueError, match="greater than or equal to 1"):
+        StarRocksSinkConfig.model_validate({**options, "table.create.num-buckets": 0})

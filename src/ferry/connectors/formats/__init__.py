@@ -18,6 +18,7 @@ import importlib
 import inspect
 from collections.abc import Sequence
 from dataclasses import dataclass
+from decimal import Decimal
 from typing import Any, ClassVar, Protocol
 
 import orjson
@@ -87,6 +88,46 @@ def json_error(error: orjson.JSONDecodeError) -> str:
 
 def internal_error(error: Exception) -> str:
     return f"cannot decode the record: {type(error).__name__}: {error}"
+
+
+def _same_key_value(in_key: Any, in_row: Any) -> bool:
+    """Whether a key's value names the row's: equal, or the same text when one of them is text
+    (Canal writes every value of a row as text, its key as JSON may not)."""
+    if in_key == in_row:
+        return True
+    if type(in_key) is str or type(in_row) is str:
+        kinds = (str, int, float, Decimal)
+        return type(in_key) in kinds and type(in_row) in kinds and str(in_key) == str(in_row)
+    return False
+
+
+def key_mismatch(key_values: dict[str, Any], row: dict[str, Any]) -> str | None:
+    """The reason a record is bad when its key names other values than its row (the row would be
+    written under its own key, not the record's), or None. Only the key's fields that are columns
+    of the row are compared."""
+    differ = [n for n, v in key_values.items() if n in row and not _same_key_value(v, row[n])]
+    if not differ:
+        return None
+    return "the record key does not match its row: " + ", ".join(
+        f"{n} is {key_values[n]!r} in the key and {row[n]!r} in the row" for n in differ
+    )
+
+
+def check_key(key_values: dict[str, Any], row: dict[str, Any]) -> None:
+    """Raise :class:`DecodeError` when ``key_values`` do not match ``row`` (see :func:`key_mismatch`)."""
+    reason = key_mismatch(key_values, row)
+    if reason is not None:
+        raise DecodeError(reason)
+
+
+def json_key(key: bytes | None) -> Any:
+    """A record key parsed as JSON, or None when there is none or it is not JSON."""
+    if key is None:
+        return None
+    try:
+        return orjson.loads(key)
+    except orjson.JSONDecodeError:
+        return None
 
 
 class JsonMessageDecoder:

@@ -9,6 +9,10 @@ with ``isDdl: true`` carries a DDL statement in ``sql``; it becomes a
 
 The Flink CDC variant has no ``isDdl``/``mysqlType``, native JSON values and a full ``old`` row;
 its schema is inferred from the values, as for Debezium JSON without a schema.
+
+A Canal server writes records without a key. A record whose key is a JSON object (the primary key,
+as Flink CDC's and ferry's Kafka sinks write it: ``{"id": 42}``) naming other values than its rows
+is a bad record with both.
 """
 
 from __future__ import annotations
@@ -19,7 +23,7 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from ferry.connectors.exceptions import DecodeError, UnknownFormatError
-from ferry.connectors.formats import InferredTable, JsonMessageDecoder, bad_record, hints
+from ferry.connectors.formats import InferredTable, JsonMessageDecoder, bad_record, check_key, hints, json_key
 from ferry.connectors.formats.connect_types import CONVERSION_ERRORS
 from ferry.connectors.formats.ddl import parse_ddl
 from ferry.connectors.formats.mysql_types import Converter, parse_mysql_type
@@ -98,6 +102,10 @@ class CanalJsonDecoder(JsonMessageDecoder):
         keys = message.get("pkNames") or []
         if type(keys) is not list or any(type(k) is not str for k in keys):
             raise DecodeError("'pkNames' must be a list of column names")
+        key = json_key(record.key())
+        if type(key) is dict:
+            for row in data:
+                check_key(key, row)
         table = self._table(database, name, position.partition)
         mysql_types = message.get("mysqlType")
         ts = message.get("es") or message.get("ts")

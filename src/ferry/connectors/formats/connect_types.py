@@ -14,6 +14,7 @@ columns whose JSON form is not already the Python value (base64 bytes, decimals,
 from __future__ import annotations
 
 import binascii
+import decimal
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
@@ -32,6 +33,8 @@ ConnectSchema = Mapping[str, Any]
 
 _EPOCH = datetime(1970, 1, 1)
 _EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
+#: Scales a decimal without rounding it, whatever its number of digits.
+_EXACT = decimal.Context(prec=decimal.MAX_PREC, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN)
 #: Errors a value converter raises for a value that does not fit its type.
 CONVERSION_ERRORS = (ValueError, TypeError, ArithmeticError, KeyError, IndexError, AttributeError)
 
@@ -232,7 +235,7 @@ def _decimal_converter(scale: int, from_bytes: bool) -> Convert:
             if not from_bytes:
                 return _decimal_text(value)
             unscaled = int.from_bytes(binascii.a2b_base64(value, strict_mode=True), "big", signed=True)
-            return Decimal(f"{unscaled}E-{scale}") if scale else Decimal(unscaled)
+            return Decimal(unscaled).scaleb(-scale, _EXACT) if scale else Decimal(unscaled)
         if kind is int or kind is float:
             # Decimals written as JSON numbers (Flink CDC's and Debezium's numeric decimal format).
             return _decimal_text(repr(value))
@@ -299,19 +302,19 @@ def _nanos_time(value: int) -> time:
 def _millis_timestamp(value: int) -> datetime:
     if type(value) is not int:
         raise TypeError("expected milliseconds")
-    return _EPOCH + timedelta(milliseconds=value)
+    return _EPOCH + timedelta(0, 0, 0, value)  # positional: days, seconds, µs, ms
 
 
 def _micros_timestamp(value: int) -> datetime:
     if type(value) is not int:
         raise TypeError("expected microseconds")
-    return _EPOCH + timedelta(microseconds=value)
+    return _EPOCH + timedelta(0, 0, value)
 
 
 def _nanos_timestamp(value: int) -> datetime:
     if type(value) is not int:
         raise TypeError("expected nanoseconds")
-    return _EPOCH + timedelta(microseconds=value // 1000)
+    return _EPOCH + timedelta(0, 0, value // 1000)
 
 
 def _zoned_timestamp(value: str) -> datetime:
@@ -398,6 +401,29 @@ _LOGICAL: dict[str, Callable[[ConnectSchema], ConnectField]] = {
     "io.debezium.data.Bits": _bits,
     "io.debezium.data.VariableScaleDecimal": _variable_scale_decimal,
 }
+
+
+#: The readers that take an epoch count (an integer) or text, by what they take.
+_INPUTS: dict[Convert, str] = {
+    **dict.fromkeys((_days, _millis_time, _micros_time, _nanos_time), "int"),
+    **dict.fromkeys((_millis_timestamp, _micros_timestamp, _nanos_timestamp), "int"),
+    **dict.fromkeys((_base64, _decimal_text, _zoned_timestamp, _iso_date, _iso_time), "text"),
+}
+_DECIMAL_READER = _decimal_converter(0, True).__code__
+
+
+def json_input(field: ConnectField) -> str | None:
+    """What JSON values a field's reader takes, for a decoder that checks them while parsing:
+    ``"value"`` (no conversion: values of ``python_type``, or integers for a float), ``"int"``
+    (epoch counts), ``"text"``, ``"decimal"`` (base64 text, or a number), or None for readers of
+    other values (structs, arrays, maps, variable-scale decimals, geometries)."""
+    convert = field.convert
+    if convert is None:
+        return "value" if field.python_type in (int, float, bool, str) else None
+    kind = _INPUTS.get(convert)
+    if kind is None and getattr(convert, "__code__", None) is _DECIMAL_READER:
+        return "decimal"
+    return kind
 
 
 # --------------------------------------------------------------------------------------- rows

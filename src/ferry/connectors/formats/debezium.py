@@ -32,10 +32,12 @@ Other shapes of the same topics:
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+import msgspec
 import orjson
 
 from ferry.connectors.exceptions import DecodeError
@@ -44,9 +46,11 @@ from ferry.connectors.formats import (
     bad_record,
     internal_error,
     json_error,
+    key_mismatch,
 )
 from ferry.connectors.formats.connect_types import ConversionError, RowConverter
 from ferry.connectors.formats.debezium_columns import EnvelopeRefinement, PayloadRows
+from ferry.connectors.formats.debezium_typed import MAX_MISSES, TypedPayloads
 from ferry.connectors.formats.definitions import TableDefinitions
 from ferry.connectors.formats.source_order import source_order
 from ferry.connectors.record import RecordLike
@@ -86,6 +90,8 @@ class _Plan:
     connect_schema: Any = None
     """The record's Connect schema, for :meth:`flattened`."""
     flat: _Plan | None = None
+    typed: TypedPayloads | None = None
+    """The typed decoder of the payloads of this schema, when its columns' types allow one."""
 
     def flattened(self) -> _Plan:
         """The plan of the same schema read as a flattened row (``ExtractNewRecordState``)."""
@@ -113,6 +119,20 @@ class _Plan:
 
 
 _INFER = _Plan(None)
+#: Times a partition's typed decoder of inferred rows is made again before it is given up (a
+#: table whose values keep changing type).
+_MAX_REBUILDS = 32
+
+
+@dataclass(slots=True, eq=False)
+class _InferredShape:
+    """A partition's typed decoder of rows without the envelope, for one table."""
+
+    table: _Table
+    typed: TypedPayloads | None = None
+    kinds: dict[str, type] = field(default_factory=dict)
+    schema: Schema | None = None
+    rebuilt: int = 0
 
 
 @dataclass(slots=True, eq=False)
@@ -165,12 +185,20 @@ class DebeziumJsonDecoder:
         self._plans: dict[bytes, _Plan] = {}
         self._last_plan: dict[tuple[str, int], tuple[bytes, _Plan]] = {}
         self._last_key: dict[tuple[str, int], tuple[bytes, tuple[str, ...]]] = {}
+        self._typed_rows = definitions is None
+        """Whether records are decoded by typed decoders first (not where the DDL refines rows)."""
+        self._inferred: dict[tuple[str, int], _InferredShape] = {}
+        """Per partition without the envelope: the typed decoder of its last table's rows."""
+        self._keys_seen: dict[bytes, tuple[tuple[str, ...], Row]] = {}
+        """The keys of the batch being decoded that the typed path parsed, by their bytes."""
 
     def decode(self, records: Sequence[RecordLike]) -> list[Event]:
         out: list[Event] = []
         append = out.append
         last_plan = self._last_plan
         tables = self._tables
+        typed_rows, inferred_shapes, typed_change = self._typed_rows, self._inferred, self._typed_change
+        self._keys_seen.clear()
         loads, envelope, ops, new, position_type, delete = (
             orjson.loads,
             _ENVELOPE,
@@ -195,6 +223,11 @@ class DebeziumJsonDecoder:
                     if cached is not None and value.startswith(cached[0]):
                         end = value.rfind(b"}")
                         if end == len(value) - 1 or not value[end + 1 :].strip():
+                            typed = cached[1].typed
+                            if typed is not None and typed_rows:
+                                data = value[len(cached[0]) : end]
+                                if typed_change(typed, data, record, position, out, plan=cached[1]):
+                                    continue
                             try:
                                 payload = loads(value[len(cached[0]) : end])
                                 plan = cached[1]
@@ -203,6 +236,13 @@ class DebeziumJsonDecoder:
                     if plan is _INFER:
                         payload, plan = self._envelope(_parse(value), value, topic, partition)
                 else:
+                    shape = inferred_shapes.get((topic, partition)) if typed_rows else None
+                    if (
+                        shape is not None
+                        and shape.typed is not None
+                        and typed_change(shape.typed, value, record, position, out, expected=shape.table)
+                    ):
+                        continue
                     try:
                         payload = loads(value)
                     except orjson.JSONDecodeError as e:
@@ -238,7 +278,15 @@ class DebeziumJsonDecoder:
                 keys, key_row = ((), None) if key is None else self._key_names(key, topic, partition)
                 converter, schema = self._convert(table, plan, keys, after, before)
                 if keys:
-                    self._check_key(key, after if after is not None else before, topic, partition, key_row)
+                    self._check_key(
+                        key,
+                        after if after is not None else before,
+                        topic,
+                        partition,
+                        key_row,
+                        converter=converter,
+                        table=table,
+                    )
                 if op is delete:
                     if before is None:
                         before = self._key_row(key, converter, table)
@@ -252,6 +300,8 @@ class DebeziumJsonDecoder:
                 append(
                     new(DataChange, (table.table_id, op, before, after, position, ts or payload.get("ts_ms")))
                 )
+                if plan is _INFER and typed_rows:
+                    self._learned(topic, partition, table)
             except DecodeError as e:
                 append(bad_record(record, e.reason))
             except Exception as e:  # a record must never stop the batch
@@ -338,6 +388,122 @@ class DebeziumJsonDecoder:
         table.shapes[shape] = defined
         return defined
 
+    # ------------------------------------------------------------------------------ typed rows
+
+    def _typed_change(
+        self,
+        typed: TypedPayloads,
+        data: bytes,
+        record: RecordLike,
+        position: SourcePosition,
+        out: list[Event],
+        *,
+        plan: _Plan | None = None,
+        expected: _Table | None = None,
+    ) -> bool:
+        """Decode one change event with a typed decoder (see :mod:`debezium_typed`): True when its
+        events are appended, False, with nothing appended, when the generic path must decode it.
+        ``plan`` is the envelope's, None for rows whose types are inferred for ``expected``."""
+        try:
+            payload = typed.decode(data)
+        except (msgspec.ValidationError, msgspec.DecodeError):
+            typed.misses += 1
+            if typed.misses > MAX_MISSES:
+                self._give_up(typed, plan, position)
+            return False
+        op = _OPS.get(payload.op)
+        source = payload.source
+        if op is None or source is None or not source.table:
+            return False
+        after_struct, before_struct = payload.after, payload.before
+        if after_struct is None and (op is not Op.DELETE or before_struct is None):
+            return False
+        table = self._tables.get((source.db, source.schema, source.table, position.partition))
+        if table is None or (expected is not None and table is not expected):
+            return False
+        key = record.key()
+        if key is None:
+            names: tuple[str, ...] = ()
+        else:
+            found = self._keys_seen.get(key)
+            if found is None:
+                found = self._typed_key(key, position.topic, position.partition)
+                if found is None:
+                    return False
+                self._keys_seen[key] = found
+            names, key_values = found
+            if names:
+                # the key's JSON values against the row's, both as read (before any conversion)
+                row_struct = after_struct if after_struct is not None else before_struct
+                for name, value in key_values.items():
+                    if getattr(row_struct, name, value) != value:
+                        return False
+        after = before = None
+        if after_struct is not None and (after := typed.row(after_struct)) is None:
+            return False
+        if before_struct is not None and (before := typed.row(before_struct)) is None:
+            return False
+        if plan is not None:
+            schema = plan.schema(names)
+        else:
+            inferred = table.inferred
+            if names != inferred.keys or inferred.schema is not typed.schema:
+                return False
+            schema = inferred.schema
+        if table.emitted is not schema:
+            if schema.columns and (table.emitted is None or table.emitted != schema):
+                out.append(SchemaObserved(table.table_id, schema, position))
+            table.emitted = schema
+        typed.misses = 0
+        out.append(
+            _new(DataChange, (table.table_id, op, before, after, position, source.ts_ms or payload.ts_ms))
+        )
+        return True
+
+    def _typed_key(self, key: bytes, topic: str, partition: int) -> tuple[tuple[str, ...], Row] | None:
+        """A key's column names and JSON values, or None when the generic path must read it."""
+        cached = self._last_key.get((topic, partition))
+        try:
+            if cached is not None and key.startswith(cached[0]):
+                document = orjson.loads(key[len(cached[0]) : key.rfind(b"}")])
+                names = cached[1]
+            else:
+                document = orjson.loads(key)
+                if type(document) is not dict or ("schema" in document and "payload" in document):
+                    return None
+                names = tuple(document)
+        except orjson.JSONDecodeError:
+            return None
+        return (names, document) if type(document) is dict else None
+
+    def _learned(self, topic: str, partition: int, table: _Table) -> None:
+        """After the generic path read a row without the envelope: the partition's typed decoder
+        of rows of the types inferred so far, made again when they changed."""
+        inferred = table.inferred
+        shape = self._inferred.get((topic, partition))
+        if shape is None or shape.table is not table:
+            if shape is not None:
+                shape.rebuilt = _MAX_REBUILDS  # several tables in one partition: untyped from now on
+                return
+            shape = self._inferred[(topic, partition)] = _InferredShape(table)
+        elif shape.kinds == inferred.kinds and shape.schema is inferred.schema:
+            return
+        if shape.rebuilt >= _MAX_REBUILDS:
+            shape.typed = None
+            return
+        shape.rebuilt += 1
+        shape.kinds, shape.schema = dict(inferred.kinds), inferred.schema
+        shape.typed = TypedPayloads.of_inferred(inferred)
+
+    def _give_up(self, typed: TypedPayloads, plan: _Plan | None, position: SourcePosition) -> None:
+        """A typed decoder that keeps failing (records of another shape) is not tried any more."""
+        if plan is not None:
+            plan.typed = None
+            return
+        shape = self._inferred.get((position.topic, position.partition))
+        if shape is not None and shape.typed is typed:
+            shape.typed, shape.rebuilt = None, _MAX_REBUILDS
+
     # -------------------------------------------------------------------------- flattened rows
 
     def _flattened(
@@ -375,7 +541,9 @@ class DebeziumJsonDecoder:
             converter, schema = self._convert(table, plan, keys, row, None)
             before, after = None, row
         if keys and row is not None:
-            self._check_key(key, row, position.topic, position.partition, key_row)
+            self._check_key(
+                key, row, position.topic, position.partition, key_row, converter=converter, table=table
+            )
         if table.emitted is not schema:
             if schema.columns and (table.emitted is None or table.emitted != schema):
                 out.append(SchemaObserved(table.table_id, schema, position))
@@ -448,10 +616,19 @@ class DebeziumJsonDecoder:
         return tuple(document), document
 
     def _check_key(
-        self, key: bytes | None, row: Row | None, topic: str, partition: int, document: Row | None = None
+        self,
+        key: bytes | None,
+        row: Row | None,
+        topic: str,
+        partition: int,
+        document: Row | None = None,
+        *,
+        converter: RowConverter | PayloadRows | None = None,
+        table: _Table | None = None,
     ) -> None:
         """A record whose key names other values than its row would be written under the row's key:
-        it is a bad record (with both, as read). ``document`` is the key's values when already parsed."""
+        it is a bad record (with both, as read). ``document`` is the key's values when already parsed;
+        ``converter`` converted the row (of ``table``)."""
         if key is None or row is None:
             return
         if document is None:
@@ -467,12 +644,13 @@ class DebeziumJsonDecoder:
                 return  # a key that is not JSON names no columns
             if type(document) is not dict:
                 return
-        differ = [name for name, value in document.items() if name in row and row[name] != value]
-        if differ:
-            raise DecodeError(
-                "the record key does not match its row: "
-                + ", ".join(f"{n} is {document[n]!r} in the key and {row[n]!r} in the row" for n in differ)
-            )
+        reason = key_mismatch(document, row)
+        if reason is not None and converter is not None:
+            # the row's values are converted (days to dates, base64 to decimals): so is the key then
+            with contextlib.suppress(DecodeError):
+                reason = key_mismatch(self._converted_key(dict(document), converter, table), row)
+        if reason is not None:
+            raise DecodeError(reason)
 
     def _key_row(self, key: bytes | None, converter: RowConverter | PayloadRows | None, table: _Table) -> Row:
         """A delete's before-image when the record has none: the key's fields."""
@@ -492,13 +670,17 @@ class DebeziumJsonDecoder:
             latest = self._definitions.latest(table.table_id)
             if latest is not None and all(name in latest for name in document):
                 converter = PayloadRows(latest)
-        if converter is not None:
-            try:
-                converter.convert_present(document)
-                if type(converter) is RowConverter and table.refined is not None:
-                    table.refined.refinement.apply(document)
-            except ConversionError as e:
-                raise DecodeError(f"key {e.reason}") from None
+        return document if converter is None else self._converted_key(document, converter, table)
+
+    @staticmethod
+    def _converted_key(document: Row, converter: RowConverter | PayloadRows, table: _Table | None) -> Row:
+        """The key's values converted in place as its row's are."""
+        try:
+            converter.convert_present(document)
+            if type(converter) is RowConverter and table is not None and table.refined is not None:
+                table.refined.refinement.apply(document)
+        except ConversionError as e:
+            raise DecodeError(f"key {e.reason}") from None
         return document
 
     # --------------------------------------------------------------------------------- tables
@@ -584,9 +766,10 @@ def _build_plan(schema: Any) -> _Plan:
             connect_schema=schema,
         )
     try:
-        return _Plan(RowConverter(row_schema), connect_schema=schema)
+        row = RowConverter(row_schema)
     except DecodeError as e:
         return _Plan(None, f"the record's schema is invalid: {e.reason}", connect_schema=schema)
+    return _Plan(row, connect_schema=schema, typed=TypedPayloads.of_connect(row))
 
 
 def _schema_prefix(value: bytes, schema: Any) -> bytes | None:

@@ -10,8 +10,9 @@ rows written by the JSON converter and read by ``debezium-json``.
 Schema changes are learnt from the writer schema's drift: a record whose writer schema id differs
 from the last one of its table in its partition gives a
 :class:`~ferry.pipeline.events.SchemaObserved` when the table schema it describes differs from the
-last one emitted. Keys in the same wire format name the primary key columns; a record with a key
-and no value (Debezium's tombstone after a delete) is a :class:`~ferry.pipeline.events.Tombstone`.
+last one emitted. Keys in the same wire format name the primary key columns; a record whose key
+holds other values than its row is a bad record with both; a record with a key and no value
+(Debezium's tombstone after a delete) is a :class:`~ferry.pipeline.events.Tombstone`.
 Table ids are read from the ``source`` block as ``debezium-json`` reads them.
 
 The schema registry is asked only before a batch is decoded: when it cannot be reached, the batch
@@ -26,6 +27,7 @@ converter: the same events as ``debezium-schema-change``.
 
 from __future__ import annotations
 
+import contextlib
 from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -33,7 +35,7 @@ from typing import Any
 from pydantic import SecretStr
 
 from ferry.connectors.exceptions import DecodeError
-from ferry.connectors.formats import bad_record, internal_error
+from ferry.connectors.formats import bad_record, check_key, internal_error
 from ferry.connectors.formats.connect_avro import AvroRow
 from ferry.connectors.formats.connect_types import ConversionError
 from ferry.connectors.formats.debezium import no_row_event, source_table_id, topic_table_id
@@ -173,7 +175,9 @@ class DebeziumAvroDecoder:
                         plan.row.convert(before)
                 except ConversionError as e:
                     raise DecodeError(e.reason) from None
-                schema = plan.schema(self._keys(key))
+                schema = plan.schema(keys := self._keys(key))
+                if keys:
+                    self._check_key(key, after if after is not None else before, plan.row)
                 if op is Op.DELETE:
                     if before is None:
                         before = self._key_row(key, plan.row)
@@ -212,6 +216,18 @@ class DebeziumAvroDecoder:
             names = tuple(f["name"] for f in fields or () if type(f) is dict and type(f.get("name")) is str)
             self._key_names[schema_id] = names
         return names
+
+    def _check_key(self, key: bytes | None, row: Row | None, converter: AvroRow) -> None:
+        """A record whose key names other values than its row would be written under the row's key:
+        it is a bad record (with both, as read)."""
+        if key is None or row is None:
+            return
+        _, document = self._reader.read(key, "key")
+        if type(document) is not dict:
+            return
+        with contextlib.suppress(ConversionError):  # else the key's values are compared as read
+            converter.convert_present(document)  # as the row's values are
+        check_key(document, row)
 
     def _key_row(self, key: bytes | None, row: AvroRow) -> Row:
         """A delete's before-image when the record has none: the key's fields."""

@@ -10,6 +10,9 @@ messages; each becomes a :class:`~ferry.pipeline.events.SchemaHint` (ordered: Ma
 the table's partition) read from the ``sql`` text, or from the ``def`` (and ``old``) table
 definitions when there is no usable text. Bootstrap markers and database-level DDL carry no row
 and no table change, and give no event.
+
+A record whose key (Maxwell's ``hash`` or ``array`` key format) names another table or other
+primary key values than its row is a bad record with both.
 """
 
 from __future__ import annotations
@@ -18,7 +21,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ferry.connectors.exceptions import DecodeError
-from ferry.connectors.formats import InferredTable, JsonMessageDecoder, hints
+from ferry.connectors.formats import InferredTable, JsonMessageDecoder, check_key, hints, json_key
 from ferry.connectors.formats.ddl import parse_ddl
 from ferry.connectors.formats.mysql_types import mysql_type
 from ferry.connectors.record import RecordLike
@@ -99,6 +102,7 @@ class MaxwellJsonDecoder(JsonMessageDecoder):
             before, row = ({**data, **old} if old else None), data
         else:
             before, row = None, data
+        _check_key(record.key(), database, name, data)
         table = self._table(database, name, position.partition)
         inferred = table.inferred
         changed = inferred.with_keys(tuple(keys))
@@ -121,6 +125,28 @@ class MaxwellJsonDecoder(JsonMessageDecoder):
         if table is None:
             table = self._tables[key] = _Table(TableId(None, database, name))
         return table
+
+
+def _check_key(key: bytes | None, database: str, table: str, row: Row) -> None:
+    """A record whose key (Maxwell's ``kafka_key_format``: ``hash``,
+    ``{"database":"shop","table":"orders","pk.id":42}``, or ``array``,
+    ``["shop","orders",[{"id":42}]]``) names another table or other key values than its row is a bad
+    record with both. A key of a table without a primary key (``_uuid``), or of another shape, names
+    no values."""
+    document = json_key(key)
+    if type(document) is dict:
+        named = (document.get("database"), document.get("table"))
+        values = {n[3:]: v for n, v in document.items() if n.startswith("pk.")}
+    elif type(document) is list and len(document) == 3 and type(document[2]) is list:
+        named = (document[0], document[1])
+        values = {n: v for pair in document[2] if type(pair) is dict for n, v in pair.items()}
+    else:
+        return
+    if named not in ((None, None), (database, table)):
+        raise DecodeError(
+            f"the record key names table {named[0]}.{named[1]}, its row is of {database}.{table}"
+        )
+    check_key(values, row)
 
 
 def _text(value: Any) -> str:

@@ -26,6 +26,7 @@ from typing import Any
 from confluent_kafka import KafkaError, KafkaException, Message, Producer
 
 from ferry.connectors.kafka.exceptions import DeadLetterError, DeadLetterRefusedError, error_may_pass
+from ferry.logs import kafka_logger
 
 log = logging.getLogger(__name__)
 
@@ -99,8 +100,10 @@ class KafkaDeadLetter:
         self.pipeline = pipeline
         settings = {"enable.idempotence": True, "linger.ms": 20, **(properties or {})}
         settings["bootstrap.servers"] = bootstrap_servers
+        #: The producer's configuration (the source's security settings among ``properties``).
+        self.settings: Mapping[str, Any] = settings
         self.max_record_bytes = int(settings.get("message.max.bytes", DEFAULT_MAX_RECORD_BYTES))
-        self.producer = Producer(settings)
+        self.producer = Producer(settings, logger=kafka_logger())
         self.flush_timeout_s = flush_timeout_s
         self.sent = 0
         self.truncated = 0

@@ -10,19 +10,21 @@ This module imports no pyiceberg, so a job file validates without the ``iceberg`
       catalog.properties.warehouse: file:///data/lake   # default: ./var/warehouse
       catalog.properties.uri: sqlite:////data/lake/catalog.db   # default: <warehouse>/catalog.db
       table.properties.write.parquet.compression-codec: zstd
+      partition.key: app.orders:day(created_at);app.items:region,bucket[8](id)
       namespace: default
       snapshot.retain: 100
 """
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlparse
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
-from ferry.options import SinkConfigBase, fold_prefixed
+from ferry.options import SinkConfigBase, fold_prefixed, table_lists
 
 #: The warehouse when ``catalog.properties.warehouse`` is not set (relative to the working directory).
 DEFAULT_WAREHOUSE = Path("var/warehouse")
@@ -40,6 +42,14 @@ DEFAULT_TABLE_PROPERTIES: dict[str, str] = {
 }
 
 
+#: A partition field of ``partition.key``: a column (identity), ``year|month|day|hour(column)``,
+#: ``bucket[N](column)`` or ``truncate[W](column)``.
+PARTITION_FIELD = re.compile(
+    r"^(?:(?P<column>[^()\[\]]+)|(?P<time>year|month|day|hour)\((?P<time_column>[^()]+)\)"
+    r"|(?P<sized>bucket|truncate)\[(?P<size>\d+)\]\((?P<sized_column>[^()]+)\))$"
+)
+
+
 class IcebergSinkConfig(SinkConfigBase):
     """``catalog.properties.*`` go to pyiceberg's ``load_catalog``; ``table.properties.*`` to new tables."""
 
@@ -49,6 +59,10 @@ class IcebergSinkConfig(SinkConfigBase):
     catalog_name: str = Field(default="ferry", alias="catalog.name", min_length=1)
     catalog_properties: dict[str, str] = Field(default_factory=dict)
     table_properties: dict[str, str] = Field(default_factory=dict)
+    #: Sink table id (``db.table``) → the partition fields of the table when the sink creates it
+    #: (``partition.key: db.t1:a,day(ts);db.t2:bucket[8](id)``); a table not named is partitioned
+    #: by the partition keys of its schema (a transform's ``partition-keys``), if any.
+    partition_keys: dict[str, tuple[str, ...]] = Field(default_factory=dict, alias="partition.key")
     #: The Iceberg namespace of tables whose id has no schema part.
     namespace: str = Field(default="default", min_length=1)
     #: Snapshots kept per table; the commit that goes past this expires the older ones.
@@ -69,6 +83,21 @@ class IcebergSinkConfig(SinkConfigBase):
     def _fold(cls, data: Any) -> Any:
         data = fold_prefixed(data, "catalog.properties", "catalog_properties")
         return fold_prefixed(data, "table.properties", "table_properties")
+
+    @field_validator("partition_keys", mode="before")
+    @classmethod
+    def _partition_keys(cls, value: Any) -> Any:
+        tables = table_lists(value, "partition.key")
+        if isinstance(tables, dict):
+            for table, fields in tables.items():
+                for field in fields if isinstance(fields, (list, tuple)) else ():
+                    match = PARTITION_FIELD.match(str(field))
+                    if match is None or match["size"] == "0":
+                        raise ValueError(
+                            f"partition.key: {field!r} of {table} is not a column, "
+                            "year|month|day|hour(column), bucket[N](column) or truncate[W](column)"
+                        )
+        return tables
 
     @model_validator(mode="after")
     def _check_catalog(self) -> IcebergSinkConfig:

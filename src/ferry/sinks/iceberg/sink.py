@@ -22,7 +22,7 @@ from __future__ import annotations
 
 import itertools
 import logging
-from collections.abc import Hashable, Iterator
+from collections.abc import Callable, Hashable, Iterable, Iterator
 from datetime import UTC, datetime
 from typing import Any
 
@@ -51,11 +51,22 @@ from pyiceberg.expressions import (
 )
 from pyiceberg.io.pyarrow import ArrowScan, _dataframe_to_data_files
 from pyiceberg.manifest import DataFile, ManifestEntryStatus
+from pyiceberg.partitioning import PARTITION_FIELD_ID_START, PartitionField, PartitionSpec
 from pyiceberg.schema import Schema as IcebergSchema
 from pyiceberg.table import Table, Transaction
 from pyiceberg.table.refs import MAIN_BRANCH
 from pyiceberg.table.snapshots import ancestors_of
 from pyiceberg.table.update.snapshot import ExpireSnapshots
+from pyiceberg.transforms import (
+    BucketTransform,
+    DayTransform,
+    HourTransform,
+    IdentityTransform,
+    MonthTransform,
+    Transform,
+    TruncateTransform,
+    YearTransform,
+)
 
 from ferry.pipeline.events import (
     AddColumn,
@@ -77,7 +88,7 @@ from ferry.sinks.arrow import rows_to_arrow
 from ferry.sinks.base import SinkCapabilities
 from ferry.sinks.exceptions import SinkTerminalError, SinkTransientError
 from ferry.sinks.iceberg import ICEBERG
-from ferry.sinks.iceberg.config import IcebergSinkConfig
+from ferry.sinks.iceberg.config import PARTITION_FIELD, IcebergSinkConfig
 from ferry.sinks.iceberg.deletes import (
     KeyIndex,
     RewriteWithDeletes,
@@ -187,10 +198,13 @@ class IcebergSink(TableFormatSink):
             properties = self.config.new_table_properties()
             if change.schema.comment:
                 properties[COMMENT_PROPERTY] = change.schema.comment
+            schema = to_iceberg_schema(change.schema)
+            fields = self.config.partition_keys.get(str(change.table_id), change.schema.partition_keys)
+            spec = partition_spec(schema, fields, str(change.table_id))
             self.catalog.create_namespace_if_not_exists(namespace)
             try:
                 self.catalog.create_table(
-                    (namespace, name), to_iceberg_schema(change.schema), properties=properties
+                    (namespace, name), schema, partition_spec=spec, properties=properties
                 )
                 return
             except TableAlreadyExistsError:
@@ -506,6 +520,53 @@ def _open_catalog(config: IcebergSinkConfig) -> Catalog:
         "opening the catalog",
         transient=lambda e: isinstance(e, sqlalchemy.exc.DBAPIError),
     )
+
+
+_TIME_TRANSFORMS: dict[str, Callable[[], Transform[Any, Any]]] = {
+    "year": YearTransform,
+    "month": MonthTransform,
+    "day": DayTransform,
+    "hour": HourTransform,
+}
+
+
+def partition_spec(schema: IcebergSchema, fields: Iterable[str], table: str) -> PartitionSpec:
+    """The partition spec of ``partition.key``'s fields (Iceberg's names of the partition fields:
+    ``region``, ``created_at_day``, ``id_bucket``, ``name_trunc``)."""
+    parts = []
+    for i, text in enumerate(fields):
+        match = PARTITION_FIELD.match(text)
+        if match is None:
+            raise SinkTerminalError(
+                f"partition field {text!r} is not one Iceberg has", sink="iceberg", table=table
+            )
+        column = (match["column"] or match["time_column"] or match["sized_column"]).strip()
+        try:
+            source = schema.find_field(column)
+        except ValueError:
+            raise SinkTerminalError(
+                f"partition key {column} is not a column of the table (partition.key or the transform's "
+                "partition-keys)",
+                sink="iceberg",
+                table=table,
+            ) from None
+        transform: Transform[Any, Any]
+        if match["time"]:
+            transform, name = _TIME_TRANSFORMS[match["time"]](), f"{column}_{match['time']}"
+        elif match["sized"] == "bucket":
+            transform, name = BucketTransform(int(match["size"])), f"{column}_bucket"
+        elif match["sized"] == "truncate":
+            transform, name = TruncateTransform(int(match["size"])), f"{column}_trunc"
+        else:
+            transform, name = IdentityTransform(), column
+        if not transform.can_transform(source.field_type):
+            raise SinkTerminalError(
+                f"partition field {text}: {transform} does not apply to {column} of type {source.field_type}",
+                sink="iceberg",
+                table=table,
+            )
+        parts.append(PartitionField(source.field_id, PARTITION_FIELD_ID_START + i, transform, name))
+    return PartitionSpec(*parts)
 
 
 def _read_schema(table: Table) -> Schema:

@@ -11,6 +11,10 @@ This module imports no Kafka client, so a job file validates without one.
       value.format: debezium-json                      # or canal-json
       debezium-json.include-schema.enabled: false      # the Kafka Connect {"schema", "payload"} envelope
       topic: cdc-all-tables                            # default: one topic per table, named after it
+      sink.tableId-to-topic.mapping: app.orders:orders;app.items.*:items   # else per table
+      partition.strategy: hash-by-key                  # default; all-to-zero: partition 0 only
+      key.format: json                                 # or csv: the table id, then the key's values
+      sink.custom-header: team:sales,env:prod          # headers of every record
       sink.add-tableId-to-header-enabled: true         # headers namespace, schemaName, tableName
       sink.delivery-guarantee: at-least-once
       sink.upsert: false                               # compacted topics, tombstones after deletes
@@ -20,9 +24,10 @@ This module imports no Kafka client, so a job file validates without one.
 
 from __future__ import annotations
 
+import re
 from typing import Any, Literal
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
 from ferry.options import SinkConfigBase, fold_prefixed
 
@@ -37,6 +42,9 @@ DEFAULT_PRODUCER_PROPERTIES: dict[str, str] = {
 }
 
 
+_TOPIC = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
+
+
 class KafkaSinkConfig(SinkConfigBase):
     """``properties.*`` go to the librdkafka producer (and the admin client that creates topics)."""
 
@@ -49,7 +57,21 @@ class KafkaSinkConfig(SinkConfigBase):
     include_schema: bool = Field(default=False, alias="debezium-json.include-schema.enabled")
     #: One topic for every table; by default each table has its own topic, named after its id.
     topic: str | None = Field(default=None, min_length=1, max_length=249, pattern=r"^[A-Za-z0-9._-]+$")
+    #: ``(table pattern, topic)``: the topic of the tables a regular expression over ``db.table``
+    #: matches (the first that matches), when ``topic`` is not set; written
+    #: ``db.t1:topic1;db.t2:topic2``.
+    table_topics: tuple[tuple[str, str], ...] = Field(default=(), alias="sink.tableId-to-topic.mapping")
+    #: ``hash-by-key``: the producer's partitioner spreads records by their key (a row's changes
+    #: stay in one partition); ``all-to-zero``: every record goes to partition 0 (Flink CDC's default).
+    partition_strategy: Literal["hash-by-key", "all-to-zero"] = Field(
+        default="hash-by-key", alias="partition.strategy"
+    )
+    #: A record key's encoding: ``json``, the primary key as an object (``{"id": 42}``, Debezium's
+    #: key); ``csv``, one CSV line of the table id then the key's values (Flink CDC's csv key).
+    key_format: Literal["json", "csv"] = Field(default="json", alias="key.format")
     add_table_id_header: bool = Field(default=False, alias="sink.add-tableId-to-header-enabled")
+    #: Headers of every record (``sink.custom-header: key1:value1,key2:value2``).
+    custom_headers: tuple[tuple[str, str], ...] = Field(default=(), alias="sink.custom-header")
     delivery_guarantee: Literal["at-least-once", "exactly-once"] = Field(
         default="at-least-once", alias="sink.delivery-guarantee"
     )
@@ -66,6 +88,43 @@ class KafkaSinkConfig(SinkConfigBase):
     @classmethod
     def _fold(cls, data: Any) -> Any:
         return fold_prefixed(data, "properties", "properties")
+
+    @field_validator("table_topics", mode="before")
+    @classmethod
+    def _mapping(cls, value: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        pairs = []
+        for entry in (e.strip() for e in value.split(";")):
+            if not entry:
+                continue
+            tables, sep, topic = entry.rpartition(":")
+            if not sep or not tables.strip() or not topic.strip():
+                raise ValueError(f"{entry!r} is not table:topic (write db.t1:topic1;db.t2:topic2)")
+            if not _TOPIC.fullmatch(topic.strip()):
+                raise ValueError(f"{topic.strip()!r} is not a Kafka topic name")
+            for pattern in (p.strip() for p in tables.split(",") if p.strip()):
+                try:
+                    re.compile(pattern)
+                except re.error as e:
+                    raise ValueError(f"{pattern!r} is not a regular expression: {e}") from None
+                pairs.append((pattern, topic.strip()))
+        return tuple(pairs)
+
+    @field_validator("custom_headers", mode="before")
+    @classmethod
+    def _headers(cls, value: Any) -> Any:
+        if not isinstance(value, str):
+            return value
+        headers = []
+        for entry in (e.strip() for e in value.split(",")):
+            if not entry:
+                continue
+            key, sep, header = entry.partition(":")
+            if not sep or not key.strip():
+                raise ValueError(f"{entry!r} is not key:value (write key1:value1,key2:value2)")
+            headers.append((key.strip(), header.strip()))
+        return tuple(headers)
 
     @model_validator(mode="after")
     def _check(self) -> KafkaSinkConfig:
@@ -90,6 +149,10 @@ class KafkaSinkConfig(SinkConfigBase):
         if "transactional.id" in self.properties:
             raise ValueError("properties.transactional.id: the kafka sink does not use transactions")
         return self
+
+    def mapped_topic(self, table: str) -> str | None:
+        """The topic ``sink.tableId-to-topic.mapping`` gives the table ``db.table``, if any."""
+        return next((t for p, t in self.table_topics if re.fullmatch(p, table)), None)
 
     def producer_properties(self) -> dict[str, str]:
         """The librdkafka producer configuration: ferry's defaults, then ``properties.*``."""

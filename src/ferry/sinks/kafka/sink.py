@@ -21,9 +21,14 @@ TIME ``12:30:00.123456``, TIMESTAMP ``2024-01-31 12:30:00.123456`` (SQL spelling
 the same in UTC with a ``Z``, bytes as base64.
 
 Keys and partitions. A record's key is its primary key as a JSON object (``{"id": 42}``; in the
-Connect envelope with ``include-schema``), so the changes of one row stay in one partition, in
-order; a table without a primary key gets records without a key. The producer uses the Java
-client's partitioner (``murmur2_random``) unless ``properties.partitioner`` says otherwise.
+Connect envelope with ``include-schema``), or with ``key.format: csv`` one CSV line of the table id
+and the key's values (``app.orders,42``, Flink CDC's csv key), so the changes of one row stay in one
+partition, in order; a table without a primary key gets records without a key. The producer uses
+the Java client's partitioner (``murmur2_random``) unless ``properties.partitioner`` says otherwise;
+``partition.strategy: all-to-zero`` sends every record to partition 0.
+
+Topics. ``topic`` names one topic for every table; else ``sink.tableId-to-topic.mapping`` names the
+topic of the tables its patterns match; else each table has a topic named after its id.
 
 Delivery is at least once: :meth:`KafkaSink.flush` produces the buffered changes and returns only
 when the broker acknowledged every one (idempotent producer, ``acks=all``); a failure raises
@@ -34,6 +39,8 @@ flush writes them again.
 from __future__ import annotations
 
 import base64
+import csv
+import io
 import logging
 import re
 from collections.abc import Callable, Sequence
@@ -47,6 +54,7 @@ import orjson
 from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
+from ferry.logs import kafka_logger
 from ferry.offsets import Offsets
 from ferry.pipeline.events import CreateTable, DataChange, DropTable, Op, Row, SchemaChange
 from ferry.pipeline.schema import Schema, TableId
@@ -402,6 +410,8 @@ class TableFormat:
         self._encoders = tuple((c.name, e) for c in schema.columns if (e := encoder(c.type)) is not None)
         self.keys = schema.primary_keys
         self._key_encoders = tuple((n, e) for n, e in self._encoders if n in self.keys)
+        self._csv_key = config.key_format == "csv"
+        self._table = str(table_id)
         self._source = {"db": table_id.schema_name, "table": table_id.table_name}
         self._value_prefix = self._key_prefix = b""
         self._suffix = b""
@@ -445,6 +455,8 @@ class TableFormat:
         if not self.keys or row is None:
             return None
         key = _encode_fields({k: row.get(k) for k in self.keys}, self._key_encoders)
+        if self._csv_key:
+            return _csv_line([self._table, *key.values()])
         body = orjson.dumps(key, option=_DUMPS_OPTIONS)
         return self._key_prefix + body + self._suffix if self._key_prefix else body
 
@@ -474,6 +486,23 @@ class TableFormat:
         return self._value_prefix + body + self._suffix if self._value_prefix else body
 
 
+def _csv_line(values: list[Any]) -> bytes:
+    """One CSV line without its line end (Flink's csv format): fields quoted only where needed,
+    a null as an empty field."""
+    out = io.StringIO()
+    writer = csv.writer(out, lineterminator="")
+    writer.writerow(["" if v is None else _csv_field(v) for v in values])
+    return out.getvalue().encode()
+
+
+def _csv_field(value: Any) -> Any:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    if isinstance(value, (dict, list)):
+        return orjson.dumps(value, option=_DUMPS_OPTIONS).decode()
+    return value
+
+
 # ----------------------------------------------------------------------------------------- sink
 
 
@@ -491,6 +520,9 @@ class KafkaSink(Sink):
         self._formats: dict[tuple[TableId, Schema], TableFormat] = {}
         self._topics: set[str] = set()
         self._failures: list[str] = []
+        self._custom_headers = [(k, v.encode()) for k, v in config.custom_headers]
+        #: ``partition.strategy: all-to-zero`` → partition 0; else the partitioner chooses (-1)
+        self._partition = 0 if config.partition_strategy == "all-to-zero" else -1
         self._delivered = 0
         self._fatal: KafkaError | None = None
         try:
@@ -498,9 +530,10 @@ class KafkaSink(Sink):
                 {
                     **config.producer_properties(),
                     "error_cb": self._on_error,
-                }
+                },
+                logger=kafka_logger(),
             )
-            self.admin = AdminClient(config.admin_properties())
+            self.admin = AdminClient(config.admin_properties(), logger=kafka_logger())
         except KafkaException as e:
             raise SinkTerminalError(f"cannot create the Kafka client: {e}", sink=self.type) from e
 
@@ -508,7 +541,7 @@ class KafkaSink(Sink):
 
     def topic(self, table_id: TableId) -> str:
         """The topic a table's records go to."""
-        return self.config.topic or topic_name(table_id)
+        return self.config.topic or self.config.mapped_topic(str(table_id)) or topic_name(table_id)
 
     def _ensure_topic(self, table_id: TableId) -> None:
         name = self.topic(table_id)
@@ -597,7 +630,9 @@ class KafkaSink(Sink):
         count = 0
         for table_id, schema, changes in self._buffer:
             table_format = self._format(table_id, schema)
-            headers = table_headers(table_id) if self.config.add_table_id_header else None
+            headers = (
+                table_headers(table_id) if self.config.add_table_id_header else []
+            ) + self._custom_headers
             for change in changes:
                 try:
                     records = table_format.records(change)
@@ -638,11 +673,18 @@ class KafkaSink(Sink):
         return table_format
 
     def _produce(
-        self, topic: str, key: bytes | None, value: bytes | None, headers: list[tuple[str, bytes]] | None
+        self, topic: str, key: bytes | None, value: bytes | None, headers: list[tuple[str, bytes]]
     ) -> None:
         while True:
             try:
-                self.producer.produce(topic, value, key, headers=headers, on_delivery=self._on_delivery)
+                self.producer.produce(
+                    topic,
+                    value,
+                    key,
+                    partition=self._partition,
+                    headers=headers or None,
+                    on_delivery=self._on_delivery,
+                )
                 break
             except BufferError:
                 self.producer.poll(0.1)

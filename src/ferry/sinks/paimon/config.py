@@ -10,6 +10,7 @@ This module imports no pypaimon, so a job file validates without the ``paimon`` 
       catalog.properties.warehouse: file:///data/paimon  # default: ./var/paimon
       table.properties.bucket: "4"                       # default: "1"
       commit.user: orders-to-lake                        # default: the pipeline's name
+      partition.key: app.orders:dt;app.items:region,dt   # partition keys of the tables it creates
 """
 
 from __future__ import annotations
@@ -18,9 +19,9 @@ from pathlib import Path
 from typing import Any, Literal
 from urllib.parse import urlparse
 
-from pydantic import Field, model_validator
+from pydantic import Field, field_validator, model_validator
 
-from ferry.options import SinkConfigBase, fold_prefixed
+from ferry.options import SinkConfigBase, fold_prefixed, table_lists
 
 #: The warehouse when ``catalog.properties.warehouse`` is not set (relative to the working directory).
 DEFAULT_WAREHOUSE = Path("var/paimon")
@@ -41,6 +42,14 @@ class PaimonSinkConfig(SinkConfigBase):
     table_properties: dict[str, str] = Field(default_factory=dict)
     #: The commit user of every snapshot the sink writes; by default the pipeline's name.
     commit_user: str | None = Field(default=None, alias="commit.user", min_length=1)
+    #: Flink CDC's ``commit.user-prefix``: the commit user is ``<prefix>_<pipeline name>`` (Flink
+    #: CDC adds a random suffix per job; ferry's stays the same across restarts, so that a restart
+    #: finds its own commits).
+    commit_user_prefix: str | None = Field(default=None, alias="commit.user-prefix", min_length=1)
+    #: Sink table id (``db.table``) → the partition keys of the table when the sink creates it
+    #: (``partition.key: db.t1:a,b;db.t2:c``); a table not named keeps the partition keys of its
+    #: schema (a transform's ``partition-keys``).
+    partition_keys: dict[str, tuple[str, ...]] = Field(default_factory=dict, alias="partition.key")
     #: The Paimon database of tables whose id has no schema part.
     database: str = Field(default="default", min_length=1)
 
@@ -49,6 +58,17 @@ class PaimonSinkConfig(SinkConfigBase):
     def _fold(cls, data: Any) -> Any:
         data = fold_prefixed(data, "catalog.properties", "catalog_properties")
         return fold_prefixed(data, "table.properties", "table_properties")
+
+    @field_validator("partition_keys", mode="before")
+    @classmethod
+    def _partition_keys(cls, value: Any) -> Any:
+        return table_lists(value, "partition.key")
+
+    @model_validator(mode="after")
+    def _one_commit_user(self) -> PaimonSinkConfig:
+        if self.commit_user is not None and self.commit_user_prefix is not None:
+            raise ValueError("give either commit.user or commit.user-prefix")
+        return self
 
     def resolved_catalog_properties(self) -> dict[str, str]:
         """The catalog properties with ferry's defaults: a filesystem catalog in a local warehouse."""
@@ -76,6 +96,8 @@ class PaimonSinkConfig(SinkConfigBase):
         return props
 
     def resolved_commit_user(self, pipeline: str) -> str:
+        if self.commit_user_prefix is not None:
+            return f"{self.commit_user_prefix}_{pipeline}"
         return self.commit_user or pipeline
 
 

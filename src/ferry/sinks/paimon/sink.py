@@ -171,8 +171,18 @@ class PaimonSink(TableFormatSink):
                 fields = to_paimon_fields(schema, extra)
             except PaimonTypeError as e:
                 raise SinkTerminalError(str(e), sink=self.type, table=str(change.table_id)) from e
+            partition_keys = self.config.partition_keys.get(str(change.table_id), schema.partition_keys)
+            missing = [k for k in partition_keys if k not in schema]
+            if missing:
+                raise SinkTerminalError(
+                    f"partition key {', '.join(missing)} is not a column of the table "
+                    f"(partition.key or the transform's partition-keys)",
+                    sink=self.type,
+                    table=str(change.table_id),
+                )
             paimon_schema = PaimonSchema(
                 fields,
+                partition_keys=list(partition_keys),
                 primary_keys=list(schema.primary_keys),
                 options=options,
                 comment=schema.comment,

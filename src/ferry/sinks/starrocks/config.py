@@ -12,6 +12,8 @@ This module imports no driver, so a job file validates without the ``starrocks``
       password: ${STARROCKS_PASSWORD}
       sink.label-prefix: ferry                     # Stream Load labels: <prefix>_<db>_<table>_<n>
       table.create.properties.replication_num: 3   # PROPERTIES of the tables the sink creates
+      table.create.num-buckets: 8                  # BUCKETS of the tables the sink creates
+      sink.properties.max_filter_ratio: 0.1        # headers of every Stream Load
       schema.evolution.timeout: 30s                # how long to wait for an asynchronous ALTER
 """
 
@@ -42,6 +44,15 @@ _JDBC_URL = re.compile(r"^jdbc:mysql://(?P<host>[^:/?]+)(?::(?P<port>\d+))?(?:/(
 DEFAULT_QUERY_PORT = 9030
 
 
+#: Stream Load headers ferry sets itself → the only value ``sink.properties.*`` may give them.
+_LOAD_HEADERS_OF_FERRY: dict[str, str | None] = {
+    "format": "json",
+    "strip_outer_array": "true",
+    "columns": None,
+    "label": None,
+}
+
+
 def _seconds(value: Any) -> Any:
     if isinstance(value, str) and not value.strip().replace(".", "", 1).isdigit():
         return parse_duration(value).total_seconds()
@@ -61,6 +72,9 @@ class MySqlProtocolSinkConfig(SinkConfigBase):
     label_prefix: str = Field(default="ferry", alias="sink.label-prefix", pattern=r"^[A-Za-z0-9_\-]+$")
     #: ``PROPERTIES`` of the tables the sink creates (``table.create.properties.*``).
     table_properties: dict[str, str] = Field(default_factory=dict)
+    #: Headers of every Stream Load (``sink.properties.*``: ``max_filter_ratio``, ``timeout``,
+    #: ``strict_mode``, ``timezone``, ...), beside the ones ferry sets.
+    load_properties: dict[str, str] = Field(default_factory=dict)
     #: The database of tables whose id has no schema part (else the database of ``jdbc-url``).
     database: str | None = Field(default=None, min_length=1)
     #: Seconds to wait for an asynchronous schema change to finish before writing rows (Flink CDC's
@@ -95,7 +109,25 @@ class MySqlProtocolSinkConfig(SinkConfigBase):
     @model_validator(mode="before")
     @classmethod
     def _fold(cls, data: Any) -> Any:
-        return fold_prefixed(data, "table.create.properties", "table_properties")
+        data = fold_prefixed(data, "table.create.properties", "table_properties")
+        return fold_prefixed(data, "sink.properties", "load_properties")
+
+    @field_validator("load_properties")
+    @classmethod
+    def _load_headers(cls, value: dict[str, str]) -> dict[str, str]:
+        for key, given in value.items():
+            name = key.lower()
+            if name not in _LOAD_HEADERS_OF_FERRY:
+                continue
+            only = _LOAD_HEADERS_OF_FERRY[name]
+            if only is None:
+                raise ValueError(
+                    f"sink.properties.{key}: ferry sets the Stream Load header {name} itself "
+                    f"({'from the table' if name == 'columns' else 'from sink.label-prefix'})"
+                )
+            if given.strip().lower() != only:
+                raise ValueError(f"sink.properties.{key}: ferry loads {name} {only} (not {given!r})")
+        return value
 
     @field_validator("schema_evolution_timeout", mode="before")
     @classmethod
@@ -127,6 +159,10 @@ class MySqlProtocolSinkConfig(SinkConfigBase):
     def default_database(self) -> str | None:
         return self.database or self._jdbc()["db"] or None
 
+    def create_buckets(self) -> str | None:
+        """The ``BUCKETS`` of the tables the sink creates (``None``: the vendor's default)."""
+        return None
+
     @property
     def load_urls(self) -> list[str]:
         """The Stream Load base URLs (``http://host:port``), in the order to try them."""
@@ -140,3 +176,9 @@ class StarRocksSinkConfig(MySqlProtocolSinkConfig):
     """The StarRocks sink's options."""
 
     type: Literal["starrocks"] = "starrocks"
+    #: ``BUCKETS`` of ``DISTRIBUTED BY HASH(...)`` of the tables the sink creates (StarRocks's
+    #: default: chosen by the server).
+    num_buckets: int | None = Field(default=None, ge=1, alias="table.create.num-buckets")
+
+    def create_buckets(self) -> str | None:
+        return None if self.num_buckets is None else str(self.num_buckets)

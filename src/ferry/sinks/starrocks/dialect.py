@@ -133,10 +133,14 @@ class MySqlProtocolDialect(SqlDialect):
     #: Default vendor table properties, overridden by ``table.create.properties.*``.
     default_properties: Mapping[str, str] = {}
 
-    def __init__(self, *, vendor_only: bool = False, for_parameters: bool = False) -> None:
+    def __init__(
+        self, *, vendor_only: bool = False, for_parameters: bool = False, buckets: str | None = None
+    ) -> None:
         super().__init__(for_parameters=for_parameters)
         #: Whether the vendor's own clauses and types are rendered (off: what MariaDB runs).
         self.vendor_only = vendor_only
+        if buckets is not None:
+            self.buckets = buckets
 
     # ------------------------------------------------------------------------------- SQLAlchemy
 
@@ -288,8 +292,10 @@ class StarRocksDialect(MySqlProtocolDialect):
     max_vendor_char = 255
     default_properties: Mapping[str, str] = {"replication_num": "1"}
 
-    def __init__(self, *, vendor_only: bool = False, for_parameters: bool = False) -> None:
-        super().__init__(vendor_only=vendor_only, for_parameters=for_parameters)
+    def __init__(
+        self, *, vendor_only: bool = False, for_parameters: bool = False, buckets: str | None = None
+    ) -> None:
+        super().__init__(vendor_only=vendor_only, for_parameters=for_parameters, buckets=buckets)
         if vendor_only:
             _vendor()  # a missing ``starrocks`` package is named now, not at the first statement
 

@@ -83,7 +83,7 @@ class MySqlProtocolSink(SqlSink):
         self.pipeline = pipeline
         #: Whether the vendor's clauses, types and ``SHOW ALTER`` are used (off: a MySQL-compatible server).
         self.vendor_only_statements = vendor_only_statements
-        self.dialect = self.dialect_class(vendor_only=vendor_only_statements)
+        self.dialect = self.dialect_class(vendor_only=vendor_only_statements, buckets=config.create_buckets())
         #: Successful flushes: part of every label.
         self.flushes = 0
         #: Stream Load answers of the last flush, by table.
@@ -250,6 +250,7 @@ class MySqlProtocolSink(SqlSink):
                     password=self.config.password.get_secret_value(),
                     timeout=self.config.connect_timeout,
                     sink=self.type,
+                    properties=self.config.load_properties,
                 )
             except SinkTransientError:
                 if index == len(urls) - 1:

@@ -5,7 +5,8 @@
 a retried batch is not loaded twice), ``format: json``, ``strip_outer_array: true`` and ``columns``.
 The answer is a JSON status: ``Status`` (``Success``, ``Publish Timeout``, ``Label Already Exists``,
 ``Fail``), ``Message``, ``NumberLoadedRows``, ``NumberFilteredRows`` and ``ErrorURL`` (the rejected
-rows). A frontend answers with a redirect (307) to a backend; the body is sent again there.
+rows). A frontend answers with a redirect (307) to a backend; the body is sent again there. The
+sink's ``sink.properties.*`` are further headers of every load (``max_filter_ratio``, ``timeout``).
 """
 
 from __future__ import annotations
@@ -50,6 +51,7 @@ def stream_load(
     password: str,
     timeout: float,
     sink: str,
+    properties: Mapping[str, str] | None = None,
 ) -> dict[str, Any]:
     """Load ``rows`` under ``label``; the status JSON of a load that succeeded (or already had)."""
     path = f"/api/{urllib.parse.quote(database, safe='')}/{urllib.parse.quote(table, safe='')}/_stream_load"
@@ -57,6 +59,7 @@ def stream_load(
     body = json.dumps(list(rows), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
     token = base64.b64encode(f"{username}:{password}".encode()).decode("ascii")
     headers = {
+        **(properties or {}),
         "Authorization": f"Basic {token}",
         "label": label,
         "format": "json",

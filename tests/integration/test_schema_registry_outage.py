@@ -1,0 +1,174 @@
+"""The schema registry out of reach while new writer schemas arrive: the pipeline waits for it
+under the retry policy, the wait in its status, and ends with every row once. The registry is the
+real one; between it and the pipeline a gate that refuses and cuts connections while closed."""
+
+from __future__ import annotations
+
+import contextlib
+import re
+import socket
+import threading
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from ferry.config.loader import load_job_text
+from ferry.pipeline.phase import Phase
+from ferry.pipeline.schema import TableId
+from ferry.sinks.memory import MemorySink
+from ferry.state import StateStore
+from ferry.testing.jvm import HOST
+from ferry.testing.kafka_broker import TopicFactory, produce
+from ferry.worker import build_runner
+from tests.integration.control_helpers import wait_for
+from tests.integration.outages import RETRIES, running
+from tests.support.debezium_avro import AvroColumn, DebeziumAvroTable, SchemaRegistryClient
+from tests.support.registry import SchemaRegistry
+
+pytestmark = pytest.mark.integration
+
+
+class Gate:
+    """A TCP forwarder to ``upstream`` on a port of its own; :meth:`closed` refuses new connections
+    and cuts the open ones for the block. (Forwarding bytes is all it does: no library needed.)"""
+
+    def __init__(self, upstream: tuple[str, int]) -> None:
+        self.upstream = upstream
+        self._listener = socket.create_server((HOST, 0))
+        self.port = int(self._listener.getsockname()[1])
+        self._open: list[socket.socket] = []
+        self._lock = threading.Lock()
+        self._accepting: threading.Thread | None = None
+        self._listen()
+
+    def _listen(self) -> None:
+        self._accepting = threading.Thread(target=self._accept, args=(self._listener,), daemon=True)
+        self._accepting.start()
+
+    def _accept(self, listener: socket.socket) -> None:
+        while True:
+            try:
+                client, _ = listener.accept()
+            except OSError:
+                return  # closed
+            try:
+                server = socket.create_connection(self.upstream)
+            except OSError:
+                client.close()
+                continue
+            with self._lock:
+                self._open += [client, server]
+            for source, target in ((client, server), (server, client)):
+                threading.Thread(target=self._pump, args=(source, target), daemon=True).start()
+
+    @staticmethod
+    def _pump(source: socket.socket, target: socket.socket) -> None:
+        try:
+            while data := source.recv(65536):
+                target.sendall(data)
+        except OSError:
+            pass
+        finally:
+            for end in (source, target):
+                with contextlib.suppress(OSError):
+                    end.shutdown(socket.SHUT_RDWR)
+
+    def _cut(self) -> None:
+        with self._lock:
+            opened, self._open = self._open, []
+        for connection in opened:
+            with contextlib.suppress(OSError):
+                connection.shutdown(socket.SHUT_RDWR)
+            connection.close()
+
+    def close(self) -> None:
+        with contextlib.suppress(OSError):  # wakes the accepting thread (close alone does not)
+            self._listener.shutdown(socket.SHUT_RDWR)
+        self._listener.close()
+        if self._accepting is not None:
+            self._accepting.join(10)
+        self._cut()
+
+    def reopen(self) -> None:
+        self._listener = socket.create_server((HOST, self.port))
+        self._listen()
+
+
+@pytest.fixture
+def gate(schema_registry: SchemaRegistry) -> Iterator[Gate]:
+    assert schema_registry.port is not None
+    opened = Gate((HOST, schema_registry.port))
+    yield opened
+    opened.close()
+
+
+def test_a_schema_registry_out_of_reach_is_waited_for(
+    kafka_bootstrap: str,
+    topic_factory: TopicFactory,
+    tmp_path: Path,
+    group_id: str,
+    schema_registry: SchemaRegistry,
+    gate: Gate,
+) -> None:
+    topic = topic_factory(1)
+    url = schema_registry.url.replace(f":{schema_registry.port}/", f":{gate.port}/")
+    with SchemaRegistryClient({"url": schema_registry.url}) as client:
+        table = DebeziumAvroTable(
+            client,
+            f"s{uuid.uuid4().hex[:8]}",
+            "inventory",
+            "orders",
+            [AvroColumn("id", "int", optional=False), AvroColumn("item", "string")],
+        )
+        first = [table.insert({"id": i, "item": f"i{i}"}) for i in range(1, 6)]
+        table.add_column(AvroColumn("note", "string"))  # a writer schema the pipeline has not read
+        second = [table.insert({"id": i, "item": f"i{i}", "note": f"n{i}"}) for i in range(6, 11)]
+    produce(kafka_bootstrap, topic, [v for _, v in first], keys=[k for k, _ in first])
+    text = f"""
+source:
+  type: kafka
+  properties.bootstrap.servers: {kafka_bootstrap}
+  topic: {topic}
+  value.format: debezium-avro
+  schema-registry.url: {url}
+  scan.startup.mode: earliest-offset
+sink:
+  type: memory
+pipeline:
+  name: {group_id}
+  state.url: sqlite:///{tmp_path}/state.db
+  checkpoint.interval: 200ms
+{RETRIES}"""
+    sink = MemorySink()
+    runner = build_runner(load_job_text(text), sink=sink)
+    store = StateStore(f"sqlite:///{tmp_path}/state.db")
+
+    def checkpointed() -> dict[tuple[str, int], int] | None:
+        checkpoint = store.latest_checkpoint(group_id)
+        return None if checkpoint is None else checkpoint.offsets
+
+    try:
+        with running(runner) as errors:
+            wait_for(lambda: checkpointed() == {(topic, 0): 5}, 60, lambda: f"the first checkpoint, {errors}")
+            gate.close()
+            produce(kafka_bootstrap, topic, [v for _, v in second], keys=[k for k, _ in second])
+            wait_for(
+                lambda: re.search(
+                    r"reading the schema registry: attempt ([2-9]|\d\d+) of", runner.status.detail
+                ),
+                60,
+                lambda: f"the pipeline to wait for the registry (detail {runner.status.detail!r}, {errors})",
+            )
+            assert runner.status.phase is Phase.RUNNING and not errors
+            gate.reopen()
+            wait_for(lambda: checkpointed() == {(topic, 0): 10}, 60, lambda: f"the last checkpoint, {errors}")
+            assert not errors and not runner.status.detail.startswith("reading the schema registry"), (
+                runner.status.detail
+            )
+        assert not errors and runner.status.phase is Phase.STOPPED, (runner.status.detail, errors)
+    finally:
+        store.close()
+    rows = sorted(sink.rows(TableId.parse("inventory.orders")), key=lambda r: r["id"])
+    assert rows == [{"id": i, "item": f"i{i}", "note": f"n{i}" if i > 5 else None} for i in range(1, 11)]

@@ -1,0 +1,234 @@
+"""The typed decoding of debezium-json (msgspec) gives exactly what the generic decoding gives: the
+same events, rows (values, types, column order) and schemas for good records, and the same bad
+records with the same reasons for records that contradict the shape the typed decoder expects."""
+
+from __future__ import annotations
+
+import decimal
+import json
+from datetime import UTC, datetime
+from typing import Any
+
+import orjson
+import pytest
+from format_fixtures import records
+from test_debezium import FIXTURES
+
+from ferry.connectors.formats.debezium import DebeziumJsonDecoder
+from ferry.connectors.record import Record
+from ferry.pipeline.events import BadRecord, DataChange, Event
+from ferry.testing import debezium as dbz
+
+
+def _generic() -> DebeziumJsonDecoder:
+    decoder = DebeziumJsonDecoder()
+    decoder._typed_rows = False  # the reference: every record read by orjson and the row converters
+    return decoder
+
+
+def _same(typed: list[Event], generic: list[Event]) -> None:
+    assert typed == generic
+    for a, b in zip(typed, generic, strict=True):
+        assert type(a) is type(b)
+        if isinstance(a, DataChange) and isinstance(b, DataChange):
+            for x, y in ((a.after, b.after), (a.before, b.before)):
+                if x is not None and y is not None:
+                    assert list(x.items()) == list(y.items())
+                    assert [type(v) for v in x.values()] == [type(v) for v in y.values()]
+
+
+def _both(batch: list[Record]) -> list[Event]:
+    typed = DebeziumJsonDecoder().decode(batch)
+    _same(typed, _generic().decode(batch))
+    return typed
+
+
+@pytest.mark.parametrize("path", sorted(p for p in FIXTURES if "debezium" in p))
+def test_fixtures_decode_the_same_typed(path: str) -> None:
+    _both(records(path))
+
+
+def _table(with_schema: bool) -> dbz.DebeziumTable:
+    return dbz.DebeziumTable(
+        "srv",
+        "shop",
+        "orders",
+        [
+            dbz.ConnectColumn("id", dbz.INT32, optional=False),
+            dbz.ConnectColumn("qty", dbz.INT64),
+            dbz.ConnectColumn("price", dbz.DECIMAL(10, 2)),
+            dbz.ConnectColumn("amount", dbz.FLOAT64),
+            dbz.ConnectColumn("note", dbz.STRING),
+            dbz.ConnectColumn("created_at", dbz.TIMESTAMP_MICROS),
+            dbz.ConnectColumn("ship_date", dbz.DATE),
+            dbz.ConnectColumn("active", dbz.BOOLEAN),
+        ],
+        with_schema=with_schema,
+        ts_ms=1_700_000_000_000,
+    )
+
+
+def _row(key: int, version: int = 0) -> dict[str, Any]:
+    return {
+        "id": key,
+        "qty": key * 10 + version,
+        "price": decimal.Decimal(f"{key}.{version:02d}"),
+        "amount": key / 4,
+        "note": f"note {key}.{version}",
+        "created_at": 1_700_000_000_000_000 + key,
+        "ship_date": 19_000 + key,
+        "active": key % 2 == 0,
+    }
+
+
+def _stream(with_schema: bool, count: int = 30) -> list[tuple[bytes | None, bytes]]:
+    table = _table(with_schema)
+    out = []
+    for key in range(1, count + 1):
+        out.append(table.insert(_row(key)))
+        if key % 3 == 0:
+            out.append(table.update(_row(key - 1), _row(key - 1, 1)))
+        if key % 7 == 0:
+            out.append(table.delete(_row(key - 2)))
+    return out
+
+
+def _records(pairs: list[tuple[bytes | None, bytes | None]]) -> list[Record]:
+    return [Record("srv.shop.orders", 0, i, key=k, value=v) for i, (k, v) in enumerate(pairs)]
+
+
+@pytest.mark.parametrize("with_schema", [True, False], ids=["envelope", "payload-only"])
+def test_a_stream_of_changes_decodes_the_same_typed(with_schema: bool) -> None:
+    batch = _records(_stream(with_schema))
+    decoder = DebeziumJsonDecoder()
+    read, typed = decoder._typed_change, []
+
+    def counted(*args: Any, **kwargs: Any) -> bool:
+        typed.append(read(*args, **kwargs))
+        return typed[-1]
+
+    decoder._typed_change = counted  # type: ignore[method-assign]
+    events = decoder.decode(batch)
+    _same(events, _generic().decode(batch))
+    changes = [e for e in events if isinstance(e, DataChange)]
+    assert len(changes) == 30 + 10 + 4
+    assert typed.count(True) == len(changes) - 1  # all but the partition's first record
+    if with_schema:
+        first = changes[0].after
+        assert first is not None
+        assert first["price"] == decimal.Decimal("1.00")
+        assert first["created_at"] == datetime.fromtimestamp(1_700_000_000, UTC).replace(
+            tzinfo=None, microsecond=1
+        )
+
+
+def _payload(value: bytes, with_schema: bool) -> dict[str, Any]:
+    document = orjson.loads(value)
+    return document["payload"] if with_schema else document
+
+
+def _with_payload(value: bytes, payload: dict[str, Any], with_schema: bool) -> bytes:
+    """The record with another payload; with the envelope, its schema's bytes as they were, so
+    that the partition's typed decoder reads it."""
+    text = json.dumps(payload, separators=(",", ":")).encode()  # json: integers beyond 64 bits too
+    if not with_schema:
+        return text
+    prefix = value[: value.rindex(b'"payload":') + len(b'"payload":')]
+    return prefix + text + b"}"
+
+
+def _edited(edit: Any, with_schema: bool) -> bytes:
+    _, value = _table(with_schema).insert(_row(99))
+    payload = _payload(value, with_schema)
+    edit(payload)
+    return _with_payload(value, payload, with_schema)
+
+
+def _set(column: str, value: Any) -> Any:
+    def edit(payload: dict[str, Any]) -> None:
+        payload["after"][column] = value
+
+    return edit
+
+
+def _drop(column: str) -> Any:
+    def edit(payload: dict[str, Any]) -> None:
+        del payload["after"][column]
+
+    return edit
+
+
+EDITS = {
+    "unknown column": _set("colour", "red"),
+    "null key column": _set("id", None),
+    "text for an integer": _set("qty", "12"),
+    "float for an integer": _set("qty", 12.0),
+    "integer for a float": _set("amount", 12),
+    "text for a float": _set("amount", "Infinity"),
+    "integer for a boolean": _set("active", 1),
+    "integer beyond 64 bits": _set("qty", 1 << 70),
+    "integer beyond int64": _set("qty", (1 << 63) + 5),
+    "number for a decimal": _set("price", 12.5),
+    "bad base64 decimal": _set("price", "@@@"),
+    "text for a timestamp": _set("created_at", "2024-01-01"),
+    "object for a text": _set("note", {"a": 1}),
+    "missing column": _drop("note"),
+    "missing key column": _drop("id"),
+    "unknown op": lambda p: p.update(op="x"),
+    "no op": lambda p: p.pop("op"),
+    "insert without after": lambda p: p.update(after=None),
+    "before not an object": lambda p: p.update(before=[1]),
+    "no source": lambda p: p.pop("source"),
+    "source of another table": lambda p: p["source"].update(table="invoices"),
+    "source table a number": lambda p: p["source"].update(table=5),
+    "source time as text": lambda p: p["source"].update(ts_ms="soon"),
+    "truncate": lambda p: p.update(op="t", after=None),
+}
+
+
+@pytest.mark.parametrize("with_schema", [True, False], ids=["envelope", "payload-only"])
+@pytest.mark.parametrize("name", sorted(EDITS))
+def test_records_of_another_shape_than_the_typed_decoders_decode_as_before(
+    name: str, with_schema: bool
+) -> None:
+    """Each odd record comes after good ones of its partition (the typed decoder is in use) and is
+    followed by good ones: every event is the generic path's, bad records with its reasons."""
+    good = _stream(with_schema, 6)
+    odd = _edited(EDITS[name], with_schema)
+    key = _table(with_schema).insert(_row(99))[0]
+    events = _both(_records([*good, (key, odd), *_stream(with_schema, 3)]))
+    assert sum(isinstance(e, DataChange) for e in events) >= 6 + 1 + 3
+
+
+@pytest.mark.parametrize("with_schema", [True, False], ids=["envelope", "payload-only"])
+def test_a_key_that_contradicts_its_row_is_bad_on_the_typed_path_too(with_schema: bool) -> None:
+    table = _table(with_schema)
+    key, value = table.insert(_row(5))
+    other_key, _ = table.insert(_row(6))
+    events = _both(_records([*_stream(with_schema, 4), (other_key, value)]))
+    bad = events[-1]
+    assert isinstance(bad, BadRecord)
+    assert "the record key does not match its row" in bad.reason
+    assert key != other_key
+
+
+def test_flattened_rows_after_change_events_decode_as_before() -> None:
+    """A partition that switches to ExtractNewRecordState rows: the typed decoder fails on each of
+    them, is given up after a run of failures, and nothing differs."""
+    table = _table(False)
+    flat = [
+        (table.insert(_row(k))[0], orjson.dumps({**_row(k), "price": "AQ==", "__op": "c"}))
+        for k in range(100, 180)
+    ]
+    events = _both(_records([*_stream(False, 5), *flat, *_stream(False, 2)]))
+    assert sum(isinstance(e, DataChange) for e in events) == 5 + 1 + 80 + 2
+
+
+def test_the_same_key_in_a_batch_is_read_once_and_each_row_keeps_its_own_values() -> None:
+    table = _table(True)
+    pairs = [table.insert(_row(1))]
+    pairs += [table.update(_row(1, v), _row(1, v + 1)) for v in range(5)]
+    events = _both(_records(pairs))
+    afters = [e.after for e in events if isinstance(e, DataChange)]
+    assert [a["qty"] for a in afters if a is not None] == [10, 11, 12, 13, 14, 15]
+    assert len({id(a) for a in afters}) == len(afters)
