@@ -39,9 +39,9 @@ from ferry.config.loader import load_job_text
 from ferry.local import debezium as dbz
 from ferry.local.kafka_broker import KafkaBroker, create_topic, produce
 from ferry.pipeline.runner import PipelineRunner
-from ferry.pipeline.state import StateStore
 from ferry.sinks.hologres.config import HologresSinkConfig
 from ferry.sinks.hologres.sink import HologresSink
+from ferry.state import StateStore
 from ferry.worker import build_runner
 
 SCENARIOS = ("state-store", "sink-database", "broker")
@@ -213,12 +213,12 @@ def trial(
                 while time.monotonic() - began < outage_s:  # the trial's outage: a set duration
                     if scenario != "broker" and produced < 800 and time.monotonic() - began > outage_s / 3:
                         send(300)  # changes arriving while the component is down
-                    match = ATTEMPT.search(runner.detail)
+                    match = ATTEMPT.search(runner.status.detail)
                     if match and int(match[1]) >= result.highest_attempt:
                         result.highest_attempt = int(match[1])
-                        result.waiting_for = runner.detail.split(":", 1)[0]
-                    if not result.phases or result.phases[-1] != runner.phase.value:
-                        result.phases.append(runner.phase.value)
+                        result.waiting_for = runner.status.detail.split(":", 1)[0]
+                    if not result.phases or result.phases[-1] != runner.status.phase.value:
+                        result.phases.append(runner.status.phase.value)
                     if errors:
                         break
                     time.sleep(0.1)
@@ -226,8 +226,8 @@ def trial(
             send(200)
             wait_until(lambda: checkpointed() == produced or bool(errors), 300, "the last checkpoint")
             result.recovery_s = round(time.monotonic() - back, 1)
-            if runner.phase.value not in result.phases:
-                result.phases.append(runner.phase.value)
+            if runner.status.phase.value not in result.phases:
+                result.phases.append(runner.status.phase.value)
         if errors:
             result.error = f"{type(errors[0]).__name__}: {errors[0]}"
     except Exception as e:

@@ -134,7 +134,7 @@ def show_tables(warehouse: Path) -> None:
 def main() -> int:
     from ferry.cli.output import render_status  # noqa: PLC0415
     from ferry.config.loader import load_job  # noqa: PLC0415
-    from ferry.pipeline.state import StateStore  # noqa: PLC0415
+    from ferry.state import StateStore  # noqa: PLC0415
     from ferry.worker import FerryWorker  # noqa: PLC0415
 
     shutil.rmtree(VAR, ignore_errors=True)

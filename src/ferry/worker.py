@@ -40,12 +40,14 @@ from ferry.logs import kafka_logger
 from ferry.pipeline.events import Event
 from ferry.pipeline.route import Route, TableRouter
 from ferry.pipeline.router import SchemaChangeRouter
-from ferry.pipeline.runner import HintSource, PipelineRunner, RunnerSettings
-from ferry.pipeline.state import StateStore
+from ferry.pipeline.runner import PipelineRunner
+from ferry.pipeline.schema_operator import HintSource
+from ferry.pipeline.settings import RunnerSettings
 from ferry.process import parent_death_hook
 from ferry.retry import RetryPolicy
 from ferry.sinks import Sink
 from ferry.sinks.registry import sink_class
+from ferry.state import StateStore
 
 if TYPE_CHECKING:
     from ferry.pipeline.transform import TableTransforms
@@ -221,9 +223,9 @@ def _wait_for_the_registry(runner: PipelineRunner, retries: RetryPolicy) -> None
         events = retries.call(
             lambda: decode(records),
             "reading the schema registry",
-            on_wait=runner._waiting,  # the runner's status detail while it waits
+            on_wait=runner.status.waiting,  # the runner's status detail while it waits
         )
-        runner._waited()
+        runner.status.waited()
         return events
 
     runner.decode = decode_when_the_registry_answers

@@ -24,10 +24,11 @@ from ferry.pipeline.events import SCHEMA_CHANGE_TAGS
 from ferry.pipeline.exceptions import SchemaChangeRefusedError
 from ferry.pipeline.route import TableRouter
 from ferry.pipeline.router import SchemaChangeBehavior, SchemaChangeRouter
-from ferry.pipeline.runner import PipelineRunner, RunnerSettings
+from ferry.pipeline.runner import PipelineRunner
 from ferry.pipeline.schema import Column, Schema, TableId
-from ferry.pipeline.state import StateStore
+from ferry.pipeline.settings import RunnerSettings
 from ferry.sinks.base import ChangeKind as K
+from ferry.state import StateStore
 from tests.conformance.backends import BACKENDS, Backend, Context
 from tests.shared import SHARED
 

@@ -23,13 +23,14 @@ from ferry.connectors.memory import MemoryDeadLetter, MemorySource
 from ferry.pipeline import events as E
 from ferry.pipeline.route import Route, RouteMode, TableRouter
 from ferry.pipeline.router import SchemaChangeBehavior, SchemaChangeRouter
-from ferry.pipeline.runner import PipelineRunner, RunnerSettings
+from ferry.pipeline.runner import PipelineRunner
 from ferry.pipeline.schema import TableId
-from ferry.pipeline.state import StateStore
+from ferry.pipeline.settings import RunnerSettings
 from ferry.pipeline.transform import TableTransforms
 from ferry.sinks.hologres.types import TypeNormalizeStrategy, hologres_type
 from ferry.sinks.memory import MemorySink
 from ferry.sinks.registry import SINKS
+from ferry.state import StateStore
 
 CASES = sorted((Path(__file__).parent / "cases").glob("*.yaml"))
 

@@ -14,8 +14,8 @@ from ferry.pipeline import types as T
 from ferry.pipeline.events import CreateTable
 from ferry.pipeline.router import Action
 from ferry.pipeline.schema import Column, Schema, TableId
-from ferry.pipeline.state import StateStore
 from ferry.sinks.memory import MemorySink
+from ferry.state import StateStore
 from ferry.worker import build_runner
 from tests.integration.helpers import job_yaml, orders_table, read_all
 

@@ -8,7 +8,7 @@ import pytest
 
 from ferry.config.loader import load_job_text
 from ferry.local.kafka_broker import TopicFactory, produce
-from ferry.pipeline.runner import BadRecordError
+from ferry.pipeline.exceptions import BadRecordError
 from ferry.pipeline.schema import TableId
 from ferry.sinks.memory import MemorySink
 from ferry.worker import build_runner
@@ -72,7 +72,7 @@ def test_on_bad_record_fail_stops_the_pipeline_naming_the_position(
     runner = build_runner(job, sink=MemorySink())
     with pytest.raises(BadRecordError, match=f"topic {topic}, partition 0, offset 1: malformed JSON"):
         runner.run()
-    assert runner.phase == "FAILED"
+    assert runner.status.phase == "FAILED"
     status = runner.state.get_status(group_id)
     assert status is not None and status["phase"] == "FAILED" and "offset 1" in status["detail"]
 

@@ -27,7 +27,7 @@ import pytest
 from confluent_kafka import Consumer, TopicPartition
 
 from ferry.pipeline.router import SchemaChangeBehavior
-from ferry.pipeline.state import StateStore
+from ferry.state import StateStore
 from tests.integration.helpers import start_run
 from tests.support.debezium import MYSQL_MODES, POSTGRES_MODE, CaptureMode
 from tests.support.expectations import SinkExpectation, compare_sink, declared, sink_expectation

@@ -12,7 +12,7 @@ import pytest
 
 from ferry.local import debezium as dbz
 from ferry.local.kafka_broker import TopicFactory, produce
-from ferry.pipeline.state import StateStore
+from ferry.state import StateStore
 from tests.integration.helpers import iceberg_rows, start_run
 
 pytestmark = pytest.mark.integration

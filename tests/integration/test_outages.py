@@ -15,8 +15,8 @@ from ferry.local.kafka_broker import TopicFactory, produce
 from ferry.pipeline.phase import Phase
 from ferry.pipeline.runner import PipelineRunner
 from ferry.pipeline.schema import TableId
-from ferry.pipeline.state import StateStore
 from ferry.sinks.memory import MemorySink
+from ferry.state import StateStore
 from ferry.worker import build_runner
 from tests.integration.control_helpers import wait_for
 from tests.integration.helpers import job_yaml, orders_table
@@ -61,14 +61,18 @@ def test_a_state_store_stopped_and_started_again_is_waited_for(
                     kafka_bootstrap, topic, [v for _, v in records[10:]], keys=[k for k, _ in records[10:]]
                 )
                 wait_for(
-                    lambda: re.search(r"saving the checkpoint: attempt ([2-9]|\d\d+) of", runner.detail),
+                    lambda: re.search(
+                        r"saving the checkpoint: attempt ([2-9]|\d\d+) of", runner.status.detail
+                    ),
                     30,
-                    lambda: f"the pipeline to wait for the state store (detail {runner.detail!r}, {errors})",
+                    lambda: (
+                        f"the pipeline to wait for the state store (detail {runner.status.detail!r}, {errors})"
+                    ),
                 )
-                assert runner.phase is Phase.RUNNING and not errors
+                assert runner.status.phase is Phase.RUNNING and not errors
             wait_for(lambda: checkpointed() == {(topic, 0): 20}, 30, lambda: f"the last checkpoint, {errors}")
             assert not errors
-        assert not errors and runner.phase is Phase.STOPPED
+        assert not errors and runner.status.phase is Phase.STOPPED
         assert sorted(r["id"] for r in sink.rows(ORDERS)) == list(range(1, 21))
         status = store.get_status(group_id)
         assert status is not None and status["phase"] == "STOPPED"

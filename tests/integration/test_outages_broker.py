@@ -17,8 +17,8 @@ from ferry.local import debezium as dbz
 from ferry.local.kafka_broker import KafkaBroker, TopicFactory, create_topic, produce
 from ferry.pipeline.phase import Phase
 from ferry.pipeline.schema import TableId
-from ferry.pipeline.state import StateStore
 from ferry.sinks.memory import MemorySink
+from ferry.state import StateStore
 from ferry.worker import build_runner
 from tests.integration.control_helpers import wait_for
 from tests.integration.helpers import job_yaml, orders_table, read_all
@@ -93,16 +93,16 @@ def test_a_broker_stopped_during_a_schema_change_is_waited_for(
             with kafka_broker.stopped():
                 broker_down.set()
                 wait_for(
-                    lambda: runner.detail.startswith("schema change on inventory.orders"),
+                    lambda: runner.status.detail.startswith("schema change on inventory.orders"),
                     30,
-                    lambda: f"the barrier of the added column (detail {runner.detail!r}, {errors})",
+                    lambda: f"the barrier of the added column (detail {runner.status.detail!r}, {errors})",
                 )
-                assert runner.phase is Phase.RUNNING and not errors, (runner.detail, errors)
+                assert runner.status.phase is Phase.RUNNING and not errors, (runner.status.detail, errors)
             outage = time.monotonic() - began
             produce(bootstrap, topic, [v for _, v in last], keys=[k for k, _ in last])
             wait_for(lambda: checkpointed() == {(topic, 0): 21}, 60, lambda: f"the last checkpoint, {errors}")
             assert not errors
-        assert not errors and runner.phase is Phase.STOPPED, (runner.detail, errors)
+        assert not errors and runner.status.phase is Phase.STOPPED, (runner.status.detail, errors)
     finally:
         broker_down.set()
         store.close()

@@ -18,10 +18,10 @@ from ferry.local import debezium as dbz
 from ferry.local.kafka_broker import TopicFactory, produce
 from ferry.pipeline.phase import Phase
 from ferry.pipeline.runner import PipelineRunner
-from ferry.pipeline.state import StateStore
 from ferry.sinks.exceptions import SinkTerminalError
 from ferry.sinks.hologres.config import HologresSinkConfig
 from ferry.sinks.hologres.sink import HologresSink
+from ferry.state import StateStore
 from ferry.worker import build_runner
 from tests.integration.control_helpers import wait_for
 from tests.integration.helpers import job_yaml
@@ -74,7 +74,7 @@ def rows_in(server: PostgresServer, database: str) -> list[dict[str, Any]]:
 
 def waiting_for_the_sink(runner: PipelineRunner) -> bool:
     """The pipeline has tried the sink at least twice and waits to try again."""
-    return re.search(r": attempt ([2-9]|\d\d+) of \d+ failed \(Sink", runner.detail) is not None
+    return re.search(r": attempt ([2-9]|\d\d+) of \d+ failed \(Sink", runner.status.detail) is not None
 
 
 def test_a_sink_database_stopped_during_a_run_is_waited_for(
@@ -111,12 +111,12 @@ def test_a_sink_database_stopped_during_a_run_is_waited_for(
                 wait_for(
                     lambda: waiting_for_the_sink(runner),
                     30,
-                    lambda: f"the pipeline to wait for the sink (detail {runner.detail!r}, {errors})",
+                    lambda: f"the pipeline to wait for the sink (detail {runner.status.detail!r}, {errors})",
                 )
-                assert runner.phase is Phase.RUNNING and not errors
+                assert runner.status.phase is Phase.RUNNING and not errors
             wait_for(lambda: checkpointed() == {(topic, 0): 20}, 30, lambda: f"the last checkpoint, {errors}")
             assert not errors
-        assert not errors and runner.phase is Phase.STOPPED, (runner.detail, errors)
+        assert not errors and runner.status.phase is Phase.STOPPED, (runner.status.detail, errors)
     finally:
         store.close()
     expected = [{"id": i, "item": f"i{i}", "note": f"n{i}" if i >= 14 else None} for i in range(1, 21)]
@@ -160,12 +160,12 @@ def test_a_sink_database_down_at_start_up_is_waited_for(
             wait_for(
                 lambda: waiting_for_the_sink(runner) or errors,
                 30,
-                lambda: f"the pipeline to wait for the sink (detail {runner.detail!r}, {errors})",
+                lambda: f"the pipeline to wait for the sink (detail {runner.status.detail!r}, {errors})",
             )
     finally:
         thread.join(60)  # a bounded read: it ends once the sink is back (or the policy gives up)
     assert not thread.is_alive() and not errors, errors
-    assert runner.phase is Phase.STOPPED
+    assert runner.status.phase is Phase.STOPPED
     assert rows_in(postgres_server, database) == [{"id": i, "item": f"i{i}"} for i in range(1, 11)]
 
 
@@ -192,7 +192,7 @@ def test_a_refused_login_fails_at_once_and_names_no_password(
     )
     with pytest.raises(SinkTerminalError, match="authentication failed") as refused:
         runner.run()
-    assert wrong not in str(refused.value) and wrong not in runner.detail
-    assert runner.phase is Phase.FAILED
+    assert wrong not in str(refused.value) and wrong not in runner.status.detail
+    assert runner.status.phase is Phase.FAILED
     assert not [r for r in caplog.records if "attempt" in r.getMessage()], "not retried"
     assert wrong not in caplog.text

@@ -61,6 +61,6 @@ def test_rows_and_schema_changes_reach_the_sink(
     assert history[0].startswith("create.table inventory.orders")
     assert "add.column inventory.orders `price` DECIMAL(10, 2) AFTER item" in history
     assert "drop.column inventory.orders qty" in history
-    assert runner.phase == "STOPPED"
+    assert runner.status.phase == "STOPPED"
     checkpoint = runner.state.latest_checkpoint(group_id)
     assert checkpoint is not None and checkpoint.offsets == {(topic, 0): len(records)}

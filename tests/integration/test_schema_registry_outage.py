@@ -26,9 +26,9 @@ from ferry.local.kafka_broker import TopicFactory, produce
 from ferry.pipeline.events import Event, SchemaHint, SchemaObserved
 from ferry.pipeline.phase import Phase
 from ferry.pipeline.schema import TableId
-from ferry.pipeline.state import StateStore
 from ferry.retry import RetryPolicy
 from ferry.sinks.memory import MemorySink
+from ferry.state import StateStore
 from ferry.worker import build_runner
 from tests.integration.control_helpers import wait_for
 from tests.integration.outages import RETRIES, running
@@ -168,15 +168,19 @@ pipeline:
             gate.close()
             produce(kafka_bootstrap, topic, [v for _, v in second], keys=[k for k, _ in second])
             wait_for(
-                lambda: re.search(r"reading the schema registry: attempt ([2-9]|\d\d+) of", runner.detail),
+                lambda: re.search(
+                    r"reading the schema registry: attempt ([2-9]|\d\d+) of", runner.status.detail
+                ),
                 60,
-                lambda: f"the pipeline to wait for the registry (detail {runner.detail!r}, {errors})",
+                lambda: f"the pipeline to wait for the registry (detail {runner.status.detail!r}, {errors})",
             )
-            assert runner.phase is Phase.RUNNING and not errors
+            assert runner.status.phase is Phase.RUNNING and not errors
             gate.reopen()
             wait_for(lambda: checkpointed() == {(topic, 0): 10}, 60, lambda: f"the last checkpoint, {errors}")
-            assert not errors and not runner.detail.startswith("reading the schema registry"), runner.detail
-        assert not errors and runner.phase is Phase.STOPPED, (runner.detail, errors)
+            assert not errors and not runner.status.detail.startswith("reading the schema registry"), (
+                runner.status.detail
+            )
+        assert not errors and runner.status.phase is Phase.STOPPED, (runner.status.detail, errors)
     finally:
         store.close()
     rows = sorted(sink.rows(TableId.parse("inventory.orders")), key=lambda r: r["id"])

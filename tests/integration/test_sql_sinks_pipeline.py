@@ -81,7 +81,7 @@ def run(sink: Sink, bootstrap: str, topic: str, tmp_path: Path, name: str) -> No
     job = load_job_text(job_yaml(bootstrap, topic, tmp_path, name))
     runner = build_runner(job, sink=sink)
     runner.run()
-    assert runner.phase == "STOPPED" and runner.metrics.bad_records == 0
+    assert runner.status.phase == "STOPPED" and runner.metrics.bad_records == 0
 
 
 def normalised(rows: list[dict[str, Any]]) -> dict[int, dict[str, Any]]:

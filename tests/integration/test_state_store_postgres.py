@@ -8,9 +8,10 @@ import pytest
 
 from ferry.config.loader import load_job_text
 from ferry.local.kafka_broker import TopicFactory, produce
+from ferry.pipeline.checkpoints import SchemaHistoryEntry
 from ferry.pipeline.schema import TableId
-from ferry.pipeline.state import SchemaHistoryEntry, StateStore
 from ferry.sinks.memory import MemorySink
+from ferry.state import StateStore
 from ferry.worker import build_runner
 from tests.integration.helpers import job_yaml, orders_table
 from tests.support.postgres import PostgresServer

@@ -15,8 +15,8 @@ from ferry.cli.watch import watch_status
 from ferry.config.loader import load_job_text
 from ferry.local.kafka_broker import TopicFactory, produce
 from ferry.pipeline.catch_up import eta_seconds, format_eta
-from ferry.pipeline.state import StateStore
 from ferry.sinks.memory import MemorySink
+from ferry.state import StateStore
 from ferry.worker import build_runner
 from tests.integration.control_helpers import wait_for
 from tests.integration.helpers import job_yaml, orders_table

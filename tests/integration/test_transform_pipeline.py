@@ -21,11 +21,12 @@ from ferry.local import debezium as dbz
 from ferry.local.kafka_broker import create_topic, produce
 from ferry.pipeline.route import TableRouter
 from ferry.pipeline.router import SchemaChangeRouter
-from ferry.pipeline.runner import PipelineRunner, RunnerSettings
+from ferry.pipeline.runner import PipelineRunner
 from ferry.pipeline.schema import TableId
-from ferry.pipeline.state import StateStore
+from ferry.pipeline.settings import RunnerSettings
 from ferry.pipeline.transform import TableTransforms, TransformError
 from ferry.sinks.memory import MemorySink
+from ferry.state import StateStore
 from tests.integration.helpers import read_all
 
 pytestmark = pytest.mark.integration
@@ -207,7 +208,7 @@ def test_dropping_a_column_a_transform_uses_fails_the_pipeline_naming_it(tmp_pat
     )
     assert "column 'qty' does not exist in table inventory.orders" in message
     assert message.endswith("after drop.column inventory.orders qty")
-    assert runner.phase == "FAILED"
+    assert runner.status.phase == "FAILED"
     # the row read before the change was written with the schema it was read with
     assert [r["id"] for r in sink.rows(TableId.parse("inventory.orders"))] == [1]
 

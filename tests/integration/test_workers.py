@@ -8,6 +8,7 @@ the table-format sinks committing from two processes at once.
 
 from __future__ import annotations
 
+import json
 import multiprocessing
 import os
 import signal
@@ -24,11 +25,12 @@ from confluent_kafka import Producer
 from ferry.cli.output import render_status
 from ferry.local import debezium as dbz
 from ferry.local.kafka_broker import TopicFactory
+from ferry.offsets import decode_offsets
 from ferry.pipeline.events import CreateTable, DataChange, Op, SourcePosition
 from ferry.pipeline.schema import Column, Schema, TableId
-from ferry.pipeline.state import StateStore
 from ferry.pipeline.types import BIGINT, INT
-from ferry.sinks.table_format import TableFormatSink, decode_offsets
+from ferry.sinks.table_format import TableFormatSink
+from ferry.state import StateStore
 from tests.integration.helpers import iceberg_rows, start_run
 from tests.support.postgres import PostgresServer
 
@@ -391,6 +393,6 @@ def test_commits_from_two_processes_keep_every_row_and_each_others_offsets(kind:
     # the newest snapshot alone carries both workers' offsets
     newest = next(iter(sink.snapshot_properties(sink.load_table(TABLE))))
     final = {("t", w): COMMITS * ROWS_PER_COMMIT for w in (0, 1)}
-    assert decode_offsets(newest[sink.offsets_property]) == final
+    assert decode_offsets(json.loads(newest[sink.offsets_property])) == final
     assert sink.committed_offsets(TABLE) == final
     sink.close()

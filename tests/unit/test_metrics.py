@@ -25,10 +25,11 @@ from ferry.pipeline.events import SCHEMA_CHANGE_TAGS
 from ferry.pipeline.phase import Phase
 from ferry.pipeline.route import TableRouter
 from ferry.pipeline.router import SchemaChangeBehavior, SchemaChangeRouter
-from ferry.pipeline.runner import PipelineRunner, RunnerSettings
+from ferry.pipeline.runner import PipelineRunner
 from ferry.pipeline.schema import Column, Schema, TableId
-from ferry.pipeline.state import StateStore
+from ferry.pipeline.settings import RunnerSettings
 from ferry.sinks.memory import MemorySink
+from ferry.state import StateStore
 
 TID = TableId.parse("shop.orders")
 SCHEMA = Schema.of([Column("id", T.INT().not_null())], ["id"])
@@ -184,15 +185,15 @@ def test_openmetrics_declares_the_units_when_the_scraper_asks_for_it(
 
 def test_health_and_readiness_follow_the_phase(served: tuple[PipelineRunner, str]) -> None:
     runner, url = served
-    assert runner.phase is Phase.RUNNING
+    assert runner.status.phase is Phase.RUNNING
     assert get(f"{url}/healthz")[0] == 200
     status, _, body = get(f"{url}/readyz")
     assert status == 200 and orjson.loads(body)["phase"] == "RUNNING"
-    runner.phase, runner.detail = Phase.PENDING, "waiting for inherited offsets"
+    runner.status.phase, runner.status.detail = Phase.PENDING, "waiting for inherited offsets"
     status, _, body = get(f"{url}/readyz")
     assert status == 503 and orjson.loads(body)["detail"] == "waiting for inherited offsets"
     assert get(f"{url}/healthz")[0] == 200
-    runner.phase = Phase.FAILED
+    runner.status.phase = Phase.FAILED
     assert get(f"{url}/healthz")[0] == 503
     assert get(f"{url}/nowhere")[0] == 404
 

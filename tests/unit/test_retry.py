@@ -10,8 +10,8 @@ from sqlalchemy.exc import OperationalError, ProgrammingError
 
 from ferry.config.job import PipelineConfig
 from ferry.exceptions import TerminalError, TransientError
-from ferry.pipeline.state import StateStore
 from ferry.retry import RestartStrategyType, RetryPolicy
+from ferry.state import StateStore
 
 #: Waits of a millisecond: the tests count attempts, they do not wait.
 FAST = RetryPolicy(attempts=5, timeout_s=10.0, initial_s=0.001, max_s=0.002)

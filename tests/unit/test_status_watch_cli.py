@@ -8,7 +8,7 @@ from pathlib import Path
 from click.testing import CliRunner
 
 from ferry.cli.main import main
-from ferry.pipeline.state import StateStore
+from ferry.state import StateStore
 
 
 def test_watch_draws_the_table_of_the_state_stores_pipelines(tmp_path: Path) -> None:

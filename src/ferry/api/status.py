@@ -52,7 +52,7 @@ class PipelineCollector(Collector):
             labels=["pipeline", "phase"],
         )
         for each in (Phase.PENDING, Phase.RUNNING, Phase.STOPPED, Phase.FAILED):
-            phase.add_metric([name, each.value], 1.0 if runner.phase == each else 0.0)
+            phase.add_metric([name, each.value], 1.0 if runner.status.phase == each else 0.0)
         yield phase
 
         def counter(metric: str, documentation: str, value: float) -> Metric:
@@ -162,21 +162,21 @@ def registry_for(runner: PipelineRunner) -> CollectorRegistry:
 
 def health(runner: PipelineRunner) -> tuple[int, dict[str, Any]]:
     """``/healthz``: alive unless the pipeline failed."""
-    ok = runner.phase is not Phase.FAILED
+    ok = runner.status.phase is not Phase.FAILED
     return (200 if ok else 503), {
         "status": "ok" if ok else "failed",
-        "phase": runner.phase,
-        "detail": runner.detail,
+        "phase": runner.status.phase,
+        "detail": runner.status.detail,
     }
 
 
 def readiness(runner: PipelineRunner) -> tuple[int, dict[str, Any]]:
     """``/readyz``: ready while the pipeline is running."""
-    ok = runner.phase is Phase.RUNNING
+    ok = runner.status.phase is Phase.RUNNING
     return (200 if ok else 503), {
         "status": "ready" if ok else "not ready",
-        "phase": runner.phase,
-        "detail": runner.detail,
+        "phase": runner.status.phase,
+        "detail": runner.status.detail,
     }
 
 
@@ -195,8 +195,8 @@ class StatusServer:
                 elif path == "/status":
                     body: dict[str, Any] = {
                         "pipeline": outer.runner.settings.name,
-                        "phase": outer.runner.phase,
-                        "detail": outer.runner.detail,
+                        "phase": outer.runner.status.phase,
+                        "detail": outer.runner.status.detail,
                         "metrics": outer.runner.metrics.as_dict(),
                     }
                     self._send(200, orjson.dumps(body), "application/json")

@@ -30,7 +30,7 @@ from ferry.control.config import ANY_ENVIRONMENT
 from ferry.control.overview import PipelineOverview, overview
 from ferry.control.store import Sample
 from ferry.pipeline.catch_up import format_eta
-from ferry.pipeline.state import now_ms
+from ferry.pipeline.checkpoints import now_ms
 
 if TYPE_CHECKING:
     from ferry.api.app import Access, Principal

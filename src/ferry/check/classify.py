@@ -3,7 +3,7 @@
 Schema changes are judged against the whole query: the new plan's operators are matched with the
 old plan's by id, and each stateful operator compares what its state depends on (its aspects:
 keys, window, join condition, input schema, input changelog, filters). ``WITH``-option changes are
-judged by the changed option alone (see :mod:`ferry.check.connectors`).
+judged by the changed option alone (see :mod:`ferry.sql.connectors`).
 
 - **fully compatible**: every stateful operator finds its state (an unreferenced added column, a
   watermark change, a removed aggregate call);
@@ -23,9 +23,9 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from ferry.check.connectors import OptionRole, option_role
-from ferry.check.model import Operator, OperatorKind, Plan, SourceInfo, StatelessReport
-from ferry.check.parser import ColumnDef, TableDef
+from ferry.sql.connectors import OptionRole, option_role
+from ferry.sql.model import Operator, OperatorKind, Plan, SourceInfo, StatelessReport
+from ferry.sql.parser import ColumnDef, TableDef
 
 __all__ = [
     "ColumnChange",

@@ -7,9 +7,9 @@ from pathlib import Path
 import click
 
 from ferry.check.classify import classify
-from ferry.check.exceptions import CheckError, CheckParseError
 from ferry.check.load import load_plan
 from ferry.check.render import render_json, render_text
+from ferry.sql.exceptions import SqlError, SqlParseError
 
 __all__ = ["EXIT_INPUT_ERROR", "check"]
 
@@ -38,10 +38,10 @@ def check(ctx: click.Context, old: Path, new: Path, output: str) -> None:
     """
     try:
         verdict = classify(load_plan(old), load_plan(new))
-    except CheckParseError as error:
+    except SqlParseError as error:
         click.echo(f"error: {error}", err=True)
         ctx.exit(EXIT_INPUT_ERROR)
-    except CheckError as error:
+    except SqlError as error:
         click.echo(f"error: {error}", err=True)
         ctx.exit(EXIT_INPUT_ERROR)
     if output == "json":

@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from ferry.check.exceptions import CheckError
-from ferry.check.model import Plan
-from ferry.check.parser import Script, Statement, TableDef, ViewDef, parse_script
 from ferry.check.pipeline import parse_pipeline
-from ferry.check.plan import build_plan
+from ferry.sql.exceptions import SqlError
+from ferry.sql.model import Plan
+from ferry.sql.parser import Script, Statement, TableDef, ViewDef, parse_script
+from ferry.sql.plan import build_plan
 
 __all__ = ["load_plan", "load_script", "merge_scripts"]
 
@@ -33,7 +33,7 @@ def _read(path: Path) -> str:
     try:
         return path.read_text(encoding="utf-8")
     except (OSError, UnicodeDecodeError) as error:
-        raise CheckError(f"cannot read {path}: {error}") from error
+        raise SqlError(f"cannot read {path}: {error}") from error
 
 
 def load_script(path: Path) -> Script:
@@ -41,10 +41,10 @@ def load_script(path: Path) -> Script:
     if path.is_dir():
         files = sorted(p for p in path.rglob("*.sql") if p.is_file())
         if not files:
-            raise CheckError(f"{path} holds no .sql file")
+            raise SqlError(f"{path} holds no .sql file")
         return merge_scripts([parse_script(_read(f), str(f)) for f in files], str(path))
     if not path.is_file():
-        raise CheckError(f"{path} is not a file or a directory")
+        raise SqlError(f"{path} is not a file or a directory")
     if path.suffix.lower() in _YAML_SUFFIXES:
         return parse_pipeline(_read(path), str(path))
     return parse_script(_read(path), str(path))

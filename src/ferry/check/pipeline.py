@@ -15,8 +15,8 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import MarkedYAMLError
 from sqlglot import exp
 
-from ferry.check.exceptions import CheckError, CheckParseError
-from ferry.check.parser import InsertDef, Script, TableDef, parse_expression, parse_script
+from ferry.sql.exceptions import SqlError, SqlParseError
+from ferry.sql.parser import InsertDef, Script, TableDef, parse_expression, parse_script
 
 __all__ = ["TRANSFORM_META_KEY", "parse_pipeline"]
 
@@ -33,11 +33,11 @@ def _position(node: Any, key: str) -> tuple[int, int]:
     return int(line) + 1, int(column) + 1
 
 
-def _relocated(error: CheckParseError, node: Any, key: str, prefix: int, path: str | None) -> CheckParseError:
+def _relocated(error: SqlParseError, node: Any, key: str, prefix: int, path: str | None) -> SqlParseError:
     line, column = _position(node, key)
     if error.line == 1:
-        return CheckParseError(error.message, line, column + max(0, error.column - 1 - prefix), path)
-    return CheckParseError(error.message, line + error.line - 1, error.column, path)
+        return SqlParseError(error.message, line, column + max(0, error.column - 1 - prefix), path)
+    return SqlParseError(error.message, line + error.line - 1, error.column, path)
 
 
 def _options(source: Mapping[str, Any]) -> dict[str, str]:
@@ -58,19 +58,19 @@ def _projection(text: str, node: Any, path: str | None) -> list[exp.Expr]:
     prefix = "SELECT "
     try:
         script = parse_script(f"{prefix}{text}")
-    except CheckParseError as error:
+    except SqlParseError as error:
         raise _relocated(error, node, "projection", len(prefix), path) from error
     query = script.statements[0].query if script.statements else None
     if not isinstance(query, exp.Select):
         line, column = _position(node, "projection")
-        raise CheckParseError("projection must be a list of expressions", line, column, path)
+        raise SqlParseError("projection must be a list of expressions", line, column, path)
     return list(query.expressions)
 
 
 def _filter(text: str, node: Any, path: str | None) -> exp.Expr:
     try:
         return parse_expression(text)
-    except CheckParseError as error:
+    except SqlParseError as error:
         raise _relocated(error, node, "filter", len("SELECT "), path) from error
 
 
@@ -82,26 +82,26 @@ def parse_pipeline(text: str, path: str | None = None) -> Script:
         mark = error.problem_mark or error.context_mark
         line = mark.line + 1 if mark is not None else 1
         column = mark.column + 1 if mark is not None else 1
-        raise CheckParseError(f"invalid YAML: {error.problem or error}", line, column, path) from error
+        raise SqlParseError(f"invalid YAML: {error.problem or error}", line, column, path) from error
     if not isinstance(document, Mapping):
-        raise CheckParseError("a pipeline file is a mapping with source, sink and transform", 1, 1, path)
+        raise SqlParseError("a pipeline file is a mapping with source, sink and transform", 1, 1, path)
     source = document.get("source")
     if not isinstance(source, Mapping) or "type" not in source:
-        raise CheckParseError("the pipeline has no source with a type", 1, 1, path)
+        raise SqlParseError("the pipeline has no source with a type", 1, 1, path)
     options = _options(source)
     sink = document.get("sink")
     sink_name = str(sink.get("type", "sink")) if isinstance(sink, Mapping) else "sink"
     transforms = document.get("transform") or []
     if not isinstance(transforms, list):
         line, column = _position(document, "transform")
-        raise CheckParseError("transform must be a list", line, column, path)
+        raise SqlParseError("transform must be a list", line, column, path)
     if not transforms:
         transforms = [{"source-table": str(source.get("tables", "*"))}]
     tables: dict[str, TableDef] = {}
     statements: list[InsertDef] = []
     for item in transforms:
         if not isinstance(item, Mapping) or "source-table" not in item:
-            raise CheckError("every transform needs a source-table")
+            raise SqlError("every transform needs a source-table")
         name = str(item["source-table"])
         keys = tuple(k.strip() for k in str(item.get("primary-keys") or "").split(",") if k.strip())
         table = tables.get(name)

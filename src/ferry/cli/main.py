@@ -257,7 +257,7 @@ def status(
     """Phase, per-partition offsets and lag, rows written and schema-change history of pipelines;
     with --watch, a live table with the records behind and the ETA of the catch-up."""
     from ferry.config.loader import load_job  # noqa: PLC0415
-    from ferry.pipeline.state import StateStore  # noqa: PLC0415
+    from ferry.state import StateStore  # noqa: PLC0415
 
     if job is not None:
         config = load_job(job)

@@ -11,7 +11,7 @@ import orjson
 from rich.table import Table
 
 from ferry.pipeline.catch_up import eta_seconds, format_eta
-from ferry.pipeline.state import StateStore
+from ferry.state import StateStore
 
 
 def _when(ms: int | None) -> str:

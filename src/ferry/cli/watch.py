@@ -10,7 +10,8 @@ from rich.live import Live
 from rich.table import Table
 
 from ferry.cli.output import status_table
-from ferry.pipeline.state import StateStore, now_ms
+from ferry.pipeline.checkpoints import now_ms
+from ferry.state import StateStore
 
 
 def watch_status(

@@ -2,11 +2,10 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Sequence
 from typing import Any, Protocol, runtime_checkable
 
-#: (topic, partition) → offset
-Offsets = Mapping[tuple[str, int], int]
+from ferry.offsets import Offsets
 
 
 class Source(Protocol):

@@ -16,8 +16,8 @@ from ferry.control.models import Pipeline, Savepoint
 from ferry.control.service import ControlPlane, iso, savepoint_resource
 from ferry.control.store import SAMPLES_KEPT_MS, Sample
 from ferry.pipeline.catch_up import eta_seconds
+from ferry.pipeline.checkpoints import SchemaHistoryEntry, now_ms
 from ferry.pipeline.phase import Phase
-from ferry.pipeline.state import SchemaHistoryEntry, now_ms
 
 
 @dataclass(frozen=True, slots=True)

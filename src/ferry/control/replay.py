@@ -13,8 +13,8 @@ from ferry.config.job import JobConfig
 from ferry.control.exceptions import ControlError
 from ferry.control.models import PipelineSpec
 from ferry.logs import kafka_logger
+from ferry.pipeline.checkpoints import Checkpoint
 from ferry.pipeline.schema import TableId
-from ferry.pipeline.state import Checkpoint
 from ferry.sinks.base import TableDropping
 from ferry.sinks.registry import open_sink, sink_class
 

@@ -41,10 +41,12 @@ from ferry.control.names import name_error
 from ferry.control.replay import check_rebuild
 from ferry.control.store import ControlStore, PipelineRow, SavepointRow, runtime_name
 from ferry.logs import register_secrets, secrets_of
+from ferry.offsets import decode_offsets
 from ferry.options import parse_duration
 from ferry.pipeline.catch_up import eta_seconds
+from ferry.pipeline.checkpoints import now_ms
 from ferry.pipeline.phase import Phase
-from ferry.pipeline.state import StateStore, decode_offsets, now_ms
+from ferry.state import StateStore
 
 _NAME_RE = re.compile(r"[a-z0-9]([-a-z0-9]{0,98}[a-z0-9])?")
 _READ_ONLY_METADATA = ("uid", "creationTimestamp", "updateTimestamp", "environment")

@@ -1,6 +1,6 @@
 """Pipelines, savepoints and pipeline instances, kept in the state store's database.
 
-The tables live beside the runner's checkpoints (:mod:`ferry.pipeline.state`), in the same
+The tables (:mod:`ferry.state.tables`) live beside the runners' checkpoints, in the same
 SQLAlchemy database: SQLite by default, PostgreSQL for deployments. Phase transitions are
 compare-and-set updates, so several workers (and the API) may act on one pipeline safely.
 """
@@ -14,105 +14,14 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from sqlalchemy import (
-    JSON,
-    BigInteger,
-    Boolean,
-    Column,
-    Float,
-    Integer,
-    MetaData,
-    String,
-    Table,
-    Text,
-    and_,
-    create_engine,
-    delete,
-    insert,
-    select,
-    update,
-)
+from sqlalchemy import and_, create_engine, delete, insert, select, update
 from sqlalchemy.engine import Engine, RowMapping
 from sqlalchemy.exc import IntegrityError
 
 from ferry.control.models import InstanceState, SavepointSource, SavepointState
-from ferry.database import add_missing_columns
+from ferry.pipeline.checkpoints import now_ms
 from ferry.pipeline.phase import Phase
-from ferry.pipeline.state import now_ms
-
-metadata = MetaData()
-
-pipelines = Table(
-    "ferry_pipelines",
-    metadata,
-    Column("environment", String(200), primary_key=True),
-    Column("name", String(200), primary_key=True),
-    Column("uid", String(40), nullable=False),
-    Column("spec", JSON, nullable=False),
-    Column("phase", String(20), nullable=False),
-    Column("detail", Text, nullable=False),
-    Column("created_ms", BigInteger, nullable=False),
-    Column("updated_ms", BigInteger, nullable=False),
-    #: Bumped whenever the pipeline is (re)started: instances of an older generation stop.
-    Column("generation", Integer, nullable=False, default=0),
-    #: The generation whose one-off preparation (seeded offsets, rebuilt tables) is done.
-    Column("prepared", Integer, nullable=False, default=-1),
-    #: When a pending pipeline gives up waiting for its reference's offsets.
-    Column("deadline_ms", BigInteger),
-    Column("traits", JSON, nullable=False),
-    Column("latest_offsets", JSON, nullable=False),
-    Column("last_scheduled_ms", BigInteger),
-    #: ``metadata.labels`` and ``metadata.annotations`` (None: none, in rows older than them).
-    Column("labels", JSON),
-    Column("annotations", JSON),
-)
-
-savepoints = Table(
-    "ferry_savepoints",
-    metadata,
-    Column("uid", String(40), primary_key=True),
-    Column("environment", String(200), nullable=False, index=True),
-    Column("pipeline", String(200), nullable=False, index=True),
-    Column("source", String(20), nullable=False),
-    Column("state", String(20), nullable=False),
-    Column("reason", Text, nullable=False, default=""),
-    Column("pinned", Boolean, nullable=False, default=False),
-    Column("requested_ms", BigInteger, nullable=False),
-    Column("completed_ms", BigInteger),
-    Column("offsets", JSON, nullable=False),
-    Column("schemas", JSON, nullable=False),
-    Column("sink_commit", JSON, nullable=False),
-    #: ``metadata.name``: unique among the pipeline's savepoints (None in rows older than it).
-    Column("name", String(200)),
-)
-
-instances = Table(
-    "ferry_pipeline_instances",
-    metadata,
-    Column("environment", String(200), primary_key=True),
-    Column("pipeline", String(200), primary_key=True),
-    Column("worker", String(100), primary_key=True),
-    Column("generation", Integer, nullable=False),
-    Column("pid", Integer, nullable=False),
-    Column("state", String(20), nullable=False),
-    Column("exit_code", Integer),
-    Column("heartbeat_ms", BigInteger, nullable=False),
-)
-
-#: A running pipeline's figures over time (the web page's lag chart and barrier times): one row per
-#: pipeline and instant, written by whichever worker samples it first.
-samples = Table(
-    "ferry_pipeline_samples",
-    metadata,
-    Column("environment", String(200), primary_key=True),
-    Column("pipeline", String(200), primary_key=True),
-    Column("at_ms", BigInteger, primary_key=True),
-    Column("lag_records", BigInteger, nullable=False),
-    Column("throughput_eps", Float, nullable=False),
-    Column("rows_written", BigInteger, nullable=False),
-    Column("schema_changes", Integer, nullable=False),
-    Column("barrier_ms", BigInteger, nullable=False),
-)
+from ferry.state.tables import create_tables, instances, pipelines, samples, savepoints
 
 #: Samples older than this are deleted.
 SAMPLES_KEPT_MS = 3_600_000
@@ -230,8 +139,7 @@ class ControlStore:
             Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
         self.url = url
         self.engine: Engine = create_engine(url, json_serializer=lambda o: orjson.dumps(o).decode())
-        metadata.create_all(self.engine)
-        add_missing_columns(self.engine, metadata)
+        create_tables(self.engine)
 
     def close(self) -> None:
         self.engine.dispose()

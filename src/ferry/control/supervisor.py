@@ -54,8 +54,9 @@ from ferry.control.service import (
     runner_reads,
 )
 from ferry.control.store import PipelineRow, Sample, SavepointRow
+from ferry.offsets import encode_offsets
+from ferry.pipeline.checkpoints import now_ms
 from ferry.pipeline.phase import Phase
-from ferry.pipeline.state import encode_offsets, now_ms
 from ferry.process import parent_death_hook
 
 log = logging.getLogger(__name__)

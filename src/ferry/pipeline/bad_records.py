@@ -11,11 +11,11 @@ import logging
 from collections import Counter
 
 from ferry.connectors.base import DeadLetter, RecordFetching, Source
+from ferry.pipeline.checkpoints import now_ms
 from ferry.pipeline.events import DataChange, SourcePosition
 from ferry.pipeline.exceptions import BadRecordError, NothingWrittenError
 from ferry.pipeline.metrics import Metrics
 from ferry.pipeline.shaping import change_bytes
-from ferry.pipeline.state import now_ms
 
 log = logging.getLogger(__name__)
 

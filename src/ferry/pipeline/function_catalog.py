@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 from sqlglot import exp
 from sqlglot.tokenizer_core import TokenType
 
-from ferry.check.dialect import Flink, FlinkParser
+from ferry.sql.dialect import Flink, FlinkParser
 
 
 def _call(name: str) -> Any:

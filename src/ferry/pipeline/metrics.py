@@ -22,9 +22,10 @@ from typing import TYPE_CHECKING, Any
 from prometheus_client import CollectorRegistry, Histogram
 
 from ferry.connectors.base import Source
+from ferry.offsets import encode_offsets
 from ferry.pipeline.catch_up import CatchUpLog, RecentRate, catch_up_line, eta_seconds
+from ferry.pipeline.checkpoints import now_ms
 from ferry.pipeline.events import DataChange, Event
-from ferry.pipeline.state import encode_offsets, now_ms
 
 if TYPE_CHECKING:
     from ferry.pipeline.partitions import PartitionOffsets

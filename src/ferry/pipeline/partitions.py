@@ -9,16 +9,22 @@ again at each assignment (and for each table when it is first seen).
 
 from __future__ import annotations
 
+import logging
+import time
 from collections.abc import Collection, Mapping, Sequence
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ferry.connectors.base import Offsets
+from ferry.offsets import Offsets, Partition
 from ferry.pipeline.events import BadRecord, DataChange, Event
+from ferry.pipeline.phase import Phase
 from ferry.pipeline.route import TableRouter
 from ferry.pipeline.schema import TableId
 from ferry.sinks.base import OffsetCommitting, Sink
 
-Partition = tuple[str, int]
+if TYPE_CHECKING:
+    from ferry.pipeline.runner import PipelineRunner
+
+log = logging.getLogger(__name__)
 
 
 class PartitionOffsets:
@@ -44,11 +50,11 @@ class PartitionOffsets:
             out.setdefault(topic, []).append(partition)
         return out
 
-    def advance(self, records: Sequence[object]) -> None:
+    def advance(self, records: Sequence[Any]) -> None:
         """Past every one of ``records`` (confluent-kafka messages)."""
         offsets = self.offsets
         for record in records:
-            offsets[(record.topic(), record.partition())] = record.offset() + 1  # type: ignore[attr-defined]
+            offsets[(record.topic(), record.partition())] = record.offset() + 1
 
     def advance_to(self, events: Sequence[DataChange | BadRecord]) -> None:
         """Past every one of ``events`` (the rows and the bad records read before a barrier)."""
@@ -110,6 +116,59 @@ class PartitionOffsets:
         if not marks:
             self.skip = {t: m for t, m in self.skip.items() if m}
         return False
+
+
+def read_before(events: Sequence[Event]) -> list[DataChange | BadRecord]:
+    """The events of a batch whose records count as read once a barrier before them is taken."""
+    return [e for e in events if type(e) is DataChange or type(e) is BadRecord]
+
+
+class PartitionHandOver:
+    """A runner's part when partitions move between the workers of its pipeline (the source's
+    :class:`~ferry.connectors.base.RebalanceListener`; called from inside the poll): partitions
+    that go are checkpointed first, those another worker has already are dropped unwritten, and
+    those that come are read from their offsets, the rows their sink tables hold skipped."""
+
+    def __init__(self, runner: PipelineRunner) -> None:
+        self.runner = runner
+
+    def checkpointed_offsets(self) -> Offsets:
+        runner = self.runner
+        checkpoint = runner.state.latest_checkpoint(runner.settings.name)
+        return {} if checkpoint is None else checkpoint.offsets
+
+    def partitions_revoked(self, partitions: Sequence[Partition]) -> None:
+        """Checkpoint what was read from partitions that go to another worker, then forget them."""
+        runner = self.runner
+        if runner.status.phase is Phase.RUNNING:
+            runner.status.detail = f"handing over {describe(partitions)}: checkpointing"
+            runner.checkpoint()
+            runner.status.detail = "reading"
+        self._forget(partitions)
+
+    def partitions_lost(self, partitions: Sequence[Partition]) -> None:
+        """Partitions another worker already reads: their buffered rows are dropped unwritten (the
+        other worker reads them again from the last checkpoint) and nothing of them is committed."""
+        log.warning(
+            "%s went to another worker before a checkpoint: dropping their rows", describe(partitions)
+        )
+        self.runner.drop_rows(partitions)
+        self._forget(partitions)
+
+    def partitions_assigned(self, starts: Offsets) -> None:
+        """Partitions read here from now on, from these offsets."""
+        runner = self.runner
+        # another worker may have changed the sink tables and committed rows of these partitions
+        runner.schemas.forget_sink_schemas(runner.partitions.checked)
+        runner.shaper.forget()
+        runner.partitions.take(starts)
+        runner.status.update(time.monotonic())
+
+    def _forget(self, partitions: Sequence[Partition]) -> None:
+        runner = self.runner
+        runner.partitions.forget(partitions)
+        runner.schemas.forget_partitions(partitions)
+        runner.metrics.assigned = runner.partitions.assigned()
 
 
 def offsets_past(offsets: Offsets, events: Sequence[DataChange | BadRecord]) -> dict[Partition, int]:

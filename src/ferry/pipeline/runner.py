@@ -28,33 +28,19 @@ import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ferry.connectors.base import (
-    DeadLetter,
-    KeepingAlive,
-    Offsets,
-    Rebalancing,
-    RecordReading,
-    Source,
-    Watermarking,
-)
+from ferry.connectors.base import DeadLetter, KeepingAlive, Rebalancing, Source, Watermarking
 from ferry.exceptions import FerryError
+from ferry.offsets import Offsets, Partition
 from ferry.pipeline.bad_records import BadRecords
-from ferry.pipeline.events import (
-    BadRecord,
-    DataChange,
-    Event,
-    SchemaHint,
-    SchemaObserved,
-    Tombstone,
-    TruncateTable,
-)
-from ferry.pipeline.exceptions import BadRecordError, CheckpointError, NothingWrittenError
-from ferry.pipeline.metrics import Metrics, tune_garbage_collector, worker_name
+from ferry.pipeline.checkpoints import CheckpointStore, now_ms
+from ferry.pipeline.events import BadRecord, DataChange, Event, SchemaHint, SchemaObserved, Tombstone
+from ferry.pipeline.exceptions import CheckpointError
+from ferry.pipeline.metrics import Decode, Metrics, tune_garbage_collector, worker_name
 from ferry.pipeline.partitions import (
+    PartitionHandOver,
     PartitionOffsets,
-    describe,
-    offsets_past,
     partition_of,
+    read_before,
     records_before,
     without_partitions,
 )
@@ -64,27 +50,19 @@ from ferry.pipeline.router import SchemaChangeRouter
 from ferry.pipeline.schema import TableId
 from ferry.pipeline.schema_operator import (
     HintSource,
-    SchemaChangeTimeoutError,
     SchemaDefinitions,
     SchemaOperator,
-    SchemaSettings,
 )
 from ferry.pipeline.settings import RunnerSettings
 from ferry.pipeline.shaping import RowShaper, in_table_names
-from ferry.pipeline.state import StateStore, now_ms
-from ferry.pipeline.tracker import Partition
-from ferry.pipeline.truncates import OrderOf, TruncatePlan, plan_truncate
+from ferry.pipeline.status import RunnerStatus
+from ferry.pipeline.truncates import OrderOf, TruncateOrder
 from ferry.sinks.base import Sink
 
 if TYPE_CHECKING:
     from ferry.pipeline.transform import TableTransforms
 
-__all__ = ["BadRecordError", "HintSource", "Metrics", "NothingWrittenError", "PipelineRunner"]
-__all__ += ["RunnerSettings", "SchemaChangeTimeoutError"]
-
 log = logging.getLogger(__name__)
-
-Decode = Callable[[Sequence[Any]], list[Event]]
 
 
 class PipelineRunner:
@@ -97,7 +75,7 @@ class PipelineRunner:
         source: Source,
         decode: Decode,
         sink: Sink,
-        state: StateStore,
+        state: CheckpointStore,
         router: SchemaChangeRouter,
         tables: TableRouter,
         dead_letter: DeadLetter,
@@ -107,8 +85,6 @@ class PipelineRunner:
         source_order: OrderOf | None = None,
     ) -> None:
         self.settings = settings
-        #: The source position of a raw record (truncates put in order across partitions).
-        self.source_order = source_order
         self.source = source
         self.decode = decode
         self.sink = sink
@@ -119,15 +95,8 @@ class PipelineRunner:
         self.worker = worker_name()
         self.metrics = Metrics(worker=self.worker)
         self.bad = BadRecords(dead_letter, source, self.metrics, fail=settings.fail_on_bad_record)
-        self.phase = Phase.PENDING
-        self.detail = "starting"
         self.schemas = SchemaOperator(
-            settings=SchemaSettings(
-                settings.name,
-                settings.schema_change_timeout_s,
-                settings.schema_change_poll_s,
-                settings.retries,
-            ),
+            settings=settings.schema,
             sink=sink,
             state=state,
             router=router,
@@ -138,10 +107,20 @@ class PipelineRunner:
             transforms=transforms,
             watermarks=source.high_watermarks if isinstance(source, Watermarking) else None,
         )
-        self.schemas.on_detail = self._set_detail
         self.schemas.on_sink_changed = self._sink_changed
         self.schemas.on_applied = self._save_schemas
         self.partitions = PartitionOffsets(sink, tables)
+        self.truncates = TruncateOrder(source, source_order, self.schemas, self.partitions)
+        self.status = RunnerStatus(
+            settings.name,
+            self.worker,
+            state,
+            self.metrics,
+            source=source,
+            partitions=self.partitions,
+            schemas=self.schemas,
+        )
+        self.schemas.on_detail = self.status.set_detail
         self._buffers: dict[TableId, list[DataChange]] = {}
         self._buffered = 0
         self.shaper = RowShaper(
@@ -158,9 +137,6 @@ class PipelineRunner:
         self._leftover: tuple[list[Event], list[Any]] | None = None
         self._last_checkpoint = time.monotonic()
         self._checkpointed: Offsets = {}
-        self._detail_before_wait: str | None = None
-        self._last_status = 0.0
-        self._window: tuple[float, int] = (time.monotonic(), 0)
 
     # ------------------------------------------------------------------------------ lifecycle
 
@@ -168,23 +144,20 @@ class PipelineRunner:
         checkpoint = self.settings.retries.call(
             lambda: self.state.latest_checkpoint(self.settings.name),
             "reading the checkpoint",
-            on_wait=self._waiting,
+            on_wait=self.status.waiting,
             transient=self.state.is_transient,
         )
-        starts: dict[tuple[str, int], int] = {}
         self.schemas.restore(None if checkpoint is None else checkpoint.schemas)
-        if checkpoint is not None:
-            starts = dict(checkpoint.offsets)
+        starts = {} if checkpoint is None else dict(checkpoint.offsets)
         self._refresh_aliases()
-        for table_id, marks in self.schemas.truncated.items():
-            self.partitions.skip.setdefault(table_id, {}).update(marks)
+        self.truncates.restored()
         if isinstance(self.source, Rebalancing):
             # partitions shared with other workers: offsets are owned from their assignment on
-            self.source.set_rebalance_listener(self)
+            self.source.set_rebalance_listener(PartitionHandOver(self))
         else:
             self.partitions.offsets = dict(starts)
         self.source.open(starts)
-        self._set_phase(Phase.RUNNING, "reading")
+        self.status.set(Phase.RUNNING, "reading")
 
     def run(self, stop: threading.Event | None = None) -> None:
         """Run until ``stop`` is set, a bounded read ends, or a terminal error."""
@@ -196,16 +169,16 @@ class PipelineRunner:
             while not stop.is_set():
                 self.step()
                 if self._leftover is None and self.source.finished():
-                    self._set_phase(Phase.RUNNING, "bounded read reached its end")
+                    self.status.set(Phase.RUNNING, "bounded read reached its end")
                     self.bad.check_something_written(self._buffered)
                     break
             self.checkpoint()
-            self._set_phase(Phase.STOPPED, "stopped after a final checkpoint")
+            self.status.set(Phase.STOPPED, "stopped after a final checkpoint")
         except FerryError as e:
-            self._set_phase(Phase.FAILED, str(e))
+            self.status.set(Phase.FAILED, str(e))
             raise
         except Exception as e:
-            self._set_phase(Phase.FAILED, f"{type(e).__name__}: {e}")
+            self.status.set(Phase.FAILED, f"{type(e).__name__}: {e}")
             raise
         finally:
             self.close()
@@ -220,41 +193,10 @@ class PipelineRunner:
             except Exception:
                 log.exception("closing %s failed", closable)
 
-    # ------------------------------------------------------------------------------ rebalances
-
-    def checkpointed_offsets(self) -> Offsets:
-        checkpoint = self.state.latest_checkpoint(self.settings.name)
-        return {} if checkpoint is None else checkpoint.offsets
-
-    def partitions_revoked(self, partitions: Sequence[tuple[str, int]]) -> None:
-        """Checkpoint what was read from partitions that go to another worker, then forget them."""
-        if self.phase is Phase.RUNNING:
-            self.detail = f"handing over {describe(partitions)}: checkpointing"
-            self.checkpoint()
-            self.detail = "reading"
-        self.partitions.forget(partitions)
-        self.schemas.forget_partitions(partitions)
-        self.metrics.assigned = self.partitions.assigned()
-
-    def partitions_lost(self, partitions: Sequence[tuple[str, int]]) -> None:
-        """Partitions another worker already reads: their buffered rows are dropped unwritten (the
-        other worker reads them again from the last checkpoint) and nothing of them is committed."""
-        log.warning(
-            "%s went to another worker before a checkpoint: dropping their rows", describe(partitions)
-        )
+    def drop_rows(self, partitions: Collection[Partition]) -> None:
+        """Forget the buffered rows of ``partitions`` unwritten (they went to another worker)."""
         self._buffers = without_partitions(self._buffers, partitions)
         self._buffered = sum(len(changes) for changes in self._buffers.values())
-        self.partitions.forget(partitions)
-        self.schemas.forget_partitions(partitions)
-        self.metrics.assigned = self.partitions.assigned()
-
-    def partitions_assigned(self, starts: Offsets) -> None:
-        """Partitions read here from now on, from these offsets."""
-        # another worker may have changed the sink tables and committed rows of these partitions
-        self.schemas.forget_sink_schemas(self.partitions.checked)
-        self.shaper.forget()
-        self.partitions.take(starts)
-        self._update_status(time.monotonic())
 
     # ------------------------------------------------------------------------------ hot path
 
@@ -273,8 +215,8 @@ class PipelineRunner:
             now - self._last_checkpoint >= self.settings.checkpoint_interval_s
         ):
             self.checkpoint()
-        if now - self._last_status >= self.settings.status_interval_s:
-            self._update_status(now)
+        if now - self.status.updated >= self.settings.status_interval_s:
+            self.status.update(now)
         return len(records)
 
     def read_hints(self) -> None:
@@ -328,8 +270,8 @@ class PipelineRunner:
         self._buffered += buffered
         self.partitions.advance(records)
         self.metrics.records_read += len(records)
-        if self.schemas.read_again:
-            self._passed_read_again()
+        if self.schemas.read_again and self.schemas.passed_read_again(self.partitions.offsets):
+            self._refresh_aliases()
         if self.schemas.tracker.has_pending():
             self.schemas.settle(self.partitions.offsets, self._barrier_at(()))
             self._refresh_aliases()
@@ -363,80 +305,38 @@ class PipelineRunner:
     # ------------------------------------------------------------------------------ schema changes
 
     def _schema_event(self, event: SchemaObserved | SchemaHint, before: Sequence[Event]) -> None:
-        plan = self._order_truncate(event, before) if isinstance(event, SchemaHint) else None
-        read_again = plan.read_again if plan is not None else {}
-        reason = self.schemas.handle(event, self._barrier_at(before, read_again))
+        plan = self.truncates.plan(event, before) if isinstance(event, SchemaHint) else None
+        reason = self.schemas.handle(event, self._barrier_at(before, plan.starts if plan is not None else {}))
         if reason is not None:
             if event.position is None:
                 raise CheckpointError(reason)
             ddl = event.ddl
             self.bad.record(reason, event.position, None, ddl.encode() if ddl else None)
         self._refresh_aliases()
-        for partition, (start, end) in read_again.items():
-            self._read_again(partition, start, end)
+        if plan is not None:
+            self.truncates.read_again(plan, self._process_records)
 
-    def _read_again(self, partition: Partition, start: int, end: int) -> None:
-        """Rows written after a truncate but read before it: processed again once it is applied."""
-        assert isinstance(self.source, RecordReading)
-        offset = start
-        while offset < end:
-            records = [r for r in self.source.read_from(partition, offset, end - offset) if r.offset() < end]
-            if not records:
-                break
-            self.process(self.decode(records), records)
-            offset = records[-1].offset() + 1
-
-    def _order_truncate(self, event: SchemaHint, before: Sequence[Event]) -> TruncatePlan | None:
-        """Where the table's other partitions stand to a truncate read in one of them (see
-        :mod:`ferry.pipeline.truncates`); rows they hold that it removed are skipped from now on."""
-        order, position = event.source_order, event.position
-        if (
-            order is None
-            or position is None
-            or self.source_order is None
-            or not isinstance(self.source, RecordReading)
-            or not any(isinstance(c, TruncateTable) and self.schemas.applies(c) for c in event.changes)
-        ):
-            return None  # (a truncate the sink skips leaves every row: nothing to put in order)
-        ends = self.source.high_watermarks([position.topic]) if isinstance(self.source, Watermarking) else {}
-        # the other partitions of the table's topic read here, up to where they are read (or not yet)
-        past = offsets_past(self.partitions.offsets, _read_before(before))
-        here = (position.topic, position.partition)
-        read_to = {tp: past.get(tp, 0) for tp in {*ends, *past} if tp[0] == position.topic and tp != here}
-        if not read_to:
-            return None
-        plan = plan_truncate(self.source.read_from, self.source_order, order, read_to, ends)
-        if plan is None:
-            log.warning("%s: records without a source position: the truncate is applied where read", position)
-            return None
-        for partition, (_, end) in plan.read_again.items():
-            self.schemas.read_again[partition] = end
-        if plan.skip_before:
-            self.schemas.truncated.setdefault(event.table_id, {}).update(plan.skip_before)
-            self.partitions.skip.setdefault(event.table_id, {}).update(plan.skip_before)
-        return plan
+    def _process_records(self, records: Sequence[Any]) -> None:
+        self.process(self.decode(records), records)
 
     def _barrier_at(
-        self, before: Sequence[Event], read_again: Mapping[Partition, tuple[int, int]] | None = None
+        self, before: Sequence[Event], read_again: Mapping[Partition, int] | None = None
     ) -> Callable[[Mapping[str, Any]], None]:
         """A checkpoint of everything read before a schema event, with the schemas before it (and
         the partitions whose rows are read again from where they will be)."""
 
         def barrier(schemas: Mapping[str, Any]) -> None:
             # the bad records' dead letters are stored by this checkpoint too
-            self.partitions.advance_to(_read_before(before))
-            for partition, (start, _) in (read_again or {}).items():
-                self.partitions.offsets[partition] = start
+            self.partitions.advance_to(read_before(before))
+            self.partitions.offsets.update(read_again or {})
             self.checkpoint(schemas)
 
         return barrier
 
     def _save_schemas(self, schemas: Mapping[str, Any]) -> None:
-        self.settings.retries.call(
+        self._stored(
             lambda: self.state.save_checkpoint(self.settings.name, self._checkpointed, schemas),
             "saving the schemas",
-            on_wait=self._waiting,
-            transient=self.state.is_transient,
         )
 
     def _sink_changed(self, source_tables: Collection[TableId]) -> None:
@@ -446,26 +346,8 @@ class PipelineRunner:
                 self._buffers.pop(source, None)
         self.metrics.schema_changes = self.schemas.changes_routed
 
-    def _passed_read_again(self) -> None:
-        offsets, read_again = self.partitions.offsets, self.schemas.read_again
-        passed = [tp for tp, until in read_again.items() if offsets.get(tp, 0) >= until]
-        if passed:
-            for tp in passed:
-                del read_again[tp]
-            self._refresh_aliases()
-
     def _refresh_aliases(self) -> None:
-        self._aliases = aliases = self.schemas.tracker.all_aliases()
-        for (topic, partition), until in self.schemas.read_again.items():
-            if self.partitions.offsets.get((topic, partition), 0) >= until:
-                continue
-            # rows read again after a truncate may be older than a rename that is final since
-            tracker = self.schemas.tracker
-            for table_id, tracked in tracker.tables.items():
-                older = tracker.older_names(table_id) if topic in tracked.topics else None
-                if older:
-                    key = (table_id, partition)
-                    aliases[key] = {**older, **aliases.get(key, {})}
+        self._aliases = self.schemas.aliases(self.partitions.offsets)
 
     # ------------------------------------------------------------------------------ checkpoints
 
@@ -475,19 +357,17 @@ class PipelineRunner:
         offsets = dict(self.partitions.offsets)
         try:
             written = self._write_buffers()
-            retries, waiting = self.settings.retries, self._waiting
+            retries, waiting = self.settings.retries, self.status.waiting
             retries.call(lambda: self.sink.flush(offsets), "flushing the sink", on_wait=waiting)
             retries.call(self.dead_letter.flush, "storing the dead letters", on_wait=waiting)
             saved = schemas if schemas is not None else self.schemas.snapshot()
-            retries.call(
+            self._stored(
                 lambda: self.state.save_checkpoint(self.settings.name, offsets, saved),
                 "saving the checkpoint",
-                on_wait=waiting,
-                transient=self.state.is_transient,
             )
             self.source.commit(offsets)
             self._checkpointed = offsets
-            self._waited()
+            self.status.waited()
         except FerryError:
             raise
         except Exception as e:
@@ -500,47 +380,13 @@ class PipelineRunner:
         self.metrics.last_checkpoint_duration_ms = int((time.monotonic() - started) * 1000)
         self._last_checkpoint = time.monotonic()
 
+    def _stored(self, work: Callable[[], object], what: str) -> None:
+        """``work`` written to the checkpoint store, retried while its error is transient."""
+        self.settings.retries.call(work, what, on_wait=self.status.waiting, transient=self.state.is_transient)
+
     def _write_buffers(self) -> dict[str, int]:
         written = self.shaper.write(self._buffers)
         tracker = self.schemas.tracker
         self._buffers = {t: [] for t in self._buffers if tracker.schema(t) is not None}
         self._buffered = 0
         return written
-
-    # ------------------------------------------------------------------------------ status
-
-    def _set_detail(self, detail: str) -> None:
-        self.detail = detail
-
-    def _waiting(self, detail: str) -> None:
-        """A transient error is being retried: the status says so while it waits."""
-        if self._detail_before_wait is None:
-            self._detail_before_wait = self.detail
-        self.detail = detail
-        self._update_status(time.monotonic())
-
-    def _waited(self) -> None:
-        """What was retried succeeded: the detail is what it was before."""
-        if self._detail_before_wait is not None:
-            self.detail, self._detail_before_wait = self._detail_before_wait, None
-
-    def _set_phase(self, phase: Phase, detail: str) -> None:
-        self.phase, self.detail = phase, detail
-        self._update_status(time.monotonic())
-
-    def _update_status(self, now: float) -> None:
-        self._window = self.metrics.refresh(now, self._window, self.source, self.partitions, self.schemas)
-        try:
-            self.state.set_status(
-                self.settings.name, self.phase, self.detail, self.metrics.as_dict(), worker=self.worker
-            )
-        except Exception as e:
-            if not self.state.is_transient(e):
-                raise
-            log.warning("status not recorded (the state store is unavailable): %s", e)
-        self._last_status = now
-
-
-def _read_before(events: Sequence[Event]) -> list[DataChange | BadRecord]:
-    """The events of a batch whose records count as read once a barrier before them is taken."""
-    return [e for e in events if type(e) is DataChange or type(e) is BadRecord]

@@ -22,12 +22,14 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import contextmanager
-from dataclasses import dataclass, field, replace
+from dataclasses import replace
 from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol
 
 from ferry.exceptions import FerryError, TerminalError
+from ferry.offsets import Partition
 from ferry.pipeline.apply import apply_schema_change
+from ferry.pipeline.checkpoints import CheckpointStore, SchemaHistoryEntry, now_ms
 from ferry.pipeline.events import (
     BadRecord,
     CreateTable,
@@ -41,9 +43,8 @@ from ferry.pipeline.exceptions import SchemaChangeRefusedError
 from ferry.pipeline.route import TableRouter
 from ferry.pipeline.router import Action, Decision, SchemaChangeRouter
 from ferry.pipeline.schema import Schema, TableId, widen_schemas
-from ferry.pipeline.state import SchemaHistoryEntry, StateStore, now_ms
-from ferry.pipeline.tracker import Partition, SchemaTracker, Watermarks, diff_schemas
-from ferry.retry import RetryPolicy
+from ferry.pipeline.settings import SchemaSettings
+from ferry.pipeline.tracker import SchemaTracker, Watermarks, diff_schemas
 from ferry.sinks.base import AsyncSchemaChanges, SchemaCaching, Sink
 from ferry.sinks.exceptions import SinkTerminalError
 
@@ -90,18 +91,6 @@ class SchemaChangeTimeoutError(TerminalError):
     """A schema change's application at the sink took longer than allowed."""
 
 
-@dataclass(frozen=True, slots=True)
-class SchemaSettings:
-    pipeline: str
-    #: Bounds each apply and a background ALTER (``schema.operator.rpc-timeout``); the barrier before
-    #: a change is a checkpoint, waited for under ``retries``.
-    timeout_s: float = 180.0
-    #: How often a background schema change at the sink is polled.
-    poll_s: float = 0.2
-    #: How a transient error of an apply is retried (``pipeline.restart-strategy``).
-    retries: RetryPolicy = field(default_factory=RetryPolicy)
-
-
 class SchemaOperator:
     """Schema state and schema changes of one pipeline (see the module documentation)."""
 
@@ -110,7 +99,7 @@ class SchemaOperator:
         *,
         settings: SchemaSettings,
         sink: Sink,
-        state: StateStore,
+        state: CheckpointStore,
         router: SchemaChangeRouter,
         tables: TableRouter,
         worker: str,
@@ -295,6 +284,30 @@ class SchemaOperator:
 
     def forget_partitions(self, partitions: Collection[Partition]) -> None:
         self.tracker.forget_partitions(partitions)
+
+    def aliases(self, offsets: Mapping[Partition, int]) -> dict[tuple[TableId, int], dict[str, str]]:
+        """(table, partition) → renamed keys, for the partitions whose rows carry a rename not final
+        yet, and for those read again after a truncate (their rows may be older than a rename final
+        since); ``offsets``: where each partition is read to."""
+        tracker = self.tracker
+        aliases = tracker.all_aliases()
+        for (topic, partition), until in self.read_again.items():
+            if offsets.get((topic, partition), 0) >= until:
+                continue
+            for table_id, tracked in tracker.tables.items():
+                older = tracker.older_names(table_id) if topic in tracked.topics else None
+                if older:
+                    key = (table_id, partition)
+                    aliases[key] = {**older, **aliases.get(key, {})}
+        return aliases
+
+    def passed_read_again(self, offsets: Mapping[Partition, int]) -> bool:
+        """Forget the partitions read again after a truncate that are read past it by now; True
+        when there was one (the aliases change)."""
+        passed = [tp for tp, until in self.read_again.items() if offsets.get(tp, 0) >= until]
+        for tp in passed:
+            del self.read_again[tp]
+        return bool(passed)
 
     def _hints_for(self, event: SchemaObserved) -> list[Event]:
         """Every DDL hint written so far (Debezium writes the DDL before the rows that follow it),

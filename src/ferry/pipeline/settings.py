@@ -1,10 +1,23 @@
-"""How a pipeline runner is tuned (from the job's ``pipeline`` options)."""
+"""How a pipeline runner and its schema operator are tuned (from the job's ``pipeline`` and
+``schema`` options)."""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
 
 from ferry.retry import RetryPolicy
+
+
+@dataclass(frozen=True, slots=True)
+class SchemaSettings:
+    pipeline: str
+    #: Bounds each apply and a background ALTER (``schema.operator.rpc-timeout``); the barrier before
+    #: a change is a checkpoint, waited for under ``retries``.
+    timeout_s: float = 180.0
+    #: How often a background schema change at the sink is polled.
+    poll_s: float = 0.2
+    #: How a transient error of an apply is retried (``pipeline.restart-strategy``).
+    retries: RetryPolicy = field(default_factory=RetryPolicy)
 
 
 @dataclass(frozen=True, slots=True)
@@ -27,3 +40,9 @@ class RunnerSettings:
     #: How transient errors of the sink, the state store and the dead-letter producer are retried
     #: (``pipeline.restart-strategy``).
     retries: RetryPolicy = field(default_factory=RetryPolicy)
+
+    @property
+    def schema(self) -> SchemaSettings:
+        """How its schema operator is tuned."""
+        timeout_s, poll_s = self.schema_change_timeout_s, self.schema_change_poll_s
+        return SchemaSettings(self.name, timeout_s, poll_s, self.retries)

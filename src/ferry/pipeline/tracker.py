@@ -30,6 +30,7 @@ from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
 from typing import Any
 
+from ferry.offsets import Partition
 from ferry.pipeline.apply import apply_schema_change, is_applied
 from ferry.pipeline.events import (
     FIRST,
@@ -54,7 +55,6 @@ from ferry.pipeline.schema import Column, Schema, TableId, schema_from_dict, sch
 from ferry.pipeline.types import widen
 
 #: (topic, partition)
-Partition = tuple[str, int]
 #: The high watermarks, now, of the partitions of some topics that this pipeline reads.
 Watermarks = Callable[[Collection[str]], Mapping[Partition, int]]
 

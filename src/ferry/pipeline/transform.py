@@ -38,9 +38,6 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokenizer_core import TokenType
 
-from ferry.check import is_stateless
-from ferry.check.exceptions import CheckError
-from ferry.check.lineage import is_aggregate_call
 from ferry.exceptions import TerminalError
 from ferry.pipeline.apply import apply_schema_change
 from ferry.pipeline.compiled import CompileError, Fn, RowKind, Session
@@ -60,6 +57,9 @@ from ferry.pipeline.sqlvalues import ROW_ERRORS, ExpressionError
 from ferry.pipeline.tracker import SchemaTracker, diff_schemas
 from ferry.pipeline.types import STRING
 from ferry.pipeline.udf import UserFunction
+from ferry.sql import is_stateless
+from ferry.sql.exceptions import SqlError
+from ferry.sql.lineage import is_aggregate_call
 
 #: Windowing table functions and group-window functions: they aggregate over windows of rows.
 log = logging.getLogger(__name__)
@@ -192,8 +192,8 @@ def stateful_reason(job: JobWithTransforms) -> str | None:
     ``GROUP BY``, ``TUMBLE``/``HOP``/``SESSION``/``CUMULATE`` windows, ``MATCH_RECOGNIZE``), or None.
 
     A transform is evaluated row by row, so such a job cannot run. Each transform is read as
-    ``SELECT projection FROM source-table WHERE filter`` and planned by ``ferry check``
-    (:func:`ferry.check.is_stateless`), which says why its operators keep state; the construct is
+    ``SELECT projection FROM source-table WHERE filter`` and planned by the Flink SQL front end
+    (:func:`ferry.sql.is_stateless`), which says why its operators keep state; the construct is
     named from the expression itself.
     """
     problem = stateful_problem(job)
@@ -217,7 +217,7 @@ def stateful_problem(job: JobWithTransforms) -> tuple[int, str, str] | None:
             query = query.where(condition.copy())
         try:
             operators = is_stateless(query.sql(dialect=DIALECT)).stateful_operators
-        except CheckError:
+        except SqlError:
             operators = ()
         if construct is None and not operators:
             continue

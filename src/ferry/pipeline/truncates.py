@@ -16,9 +16,21 @@ over the partition, reading records again), and the runner then
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+from ferry.connectors.base import RecordReading, Source, Watermarking
+from ferry.offsets import Partition
+from ferry.pipeline.events import Event, SchemaHint, TruncateTable
+from ferry.pipeline.partitions import offsets_past, read_before
+
+if TYPE_CHECKING:
+    from ferry.pipeline.partitions import PartitionOffsets
+    from ferry.pipeline.schema_operator import SchemaOperator
+
+log = logging.getLogger(__name__)
 
 #: (binlog file, position, row), or ("", LSN, 0): where a change stands in the source's log.
 SourceOrder = tuple[str, int, int]
@@ -26,7 +38,6 @@ SourceOrder = tuple[str, int, int]
 OrderOf = Callable[[bytes | None], SourceOrder | None]
 #: Up to ``count`` records of a partition from an offset on (``RecordReading.read_from``).
 ReadFrom = Callable[[tuple[str, int], int, int], Sequence[Any]]
-Partition = tuple[str, int]
 
 
 @dataclass
@@ -35,6 +46,76 @@ class TruncatePlan:
     read_again: dict[Partition, tuple[int, int]] = field(default_factory=dict)
     #: Partitions not read up to the truncate yet: the offset of their first record after it.
     skip_before: dict[Partition, int] = field(default_factory=dict)
+
+    @property
+    def starts(self) -> dict[Partition, int]:
+        """Where the partitions read again are read from once the truncate is applied."""
+        return {partition: start for partition, (start, _) in self.read_again.items()}
+
+
+class TruncateOrder:
+    """Puts a truncate read in one partition in order with the other partitions of its topic (see
+    the module documentation). The partitions read again and the rows skipped are the schema
+    operator's (:attr:`SchemaOperator.read_again`, :attr:`SchemaOperator.truncated`), kept in the
+    checkpoint with the schemas."""
+
+    def __init__(
+        self, source: Source, order_of: OrderOf | None, schemas: SchemaOperator, partitions: PartitionOffsets
+    ) -> None:
+        self.source = source
+        self.order_of = order_of
+        self.schemas = schemas
+        self.partitions = partitions
+
+    def restored(self) -> None:
+        """After a restart: the rows the checkpoint says a truncate removed are skipped."""
+        for table_id, marks in self.schemas.truncated.items():
+            self.partitions.skip.setdefault(table_id, {}).update(marks)
+
+    def plan(self, event: SchemaHint, before: Sequence[Event]) -> TruncatePlan | None:
+        """Where the table's other partitions stand to a truncate read after ``before`` in its
+        batch; rows they hold that it removed are skipped from now on. None when nothing is put in
+        order: no truncate the sink applies, no source position, or no other partition."""
+        order, position, source = event.source_order, event.position, self.source
+        if (
+            order is None
+            or position is None
+            or self.order_of is None
+            or not isinstance(source, RecordReading)
+            or not any(isinstance(c, TruncateTable) and self.schemas.applies(c) for c in event.changes)
+        ):
+            return None  # (a truncate the sink skips leaves every row: nothing to put in order)
+        ends = source.high_watermarks([position.topic]) if isinstance(source, Watermarking) else {}
+        # the other partitions of the table's topic read here, up to where they are read (or not yet)
+        past = offsets_past(self.partitions.offsets, read_before(before))
+        here = (position.topic, position.partition)
+        read_to = {tp: past.get(tp, 0) for tp in {*ends, *past} if tp[0] == position.topic and tp != here}
+        if not read_to:
+            return None
+        plan = plan_truncate(source.read_from, self.order_of, order, read_to, ends)
+        if plan is None:
+            log.warning("%s: records without a source position: the truncate is applied where read", position)
+            return None
+        for partition, (_, end) in plan.read_again.items():
+            self.schemas.read_again[partition] = end
+        if plan.skip_before:
+            self.schemas.truncated.setdefault(event.table_id, {}).update(plan.skip_before)
+            self.partitions.skip.setdefault(event.table_id, {}).update(plan.skip_before)
+        return plan
+
+    def read_again(self, plan: TruncatePlan, process: Callable[[Sequence[Any]], None]) -> None:
+        """The rows written after the truncate but read before it, once it is applied: each
+        partition's records from its first one after the truncate to where it was read, to ``process``."""
+        source = self.source
+        assert isinstance(source, RecordReading)
+        for partition, (start, end) in plan.read_again.items():
+            offset = start
+            while offset < end:
+                records = [r for r in source.read_from(partition, offset, end - offset) if r.offset() < end]
+                if not records:
+                    break
+                process(records)
+                offset = records[-1].offset() + 1
 
 
 def plan_truncate(

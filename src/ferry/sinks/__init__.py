@@ -6,14 +6,13 @@ Importing this package loads no sink client library: each is a pip extra, loaded
 
 from __future__ import annotations
 
-from ferry.sinks.base import ChangeKind, OffsetCommitting, Offsets, Sink, SinkCapabilities, Support
+from ferry.sinks.base import ChangeKind, OffsetCommitting, Sink, SinkCapabilities, Support
 from ferry.sinks.exceptions import MissingExtraError, SinkError
 
 __all__ = [
     "ChangeKind",
     "MissingExtraError",
     "OffsetCommitting",
-    "Offsets",
     "Sink",
     "SinkCapabilities",
     "SinkError",

@@ -22,7 +22,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Protocol, runtime_checkable
 
-from ferry.connectors.base import Offsets
+from ferry.offsets import Offsets
 from ferry.pipeline.events import DataChange, SchemaChange
 from ferry.pipeline.schema import Schema, TableId
 from ferry.pipeline.types import DataType
@@ -175,7 +175,6 @@ __all__ = [
     "AsyncSchemaChanges",
     "ChangeKind",
     "OffsetCommitting",
-    "Offsets",
     "SchemaCaching",
     "Sink",
     "SinkCapabilities",

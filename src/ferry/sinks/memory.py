@@ -11,13 +11,14 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
+from ferry.offsets import Offsets
 from ferry.options import SinkConfigBase
 from ferry.pipeline.apply import apply_schema_change
 from ferry.pipeline.events import DataChange, Op, RenameColumn, SchemaChange
 from ferry.pipeline.router import change_kind
 from ferry.pipeline.schema import Schema, TableId
 from ferry.pipeline.types import DataType
-from ferry.sinks.base import ChangeKind, Offsets, Sink, SinkCapabilities, Support
+from ferry.sinks.base import ChangeKind, Sink, SinkCapabilities, Support
 from ferry.sinks.declaration import SinkDeclaration
 from ferry.sinks.exceptions import SinkTerminalError, SinkTransientError
 

@@ -21,13 +21,12 @@ from collections.abc import Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import Any, ClassVar
 
+from ferry.offsets import Offsets, decode_offsets, encode_offsets
 from ferry.pipeline.apply import is_applied
 from ferry.pipeline.events import CreateTable, DataChange, DropTable, SchemaChange, TruncateTable
 from ferry.pipeline.schema import Schema, TableId
-from ferry.pipeline.state import decode_offsets as from_nested_offsets
-from ferry.pipeline.state import encode_offsets as nested_offsets
 from ferry.retry import RetryPolicy
-from ferry.sinks.base import Offsets, Sink
+from ferry.sinks.base import Sink
 from ferry.sinks.exceptions import SinkError, SinkTerminalError, SinkTransientError
 
 log = logging.getLogger(__name__)
@@ -44,15 +43,6 @@ COMMIT_ATTEMPTS = 8
 COMMIT_RETRIES = RetryPolicy(
     attempts=COMMIT_ATTEMPTS, timeout_s=60.0, initial_s=0.05, max_s=2.0, jitter=0.5, log_level=logging.INFO
 )
-
-
-def encode_offsets(offsets: Offsets) -> str:
-    """``{"topic": {"partition": next_offset}}`` as compact JSON."""
-    return json.dumps(nested_offsets(offsets), separators=(",", ":"))
-
-
-def decode_offsets(text: str) -> dict[tuple[str, int], int]:
-    return from_nested_offsets(json.loads(text))
 
 
 class TableFormatSink(Sink):
@@ -193,7 +183,8 @@ class TableFormatSink(Sink):
                 merged = self._offsets_in(table)
                 for tp, offset in offsets.items():
                     merged[tp] = max(offset, merged.get(tp, offset))
-                properties = {self.offsets_property: encode_offsets(merged)}
+                text = json.dumps(encode_offsets(merged), separators=(",", ":"))  # compact
+                properties = {self.offsets_property: text}
                 self.commit(table_id, table, changes, properties)
             return properties
 
@@ -220,7 +211,7 @@ class TableFormatSink(Sink):
             value = properties.get(self.offsets_property)
             if value is None:
                 continue
-            for tp, offset in decode_offsets(value).items():
+            for tp, offset in decode_offsets(json.loads(value)).items():
                 out[tp] = max(offset, out.get(tp, offset))
             seen += 1
             if seen == OFFSET_SNAPSHOTS:

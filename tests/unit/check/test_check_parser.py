@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from ferry.check import CheckParseError
-from ferry.check.parser import InsertDef, QueryDef, parse_script
+from ferry.check import SqlParseError
 from ferry.check.pipeline import parse_pipeline
+from ferry.sql.parser import InsertDef, QueryDef, parse_script
 
 DDL = """
 SET 'table.exec.mini-batch.enabled' = 'true';
@@ -144,7 +144,7 @@ def test_queries_parse(query: str) -> None:
     ids=["string", "comment", "watermark", "hint", "missing-table"],
 )
 def test_errors_carry_line_and_column(text: str, line: int, column: int, message: str) -> None:
-    with pytest.raises(CheckParseError) as caught:
+    with pytest.raises(SqlParseError) as caught:
         parse_script(text, "job.sql")
 
     error = caught.value
@@ -158,14 +158,14 @@ def test_pipeline_yaml_errors_point_into_the_yaml_file() -> None:
         "source:\n  type: mysql\nsink:\n  type: print\ntransform:\n  - source-table: db.t\n    filter: a >\n"
     )
 
-    with pytest.raises(CheckParseError) as caught:
+    with pytest.raises(SqlParseError) as caught:
         parse_pipeline(text, "p.yaml")
 
     assert (caught.value.path, caught.value.line) == ("p.yaml", 7)
 
 
 def test_invalid_yaml_is_a_parse_error() -> None:
-    with pytest.raises(CheckParseError) as caught:
+    with pytest.raises(SqlParseError) as caught:
         parse_pipeline("source: [unclosed\n", "p.yaml")
 
     assert caught.value.line == 2

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from ferry.check import plan_sql
-from ferry.check.model import Plan
+from ferry.sql.model import Plan
 
 TABLES = """
 CREATE TABLE t (a INT, b BIGINT, c STRING, ts TIMESTAMP(3), WATERMARK FOR ts AS ts)

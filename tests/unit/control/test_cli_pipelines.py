@@ -14,7 +14,7 @@ from click.testing import CliRunner, Result
 
 from ferry.cli.main import main
 from ferry.control.service import ControlPlane, ControlSettings
-from ferry.pipeline.state import encode_offsets
+from ferry.offsets import encode_offsets
 
 JOB = """source:
   type: kafka

@@ -18,7 +18,7 @@ from ferry.control.models import INITIAL_OFFSET_FROM
 from ferry.control.service import ControlPlane, ControlSettings, iso
 from ferry.control.store import runtime_name
 from ferry.control.supervisor import Child, Supervisor
-from ferry.pipeline.state import now_ms
+from ferry.pipeline.checkpoints import now_ms
 
 UPSERT_JOB = """
 source:
@@ -149,7 +149,8 @@ def test_a_stop_right_after_the_start_waits_for_the_process_and_takes_a_savepoin
     url = plane.settings.state_url
     runner = f"""
 import signal, sys, time
-from ferry.pipeline.state import StateStore, now_ms
+from ferry.state import StateStore
+from ferry.pipeline.checkpoints import now_ms
 signal.signal(signal.SIGTERM, lambda *_: sys.exit(0))  # a runner's final checkpoint, in short
 StateStore({url!r}).set_status({name!r}, "RUNNING", "reading", {{"started_ms": now_ms(), "assigned": {{"orders": [0]}}}})
 time.sleep(60)

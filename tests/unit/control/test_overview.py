@@ -5,7 +5,7 @@ from __future__ import annotations
 from ferry.api.web import CHART_HEIGHT, CHART_SPAN_MS, CHART_WIDTH, lag_chart
 from ferry.control.overview import timeline
 from ferry.control.store import Sample
-from ferry.pipeline.state import SchemaHistoryEntry
+from ferry.pipeline.checkpoints import SchemaHistoryEntry
 
 
 def sample(at_ms: int, barrier_ms: int, lag: int = 0, changes: int = 0) -> Sample:

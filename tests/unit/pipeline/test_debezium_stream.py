@@ -15,14 +15,15 @@ from ferry.connectors.record import Record
 from ferry.local import debezium as dbz
 from ferry.pipeline import types as T
 from ferry.pipeline.events import SCHEMA_CHANGE_TAGS, Event
-from ferry.pipeline.exceptions import SchemaChangeRefusedError
+from ferry.pipeline.exceptions import BadRecordError, NothingWrittenError, SchemaChangeRefusedError
 from ferry.pipeline.route import TableRouter
 from ferry.pipeline.router import SchemaChangeBehavior, SchemaChangeRouter
-from ferry.pipeline.runner import BadRecordError, NothingWrittenError, PipelineRunner, RunnerSettings
+from ferry.pipeline.runner import PipelineRunner
 from ferry.pipeline.schema import TableId
-from ferry.pipeline.state import StateStore
+from ferry.pipeline.settings import RunnerSettings
 from ferry.sinks.base import ChangeKind, SinkCapabilities, Support
 from ferry.sinks.memory import ALL_SUPPORTED, MemorySink
+from ferry.state import StateStore
 
 TABLE = TableId(None, "db", "t")
 
@@ -193,7 +194,7 @@ def test_a_bounded_read_whose_every_record_went_to_the_dead_letter_fails_naming_
         NothingWrittenError, match=r"every one of the 2 records .*malformed JSON.*source.value.format"
     ):
         runner.run()
-    assert runner.phase == "FAILED"
+    assert runner.status.phase == "FAILED"
 
 
 def test_on_bad_record_fail_names_the_record(tmp_path: Path) -> None:

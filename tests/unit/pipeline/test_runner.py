@@ -12,10 +12,12 @@ from ferry.pipeline import types as T
 from ferry.pipeline.events import SCHEMA_CHANGE_TAGS
 from ferry.pipeline.route import TableRouter
 from ferry.pipeline.router import SchemaChangeBehavior, SchemaChangeRouter
-from ferry.pipeline.runner import PipelineRunner, RunnerSettings, SchemaChangeTimeoutError
+from ferry.pipeline.runner import PipelineRunner
 from ferry.pipeline.schema import Column, Schema, TableId
-from ferry.pipeline.state import StateStore
+from ferry.pipeline.schema_operator import SchemaChangeTimeoutError
+from ferry.pipeline.settings import RunnerSettings
 from ferry.sinks.memory import MemorySink
+from ferry.state import StateStore
 
 TID = TableId.parse("db.t")
 SCHEMA = Schema.of([Column("id", T.INT().not_null())], ["id"])

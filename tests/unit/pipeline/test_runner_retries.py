@@ -10,19 +10,20 @@ from typing import Any
 import pytest
 from sqlalchemy.exc import OperationalError
 
-from ferry.connectors.base import Offsets
 from ferry.connectors.memory import MemoryDeadLetter, MemorySource
+from ferry.offsets import Offsets
 from ferry.pipeline import events as E
 from ferry.pipeline import types as T
 from ferry.pipeline.events import SCHEMA_CHANGE_TAGS
 from ferry.pipeline.route import TableRouter
 from ferry.pipeline.router import SchemaChangeBehavior, SchemaChangeRouter
-from ferry.pipeline.runner import PipelineRunner, RunnerSettings
+from ferry.pipeline.runner import PipelineRunner
 from ferry.pipeline.schema import Column, Schema, TableId
-from ferry.pipeline.state import StateStore
+from ferry.pipeline.settings import RunnerSettings
 from ferry.retry import RetryPolicy
 from ferry.sinks.exceptions import SinkTerminalError, SinkTransientError
 from ferry.sinks.memory import MemorySink
+from ferry.state import StateStore
 
 TID = TableId.parse("db.t")
 SCHEMA = Schema.of([Column("id", T.INT().not_null())], ["id"])
@@ -104,7 +105,7 @@ def test_a_sink_that_fails_transiently_is_waited_for_and_the_status_shows_the_at
         f"flushing the sink: attempt {n} of 6" for n in (1, 2, 3)
     ]
     assert "connection refused" in waits[0]
-    assert runner.detail == "reading"
+    assert runner.status.detail == "reading"
     runner.close()
 
 

@@ -33,10 +33,11 @@ from ferry.local import debezium as dbz
 from ferry.pipeline.events import SCHEMA_CHANGE_TAGS, Event
 from ferry.pipeline.route import TableRouter
 from ferry.pipeline.router import SchemaChangeBehavior, SchemaChangeRouter
-from ferry.pipeline.runner import PipelineRunner, RunnerSettings
+from ferry.pipeline.runner import PipelineRunner
 from ferry.pipeline.schema import TableId
-from ferry.pipeline.state import StateStore
+from ferry.pipeline.settings import RunnerSettings
 from ferry.sinks.memory import MemorySink
+from ferry.state import StateStore
 
 SERVER = "sim"
 #: Where the state store's file goes: memory when the machine has it (no disk sync per checkpoint).

@@ -10,18 +10,20 @@ from collections.abc import Callable, Iterable, Sequence
 from pathlib import Path
 from typing import Any
 
-from ferry.connectors.base import Offsets, RebalanceListener
+from ferry.connectors.base import RebalanceListener
 from ferry.connectors.memory import MemoryDeadLetter, MemorySource
 from ferry.connectors.record import Record
+from ferry.offsets import Offsets
 from ferry.pipeline import events as E
 from ferry.pipeline import types as T
 from ferry.pipeline.events import SCHEMA_CHANGE_TAGS
 from ferry.pipeline.route import TableRouter
 from ferry.pipeline.router import SchemaChangeBehavior, SchemaChangeRouter
-from ferry.pipeline.runner import PipelineRunner, RunnerSettings
+from ferry.pipeline.runner import PipelineRunner
 from ferry.pipeline.schema import Column, Schema, TableId
-from ferry.pipeline.state import StateStore
+from ferry.pipeline.settings import RunnerSettings
 from ferry.sinks.memory import MemorySink
+from ferry.state import StateStore
 
 TID = TableId.parse("db.t")
 #: no primary key: rows are appended, so a row written twice shows

@@ -15,9 +15,11 @@ import pytest
 
 from ferry.pipeline import events as E
 from ferry.pipeline import types as T
+from ferry.pipeline.checkpoints import now_ms
 from ferry.pipeline.schema import Column, Schema, TableId
-from ferry.pipeline.state import WORKER_FORGOTTEN_AFTER_MS, StateStore, merge_schemas, now_ms
 from ferry.pipeline.tracker import SchemaTracker
+from ferry.state import StateStore
+from ferry.state.store import WORKER_FORGOTTEN_AFTER_MS, merge_schemas
 
 TID = TableId.parse("db.t")
 ID = Column("id", T.INT().not_null())

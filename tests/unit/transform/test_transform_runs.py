@@ -16,12 +16,13 @@ from ferry.pipeline.compiled import Session
 from ferry.pipeline.events import DataChange, Op
 from ferry.pipeline.route import TableRouter
 from ferry.pipeline.router import SchemaChangeRouter
-from ferry.pipeline.runner import PipelineRunner, RunnerSettings
+from ferry.pipeline.runner import PipelineRunner
 from ferry.pipeline.schema import Column, Schema, TableId
-from ferry.pipeline.state import StateStore
+from ferry.pipeline.settings import RunnerSettings
 from ferry.pipeline.transform import TableTransforms
 from ferry.pipeline.types import INT, STRING, TIMESTAMP_LTZ
 from ferry.sinks.memory import MemorySink
+from ferry.state import StateStore
 
 JOB = r"""
 source:

@@ -30,10 +30,11 @@ from typing import Any, TypeVar
 
 import fluss
 
+from ferry.offsets import Offsets
 from ferry.pipeline.events import AddColumn, CreateTable, DataChange, DropTable, Op, Row, SchemaChange
 from ferry.pipeline.schema import Column, Schema, TableId
 from ferry.pipeline.types import DataType, can_widen
-from ferry.sinks.base import Offsets, Sink, SinkCapabilities
+from ferry.sinks.base import Sink, SinkCapabilities
 from ferry.sinks.exceptions import SinkError, SinkTerminalError, SinkTransientError
 from ferry.sinks.fluss import FLUSS, alter
 from ferry.sinks.fluss.config import FlussSinkConfig

@@ -55,10 +55,11 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from ferry.logs import kafka_logger
+from ferry.offsets import Offsets
 from ferry.pipeline.events import CreateTable, DataChange, DropTable, Op, Row, SchemaChange
 from ferry.pipeline.schema import Schema, TableId
 from ferry.pipeline.types import DataType, TypeRoot
-from ferry.sinks.base import Offsets, Sink, SinkCapabilities
+from ferry.sinks.base import Sink, SinkCapabilities
 from ferry.sinks.exceptions import SinkError, SinkTerminalError, SinkTransientError
 from ferry.sinks.kafka import KAFKA
 from ferry.sinks.kafka.config import KafkaSinkConfig

@@ -40,6 +40,7 @@ from odps import errors as odps_errors
 from odps.tunnel import CompressOption, TableTunnel
 from odps.tunnel.tabletunnel import TableUpsertSession
 
+from ferry.offsets import Offsets
 from ferry.pipeline.events import (
     AddColumn,
     AlterColumnComment,
@@ -57,7 +58,7 @@ from ferry.pipeline.events import (
 )
 from ferry.pipeline.schema import Column, Schema, TableId
 from ferry.pipeline.types import DataType
-from ferry.sinks.base import Offsets, Sink, SinkCapabilities
+from ferry.sinks.base import Sink, SinkCapabilities
 from ferry.sinks.exceptions import SinkError, SinkTerminalError, SinkTransientError
 from ferry.sinks.maxcompute import MAXCOMPUTE
 from ferry.sinks.maxcompute.config import MaxComputeSinkConfig

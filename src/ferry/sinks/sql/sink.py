@@ -24,6 +24,7 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any, Protocol
 
+from ferry.offsets import Offsets
 from ferry.pipeline.apply import is_applied
 from ferry.pipeline.events import (
     AddColumn,
@@ -42,7 +43,7 @@ from ferry.pipeline.events import (
 )
 from ferry.pipeline.schema import Column, Schema, TableId
 from ferry.pipeline.types import DataType, TypeRoot
-from ferry.sinks.base import Offsets, Sink
+from ferry.sinks.base import Sink
 from ferry.sinks.exceptions import SinkError, SinkTerminalError, SinkTransientError
 from ferry.sinks.rows import collapse, key_getter
 from ferry.sinks.sql.dialect import CatalogColumn, SqlDialect, SqlTable

@@ -32,11 +32,12 @@ from typing import Any, ClassVar
 
 import pymysql
 
+from ferry.offsets import Offsets
 from ferry.pipeline import types as ft
 from ferry.pipeline.events import AddColumn, ColumnPosition, ColumnPositionKind, DataChange, Op, SchemaChange
 from ferry.pipeline.schema import Schema, TableId
 from ferry.pipeline.types import DataType, TypeRoot
-from ferry.sinks.base import Offsets, SinkCapabilities
+from ferry.sinks.base import SinkCapabilities
 from ferry.sinks.exceptions import SinkTerminalError, SinkTransientError
 from ferry.sinks.rows import collapse, key_getter
 from ferry.sinks.sql.dialect import SqlTable

@@ -7,9 +7,9 @@ from dataclasses import dataclass, field
 
 from sqlglot import exp
 
-from ferry.check.lineage import Field, Filter, Relation, WindowSpec, describe_list, lineage_list
-from ferry.check.model import Aspect, Operator, OperatorKind
-from ferry.check.parser import render
+from ferry.sql.lineage import Field, Filter, Relation, WindowSpec, describe_list, lineage_list
+from ferry.sql.model import Aspect, Operator, OperatorKind
+from ferry.sql.parser import render
 
 __all__ = [
     "WINDOW_TVFS",

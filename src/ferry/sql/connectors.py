@@ -11,7 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Literal
 
-from ferry.check.model import Changelog
+from ferry.sql.model import Changelog
 
 __all__ = [
     "CHANGELOG_OPTIONS",

@@ -15,7 +15,7 @@ from typing import Literal
 
 from sqlglot import exp
 
-from ferry.check.parser import render
+from ferry.sql.parser import render
 
 __all__ = [
     "AGGREGATE_NAMES",

@@ -1,4 +1,5 @@
-"""Debezium events with schema changes reach Iceberg, rows before and after each change correct."""
+"""Debezium events with schema changes reach the open table formats (Iceberg, Paimon), rows before
+and after each change correct."""
 
 from __future__ import annotations
 
@@ -6,7 +7,9 @@ import decimal
 import os
 import subprocess
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
 import pytest
 
@@ -15,19 +18,53 @@ from ferry.local.kafka_broker import create_topic, produce
 
 pytestmark = pytest.mark.integration
 
+Row = dict[str, Any]
 
-def load_table(warehouse: Path, name: str) -> object:
+
+def iceberg_table(warehouse: Path, name: str) -> tuple[list[str], list[Row]]:
+    """The table's schema checked as Iceberg types; its identifier fields and rows."""
     from pyiceberg.catalog.sql import SqlCatalog
+    from pyiceberg.types import DecimalType, IntegerType, LongType, StringType
 
     catalog = SqlCatalog("ferry", uri=f"sqlite:///{warehouse}/catalog.db", warehouse=warehouse.as_uri())
-    return catalog.load_table(name)
+    table = catalog.load_table(name)
+    assert [(f.name, f.field_type, f.required) for f in table.schema().fields] == [
+        ("id", IntegerType(), True),
+        ("item", StringType(), False),
+        ("price", DecimalType(10, 2), False),
+        ("quantity", LongType(), False),
+    ]
+    return sorted(table.schema().identifier_field_names()), table.scan().to_arrow().to_pylist()
 
 
-def test_add_column_rename_and_widening_reach_iceberg(
-    kafka_bootstrap: str, tmp_path: Path, group_id: str
+def paimon_table(warehouse: Path, name: str) -> tuple[list[str], list[Row]]:
+    """The table's schema checked as Paimon types (with the row kind ferry keeps); its primary
+    keys and rows."""
+    from pypaimon import CatalogFactory
+
+    table = CatalogFactory.create({"warehouse": str(warehouse)}).get_table(name)
+    assert [(f.name, str(f.type)) for f in table.table_schema.fields] == [
+        ("id", "INT NOT NULL"),
+        ("item", "STRING"),
+        ("price", "DECIMAL(10, 2)"),
+        ("quantity", "BIGINT"),
+        ("_ferry_row_kind", "STRING"),
+    ]
+    builder = table.new_read_builder()
+    rows = builder.new_read().to_arrow(builder.new_scan().plan().splits()).to_pylist()
+    return list(table.primary_keys), [{k: v for k, v in r.items() if k != "_ferry_row_kind"} for r in rows]
+
+
+READ: dict[str, Callable[[Path, str], tuple[list[str], list[Row]]]] = {
+    "iceberg": iceberg_table,
+    "paimon": paimon_table,
+}
+
+
+@pytest.mark.parametrize("sink_type", sorted(READ))
+def test_add_column_rename_widening_and_delete_reach_the_table(
+    sink_type: str, kafka_bootstrap: str, tmp_path: Path, group_id: str
 ) -> None:
-    from pyiceberg.types import DecimalType, IntegerType, LongType, NestedField, StringType
-
     server = f"s{group_id[-8:]}"
     orders = dbz.DebeziumTable(
         server,
@@ -77,7 +114,7 @@ source:
   scan.startup.mode: earliest-offset
   scan.bounded.mode: latest-offset
 sink:
-  type: iceberg
+  type: {sink_type}
   catalog.properties.warehouse: {warehouse}
 pipeline:
   name: {group_id}
@@ -96,18 +133,9 @@ pipeline:
     )
     assert result.returncode == 0, result.stderr[-3000:]
 
-    table = load_table(warehouse, "shop.orders")
-    fields = table.schema().fields  # type: ignore[attr-defined]
-    assert [(f.name, f.field_type, f.required) for f in fields] == [
-        ("id", IntegerType(), True),
-        ("item", StringType(), False),
-        ("price", DecimalType(10, 2), False),
-        ("quantity", LongType(), False),
-    ]
-    assert isinstance(fields[0], NestedField)
-    assert table.schema().identifier_field_names() == {"id"}  # type: ignore[attr-defined]
-    rows = sorted(table.scan().to_arrow().to_pylist(), key=lambda r: r["id"])  # type: ignore[attr-defined]
-    assert rows == [
+    keys, rows = READ[sink_type](warehouse, "shop.orders")
+    assert keys == ["id"]
+    assert sorted(rows, key=lambda r: r["id"]) == [
         # written before the add column; updated after it
         {"id": 1, "item": "item-1", "price": decimal.Decimal("1.10"), "quantity": 1},
         # written before every change: the old values survive the widening and the rename

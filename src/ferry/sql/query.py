@@ -6,9 +6,9 @@ from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
-from ferry.check.dialect import TableArgument
-from ferry.check.exceptions import CheckError
-from ferry.check.lineage import (
+from ferry.sql.dialect import TableArgument
+from ferry.sql.exceptions import SqlError
+from ferry.sql.lineage import (
     Field,
     Relation,
     WindowSpec,
@@ -17,9 +17,9 @@ from ferry.check.lineage import (
     lineage_list,
     substitute,
 )
-from ferry.check.model import Aspect
-from ferry.check.parser import render
-from ferry.check.pending import (
+from ferry.sql.model import Aspect
+from ferry.sql.parser import render
+from ferry.sql.pending import (
     WINDOW_TVFS,
     PendingOperator,
     changelog_aspect,
@@ -28,11 +28,11 @@ from ferry.check.pending import (
     short,
     window_aspect,
 )
-from ferry.check.scope import Cte, Scope
-from ferry.check.select import SelectPlanner
+from ferry.sql.scope import Cte, Scope
+from ferry.sql.select import SelectPlanner
 
 if TYPE_CHECKING:
-    from ferry.check.plan import PlanBuilder
+    from ferry.sql.plan import PlanBuilder
 
 __all__ = ["QueryPlanner"]
 
@@ -119,7 +119,7 @@ class QueryPlanner:
             return self._plan_set_operation(node, scope)
         if isinstance(node, exp.Values):
             return self._plan_values(node, None)
-        raise CheckError(f"cannot plan {type(node).__name__}: {short(render(node))}")
+        raise SqlError(f"cannot plan {type(node).__name__}: {short(render(node))}")
 
     def _plan_values(self, node: exp.Values, alias: exp.TableAlias | None) -> Relation:
         rows = [row.expressions if isinstance(row, exp.Tuple) else [row] for row in node.expressions]
@@ -236,7 +236,7 @@ class QueryPlanner:
             return alias or "T", self._plan_correlate(call, item.args.get("alias"), scope)
         if isinstance(item, exp.Values):
             return alias, self._plan_values(item, item.args.get("alias"))
-        raise CheckError(f"cannot read FROM item {short(render(item))}")
+        raise SqlError(f"cannot read FROM item {short(render(item))}")
 
     def _plan_named(self, name: str, table: exp.Table, scope: Scope) -> Relation:
         cte = scope.cte(name)
@@ -315,17 +315,17 @@ class QueryPlanner:
         data = named.get("DATA") or (positional.pop(0) if positional else None)
         time = named.get("TIMECOL") or (positional.pop(0) if positional else None)
         if not isinstance(data, TableArgument):
-            raise CheckError(f"{kind} needs a TABLE argument: {short(render(call))}")
+            raise SqlError(f"{kind} needs a TABLE argument: {short(render(call))}")
         table = data.this
         name = ".".join(part.name for part in table.parts) if isinstance(table, exp.Table) else render(table)
         source = self._plan_named(name, table, scope) if isinstance(table, exp.Table) else None
         if source is None:
-            raise CheckError(f"cannot read the table of {short(render(call))}")
+            raise SqlError(f"cannot read the table of {short(render(call))}")
         inner = Scope(entries=[(name, source)], outer=scope, path=scope.path)
         if isinstance(time, exp.Anonymous) and time.name.upper() == "DESCRIPTOR" and time.expressions:
             time = time.expressions[0]
         if not isinstance(time, exp.Column):
-            raise CheckError(f"{kind} needs DESCRIPTOR(time column): {short(render(call))}")
+            raise SqlError(f"{kind} needs DESCRIPTOR(time column): {short(render(call))}")
         time_field = inner.resolve(time, scope.path)
         names = {"TUMBLE": ["SIZE", "OFFSET"], "HOP": ["SLIDE", "SIZE", "OFFSET"], "SESSION": ["GAP"]}
         names["CUMULATE"] = ["STEP", "SIZE", "OFFSET"]

@@ -14,7 +14,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Literal
 
-from ferry.check.parser import TableDef
+from ferry.sql.parser import TableDef
 
 __all__ = [
     "Aspect",

@@ -266,7 +266,7 @@ class FlinkGenerator(generator.Generator):
 
 
 class Flink(Dialect):
-    """Apache Flink SQL, as far as ``ferry check`` needs to read it."""
+    """Apache Flink SQL, as far as ``ferry check`` and transforms need to read it."""
 
     NORMALIZATION_STRATEGY = NormalizationStrategy.CASE_SENSITIVE
 

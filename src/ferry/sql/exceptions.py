@@ -1,15 +1,15 @@
-"""Errors raised by ``ferry.check``."""
+"""Errors of the Flink SQL front end (``ferry check`` and transforms report them)."""
 
 from __future__ import annotations
 
 from ferry.exceptions import FerryError
 
 
-class CheckError(FerryError):
-    """A script or pipeline that ``ferry check`` cannot read or resolve."""
+class SqlError(FerryError):
+    """A script, query or pipeline that cannot be read or resolved."""
 
 
-class CheckParseError(CheckError):
+class SqlParseError(SqlError):
     """Input that does not parse, with the place where reading stopped.
 
     ``line`` and ``column`` are 1-based; ``path`` is the file the text came from, when there is one.
@@ -27,6 +27,6 @@ class CheckParseError(CheckError):
         prefix = f"{self.path}:" if self.path else ""
         return f"{prefix}{self.line}:{self.column}"
 
-    def with_path(self, path: str) -> CheckParseError:
+    def with_path(self, path: str) -> SqlParseError:
         """The same error, located in ``path``."""
-        return CheckParseError(self.message, self.line, self.column, path)
+        return SqlParseError(self.message, self.line, self.column, path)

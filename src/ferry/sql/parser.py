@@ -4,7 +4,7 @@ A script is what a Flink SQL job is made of: ``CREATE TABLE`` (with computed and
 watermarks, a primary key and ``WITH`` options), ``CREATE VIEW``, ``SET 'k' = 'v'``, and the
 statements that run (``INSERT INTO ... SELECT``, a plain ``SELECT``, a statement set). Statements
 that do not bear on state (``ADD JAR``, ``CREATE FUNCTION``, ``USE``, ...) are read and set aside.
-Input that does not parse raises :class:`CheckParseError` with the line and column where reading
+Input that does not parse raises :class:`SqlParseError` with the line and column where reading
 stopped.
 """
 
@@ -21,8 +21,8 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokenizer_core import Token, TokenType
 
-from ferry.check.dialect import Flink, MetadataColumnConstraint, table_hints
-from ferry.check.exceptions import CheckParseError
+from ferry.sql.dialect import Flink, MetadataColumnConstraint, table_hints
+from ferry.sql.exceptions import SqlParseError
 
 __all__ = [
     "ColumnDef",
@@ -195,7 +195,7 @@ def parse_expression(text: str, path: str | None = None) -> exp.Expr:
             return _parse_one(text)
         except TokenError as error:
             line, column = _locate_token_error(text)
-            raise CheckParseError(f"cannot read expression: {error}", line, column, path) from error
+            raise SqlParseError(f"cannot read expression: {error}", line, column, path) from error
         except ParseError as error:
             raise _from_parse_error(error, path) from error
 
@@ -212,7 +212,7 @@ def _parse_one(text: str) -> exp.Expr:
 def parse_script(sql: str, path: str | None = None) -> Script:
     """Read a Flink SQL script.
 
-    Raises :class:`CheckParseError` for input that does not parse, located by line and column.
+    Raises :class:`SqlParseError` for input that does not parse, located by line and column.
     """
     builder = _ScriptBuilder(path)
     for tokens in _statements(sql, path):
@@ -238,7 +238,7 @@ def _statements(sql: str, path: str | None) -> Iterator[list[Token]]:
         tokens = _DIALECT.tokenize(sql)
     except TokenError as error:
         line, column = _locate_token_error(sql)
-        raise CheckParseError(_token_error_message(sql, line, column), line, column, path) from error
+        raise SqlParseError(_token_error_message(sql, line, column), line, column, path) from error
     current: list[Token] = []
     for token in tokens:
         if token.token_type == TokenType.SEMICOLON:
@@ -274,7 +274,7 @@ def _start_column(end_column: int, text: str) -> int:
     return max(1, end_column - len(text) + 1)
 
 
-def _from_parse_error(error: ParseError, path: str | None) -> CheckParseError:
+def _from_parse_error(error: ParseError, path: str | None) -> SqlParseError:
     details = error.errors[0] if error.errors else {}
     line = int(details.get("line") or 1)
     end = int(details.get("col") or 1)
@@ -285,7 +285,7 @@ def _from_parse_error(error: ParseError, path: str | None) -> CheckParseError:
     )
     description = description.rstrip(".")
     near = f" near '{highlight}'" if highlight else ""
-    return CheckParseError(f"syntax error{near}: {description}", line, column, path)
+    return SqlParseError(f"syntax error{near}: {description}", line, column, path)
 
 
 def _locate_token_error(sql: str) -> tuple[int, int]:
@@ -371,8 +371,8 @@ class _ScriptBuilder:
             path=self.path,
         )
 
-    def error(self, message: str, token: Token) -> CheckParseError:
-        return CheckParseError(message, token.line, _start_column(token.col, token.text), self.path)
+    def error(self, message: str, token: Token) -> SqlParseError:
+        return SqlParseError(message, token.line, _start_column(token.col, token.text), self.path)
 
     def add(self, tokens: list[Token], sql: str) -> None:
         first = tokens[0]

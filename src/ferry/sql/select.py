@@ -8,8 +8,8 @@ from typing import TYPE_CHECKING
 
 from sqlglot import exp
 
-from ferry.check.exceptions import CheckError, CheckParseError
-from ferry.check.lineage import (
+from ferry.sql.exceptions import SqlError, SqlParseError
+from ferry.sql.lineage import (
     RANKING_FUNCTIONS,
     Field,
     Filter,
@@ -20,9 +20,9 @@ from ferry.check.lineage import (
     is_aggregate_call,
     lineage_list,
 )
-from ferry.check.model import Aspect
-from ferry.check.parser import render
-from ferry.check.pending import (
+from ferry.sql.model import Aspect
+from ferry.sql.parser import render
+from ferry.sql.pending import (
     WINDOW_TVFS,
     PendingOperator,
     changelog_aspect,
@@ -33,10 +33,10 @@ from ferry.check.pending import (
     window_aspect,
     window_property,
 )
-from ferry.check.scope import Scope
+from ferry.sql.scope import Scope
 
 if TYPE_CHECKING:
-    from ferry.check.query import QueryPlanner
+    from ferry.sql.query import QueryPlanner
 
 __all__ = ["SelectPlanner"]
 
@@ -249,7 +249,7 @@ class SelectPlanner:
         for column in columns:
             try:
                 found = self.scope.resolve(column, self.scope.path)
-            except CheckParseError:
+            except SqlParseError:
                 return False
             if id(found) not in grouped:
                 return True
@@ -258,7 +258,7 @@ class SelectPlanner:
     def _legacy_window(self, call: exp.Anonymous) -> WindowSpec:
         kind = call.name.upper()
         if not call.expressions or not isinstance(call.expressions[0], exp.Column):
-            raise CheckError(f"{kind} in GROUP BY needs a time column: {render(call)}")
+            raise SqlError(f"{kind} in GROUP BY needs a time column: {render(call)}")
         time_field = self.scope.resolve(call.expressions[0], self.scope.path)
         self.builder.anchor([time_field])
         parameters: list[str] = []
@@ -424,7 +424,7 @@ class SelectPlanner:
         if isinstance(expression, exp.Column):
             try:
                 return self.scope.resolve(expression, self.scope.path)
-            except CheckParseError:
+            except SqlParseError:
                 for item in self.select.expressions:
                     if isinstance(item, exp.Alias) and item.alias == expression.name:
                         return self.planner._derived(item.alias, item.this, self.scope)
@@ -584,7 +584,7 @@ class SelectPlanner:
             if isinstance(item, exp.Column) and isinstance(item.this, exp.Star):
                 owner = self.scope.relation(item.table)
                 if owner is None:
-                    raise CheckError(f"unknown table {item.table} in {render(item)}")
+                    raise SqlError(f"unknown table {item.table} in {render(item)}")
                 fields.extend(owner.visible_fields())
                 passthrough.update({id(f): f for f in owner.visible_fields()})
                 continue

@@ -16,13 +16,13 @@ from dataclasses import dataclass, field
 
 from sqlglot import exp
 
-from ferry.check.connectors import source_changelog
-from ferry.check.exceptions import CheckError, CheckParseError
-from ferry.check.lineage import Field, Relation, lineage_list, substitute
-from ferry.check.model import Aspect, Operator, Plan, SourceInfo
-from ferry.check.parser import InsertDef, QueryDef, Script, Statement, TableDef, hint_options
-from ferry.check.pending import PendingOperator
-from ferry.check.query import QueryPlanner
+from ferry.sql.connectors import source_changelog
+from ferry.sql.exceptions import SqlError, SqlParseError
+from ferry.sql.lineage import Field, Relation, lineage_list, substitute
+from ferry.sql.model import Aspect, Operator, Plan, SourceInfo
+from ferry.sql.parser import InsertDef, QueryDef, Script, Statement, TableDef, hint_options
+from ferry.sql.pending import PendingOperator
+from ferry.sql.query import QueryPlanner
 
 __all__ = ["PlanBuilder", "build_plan"]
 
@@ -149,7 +149,7 @@ class PlanBuilder:
             if isinstance(node, exp.Column):
                 target = columns.get(node.name)
                 if target is None:
-                    raise CheckError(
+                    raise SqlError(
                         f"computed column {table.name}.{name} refers to unknown column {node.name}"
                     )
                 refs.append(target)
@@ -202,7 +202,7 @@ class PlanBuilder:
                 self.statement = f"query#{queries}"
             try:
                 self._plan_statement(statement)
-            except CheckParseError as error:
+            except SqlParseError as error:
                 if self.script.path and not error.path:
                     raise error.with_path(self.script.path) from error
                 raise

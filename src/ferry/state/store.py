@@ -1,4 +1,5 @@
-"""The state store: checkpoints, source schemas and pipeline status, kept with SQLAlchemy.
+"""The state store: checkpoints, source schemas and pipeline status, kept with SQLAlchemy (the
+:class:`~ferry.pipeline.checkpoints.CheckpointStore` the runners write to).
 
 SQLite by default (one file), PostgreSQL for deployments: any SQLAlchemy URL. A checkpoint row
 holds the offsets (per topic and partition, the next offset to read) and the tracked source
@@ -16,130 +17,26 @@ at a time do what must happen once, such as applying a schema change at the sink
 
 from __future__ import annotations
 
-import logging
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from contextlib import contextmanager
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import orjson
-from sqlalchemy import (
-    JSON,
-    BigInteger,
-    Column,
-    Integer,
-    MetaData,
-    String,
-    Table,
-    Text,
-    create_engine,
-    delete,
-    event,
-    insert,
-    select,
-    update,
-)
+from sqlalchemy import create_engine, delete, event, insert, select, update
 from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import DBAPIError, IntegrityError, InterfaceError, OperationalError
 
-from ferry.database import add_missing_columns
 from ferry.exceptions import TransientError
+from ferry.offsets import decode_offsets, encode_offsets
+from ferry.pipeline.checkpoints import Checkpoint, SchemaHistoryEntry, now_ms
 from ferry.pipeline.tracker import SchemaTracker, TrackedTable
-from ferry.retry import RetryPolicy
-
-metadata = MetaData()
-
-checkpoints = Table(
-    "ferry_checkpoints",
-    metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("pipeline", String(200), nullable=False, index=True),
-    Column("created_ms", BigInteger, nullable=False),
-    Column("offsets", JSON, nullable=False),
-    Column("schemas", JSON, nullable=False),
-)
-
-status = Table(
-    "ferry_status",
-    metadata,
-    Column("pipeline", String(200), primary_key=True),
-    Column("phase", String(20), nullable=False),
-    Column("detail", Text, nullable=False, default=""),
-    Column("updated_ms", BigInteger, nullable=False),
-    Column("metrics", JSON, nullable=False),
-)
-
-schema_history = Table(
-    "ferry_schema_history",
-    metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("pipeline", String(200), nullable=False, index=True),
-    Column("source_table", String(500), nullable=False),
-    Column("sink_table", String(500), nullable=False),
-    Column("change", Text, nullable=False),
-    Column("outcome", String(20), nullable=False),
-    Column("reason", Text, nullable=False),
-    Column("position", String(500)),
-    Column("at_ms", BigInteger, nullable=False),
-    Column("barrier_ms", BigInteger),
-)
-
-leases = Table(
-    "ferry_leases",
-    metadata,
-    Column("pipeline", String(200), primary_key=True),
-    Column("name", String(500), primary_key=True),
-    Column("holder", String(200), nullable=False),
-    Column("expires_ms", BigInteger, nullable=False),
-)
-
-#: One row per pipeline, locked by the transactions that read and then write its state.
-locks = Table("ferry_locks", metadata, Column("pipeline", String(200), primary_key=True))
+from ferry.state.tables import WRITER, checkpoints, create_tables, leases, locks, schema_history, status
 
 KEEP_CHECKPOINTS = 10
 #: A worker not heard from for this long leaves the status's list of workers.
 WORKER_FORGOTTEN_AFTER_MS = 10 * 60 * 1000
-#: Execution option asking for a transaction that writes (SQLite: ``BEGIN IMMEDIATE``).
-_WRITER = "ferry_writer"
-
-
-@dataclass(frozen=True, slots=True)
-class Checkpoint:
-    id: int
-    pipeline: str
-    created_ms: int
-    offsets: dict[tuple[str, int], int]
-    schemas: dict[str, Any]
-
-
-@dataclass(frozen=True, slots=True)
-class SchemaHistoryEntry:
-    source_table: str
-    sink_table: str
-    change: str
-    outcome: str
-    reason: str
-    position: str | None
-    at_ms: int
-    #: From the start of the barrier before the change to the change applied (0: no barrier).
-    barrier_ms: int | None = None
-
-
-def encode_offsets(offsets: Mapping[tuple[str, int], int]) -> dict[str, dict[str, int]]:
-    out: dict[str, dict[str, int]] = {}
-    for (topic, partition), offset in sorted(offsets.items()):
-        out.setdefault(topic, {})[str(partition)] = offset
-    return out
-
-
-def decode_offsets(data: Mapping[str, Mapping[str, int]]) -> dict[tuple[str, int], int]:
-    return {(topic, int(p)): int(o) for topic, parts in data.items() for p, o in parts.items()}
-
-
-def now_ms() -> int:
-    return int(time.time() * 1000)
 
 
 def merge_schemas(
@@ -212,11 +109,8 @@ def _serialise_sqlite_writers(engine: Engine) -> None:
 
     @event.listens_for(engine, "begin")
     def _begin(conn: Connection) -> None:
-        conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.get_execution_options().get(_WRITER) else "BEGIN")
+        conn.exec_driver_sql("BEGIN IMMEDIATE" if conn.get_execution_options().get(WRITER) else "BEGIN")
 
-
-#: Workers starting together race to create the tables; the losers try again.
-_CREATE_RACE = RetryPolicy(attempts=3, timeout_s=10.0, initial_s=0.2, max_s=0.2, log_level=logging.INFO)
 
 #: What a database error says when retrying cannot help, although the driver calls it operational.
 _PERMANENT_MARKERS = (
@@ -246,7 +140,7 @@ class StateStore:
         )
         if self._sqlite:
             _serialise_sqlite_writers(self.engine)
-        self._create_tables()
+        create_tables(self.engine)
 
     @staticmethod
     def is_transient(error: BaseException) -> bool:
@@ -261,23 +155,11 @@ class StateStore:
             return False
         return error.connection_invalidated or isinstance(error, OperationalError | InterfaceError)
 
-    def _create_tables(self) -> None:
-        """Create what is missing; workers starting together may race to it, and the loser retries."""
-
-        def create() -> None:
-            with self.engine.connect() as conn:
-                conn.execution_options(**{_WRITER: True})
-                with conn.begin():
-                    metadata.create_all(conn)
-            add_missing_columns(self.engine, metadata)
-
-        _CREATE_RACE.call(create, "creating the state tables", transient=lambda e: isinstance(e, DBAPIError))
-
     @contextmanager
     def _serialised(self, pipeline: str) -> Iterator[Connection]:
         """A transaction that no other writer of the pipeline's state runs beside."""
         with self.engine.connect() as conn:
-            conn.execution_options(**{_WRITER: True})
+            conn.execution_options(**{WRITER: True})
             with conn.begin():
                 if not self._sqlite:
                     self._lock(conn, pipeline)

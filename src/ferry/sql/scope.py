@@ -6,8 +6,8 @@ from dataclasses import dataclass, field
 
 from sqlglot import exp
 
-from ferry.check.exceptions import CheckParseError
-from ferry.check.lineage import Field, Relation
+from ferry.sql.exceptions import SqlParseError
+from ferry.sql.lineage import Field, Relation
 
 __all__ = ["Cte", "Scope"]
 
@@ -102,9 +102,9 @@ class Scope:
         raise _unknown(column, f"column {column.sql()} not found", path or self.path)
 
 
-def _unknown(column: exp.Column, message: str, path: str | None) -> CheckParseError:
+def _unknown(column: exp.Column, message: str, path: str | None) -> SqlParseError:
     identifier = column.this
     line = int(identifier.meta.get("line", 1)) if isinstance(identifier, exp.Expr) else 1
     end = int(identifier.meta.get("col", 1)) if isinstance(identifier, exp.Expr) else 1
     start = max(1, end - len(column.name) + 1)
-    return CheckParseError(message, line, start, path)
+    return SqlParseError(message, line, start, path)
