@@ -22,7 +22,7 @@ from ferry.state import StateStore
 from ferry.worker import build_runner
 from tests.integration.control_helpers import wait_for
 from tests.integration.helpers import job_yaml, orders_table, read_all
-from tests.integration.outages import RETRIES, running
+from tests.integration.outages import RETRIES, hold_outage, running
 
 pytestmark = pytest.mark.integration
 
@@ -76,7 +76,6 @@ def test_a_broker_stopped_during_a_schema_change_is_waited_for(
     table.add_column("note", dbz.STRING)
     second = [table.insert({"id": i, "item": f"i{i}", "qty": i, "note": f"n{i}"}) for i in range(11, 15)]
     last = [table.insert({"id": i, "item": f"i{i}", "qty": i, "note": f"n{i}"}) for i in range(15, 21)]
-    outage = 0.0
     try:
         with running(runner) as errors:
             wait_for(
@@ -97,8 +96,7 @@ def test_a_broker_stopped_during_a_schema_change_is_waited_for(
                     30,
                     lambda: f"the barrier of the added column (detail {runner.status.detail!r}, {errors})",
                 )
-                assert runner.status.phase is Phase.RUNNING and not errors, (runner.status.detail, errors)
-            outage = time.monotonic() - began
+                hold_outage(runner, errors, began)
             produce(bootstrap, topic, [v for _, v in last], keys=[k for k, _ in last])
             wait_for(lambda: checkpointed() == {(topic, 0): 21}, 60, lambda: f"the last checkpoint, {errors}")
             assert not errors
@@ -107,7 +105,6 @@ def test_a_broker_stopped_during_a_schema_change_is_waited_for(
         broker_down.set()
         store.close()
     assert batches[0] == list(range(10, 15)), "the bad record and the schema change in one batch"
-    assert outage > 3 * RPC_TIMEOUT_S
     rows = sorted(sink.rows(ORDERS), key=lambda r: r["id"])
     assert [r["id"] for r in rows] == list(range(1, 21))
     assert [r["note"] for r in rows] == [None] * 10 + [f"n{i}" for i in range(11, 21)]
