@@ -11,6 +11,7 @@ import orjson
 from rich.table import Table
 
 from ferry.pipeline.catch_up import eta_seconds, format_eta
+from ferry.pipeline.phase import Phase
 from ferry.state import StateStore
 
 
@@ -144,7 +145,7 @@ def status_table(store: StateStore, names: list[str], at_ms: int) -> Table:
             f"{m.get('records_read', 0):,}",
             _rate(rate),
             f"{behind:,}",
-            format_eta(eta_seconds(int(behind), rate)) if p["phase"] == "RUNNING" else "–",
+            format_eta(eta_seconds(int(behind), rate)) if p["phase"] == Phase.RUNNING else "–",
             f"{sum((m.get('rows_written') or {}).values()):,}",
             _when(p["updated_ms"]),
             p["detail"],
@@ -197,7 +198,7 @@ def render_pipeline(resource: Mapping[str, Any]) -> str:
             f"  records read: {metrics.get('records_read') or 0}, rows written: {written}, "
             f"bad records: {metrics.get('bad_records') or 0}"
         )
-        if metrics.get("records_behind") and status.get("phase") == "RUNNING":
+        if metrics.get("records_behind") and status.get("phase") == Phase.RUNNING:
             lines.append(
                 f"  catching up: {metrics['records_behind']} records behind at "
                 f"{_rate(metrics.get('rate_eps'))}, ETA {format_eta(metrics.get('eta_s'))}"
