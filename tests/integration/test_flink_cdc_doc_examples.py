@@ -28,6 +28,7 @@ from ferry.config.checks import check_supported
 from ferry.config.loader import read_job_text
 from ferry.local import debezium as dbz
 from ferry.local.kafka_broker import KafkaBrokerError, TopicFactory, delete_topic, produce
+from ferry.pipeline.phase import Phase
 from ferry.pipeline.schema import TableId
 from ferry.sinks.base import Sink
 from ferry.worker import build_runner
@@ -153,7 +154,7 @@ def test_an_example_validates_and_runs_into_its_sink(
         sink = make_sink(job)
         runner = build_runner(job, sink=sink)
         runner.run()  # closes the sink when it stops
-        assert runner.phase == "STOPPED", runner.error
+        assert runner.status.phase is Phase.STOPPED, runner.status.detail
         assert runner.metrics.bad_records == 0
         reported = {TableId.parse(t): n for t, n in runner.metrics.rows_written.items()}
         assert sum(reported.values()) == len(records)

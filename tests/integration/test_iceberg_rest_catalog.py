@@ -12,6 +12,7 @@ from pyiceberg.catalog import load_catalog
 
 from ferry.config.loader import load_job_text
 from ferry.local.kafka_broker import TopicFactory, produce
+from ferry.pipeline.phase import Phase
 from ferry.worker import build_runner
 from tests.integration.helpers import job_yaml, orders_table
 from tests.support.iceberg_rest import IcebergRestCatalog
@@ -45,7 +46,7 @@ def test_a_pipeline_writes_through_the_rest_catalog(
     runner = build_runner(job)
     runner.run()
 
-    assert runner.phase == "STOPPED", runner.error
+    assert runner.status.phase is Phase.STOPPED, runner.status.detail
     reader = load_catalog("reader", type="rest", uri=rest_catalog.uri)
     written = reader.load_table(("inventory", "orders"))
     assert sorted(written.scan().to_arrow().to_pylist(), key=lambda r: r["id"]) == [

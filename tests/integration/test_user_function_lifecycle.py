@@ -9,6 +9,7 @@ import pytest
 
 from ferry.config.loader import load_job_text
 from ferry.local.kafka_broker import TopicFactory, produce
+from ferry.pipeline.phase import Phase
 from ferry.worker import build_runner
 from tests.integration.helpers import job_yaml, orders_table
 
@@ -60,7 +61,7 @@ def test_a_class_function_is_closed_when_the_pipeline_stops(
     runner = build_runner(job)
     runner.run()
 
-    assert runner.phase == "STOPPED", runner.error
+    assert runner.status.phase is Phase.STOPPED, runner.status.detail
     assert log.read_text().splitlines() == ["open", "close after 3 rows"]
     rows = runner.sink.tables  # type: ignore[attr-defined]
     [written] = rows.values()

@@ -67,7 +67,7 @@ from sqlglot import exp
 
 from tests.support.http_server import LocalHttpServer, read_body, reply
 
-__all__ = ["MaxComputeServer", "SqlError"]
+__all__ = ["MaxComputeServer", "SqlInstanceError"]
 
 #: The extra columns of every record of an upsert session (pyodps ``TableUpsertSession``).
 UPSERT_COLUMNS = ("__version", "__app_version", "__operation", "__key_cols", "__value_cols")
@@ -98,7 +98,7 @@ _INTEGERS = ("tinyint", "smallint", "int", "bigint")
 _DIGITS = {"tinyint": 3, "smallint": 5, "int": 10, "bigint": 19}
 
 
-class SqlError(Exception):
+class SqlInstanceError(Exception):
     """A statement MaxCompute would refuse: ``code`` is its ``ODPS-...`` error code."""
 
     def __init__(self, code: str, message: str) -> None:
@@ -150,12 +150,12 @@ class _Table:
     def column(self, name: str) -> _Column:
         column = self.find(name)
         if column is None:
-            raise SqlError(_SEMANTIC, f"column {name} cannot be resolved in table {self.name}")
+            raise SqlInstanceError(_SEMANTIC, f"column {name} cannot be resolved in table {self.name}")
         return column
 
     def new_column(self, name: str, type_text: str, nullable: bool, comment: str) -> _Column:
         if self.find(name) is not None:
-            raise SqlError(_SEMANTIC, f"column {name.lower()} already exists in table {self.name}")
+            raise SqlInstanceError(_SEMANTIC, f"column {name.lower()} already exists in table {self.name}")
         return _Column(next(self._ids), name.lower(), type_text, nullable, comment)
 
     def rows(self) -> list[dict[int, Any]]:
@@ -214,7 +214,7 @@ class _Session:
 
 def _identifier(node: exp.Expression | None) -> str:
     if node is None:
-        raise SqlError(_PARSE, "a name is missing")
+        raise SqlInstanceError(_PARSE, "a name is missing")
     return str(node.name).lower()
 
 
@@ -236,11 +236,11 @@ def _type_text(t: exp.DataType) -> str:
         fields = [f"`{f.name.replace('`', '``')}`:{_type_text(f.args['kind'])}" for f in t.expressions]
         text = f"struct<{','.join(fields)}>"
     else:
-        raise SqlError(_PARSE, f"unsupported type {t.sql(dialect='spark')}")
+        raise SqlInstanceError(_PARSE, f"unsupported type {t.sql(dialect='spark')}")
     try:
         odps_types.validate_data_type(text)
     except Exception as e:
-        raise SqlError(_SEMANTIC, f"invalid type {text}: {e}") from None
+        raise SqlInstanceError(_SEMANTIC, f"invalid type {text}: {e}") from None
     return text
 
 
@@ -307,7 +307,7 @@ class _Sql:
     def table(self, name: str) -> _Table:
         table = self.tables.get(name.lower())
         if table is None:
-            raise SqlError(_TABLE_NOT_FOUND, f"table {name.lower()} does not exist")
+            raise SqlInstanceError(_TABLE_NOT_FOUND, f"table {name.lower()} does not exist")
         return table
 
     def run(self, sql: str) -> tuple[str, list[_Column] | None, list[dict[int, Any]]]:
@@ -319,14 +319,14 @@ class _Sql:
         try:
             statement = sqlglot.parse_one(text, read="spark")
         except sqlglot.errors.ParseError as e:
-            raise SqlError(_PARSE, str(e).splitlines()[0]) from None
+            raise SqlInstanceError(_PARSE, str(e).splitlines()[0]) from None
         if isinstance(statement, exp.Create) and str(statement.args.get("kind", "")).upper() == "TABLE":
             return self.create(statement), None, []
         if isinstance(statement, exp.Drop) and str(statement.args.get("kind", "")).upper() == "TABLE":
             for target in statement.args.get("tables") or [statement.this]:
                 name = _identifier(target)
                 if name not in self.tables and not statement.args.get("exists"):
-                    raise SqlError(_TABLE_NOT_FOUND, f"table {name} does not exist")
+                    raise SqlInstanceError(_TABLE_NOT_FOUND, f"table {name} does not exist")
                 self.tables.pop(name, None)
             return "OK", None, []
         if isinstance(statement, exp.TruncateTable):
@@ -343,17 +343,17 @@ class _Sql:
             if [type(e) for e in statement.expressions] == [exp.Star] and isinstance(source, exp.Table):
                 table = self.table(_identifier(source))
                 return "OK", list(table.columns), [dict(r) for r in table.rows()]
-        raise SqlError(_SEMANTIC, f"this local service does not run: {text[:200]}")
+        raise SqlInstanceError(_SEMANTIC, f"this local service does not run: {text[:200]}")
 
     def create(self, statement: exp.Create) -> str:
         schema = statement.this
         if not isinstance(schema, exp.Schema):
-            raise SqlError(_SEMANTIC, "CREATE TABLE needs its columns")
+            raise SqlInstanceError(_SEMANTIC, "CREATE TABLE needs its columns")
         name = _identifier(schema.this)
         if name in self.tables:
             if statement.args.get("exists"):
                 return "OK"
-            raise SqlError(_SEMANTIC, f"table {name} already exists")
+            raise SqlInstanceError(_SEMANTIC, f"table {name} already exists")
         properties = {}
         comment = ""
         for prop in statement.args["properties"].expressions if statement.args.get("properties") else []:
@@ -378,9 +378,9 @@ class _Sql:
         for key in table.primary_key:
             column = table.column(key)
             if column.nullable:
-                raise SqlError(_SEMANTIC, f"primary key column {key} must be NOT NULL")
+                raise SqlInstanceError(_SEMANTIC, f"primary key column {key} must be NOT NULL")
         if table.primary_key and not table.transactional:
-            raise SqlError(_SEMANTIC, "a primary key needs tblproperties ('transactional'='true')")
+            raise SqlInstanceError(_SEMANTIC, "a primary key needs tblproperties ('transactional'='true')")
         self.tables[name] = table
         return "OK"
 
@@ -399,7 +399,7 @@ class _Sql:
             if isinstance(action, exp.Schema):  # ADD COLUMNS (...)
                 added = [self.column_def(table, c) for c in action.expressions]
                 if any(not c.nullable for c in added):
-                    raise SqlError(_SEMANTIC, "a column added to an existing table must be nullable")
+                    raise SqlInstanceError(_SEMANTIC, "a column added to an existing table must be nullable")
                 table.columns.extend(added)
             elif isinstance(action, exp.Drop) and str(action.args.get("kind", "")).upper() == "COLUMNS":
                 targets = action.args.get("tables") or []
@@ -409,29 +409,29 @@ class _Sql:
                     for e in (s.expressions if isinstance(s, exp.Schema) else [s])
                 ]
                 if not names:
-                    raise SqlError(_PARSE, "DROP COLUMNS names no column")
+                    raise SqlInstanceError(_PARSE, "DROP COLUMNS names no column")
                 for name in names:
                     table.column(name)
                     if name in table.primary_key:
-                        raise SqlError(_SEMANTIC, f"cannot drop primary key column {name}")
+                        raise SqlInstanceError(_SEMANTIC, f"cannot drop primary key column {name}")
                 if len(names) >= len(table.columns):
-                    raise SqlError(_SEMANTIC, "cannot drop every column of a table")
+                    raise SqlInstanceError(_SEMANTIC, "cannot drop every column of a table")
                 table.columns = [c for c in table.columns if c.name not in names]
             elif isinstance(action, exp.AlterColumn) and action.args.get("dtype") is not None:
                 column = table.column(_identifier(action.this))
                 renamed = action.args.get("rename_to")
                 if renamed is not None and _identifier(renamed) != column.name:
-                    raise SqlError(_SEMANTIC, "CHANGE COLUMN renames with RENAME TO")
+                    raise SqlInstanceError(_SEMANTIC, "CHANGE COLUMN renames with RENAME TO")
                 new_type = _type_text(action.args["dtype"])
                 if not _widens(column.type, new_type):
-                    raise SqlError(
+                    raise SqlInstanceError(
                         _SEMANTIC, f"cannot change column {column.name} from {column.type} to {new_type}"
                     )
                 for row in table.rows():
                     row[column.id] = _cast(row.get(column.id), new_type)
                 column.type = new_type
             else:
-                raise SqlError(
+                raise SqlInstanceError(
                     _SEMANTIC, f"this local service does not run: {statement.sql(dialect='spark')}"
                 )
         table.changed()
@@ -441,11 +441,13 @@ class _Sql:
         column = table.column(name)
         if not new_name:
             if column.name in table.primary_key:
-                raise SqlError(_SEMANTIC, f"primary key column {column.name} stays NOT NULL")
+                raise SqlInstanceError(_SEMANTIC, f"primary key column {column.name} stays NOT NULL")
             column.nullable = True
         else:
             if table.find(new_name) is not None:
-                raise SqlError(_SEMANTIC, f"column {new_name.lower()} already exists in table {table.name}")
+                raise SqlInstanceError(
+                    _SEMANTIC, f"column {new_name.lower()} already exists in table {table.name}"
+                )
             table.primary_key = [new_name.lower() if k == column.name else k for k in table.primary_key]
             column.name = new_name.lower()
         table.changed()
@@ -628,7 +630,7 @@ class MaxComputeServer(LocalHttpServer):
             instance.result, instance.columns, instance.rows = _Sql(tables).run(query)
             if instance.columns is not None:
                 instance.result = self._csv(instance.columns, instance.rows)
-        except SqlError as e:
+        except SqlInstanceError as e:
             instance.status, instance.result = "Failed", str(e)
         self.statements.append((query, instance.status if instance.status == "Success" else instance.result))
         self._instances[instance.id] = instance
