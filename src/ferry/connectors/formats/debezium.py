@@ -35,7 +35,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Generic, TypeVar
 
 import msgspec
 import orjson
@@ -176,7 +176,34 @@ class _Defined:
         return schema
 
 
-class DebeziumJsonDecoder:
+_State = TypeVar("_State")
+
+
+class DebeziumTables(Generic[_State]):
+    """A Debezium decoder's state of each table, by the ``source`` block's database, schema, table
+    and the partition, or by the topic and partition when the event has no ``source`` table."""
+
+    _tables: dict[tuple[Any, ...], _State]
+
+    def _table_state(self, table_id: TableId) -> _State:
+        """The state of a table first seen."""
+        raise NotImplementedError
+
+    def _new_table(self, source: Row, partition: int) -> _State:
+        table = self._tables[(source.get("db"), source.get("schema"), source["table"], partition)] = (
+            self._table_state(source_table_id(source))
+        )
+        return table
+
+    def _topic_table(self, topic: str, partition: int) -> _State:
+        state_key = ("topic", topic, partition)
+        table = self._tables.get(state_key)
+        if table is None:
+            table = self._tables[state_key] = self._table_state(topic_table_id(topic))
+        return table
+
+
+class DebeziumJsonDecoder(DebeziumTables[_Table]):
     """Decodes ``debezium-json`` records (see the module documentation)."""
 
     def __init__(self, definitions: TableDefinitions | None = None) -> None:
@@ -685,18 +712,8 @@ class DebeziumJsonDecoder:
 
     # --------------------------------------------------------------------------------- tables
 
-    def _new_table(self, source: Row, partition: int) -> _Table:
-        table = self._tables[(source.get("db"), source.get("schema"), source["table"], partition)] = _Table(
-            source_table_id(source)
-        )
-        return table
-
-    def _topic_table(self, topic: str, partition: int) -> _Table:
-        state_key = ("topic", topic, partition)
-        table = self._tables.get(state_key)
-        if table is None:
-            table = self._tables[state_key] = _Table(topic_table_id(topic))
-        return table
+    def _table_state(self, table_id: TableId) -> _Table:
+        return _Table(table_id)
 
     def _no_row_op(
         self, payload: Row, table_id: TableId, record: RecordLike, position: SourcePosition, out: list[Event]
