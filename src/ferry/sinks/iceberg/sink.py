@@ -148,15 +148,9 @@ class IcebergSink(TableFormatSink):
         self.config = config
         self._commits_since_compaction: dict[TableId, int] = {}
         self._key_indexes: dict[TableId, KeyIndex] = {}
-        warehouse = config.warehouse_dir()
-        try:
-            if warehouse is not None:
-                warehouse.mkdir(parents=True, exist_ok=True)
-            self.catalog: Catalog = _open_catalog(config)
-        except Exception as e:
-            raise SinkTerminalError(
-                f"cannot open catalog {config.catalog_name!r} ({type(e).__name__}: {e})", sink=self.type
-            ) from e
+        self.catalog: Catalog = self.open_catalog(
+            config.warehouse_dir(), f"catalog {config.catalog_name!r}", lambda: _open_catalog(config)
+        )
 
     # ------------------------------------------------------------------------------- identifiers
 

@@ -108,13 +108,11 @@ class PaimonSink(TableFormatSink):
         self.config = config
         self.commit_user = config.resolved_commit_user(pipeline)
         self._last_identifier = 0
-        warehouse = config.warehouse_dir()
-        try:
-            if warehouse is not None:
-                warehouse.mkdir(parents=True, exist_ok=True)
-            self.catalog: Any = CatalogFactory.create(config.resolved_catalog_properties())
-        except Exception as e:
-            raise SinkTerminalError(f"cannot open catalog ({type(e).__name__}: {e})", sink=self.type) from e
+        self.catalog: Any = self.open_catalog(
+            config.warehouse_dir(),
+            "catalog",
+            lambda: CatalogFactory.create(config.resolved_catalog_properties()),
+        )
 
     # ------------------------------------------------------------------------------- identifiers
 
