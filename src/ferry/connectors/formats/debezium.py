@@ -35,7 +35,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Generic, TypeVar
+from typing import Any, ClassVar, Generic, TypeVar
 
 import msgspec
 import orjson
@@ -179,9 +179,14 @@ class _Defined:
 _State = TypeVar("_State")
 
 
-class DebeziumTables(Generic[_State]):
-    """A Debezium decoder's state of each table, by the ``source`` block's database, schema, table
-    and the partition, or by the topic and partition when the event has no ``source`` table."""
+class DebeziumChangeDecoder(Generic[_State]):
+    """What the Debezium change-event decoders (JSON, Avro) share: the state of each table, by the
+    ``source`` block's database, schema, table and the partition, or by the topic and partition
+    when the event has no ``source`` table; and the event of an envelope without a row."""
+
+    #: The envelope's field holding a schema change, and the format that reads it.
+    ddl_field: ClassVar[str]
+    ddl_format: ClassVar[str]
 
     _tables: dict[tuple[Any, ...], _State]
 
@@ -202,9 +207,21 @@ class DebeziumTables(Generic[_State]):
             table = self._tables[state_key] = self._table_state(topic_table_id(topic))
         return table
 
+    def _no_row_op(
+        self, envelope: Row, table_id: TableId, record: RecordLike, position: SourcePosition, out: list[Event]
+    ) -> None:
+        out.append(
+            no_row_event(
+                envelope, table_id, record, position, ddl_field=self.ddl_field, ddl_format=self.ddl_format
+            )
+        )
 
-class DebeziumJsonDecoder(DebeziumTables[_Table]):
+
+class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
     """Decodes ``debezium-json`` records (see the module documentation)."""
+
+    ddl_field = "ddl"
+    ddl_format = "debezium-schema-change"
 
     def __init__(self, definitions: TableDefinitions | None = None) -> None:
         self._definitions = definitions
@@ -714,15 +731,6 @@ class DebeziumJsonDecoder(DebeziumTables[_Table]):
 
     def _table_state(self, table_id: TableId) -> _Table:
         return _Table(table_id)
-
-    def _no_row_op(
-        self, payload: Row, table_id: TableId, record: RecordLike, position: SourcePosition, out: list[Event]
-    ) -> None:
-        out.append(
-            no_row_event(
-                payload, table_id, record, position, ddl_field="ddl", ddl_format="debezium-schema-change"
-            )
-        )
 
 
 def source_table_id(source: Row) -> TableId:
