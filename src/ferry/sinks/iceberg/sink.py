@@ -86,7 +86,7 @@ from ferry.pipeline.types import DataType
 from ferry.retry import RetryPolicy
 from ferry.sinks.arrow import rows_to_arrow
 from ferry.sinks.base import SinkCapabilities
-from ferry.sinks.exceptions import SinkTerminalError, SinkTransientError
+from ferry.sinks.exceptions import SinkTerminalError, SinkTransientError, incompatible_table
 from ferry.sinks.iceberg import ICEBERG
 from ferry.sinks.iceberg.config import PARTITION_FIELD, IcebergSinkConfig
 from ferry.sinks.iceberg.deletes import (
@@ -205,12 +205,12 @@ class IcebergSink(TableFormatSink):
                 table = self.require_table(change.table_id)
         problems = _incompatibilities(table.schema(), change.schema)
         if problems:
-            raise SinkTerminalError(
-                f"the table exists with a schema that cannot take the new table's rows "
-                f"({'; '.join(problems)}); existing: {_read_schema(table).describe()}; "
-                f"wanted: {sink_schema(change.schema).describe()}",
+            raise incompatible_table(
+                problems,
+                _read_schema(table),
+                sink_schema(change.schema),
                 sink=self.type,
-                table=str(change.table_id),
+                table=change.table_id,
             )
 
     def _alter(self, table: Table, change: SchemaChange) -> None:
