@@ -9,7 +9,9 @@ from __future__ import annotations
 
 import re
 from datetime import timedelta
+from pathlib import Path
 from typing import Annotated, Any
+from urllib.parse import urlparse
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer
 
@@ -70,6 +72,31 @@ class SinkConfigBase(ConfigModel):
     exclude_schema_changes: tuple[str, ...] = Field(default=(), alias="exclude.schema.changes")
     #: Whether a sink table that does not exist is created (Kafka Connect's ``auto.create``).
     auto_create_tables: bool = Field(default=True, alias="auto-create-tables")
+
+
+class TableFormatSinkConfigBase(SinkConfigBase):
+    """Options of a sink that writes a table format (Iceberg, Paimon) into a catalog's warehouse."""
+
+    def resolved_catalog_properties(self) -> dict[str, str]:
+        """The catalog's properties, its warehouse resolved."""
+        raise NotImplementedError
+
+    def warehouse_dir(self) -> Path | None:
+        """The warehouse as an absolute local directory, or ``None`` when it is remote or unset."""
+        warehouse = self.resolved_catalog_properties().get("warehouse")
+        return None if warehouse is None else local_dir(warehouse)
+
+
+def local_dir(warehouse: str | None) -> Path | None:
+    """The absolute directory of a ``file://`` URI or a plain path; ``None`` for other schemes."""
+    if warehouse is None:
+        return None
+    parsed = urlparse(warehouse)
+    if parsed.scheme == "file":
+        return Path(parsed.path).resolve()
+    if parsed.scheme == "":
+        return Path(warehouse).resolve()
+    return None
 
 
 #: Duration unit → milliseconds. The names are those of Flink's ``TimeUtils``.

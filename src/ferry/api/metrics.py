@@ -23,6 +23,15 @@ if TYPE_CHECKING:
 PROCESS_COLLECTORS = (PROCESS_COLLECTOR, PLATFORM_COLLECTOR, GC_COLLECTOR)
 
 
+def registry_of(collector: Collector) -> CollectorRegistry:
+    """A registry of ``collector`` and the process's collectors."""
+    registry = CollectorRegistry()
+    registry.register(collector)
+    for process_collector in PROCESS_COLLECTORS:
+        registry.register(process_collector)
+    return registry
+
+
 def build_info() -> Metric:
     return InfoMetricFamily(
         "ferry_build", "The version of ferry serving these metrics.", {"version": ferry.version()}
@@ -51,8 +60,4 @@ class ControlPlaneCollector(Collector):
 
 
 def registry_for(plane: ControlPlane) -> CollectorRegistry:
-    registry = CollectorRegistry()
-    registry.register(ControlPlaneCollector(plane))
-    for collector in PROCESS_COLLECTORS:
-        registry.register(collector)
-    return registry
+    return registry_of(ControlPlaneCollector(plane))

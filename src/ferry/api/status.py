@@ -22,7 +22,7 @@ from prometheus_client.exposition import choose_encoder
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from ferry.api.metrics import PROCESS_COLLECTORS, build_info
+from ferry.api.metrics import build_info, registry_of
 from ferry.pipeline.phase import Phase
 from ferry.pipeline.runner import PipelineRunner
 
@@ -153,11 +153,7 @@ def _one(family: CounterMetricFamily | GaugeMetricFamily, pipeline: str, value: 
 
 def registry_for(runner: PipelineRunner) -> CollectorRegistry:
     """The registry ``/metrics`` is written from: the runner's metrics and the process's."""
-    registry = CollectorRegistry()
-    registry.register(PipelineCollector(runner))
-    for collector in PROCESS_COLLECTORS:
-        registry.register(collector)
-    return registry
+    return registry_of(PipelineCollector(runner))
 
 
 def health(runner: PipelineRunner) -> tuple[int, dict[str, Any]]:

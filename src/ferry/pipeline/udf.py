@@ -244,6 +244,18 @@ class UserFunction:
         return Compiled(fn, self.result)
 
 
+def python_file_paths(name: str, python_files: Sequence[str]) -> list[str]:
+    """The paths of a function's ``python-files``, ``~`` expanded; raises
+    :class:`UserFunctionError` naming one that does not exist."""
+    paths = []
+    for entry in python_files:
+        path = str(Path(entry).expanduser())
+        if not Path(path).exists():
+            raise UserFunctionError(f"{name}: python-files names {entry}, which does not exist")
+        paths.append(path)
+    return paths
+
+
 def load(
     name: str,
     *,
@@ -254,10 +266,7 @@ def load(
 ) -> UserFunction:
     """A user-defined function from a ``module:function`` reference or from its code; raises
     :class:`UserFunctionError` saying why it cannot be one."""
-    for entry in python_files:
-        path = str(Path(entry).expanduser())
-        if not Path(path).exists():
-            raise UserFunctionError(f"{name}: python-files names {entry}, which does not exist")
+    for path in python_file_paths(name, python_files):
         if path not in sys.path:
             sys.path.append(path)
     if python_code is not None:

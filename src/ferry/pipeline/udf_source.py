@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ferry.pipeline.udf import UserFunction, UserFunctionError
+from ferry.pipeline.udf import UserFunction, UserFunctionError, python_file_paths
 
 _NAMES: dict[str, Any] = {
     "bool": bool,
@@ -166,9 +166,7 @@ def declare(
 ) -> UserFunction:
     """The declaration of a user-defined function, read from its source; raises
     :class:`UserFunctionError` saying why it cannot be one."""
-    for entry in python_files:
-        if not Path(entry).expanduser().exists():
-            raise UserFunctionError(f"{name}: python-files names {entry}, which does not exist")
+    python_file_paths(name, python_files)
     if python_code is not None:
         source, path = python_code, "eval"
     elif classpath:

@@ -2,8 +2,14 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
+
 from ferry import install_hint
 from ferry.exceptions import FerryError, TerminalError, TransientError
+
+if TYPE_CHECKING:
+    from ferry.pipeline.schema import Schema, TableId
 
 
 class SinkError(FerryError):
@@ -17,6 +23,18 @@ class SinkError(FerryError):
 
 class SinkTerminalError(SinkError, TerminalError):
     """A sink operation that will not succeed on retry (incompatible schema, refused change)."""
+
+
+def incompatible_table(
+    problems: Sequence[str], existing: Schema, wanted: Schema, *, sink: str, table: TableId
+) -> SinkTerminalError:
+    """The refusal of a create for a table that exists with a schema that cannot take its rows."""
+    return SinkTerminalError(
+        f"the table exists with a schema that cannot take the new table's rows "
+        f"({'; '.join(problems)}); existing: {existing.describe()}; wanted: {wanted.describe()}",
+        sink=sink,
+        table=str(table),
+    )
 
 
 class SinkTransientError(SinkError, TransientError):

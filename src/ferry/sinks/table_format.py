@@ -17,9 +17,10 @@ from __future__ import annotations
 import json
 import logging
 from abc import abstractmethod
-from collections.abc import Iterable, Iterator, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
-from typing import Any, ClassVar
+from pathlib import Path
+from typing import Any, ClassVar, TypeVar
 
 from ferry.offsets import Offsets, decode_offsets, encode_offsets
 from ferry.pipeline.apply import is_applied
@@ -45,6 +46,9 @@ COMMIT_RETRIES = RetryPolicy(
 )
 
 
+_Catalog = TypeVar("_Catalog")
+
+
 class TableFormatSink(Sink):
     """The common part of the Iceberg and Paimon sinks (see the module documentation)."""
 
@@ -59,6 +63,16 @@ class TableFormatSink(Sink):
         self._schemas: dict[TableId, Schema | None] = {}
         self._buffers: dict[TableId, list[DataChange]] = {}
         self._written_schemas: dict[TableId, Schema] = {}
+
+    def open_catalog(self, warehouse: Path | None, catalog: str, opener: Callable[[], _Catalog]) -> _Catalog:
+        """The catalog ``opener`` opens, the local ``warehouse`` directory created first; a failure
+        is terminal, naming ``catalog``."""
+        try:
+            if warehouse is not None:
+                warehouse.mkdir(parents=True, exist_ok=True)
+            return opener()
+        except Exception as e:
+            raise SinkTerminalError(f"cannot open {catalog} ({type(e).__name__}: {e})", sink=self.type) from e
 
     # ------------------------------------------------------------------------------- what a format says
 

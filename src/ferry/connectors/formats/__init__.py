@@ -169,6 +169,20 @@ class JsonMessageDecoder:
         )
         return position, message
 
+    def unknown_type(self, kind: Any) -> DecodeError:
+        """The error of a message whose ``type`` is ``kind``, one the decoder does not know."""
+        return DecodeError(
+            f"unknown type {kind!r}" if kind is not None else f"not {self.message_kind}: no 'type'"
+        )
+
+    @staticmethod
+    def message_table(message: dict[str, Any]) -> tuple[str, str]:
+        """The ``database`` and ``table`` a row message names."""
+        database, name = message.get("database"), message.get("table")
+        if not (isinstance(database, str) and database and isinstance(name, str) and name):
+            raise DecodeError("the message names no table (no 'database' and 'table')")
+        return database, name
+
 
 def hints(
     changes: list[SchemaChange], ddl: str, *, ordered: bool, position: SourcePosition | None

@@ -85,12 +85,8 @@ class CanalJsonDecoder(JsonMessageDecoder):
         kind = message.get("type")
         op = _OPS.get(kind)  # type: ignore[arg-type]
         if op is None:
-            raise DecodeError(
-                f"unknown type {kind!r}" if kind is not None else "not a Canal message: no 'type'"
-            )
-        database, name = message.get("database"), message.get("table")
-        if not (isinstance(database, str) and database and isinstance(name, str) and name):
-            raise DecodeError("the message names no table (no 'database' and 'table')")
+            raise self.unknown_type(kind)
+        database, name = self.message_table(message)
         data = message.get("data")
         if type(data) is not list or not data or any(type(row) is not dict for row in data):
             raise DecodeError("'data' must be a non-empty list of rows")

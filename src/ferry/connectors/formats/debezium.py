@@ -35,7 +35,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, ClassVar, Generic, TypeVar
 
 import msgspec
 import orjson
@@ -176,8 +176,52 @@ class _Defined:
         return schema
 
 
-class DebeziumJsonDecoder:
+_State = TypeVar("_State")
+
+
+class DebeziumChangeDecoder(Generic[_State]):
+    """What the Debezium change-event decoders (JSON, Avro) share: the state of each table, by the
+    ``source`` block's database, schema, table and the partition, or by the topic and partition
+    when the event has no ``source`` table; and the event of an envelope without a row."""
+
+    #: The envelope's field holding a schema change, and the format that reads it.
+    ddl_field: ClassVar[str]
+    ddl_format: ClassVar[str]
+
+    _tables: dict[tuple[Any, ...], _State]
+
+    def _table_state(self, table_id: TableId) -> _State:
+        """The state of a table first seen."""
+        raise NotImplementedError
+
+    def _new_table(self, source: Row, partition: int) -> _State:
+        table = self._tables[(source.get("db"), source.get("schema"), source["table"], partition)] = (
+            self._table_state(source_table_id(source))
+        )
+        return table
+
+    def _topic_table(self, topic: str, partition: int) -> _State:
+        state_key = ("topic", topic, partition)
+        table = self._tables.get(state_key)
+        if table is None:
+            table = self._tables[state_key] = self._table_state(topic_table_id(topic))
+        return table
+
+    def _no_row_op(
+        self, envelope: Row, table_id: TableId, record: RecordLike, position: SourcePosition, out: list[Event]
+    ) -> None:
+        out.append(
+            no_row_event(
+                envelope, table_id, record, position, ddl_field=self.ddl_field, ddl_format=self.ddl_format
+            )
+        )
+
+
+class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
     """Decodes ``debezium-json`` records (see the module documentation)."""
+
+    ddl_field = "ddl"
+    ddl_format = "debezium-schema-change"
 
     def __init__(self, definitions: TableDefinitions | None = None) -> None:
         self._definitions = definitions
@@ -685,27 +729,8 @@ class DebeziumJsonDecoder:
 
     # --------------------------------------------------------------------------------- tables
 
-    def _new_table(self, source: Row, partition: int) -> _Table:
-        table = self._tables[(source.get("db"), source.get("schema"), source["table"], partition)] = _Table(
-            source_table_id(source)
-        )
-        return table
-
-    def _topic_table(self, topic: str, partition: int) -> _Table:
-        state_key = ("topic", topic, partition)
-        table = self._tables.get(state_key)
-        if table is None:
-            table = self._tables[state_key] = _Table(topic_table_id(topic))
-        return table
-
-    def _no_row_op(
-        self, payload: Row, table_id: TableId, record: RecordLike, position: SourcePosition, out: list[Event]
-    ) -> None:
-        out.append(
-            no_row_event(
-                payload, table_id, record, position, ddl_field="ddl", ddl_format="debezium-schema-change"
-            )
-        )
+    def _table_state(self, table_id: TableId) -> _Table:
+        return _Table(table_id)
 
 
 def source_table_id(source: Row) -> TableId:

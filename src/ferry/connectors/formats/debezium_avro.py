@@ -38,7 +38,7 @@ from ferry.connectors.exceptions import DecodeError
 from ferry.connectors.formats import bad_record, check_key, internal_error
 from ferry.connectors.formats.connect_avro import AvroRow
 from ferry.connectors.formats.connect_types import ConversionError
-from ferry.connectors.formats.debezium import no_row_event, source_table_id, topic_table_id
+from ferry.connectors.formats.debezium import DebeziumChangeDecoder
 from ferry.connectors.formats.debezium_schema_change import DebeziumSchemaChangeDecoder
 from ferry.connectors.formats.schema_registry import ConfluentAvroReader, WriterSchema, schema_id_of
 from ferry.connectors.record import RecordLike
@@ -97,13 +97,16 @@ def _values_and_keys(records: Sequence[RecordLike]) -> Iterator[bytes | None]:
         yield record.key()
 
 
-class DebeziumAvroDecoder:
+class DebeziumAvroDecoder(DebeziumChangeDecoder[_Table]):
     """Decodes ``debezium-avro`` records (see the module documentation).
 
     ``schema_registry_url`` is one or more comma-separated URLs of a Confluent-compatible schema
     registry, ``schema_registry_user_info`` its HTTP basic credentials (``user:password``, a
     secret, never logged); ``reader`` replaces the reader built from them.
     """
+
+    ddl_field = "tableChanges"
+    ddl_format = "debezium-avro-schema-change"
 
     def __init__(
         self,
@@ -246,32 +249,8 @@ class DebeziumAvroDecoder:
 
     # ----------------------------------------------------------------------------- tables
 
-    def _new_table(self, source: Row, partition: int) -> _Table:
-        table = self._tables[(source.get("db"), source.get("schema"), source["table"], partition)] = _Table(
-            source_table_id(source)
-        )
-        return table
-
-    def _topic_table(self, topic: str, partition: int) -> _Table:
-        state_key = ("topic", topic, partition)
-        table = self._tables.get(state_key)
-        if table is None:
-            table = self._tables[state_key] = _Table(topic_table_id(topic))
-        return table
-
-    def _no_row_op(
-        self, envelope: Row, table_id: TableId, record: RecordLike, position: SourcePosition, out: list[Event]
-    ) -> None:
-        out.append(
-            no_row_event(
-                envelope,
-                table_id,
-                record,
-                position,
-                ddl_field="tableChanges",
-                ddl_format="debezium-avro-schema-change",
-            )
-        )
+    def _table_state(self, table_id: TableId) -> _Table:
+        return _Table(table_id)
 
 
 def _build_plan(writer: WriterSchema) -> _Plan:

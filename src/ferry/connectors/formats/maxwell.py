@@ -78,12 +78,8 @@ class MaxwellJsonDecoder(JsonMessageDecoder):
                 return
             if kind in _NO_EVENT:
                 return
-            raise DecodeError(
-                f"unknown type {kind!r}" if kind is not None else "not a Maxwell message: no 'type'"
-            )
-        database, name = message.get("database"), message.get("table")
-        if not (isinstance(database, str) and database and isinstance(name, str) and name):
-            raise DecodeError("the message names no table (no 'database' and 'table')")
+            raise self.unknown_type(kind)
+        database, name = self.message_table(message)
         data = message.get("data")
         if type(data) is not dict:
             raise DecodeError("'data' must be a JSON object")

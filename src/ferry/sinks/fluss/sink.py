@@ -35,7 +35,7 @@ from ferry.pipeline.events import AddColumn, CreateTable, DataChange, DropTable,
 from ferry.pipeline.schema import Column, Schema, TableId
 from ferry.pipeline.types import DataType, can_widen
 from ferry.sinks.base import Sink, SinkCapabilities
-from ferry.sinks.exceptions import SinkError, SinkTerminalError, SinkTransientError
+from ferry.sinks.exceptions import SinkError, SinkTerminalError, SinkTransientError, incompatible_table
 from ferry.sinks.fluss import FLUSS, alter
 from ferry.sinks.fluss.config import FlussSinkConfig
 from ferry.sinks.fluss.types import (
@@ -252,13 +252,7 @@ class FlussSink(Sink):
             assert existing is not None
         problems = _incompatibilities(existing, schema)
         if problems:
-            raise SinkTerminalError(
-                f"the table exists with a schema that cannot take the new table's rows "
-                f"({'; '.join(problems)}); existing: {existing.describe()}; "
-                f"wanted: {sink_schema(schema).describe()}",
-                sink=self.type,
-                table=str(table_id),
-            )
+            raise incompatible_table(problems, existing, sink_schema(schema), sink=self.type, table=table_id)
 
     def _descriptor(self, path: Any, schema: Schema) -> Any:
         fluss_schema = fluss.Schema(to_arrow_schema(schema), primary_keys=list(schema.primary_keys) or None)

@@ -20,11 +20,10 @@ from __future__ import annotations
 import re
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import urlparse
 
 from pydantic import Field, field_validator, model_validator
 
-from ferry.options import SinkConfigBase, fold_prefixed, table_lists
+from ferry.options import TableFormatSinkConfigBase, fold_prefixed, local_dir, table_lists
 
 #: The warehouse when ``catalog.properties.warehouse`` is not set (relative to the working directory).
 DEFAULT_WAREHOUSE = Path("var/warehouse")
@@ -50,7 +49,7 @@ PARTITION_FIELD = re.compile(
 )
 
 
-class IcebergSinkConfig(SinkConfigBase):
+class IcebergSinkConfig(TableFormatSinkConfigBase):
     """``catalog.properties.*`` go to pyiceberg's ``load_catalog``; ``table.properties.*`` to new tables."""
 
     type: Literal["iceberg"] = "iceberg"
@@ -105,7 +104,7 @@ class IcebergSinkConfig(SinkConfigBase):
         if (
             props.get("type", "sql") == "sql"
             and "uri" not in props
-            and _local_dir(props.get("warehouse")) is None
+            and local_dir(props.get("warehouse")) is None
         ):
             raise ValueError(
                 "catalog.properties.uri is required when catalog.properties.warehouse is not a local "
@@ -119,30 +118,13 @@ class IcebergSinkConfig(SinkConfigBase):
         props.setdefault("type", "sql")
         if "warehouse" not in props and props["type"] != "sql":
             return props
-        local = _local_dir(props.get("warehouse", str(DEFAULT_WAREHOUSE)))
+        local = local_dir(props.get("warehouse", str(DEFAULT_WAREHOUSE)))
         if local is not None:
             props["warehouse"] = local.as_uri()
             if props["type"] == "sql":
                 props.setdefault("uri", f"sqlite:///{local}/catalog.db")
         return props
 
-    def warehouse_dir(self) -> Path | None:
-        """The warehouse as an absolute local directory, or ``None`` when it is remote or unset."""
-        warehouse = self.resolved_catalog_properties().get("warehouse")
-        return None if warehouse is None else _local_dir(warehouse)
-
     def new_table_properties(self) -> dict[str, str]:
         """The properties a table the sink creates gets."""
         return {**DEFAULT_TABLE_PROPERTIES, **self.table_properties}
-
-
-def _local_dir(warehouse: str | None) -> Path | None:
-    """The absolute directory of a ``file://`` URI or a plain path; ``None`` for other schemes."""
-    if warehouse is None:
-        return None
-    parsed = urlparse(warehouse)
-    if parsed.scheme == "file":
-        return Path(parsed.path).resolve()
-    if parsed.scheme == "":
-        return Path(warehouse).resolve()
-    return None

@@ -86,7 +86,7 @@ from ferry.pipeline.types import DataType
 from ferry.retry import RetryPolicy
 from ferry.sinks.arrow import rows_to_arrow
 from ferry.sinks.base import SinkCapabilities
-from ferry.sinks.exceptions import SinkTerminalError, SinkTransientError
+from ferry.sinks.exceptions import SinkTerminalError, SinkTransientError, incompatible_table
 from ferry.sinks.iceberg import ICEBERG
 from ferry.sinks.iceberg.config import PARTITION_FIELD, IcebergSinkConfig
 from ferry.sinks.iceberg.deletes import (
@@ -148,15 +148,9 @@ class IcebergSink(TableFormatSink):
         self.config = config
         self._commits_since_compaction: dict[TableId, int] = {}
         self._key_indexes: dict[TableId, KeyIndex] = {}
-        warehouse = config.warehouse_dir()
-        try:
-            if warehouse is not None:
-                warehouse.mkdir(parents=True, exist_ok=True)
-            self.catalog: Catalog = _open_catalog(config)
-        except Exception as e:
-            raise SinkTerminalError(
-                f"cannot open catalog {config.catalog_name!r} ({type(e).__name__}: {e})", sink=self.type
-            ) from e
+        self.catalog: Catalog = self.open_catalog(
+            config.warehouse_dir(), f"catalog {config.catalog_name!r}", lambda: _open_catalog(config)
+        )
 
     # ------------------------------------------------------------------------------- identifiers
 
@@ -211,12 +205,12 @@ class IcebergSink(TableFormatSink):
                 table = self.require_table(change.table_id)
         problems = _incompatibilities(table.schema(), change.schema)
         if problems:
-            raise SinkTerminalError(
-                f"the table exists with a schema that cannot take the new table's rows "
-                f"({'; '.join(problems)}); existing: {_read_schema(table).describe()}; "
-                f"wanted: {sink_schema(change.schema).describe()}",
+            raise incompatible_table(
+                problems,
+                _read_schema(table),
+                sink_schema(change.schema),
                 sink=self.type,
-                table=str(change.table_id),
+                table=change.table_id,
             )
 
     def _alter(self, table: Table, change: SchemaChange) -> None:

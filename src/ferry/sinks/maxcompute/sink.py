@@ -59,7 +59,7 @@ from ferry.pipeline.events import (
 from ferry.pipeline.schema import Column, Schema, TableId
 from ferry.pipeline.types import DataType
 from ferry.sinks.base import Sink, SinkCapabilities
-from ferry.sinks.exceptions import SinkError, SinkTerminalError, SinkTransientError
+from ferry.sinks.exceptions import SinkError, SinkTerminalError, SinkTransientError, incompatible_table
 from ferry.sinks.maxcompute import MAXCOMPUTE
 from ferry.sinks.maxcompute.config import MaxComputeSinkConfig
 from ferry.sinks.maxcompute.dialect import MaxComputeDialect
@@ -272,12 +272,7 @@ class MaxComputeSink(Sink):
                 f"primary key ({', '.join(existing.primary_keys)}) is not ({', '.join(wanted.primary_keys)})"
             )
         if problems:
-            raise SinkTerminalError(
-                f"the table exists with a schema that cannot take the new table's rows "
-                f"({'; '.join(problems)}); existing: {existing.describe()}; wanted: {wanted.describe()}",
-                sink=self.type,
-                table=str(table_id),
-            )
+            raise incompatible_table(problems, existing, wanted, sink=self.type, table=table_id)
 
     # ------------------------------------------------------------------------------- rows
 

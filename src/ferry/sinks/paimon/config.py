@@ -17,11 +17,10 @@ from __future__ import annotations
 
 from pathlib import Path
 from typing import Any, Literal
-from urllib.parse import urlparse
 
 from pydantic import Field, field_validator, model_validator
 
-from ferry.options import SinkConfigBase, fold_prefixed, table_lists
+from ferry.options import TableFormatSinkConfigBase, fold_prefixed, local_dir, table_lists
 
 #: The warehouse when ``catalog.properties.warehouse`` is not set (relative to the working directory).
 DEFAULT_WAREHOUSE = Path("var/paimon")
@@ -34,7 +33,7 @@ DEFAULT_TABLE_PROPERTIES: dict[str, str] = {"bucket": "1"}
 DEFAULT_ROWKIND_COLUMN = "_ferry_row_kind"
 
 
-class PaimonSinkConfig(SinkConfigBase):
+class PaimonSinkConfig(TableFormatSinkConfigBase):
     """``catalog.properties.*`` go to pypaimon's ``CatalogFactory``; ``table.properties.*`` to new tables."""
 
     type: Literal["paimon"] = "paimon"
@@ -76,15 +75,10 @@ class PaimonSinkConfig(SinkConfigBase):
         props.setdefault("metastore", "filesystem")
         if props["metastore"] != "filesystem" and "warehouse" not in props:
             return props
-        local = _local_dir(props.get("warehouse", str(DEFAULT_WAREHOUSE)))
+        local = local_dir(props.get("warehouse", str(DEFAULT_WAREHOUSE)))
         if local is not None:
             props["warehouse"] = str(local)
         return props
-
-    def warehouse_dir(self) -> Path | None:
-        """The warehouse as an absolute local directory, or ``None`` when it is remote or unset."""
-        warehouse = self.resolved_catalog_properties().get("warehouse")
-        return None if warehouse is None else _local_dir(warehouse)
 
     def new_table_properties(self, *, primary_key: bool) -> dict[str, str]:
         """The options a table the sink creates gets; a primary-key table also names its row-kind column."""
@@ -99,15 +93,3 @@ class PaimonSinkConfig(SinkConfigBase):
         if self.commit_user_prefix is not None:
             return f"{self.commit_user_prefix}_{pipeline}"
         return self.commit_user or pipeline
-
-
-def _local_dir(warehouse: str | None) -> Path | None:
-    """The absolute directory of a ``file://`` URI or a plain path; ``None`` for other schemes."""
-    if warehouse is None:
-        return None
-    parsed = urlparse(warehouse)
-    if parsed.scheme == "file":
-        return Path(parsed.path).resolve()
-    if parsed.scheme == "":
-        return Path(warehouse).resolve()
-    return None

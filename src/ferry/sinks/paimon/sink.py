@@ -67,7 +67,7 @@ from ferry.pipeline.schema import Schema, TableId
 from ferry.pipeline.types import DataType
 from ferry.sinks.arrow import rows_to_arrow
 from ferry.sinks.base import SinkCapabilities
-from ferry.sinks.exceptions import SinkTerminalError
+from ferry.sinks.exceptions import SinkTerminalError, incompatible_table
 from ferry.sinks.paimon import PAIMON
 from ferry.sinks.paimon.config import PaimonSinkConfig
 from ferry.sinks.paimon.types import (
@@ -108,13 +108,11 @@ class PaimonSink(TableFormatSink):
         self.config = config
         self.commit_user = config.resolved_commit_user(pipeline)
         self._last_identifier = 0
-        warehouse = config.warehouse_dir()
-        try:
-            if warehouse is not None:
-                warehouse.mkdir(parents=True, exist_ok=True)
-            self.catalog: Any = CatalogFactory.create(config.resolved_catalog_properties())
-        except Exception as e:
-            raise SinkTerminalError(f"cannot open catalog ({type(e).__name__}: {e})", sink=self.type) from e
+        self.catalog: Any = self.open_catalog(
+            config.warehouse_dir(),
+            "catalog",
+            lambda: CatalogFactory.create(config.resolved_catalog_properties()),
+        )
 
     # ------------------------------------------------------------------------------- identifiers
 
@@ -196,12 +194,8 @@ class PaimonSink(TableFormatSink):
         existing = _read_schema(table)
         problems = _incompatibilities(existing, change.schema)
         if problems:
-            raise SinkTerminalError(
-                f"the table exists with a schema that cannot take the new table's rows "
-                f"({'; '.join(problems)}); existing: {existing.describe()}; "
-                f"wanted: {sink_schema(change.schema).describe()}",
-                sink=self.type,
-                table=str(change.table_id),
+            raise incompatible_table(
+                problems, existing, sink_schema(change.schema), sink=self.type, table=change.table_id
             )
 
     def _alter_with_retry(self, change: SchemaChange) -> None:

@@ -109,6 +109,9 @@ class SqlDialect:
     max_varchar_length: int = 10_485_760
     #: Whether ``ADD COLUMN`` takes a position (``FIRST`` / ``AFTER``); else columns go last.
     positions_columns: bool = False
+    #: The ``information_schema.columns`` column spelling a column's full type, read as
+    #: :attr:`CatalogColumn.udt_name`.
+    catalog_type_column: str = "udt_name"
     #: Types without parameters: ferry type root → SQLAlchemy type.
     type_names: Mapping[TypeRoot, TypeEngine[Any]] = {
         TypeRoot.BOOLEAN: pg.BOOLEAN(),
@@ -327,8 +330,8 @@ class SqlDialect:
         """Columns of one table (parameters: schema, table), in order, from ``information_schema``."""
         p = self.placeholder
         return (
-            "SELECT column_name, data_type, udt_name, is_nullable, character_maximum_length, "
-            "numeric_precision, numeric_scale, datetime_precision "
+            f"SELECT column_name, data_type, {self.catalog_type_column}, is_nullable, "
+            "character_maximum_length, numeric_precision, numeric_scale, datetime_precision "
             "FROM information_schema.columns "
             f"WHERE table_schema = {p} AND table_name = {p} ORDER BY ordinal_position"
         )

@@ -44,7 +44,7 @@ from ferry.pipeline.events import (
 from ferry.pipeline.schema import Column, Schema, TableId
 from ferry.pipeline.types import DataType, TypeRoot
 from ferry.sinks.base import Sink
-from ferry.sinks.exceptions import SinkError, SinkTerminalError, SinkTransientError
+from ferry.sinks.exceptions import SinkError, SinkTerminalError, SinkTransientError, incompatible_table
 from ferry.sinks.rows import collapse, key_getter
 from ferry.sinks.sql.dialect import CatalogColumn, SqlDialect, SqlTable
 
@@ -215,12 +215,8 @@ class SqlSink(Sink):
                 f"primary key ({', '.join(existing.primary_keys)}) is not ({', '.join(wanted.primary_keys)})"
             )
         if problems:
-            raise SinkTerminalError(
-                f"the table exists with a schema that cannot take the new table's rows "
-                f"({'; '.join(problems)}); existing: {existing.describe()}; "
-                f"wanted: {self.sink_schema(wanted).describe()}",
-                sink=self.type,
-                table=str(table_id),
+            raise incompatible_table(
+                problems, existing, self.sink_schema(wanted), sink=self.type, table=table_id
             )
 
     # ------------------------------------------------------------------------------- rows

@@ -125,6 +125,7 @@ class MySqlProtocolDialect(SqlDialect):
     name = "mysql"
     max_varchar_length = 16_383
     positions_columns = True
+    catalog_type_column = "column_type"
     type_names = MYSQL_TYPES
     #: The key model keyword of the vendor's ``CREATE TABLE`` (``PRIMARY KEY``, ``UNIQUE KEY``).
     key_model = "PRIMARY KEY"
@@ -239,15 +240,6 @@ class MySqlProtocolDialect(SqlDialect):
         )
 
     # ------------------------------------------------------------------------------- catalog
-
-    def columns_query(self) -> str:
-        p = self.placeholder
-        return (
-            "SELECT column_name, data_type, column_type, is_nullable, character_maximum_length, "
-            "numeric_precision, numeric_scale, datetime_precision "
-            "FROM information_schema.columns "
-            f"WHERE table_schema = {p} AND table_name = {p} ORDER BY ordinal_position"
-        )
 
     def primary_key_query(self) -> str:
         p = self.placeholder
