@@ -25,14 +25,14 @@ import json
 import random
 import re
 import sys
-import threading
 import time
 import uuid
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import psycopg
+from tests.integration.outages import running as running_for
 from tests.support.postgres import PostgresServer
 
 from ferry.config.loader import load_job_text
@@ -136,23 +136,9 @@ def wait_until(condition: Callable[[], bool], timeout_s: float, what: str) -> No
         time.sleep(0.2)
 
 
-@contextlib.contextmanager
-def running(runner: PipelineRunner) -> Iterator[list[BaseException]]:
-    stop, errors = threading.Event(), list[BaseException]()
-
-    def run() -> None:
-        try:
-            runner.run(stop)
-        except BaseException as e:
-            errors.append(e)
-
-    thread = threading.Thread(target=run, name="pipeline")
-    thread.start()
-    try:
-        yield errors
-    finally:
-        stop.set()
-        thread.join(120)
+def running(runner: PipelineRunner) -> contextlib.AbstractContextManager[list[BaseException]]:
+    """The outage tests' pipeline thread, given longer to stop after a trial."""
+    return running_for(runner, join_s=120)
 
 
 def sink_rows(server: PostgresServer, database: str) -> dict[int, dict[str, Any]]:

@@ -20,8 +20,9 @@ RETRIES = """\
 
 
 @contextmanager
-def running(runner: PipelineRunner) -> Iterator[list[BaseException]]:
-    """``runner`` in a thread until the block ends; what it raised is in the list yielded."""
+def running(runner: PipelineRunner, join_s: float = 60) -> Iterator[list[BaseException]]:
+    """``runner`` in a thread until the block ends (then waited for up to ``join_s``); what it
+    raised is in the list yielded."""
     stop, errors = threading.Event(), list[BaseException]()
 
     def run() -> None:
@@ -36,7 +37,7 @@ def running(runner: PipelineRunner) -> Iterator[list[BaseException]]:
         yield errors
     finally:
         stop.set()
-        thread.join(60)
+        thread.join(join_s)
 
 
 #: How long a component stays down in the tests that stop one during a run: the length of the
