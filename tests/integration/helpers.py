@@ -12,6 +12,7 @@ from confluent_kafka import Consumer, TopicPartition
 from ferry.local import debezium as dbz
 from ferry.pipeline.events import DataChange, Op, SourcePosition
 from ferry.pipeline.schema import TableId
+from tests.support.sinks import catalog_not_ready, reading_catalog
 
 
 def job_yaml(
@@ -125,16 +126,19 @@ def start_run(job: Path, cwd: Path, log: Path, *options: str) -> subprocess.Pope
 
 def iceberg_rows(warehouse: Path, name: str) -> list[dict[str, Any]]:
     """The rows of an Iceberg table of the warehouse's SQL catalog; none while it does not exist."""
-    from pyiceberg.catalog.sql import SqlCatalog
     from pyiceberg.exceptions import NoSuchTableError
 
     if not (warehouse / "catalog.db").exists():
         return []
-    catalog = SqlCatalog("ferry", uri=f"sqlite:///{warehouse}/catalog.db", warehouse=warehouse.as_uri())
+    catalog = reading_catalog(warehouse)
     try:
         rows: list[dict[str, Any]] = catalog.load_table(name).scan().to_arrow().to_pylist()
     except NoSuchTableError:
         return []
+    except Exception as error:
+        if catalog_not_ready(error):
+            return []
+        raise
     finally:
         catalog.engine.dispose()
     return rows

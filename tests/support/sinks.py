@@ -4,24 +4,51 @@ PostgreSQL schema (psycopg, the Hologres sink's tables), as (columns, rows) by t
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from pyiceberg.catalog.sql import SqlCatalog
 
 SinkTables = dict[str, tuple[list[str], list[dict[str, Any]]]]
 
 
+def reading_catalog(warehouse: Path) -> SqlCatalog:
+    """The warehouse's SQL catalog, opened to read: it never creates the catalog's own tables, so
+    that opening it while a pipeline creates them is no race (pyiceberg's creation is not safe
+    against a concurrent creator). Close it with ``catalog.engine.dispose()``."""
+    from pyiceberg.catalog.sql import SqlCatalog
+
+    return SqlCatalog(
+        "ferry",
+        uri=f"sqlite:///{warehouse}/catalog.db",
+        warehouse=warehouse.as_uri(),
+        init_catalog_tables="false",
+    )
+
+
+def catalog_not_ready(error: Exception) -> bool:
+    """The catalog's file exists but its tables are not created yet."""
+    import sqlalchemy.exc
+
+    return isinstance(error, sqlalchemy.exc.OperationalError) and "no such table" in str(error)
+
+
 def iceberg_tables(warehouse: Path, namespace: str) -> SinkTables:
     """The tables of ``namespace`` in the warehouse's SQL catalog (none while there is no catalog)."""
-    from pyiceberg.catalog.sql import SqlCatalog
     from pyiceberg.exceptions import NoSuchNamespaceError
 
     if not (warehouse / "catalog.db").exists():
         return {}
-    catalog = SqlCatalog("ferry", uri=f"sqlite:///{warehouse}/catalog.db", warehouse=warehouse.as_uri())
+    catalog = reading_catalog(warehouse)
     try:
         try:
             identifiers = catalog.list_tables(namespace)
         except NoSuchNamespaceError:
             return {}
+        except Exception as error:
+            if catalog_not_ready(error):
+                return {}
+            raise
         tables: SinkTables = {}
         for identifier in identifiers:
             table = catalog.load_table(identifier)

@@ -134,17 +134,32 @@ class FlussSink(Sink):
         self._buffers: dict[TableId, list[DataChange]] = {}
         self._loop = _Loop()
         try:
-            client_config = fluss.Config(config.python_client_properties())
-            self._connection: Any = self._loop.call(
-                lambda: fluss.FlussConnection.create(client_config), config.request_timeout
-            )
-            self._admin: Any = self._connection.get_admin()
+            self._connect()
         except Exception as e:
             self._loop.close()
             raise SinkTerminalError(
                 f"cannot connect to {config.bootstrap_servers} ({type(e).__name__}: {_message(e)})",
                 sink=self.type,
             ) from e
+
+    def _connect(self) -> None:
+        client_config = fluss.Config(self.config.python_client_properties())
+        self._connection: Any = self._loop.call(
+            lambda: fluss.FlussConnection.create(client_config), self.config.request_timeout
+        )
+        self._admin: Any = self._connection.get_admin()
+
+    def _reconnect(self) -> None:
+        """A call got no answer: the connection (with its cached metadata, table handles and
+        writers) is replaced, so that the retry does not wait on what may no longer answer."""
+        self._tables.clear()
+        with contextlib.suppress(Exception):
+            self._loop.call(self._connection.close, 5.0)
+        try:
+            self._connect()
+        except Exception as e:  # the retry that follows connects first
+            log.warning("connecting to Fluss again: %s: %s", type(e).__name__, _message(e))
+            self._connection = None
 
     # ------------------------------------------------------------------------------- names
 
@@ -155,10 +170,13 @@ class FlussSink(Sink):
     def _call(self, fn: Callable[[], Awaitable[_T]], table_id: TableId | None, action: str) -> _T:
         """One client call, its errors turned into sink errors naming the table and what was done."""
         try:
+            if self._connection is None:
+                self._connect()
             return self._loop.call(fn, self.config.request_timeout)
         except SinkError:
             raise
         except TimeoutError as e:
+            self._reconnect()
             raise SinkTransientError(
                 f"{action}: no answer within {self.config.request_timeout:.0f} s (request.timeout)",
                 sink=self.type,
@@ -364,7 +382,8 @@ class FlussSink(Sink):
             log.warning("closing with unflushed rows for %s", ", ".join(str(t) for t in self._buffers))
         self._tables.clear()
         try:
-            self._loop.call(self._connection.close, self.config.request_timeout)
+            if self._connection is not None:
+                self._loop.call(self._connection.close, self.config.request_timeout)
         except Exception as e:  # closing is best effort
             log.warning("closing the Fluss connection: %s: %s", type(e).__name__, _message(e))
         finally:
