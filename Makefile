@@ -3,7 +3,8 @@ PYTHON ?= python3
 VENV ?= .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
-# test processes (pytest-xdist), each with its own services; a file's tests stay in one process
+# test processes (pytest-xdist), each with its own services; a file's tests stay in one process, and
+# the files sharing a costly service share one (tests/conftest.py), the longest groups first
 TEST_WORKERS ?= 2
 
 .DEFAULT_GOAL := help
@@ -24,7 +25,7 @@ demo: $(STAMP) ## Start a local Kafka, stream Debezium events with schema change
 	$(BIN)/python -m ferry.demo
 
 test: $(STAMP) lint typecheck ## Run the whole test suite (starts its own Kafka broker, PostgreSQL, MariaDB)
-	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadfile
+	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
 
 test-unit: $(STAMP) ## Only the tests that need no service
 	$(BIN)/pytest -q -m "not integration"

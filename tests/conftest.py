@@ -1,11 +1,17 @@
 """Shared fixtures. Every service is real and started once per session, only if a test asks for it:
-the Kafka broker here (``ferry.local.kafka_broker``), the others in the plugins below."""
+the Kafka broker here (``ferry.local.kafka_broker``), the others in the plugins below.
+
+With pytest-xdist (``make test``: ``--dist loadgroup``) a session is one per test process, and
+:func:`pytest_collection_modifyitems` groups the tests so that each costly service starts once:
+a file's tests stay in one process, and the files needing one of :data:`SHARED_SERVICES` share one.
+"""
 
 from __future__ import annotations
 
 import contextlib
 import uuid
 from collections.abc import Iterator, Mapping
+from pathlib import Path
 
 import pytest
 
@@ -26,6 +32,61 @@ pytest_plugins = [
     # the real Debezium producers (Kafka Connect, the captured databases)
     "tests.support.fixtures",
 ]
+
+
+#: Session fixtures whose start costs most (a JVM service of its own, or databases and the Debezium
+#: captures of a workload): the files needing one of them run in the same test process.
+SHARED_SERVICES = frozenset(
+    {"schema_registry", "fluss_cluster", "kafka_connect", "binlog_mariadb_server", "logical_postgres_server"}
+)
+
+
+@pytest.hookimpl(tryfirst=True)
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Under ``--dist loadgroup``: mark every test with its group (its file, or the files it shares
+    a service of :data:`SHARED_SERVICES` with), and order the groups so that those sharing services
+    come first, then those with integration tests, then the rest: the longest work starts first and
+    the short tests fill in at the end. Before xdist's own hook, which reads the marks."""
+    if config.getoption("dist", "no") != "loadgroup":
+        return
+    files: dict[Path, list[pytest.Item]] = {}
+    for item in items:
+        files.setdefault(item.path, []).append(item)
+    # files joined by the services they share (a small union-find over files and services)
+    parent: dict[object, object] = {}
+
+    def root(node: object) -> object:
+        while parent.setdefault(node, node) != node:
+            node = parent[node]
+        return node
+
+    def services(item: pytest.Item) -> set[str]:
+        named = {name for mark in item.iter_markers("services") for name in mark.args}
+        return SHARED_SERVICES.intersection({*getattr(item, "fixturenames", ()), *named})
+
+    for path, tests in files.items():
+        for item in tests:
+            for service in services(item):
+                parent[root(path)] = root(service)
+    groups: dict[object, list[Path]] = {}
+    for path in files:
+        groups.setdefault(root(path), []).append(path)
+
+    def rank(paths: list[Path]) -> int:
+        tests = [item for path in paths for item in files[path]]
+        if any(services(item) for item in tests):
+            return 0
+        return 1 if any(item.get_closest_marker("integration") for item in tests) else 2
+
+    ordered: list[pytest.Item] = []
+    for paths in sorted(groups.values(), key=rank):
+        services = sorted(str(s) for s in parent if isinstance(s, str) and root(s) == root(paths[0]))
+        name = "+".join(services) if services else str(paths[0].relative_to(config.rootpath))
+        for path in paths:
+            for item in files[path]:
+                item.add_marker(pytest.mark.xdist_group(name))
+                ordered.append(item)
+    items[:] = ordered
 
 
 @pytest.fixture(scope="session")

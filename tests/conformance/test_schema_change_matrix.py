@@ -32,6 +32,9 @@ from ferry.state import StateStore
 from tests.conformance.backends import BACKENDS, Backend, Context
 from tests.shared import SHARED
 
+#: The Fluss backend runs on the session's Fluss cluster (tests.support.fluss.shared_cluster).
+pytestmark = pytest.mark.services("fluss_cluster")
+
 MATRIX = SHARED / "spec" / "schema-change-matrix.tsv"
 TID = TableId.parse("db.t")
 OTHER = TableId.parse("db.t2")

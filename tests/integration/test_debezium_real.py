@@ -35,16 +35,20 @@ from tests.support.fixtures import CapturedSource, DebeziumCapture
 from tests.support.oracle import SinkComparison
 from tests.support.postgres import PostgresServer
 from tests.support.sinks import SinkTables, iceberg_tables, postgres_tables
+from tests.support.stall import StallWatch
 
 #: The first test waits for the session's capture and every pipeline: bounds of its own, generous.
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(3600)]
 
 SINKS = ("iceberg", "hologres")
 BEHAVIOR = SchemaChangeBehavior.LENIENT
-#: Generous: a pipeline that has not finished by then has stalled.
-RUN_TIMEOUT_S = 240.0
-#: How long a restarted run may take to make the progress it is stopped at.
-PROGRESS_TIMEOUT_S = 120.0
+#: A run has stalled once it used this much CPU without finishing (each needs a fraction of it)...
+RUN_CPU_S = 240.0
+#: ... or this long passed (a run waiting on nothing uses no CPU); generous for a loaded machine.
+RUN_WALL_S = 600.0
+#: The same for a restarted run to make the progress it is stopped at.
+PROGRESS_CPU_S = 120.0
+PROGRESS_WALL_S = 400.0
 #: Columns ExtractNewRecordState adds (``add.fields``, and ``__deleted`` of the rewrite mode).
 ADDED_FIELD_PREFIX = "__"
 
@@ -168,7 +172,8 @@ class Pipeline:
     expectation: SinkExpectation
     returncode: int | None = None
     seconds: float = 0.0
-    stalled: bool = False
+    #: Why the run was killed as stalled (see :class:`StallWatch`), or None.
+    stalled: str | None = None
     dead_letters: list[str] = field(default_factory=list)
     comparison: SinkComparison | None = None
 
@@ -192,24 +197,27 @@ class Pipeline:
 
 def run_pipelines(pipelines: list[Pipeline]) -> None:
     """Run every pipeline to its end, all at once (each is one process that mostly waits); a run
-    still going after ``RUN_TIMEOUT_S`` is killed and marked as stalled."""
+    that stalls (:class:`StallWatch` with ``RUN_CPU_S`` and ``RUN_WALL_S``) is killed and marked."""
     started = time.monotonic()
-    running = {p.name: (p, start_run(p.job, p.directory, p.log)) for p in pipelines}
+    running = {}
+    for p in pipelines:
+        process = start_run(p.job, p.directory, p.log)
+        running[p.name] = (p, process, StallWatch(process.pid, cpu_s=RUN_CPU_S, wall_s=RUN_WALL_S))
     try:
         while running:
             elapsed = time.monotonic() - started
-            for name, (pipeline, process) in list(running.items()):
+            for name, (pipeline, process, watch) in list(running.items()):
                 code = process.poll()
-                if code is None and elapsed > RUN_TIMEOUT_S:
+                if code is None and (stall := watch.stalled()) is not None:
                     process.kill()
                     code = process.wait(timeout=30)
-                    pipeline.stalled = True
+                    pipeline.stalled = stall
                 if code is not None:
                     pipeline.returncode, pipeline.seconds = code, elapsed
                     del running[name]
             time.sleep(0.1)
     finally:
-        for _, process in running.values():
+        for _, process, _ in running.values():
             process.kill()
             process.wait(timeout=30)
 
@@ -294,23 +302,24 @@ class RestartedPipeline:
                 before = measure(state, name)
                 process = self._start()
                 try:
-                    deadline = time.monotonic() + PROGRESS_TIMEOUT_S
+                    began = time.monotonic()
+                    watch = StallWatch(process.pid, cpu_s=PROGRESS_CPU_S, wall_s=PROGRESS_WALL_S)
                     while measure(state, name) <= before and process.poll() is None:
                         if self._aborted.is_set():
                             raise AssertionError(f"aborted; stopped so far: {self.stopped}")
-                        if time.monotonic() > deadline:
+                        if (stall := watch.stalled()) is not None:
                             raise AssertionError(
-                                f"a restarted run made no progress ({moment}) within {PROGRESS_TIMEOUT_S:.0f} s: "
-                                f"it stalled; stopped so far: {self.stopped}\n{log_tail(log)}"
+                                f"a restarted run made no progress ({moment}): it {stall}; "
+                                f"stopped so far: {self.stopped}\n{log_tail(log)}"
                             )
                         time.sleep(0.05)
                     if process.poll() is None:
                         os.kill(process.pid, how)
                         self.stopped.append(
                             f"{how.name} right after a {moment} ({measure(state, name)}), "
-                            f"{time.monotonic() - deadline + PROGRESS_TIMEOUT_S:.1f} s after its start"
+                            f"{time.monotonic() - began:.1f} s after its start"
                         )
-                    code = process.wait(timeout=60)
+                    code = process.wait(timeout=300)
                     if how is signal.SIGTERM and code != 0:
                         raise AssertionError(f"ferry run exited {code} after SIGTERM:\n{log_tail(log)}")
                 finally:
@@ -320,15 +329,17 @@ class RestartedPipeline:
             began = time.monotonic()
             final = self._start()
             try:
-                code = final.wait(timeout=RUN_TIMEOUT_S)
-            except subprocess.TimeoutExpired:
-                final.kill()
-                final.wait(timeout=30)
-                self.pipeline.stalled = True
-                return
+                watch = StallWatch(final.pid, cpu_s=RUN_CPU_S, wall_s=RUN_WALL_S)
+                while (exit_code := final.poll()) is None:
+                    if (stall := watch.stalled()) is not None:
+                        final.kill()
+                        final.wait(timeout=30)
+                        self.pipeline.stalled = stall
+                        return
+                    time.sleep(0.1)
             finally:
                 self.pipeline.seconds = time.monotonic() - began
-            self.pipeline.returncode = code
+            self.pipeline.returncode = exit_code
         finally:
             state.close()
 
@@ -415,7 +426,7 @@ def runs(
     thread.start()
     try:
         run_pipelines(made)
-        thread.join(timeout=len(STOPS) * (PROGRESS_TIMEOUT_S + 90) + RUN_TIMEOUT_S)
+        thread.join(timeout=len(STOPS) * (PROGRESS_WALL_S + 90) + RUN_WALL_S)
     finally:
         if thread.is_alive():
             restarted.abort()
@@ -436,8 +447,8 @@ def check(pipeline: Pipeline) -> None:
     comparison = pipeline.comparison
     assert comparison is not None
     name = pipeline.name
-    assert not pipeline.stalled, (
-        f"{name}: ferry run did not finish within {RUN_TIMEOUT_S:.0f} s:\n{log_tail(pipeline.log)}"
+    assert pipeline.stalled is None, (
+        f"{name}: ferry run stalled: it {pipeline.stalled}:\n{log_tail(pipeline.log)}"
     )
     assert pipeline.returncode == 0, (
         f"{name}: ferry run exited {pipeline.returncode}:\n{log_tail(pipeline.log)}"

@@ -34,7 +34,8 @@ from ferry.sinks.base import Sink
 from ferry.worker import build_runner
 from tests.integration.helpers import read_all
 
-pytestmark = pytest.mark.integration
+#: The Fluss examples get the session's Fluss cluster by name (only when one runs).
+pytestmark = [pytest.mark.integration, pytest.mark.services("fluss_cluster")]
 
 DOCS = Path(__file__).resolve().parents[1] / "fixtures" / "flink-cdc-docs"
 EXAMPLES = sorted(DOCS.glob("*.yaml"))
