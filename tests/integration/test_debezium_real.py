@@ -35,7 +35,7 @@ from tests.support.fixtures import CapturedSource, DebeziumCapture
 from tests.support.oracle import SinkComparison
 from tests.support.postgres import PostgresServer
 from tests.support.sinks import SinkTables, iceberg_tables, postgres_tables
-from tests.support.stall import StallWatch
+from tests.support.stall import StalledError, StallWatch, wait_unless_stalled
 
 #: The first test waits for the session's capture and every pipeline: bounds of its own, generous.
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(3600)]
@@ -329,17 +329,11 @@ class RestartedPipeline:
             began = time.monotonic()
             final = self._start()
             try:
-                watch = StallWatch(final.pid, cpu_s=RUN_CPU_S, wall_s=RUN_WALL_S)
-                while (exit_code := final.poll()) is None:
-                    if (stall := watch.stalled()) is not None:
-                        final.kill()
-                        final.wait(timeout=30)
-                        self.pipeline.stalled = stall
-                        return
-                    time.sleep(0.1)
+                self.pipeline.returncode = wait_unless_stalled(final, cpu_s=RUN_CPU_S, wall_s=RUN_WALL_S)
+            except StalledError as stalled:
+                self.pipeline.stalled = str(stalled)
             finally:
                 self.pipeline.seconds = time.monotonic() - began
-            self.pipeline.returncode = exit_code
         finally:
             state.close()
 

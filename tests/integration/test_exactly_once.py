@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import os
 import signal
-import subprocess
 import time
 from pathlib import Path
 
@@ -14,6 +13,7 @@ from ferry.local import debezium as dbz
 from ferry.local.kafka_broker import TopicFactory, produce
 from ferry.state import StateStore
 from tests.integration.helpers import iceberg_rows, start_run
+from tests.support.stall import StalledError, wait_unless_stalled
 
 pytestmark = pytest.mark.integration
 
@@ -85,11 +85,9 @@ pipeline:
     started = time.monotonic()
     final = start_run(job, tmp_path, log, "--no-worker")
     try:
-        final.wait(timeout=200)
-    except subprocess.TimeoutExpired:
-        final.kill()
-        final.wait(timeout=10)
-        raise AssertionError(f"the final run did not finish: {log.read_text()[-5000:]}") from None
+        wait_unless_stalled(final, cpu_s=200, wall_s=900)
+    except StalledError as stalled:
+        raise AssertionError(f"the final run stalled: it {stalled}: {log.read_text()[-5000:]}") from None
     assert final.returncode == 0, log.read_text()[-3000:]
     print(f"final run: {time.monotonic() - started:.1f} s")
     assert kills == 4, "the pipeline finished before it could be killed four times: produce more events"

@@ -181,7 +181,7 @@ def test_a_pending_pipeline_fails_at_its_deadline(
             "v2", job_text(kafka_bootstrap, topic, warehouse), properties={INITIAL_OFFSET_FROM: "v1"}
         )
         assert control.phase("v2") == "PENDING"
-        failed = control.wait_phase("v2", "FAILED", timeout=20)
+        failed = control.wait_phase("v2", "FAILED", timeout=180)
         assert "timed out" in failed["status"]["detail"] and "'v1'" in failed["status"]["detail"]
         assert control.phase("v1") == "RUNNING"
 

@@ -206,7 +206,7 @@ pipeline:
         )
         wait_for("the survivor to read everything", everything_checkpointed, [survivor])
         survivor.send_signal(signal.SIGTERM)
-        assert survivor.wait(timeout=60) == 0
+        assert survivor.wait(timeout=300) == 0
     except BaseException:
         for log in logs:
             print(f"--- {log.name}\n{log.read_text()[-4000:]}")

@@ -83,7 +83,7 @@ pipeline:
         wait_for("the rows after the rename", lambda: sum(pipeline.offsets().values()) == 4 * ROWS, workers)
         for worker in workers:
             worker.send_signal(signal.SIGTERM)
-        assert [worker.wait(timeout=60) for worker in workers] == [0, 0]
+        assert [worker.wait(timeout=300) for worker in workers] == [0, 0]
     finally:
         for worker in workers:
             if worker.poll() is None:

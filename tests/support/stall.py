@@ -10,6 +10,7 @@ progress.
 
 from __future__ import annotations
 
+import subprocess
 import time
 
 import psutil
@@ -44,3 +45,19 @@ class StallWatch:
         if wall > self.wall_s:
             return f"made no progress in {wall:.0f} s (using {cpu:.1f} s of CPU)"
         return None
+
+
+def wait_unless_stalled(process: subprocess.Popen[bytes], *, cpu_s: float, wall_s: float) -> int:
+    """The process's exit code once it ends; killed and :class:`StalledError` once it stalls."""
+    watch = StallWatch(process.pid, cpu_s=cpu_s, wall_s=wall_s)
+    while (code := process.poll()) is None:
+        if (stall := watch.stalled()) is not None:
+            process.kill()
+            process.wait(timeout=30)
+            raise StalledError(stall)
+        time.sleep(0.1)
+    return code
+
+
+class StalledError(AssertionError):
+    """A process was killed because it stalled; the message says how."""
