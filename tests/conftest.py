@@ -47,7 +47,8 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
     a service of :data:`SHARED_SERVICES` with), and order the groups so that those sharing services
     come first, then those with integration tests, then the rest: the longest work starts first and
     the short tests fill in at the end. Before xdist's own hook, which reads the marks."""
-    if config.getoption("dist", "no") != "loadgroup":
+    # an xdist worker sees ``loadgroup`` set (its own ``dist`` is "no")
+    if not getattr(config.option, "loadgroup", False) and config.getoption("dist", "no") != "loadgroup":
         return
     files: dict[Path, list[pytest.Item]] = {}
     for item in items:
