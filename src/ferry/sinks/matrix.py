@@ -14,7 +14,6 @@ from ferry.pipeline import types as t
 from ferry.pipeline.router import Action, SchemaChangeBehavior, SchemaChangeRouter
 from ferry.pipeline.schema import Column, Schema, TableId
 from ferry.sinks.base import ChangeKind as K
-from ferry.sinks.base import Support
 from ferry.sinks.memory import MemorySink
 from ferry.sinks.registry import DESTINATIONS
 
@@ -47,16 +46,17 @@ MODES = (
 
 
 class Outcome(StrEnum):
-    """What happens to one change of the matrix at one sink under one behaviour."""
+    """What happens to one change of the matrix at one sink under one behaviour: the router's
+    action, or what the action means for the change."""
 
-    APPLY = Action.APPLY.value
-    #: A positioned column is appended last (the sink's support is ``Support.APPLY_AT_END``).
-    APPLY_AT_END = Support.APPLY_AT_END.value
+    APPLY = "apply"
+    #: A positioned column is appended last (the sink supports it ``apply-at-end``).
+    APPLY_AT_END = "apply-at-end"
     #: A LENIENT rename adds the new name as a column and keeps the old one (NULL from then on).
     ADD_NEW_COLUMN = "add-new-column"
-    SKIP = Action.SKIP.value
-    FAIL = Action.FAIL.value
-    IGNORED = Action.IGNORED.value
+    SKIP = "skip"
+    FAIL = "fail"
+    IGNORED = "ignored"
     NO_EVENT = "no-event"
     REFUSED_AT_VALIDATION = "refused-at-validation"
 
