@@ -19,10 +19,8 @@ from ferry.pipeline.events import (
     CreateTable,
     DataChange,
     DropColumn,
-    DropTable,
     Op,
     RenameColumn,
-    TruncateTable,
     after,
     before,
 )
@@ -151,18 +149,6 @@ def test_a_table_without_schema_part_goes_to_the_configured_namespace(warehouse:
         sink.close()
 
 
-def test_a_repeated_create_table_is_a_no_op(sink: IcebergSink) -> None:
-    feed = Feed(T)
-    create(sink, ORDERS)
-    write(sink, ORDERS, feed, feed.insert(order(1)))
-    create(sink, ORDERS)
-    # a create from a narrower source schema that the table can still take is fine too
-    narrower = Schema.of([Column("id", INT().not_null()), Column("customer", VARCHAR(20))], ["id"])
-    create(sink, narrower)
-    assert sink.table_schema(T) == ORDERS
-    assert read(sink) == [order(1)]
-
-
 def test_an_incompatible_existing_table_is_refused_showing_both_schemas(sink: IcebergSink) -> None:
     create(sink, ORDERS)
     other = Schema.of([Column("id", STRING().not_null()), Column("total", DOUBLE())], ["id"])
@@ -176,35 +162,6 @@ def test_an_incompatible_existing_table_is_refused_showing_both_schemas(sink: Ic
 
 
 # ----------------------------------------------------------------------------------- rows
-
-
-def test_insert_update_delete_read_back_exactly(sink: IcebergSink) -> None:
-    feed = Feed(T)
-    create(sink, ORDERS)
-    write(sink, ORDERS, feed, *(feed.insert(order(i)) for i in range(1, 6)))
-    assert read(sink) == [order(i) for i in range(1, 6)]
-
-    write(
-        sink,
-        ORDERS,
-        feed,
-        feed.update(order(1), order(1, qty=2)),
-        feed.update(order(1, qty=2), order(1, qty=3, price="1.50")),  # the last state of a key wins
-        feed.delete(order(2)),
-        feed.insert(order(6, "grace")),
-        feed.insert(order(7)),
-        feed.delete(order(7)),  # inserted and deleted in one flush: never visible
-        feed.delete(order(3)),
-        feed.insert(order(3, "edsger")),  # deleted, then inserted again
-        feed.update(order(4), order(40, "moved")),  # the key changes: the old key goes
-    )
-    assert read(sink) == [
-        order(1, qty=3, price="1.50"),
-        order(3, "edsger"),
-        order(5),
-        order(6, "grace"),
-        order(40, "moved"),
-    ]
 
 
 def test_snapshot_rows_and_replays_are_idempotent(sink: IcebergSink) -> None:
@@ -283,17 +240,6 @@ def test_keys_of_string_date_and_decimal_columns(sink: IcebergSink) -> None:
         price("b", 1, "1.50", 3.0),
         price("b", 2, "1.00", 1.0),
     ]
-
-
-def test_a_table_without_primary_key_is_append_only(sink: IcebergSink) -> None:
-    events = TableId(None, "app", "events")
-    schema = Schema.of([Column("id", BIGINT().not_null()), Column("payload", STRING())])
-    feed = Feed(events)
-    create(sink, schema, events)
-    write(sink, schema, feed, feed.insert({"id": 1, "payload": "a"}), feed.insert({"id": 2, "payload": "b"}))
-    write(sink, schema, feed, feed.delete({"id": 1, "payload": "a"}), feed.insert({"id": 3, "payload": "c"}))
-    assert [r["id"] for r in read(sink, events)] == [1, 2, 3]
-    assert sink.skipped_deletes == {events: 1}
 
 
 def test_a_required_column_without_value_is_refused_naming_it(sink: IcebergSink) -> None:
@@ -572,22 +518,6 @@ def test_an_illegal_type_change_names_table_column_and_types(
     assert sink.table_schema(T) == schema  # nothing changed
 
 
-def test_relax_nullability(sink: IcebergSink) -> None:
-    feed = Feed(T)
-    schema = Schema.of([Column("id", INT().not_null()), Column("code", STRING().not_null())], ["id"])
-    create(sink, schema)
-    write(sink, schema, feed, feed.insert({"id": 1, "code": "a"}))
-    sink.apply_schema_change(AlterColumnType(T, "code", STRING(), STRING().not_null()), None)
-    relaxed = sink.table_schema(T)
-    assert relaxed is not None and relaxed.column("code").type == STRING()
-    write(sink, relaxed, feed, feed.insert({"id": 2, "code": None}))
-    assert read(sink) == [{"id": 1, "code": "a"}, {"id": 2, "code": None}]
-    # the primary key stays required; a NOT NULL the source asks for is not applied (the sink stays nullable)
-    sink.apply_schema_change(AlterColumnType(T, "id", INT(), INT().not_null()), None)
-    sink.apply_schema_change(AlterColumnType(T, "code", STRING().not_null(), STRING()), None)
-    assert sink.table_schema(T) == relaxed
-
-
 def test_nested_types_widen_inside(sink: IcebergSink) -> None:
     feed = Feed(T)
     point = ROW(Field("x", INT()), Field("y", INT()))
@@ -638,14 +568,6 @@ def test_comments(sink: IcebergSink) -> None:
     schema = sink.table_schema(T)
     assert schema is not None
     assert schema.column("qty").comment is None and schema.comment is None
-
-
-def test_drop_and_truncate_table_are_refused(sink: IcebergSink) -> None:
-    create(sink, ORDERS)
-    for change in (DropTable(T), TruncateTable(T)):
-        with pytest.raises(SinkTerminalError, match="not supported"):
-            sink.apply_schema_change(change, None)
-    assert sink.table_schema(T) == ORDERS
 
 
 def test_capabilities() -> None:
