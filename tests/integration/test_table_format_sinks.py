@@ -5,7 +5,6 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
@@ -13,7 +12,7 @@ import pytest
 
 from ferry.pipeline.events import AlterColumnType, CreateTable, DataChange, DropTable, TruncateTable
 from ferry.pipeline.schema import Column, Schema, TableId
-from ferry.pipeline.types import BIGINT, DECIMAL, INT, STRING, VARCHAR
+from ferry.pipeline.types import BIGINT, INT, STRING, VARCHAR
 from ferry.sinks.exceptions import SinkTerminalError
 from ferry.sinks.iceberg.sink import IcebergSink
 from ferry.sinks.paimon.sink import PaimonSink
@@ -24,17 +23,10 @@ from tests.integration.helpers import Feed
 
 pytestmark = pytest.mark.integration
 
-T = TableId(None, "shop", "orders")
-ORDERS = Schema.of(
-    [
-        Column("id", BIGINT().not_null()),
-        Column("customer", STRING(), comment="who ordered"),
-        Column("qty", INT()),
-        Column("price", DECIMAL(10, 2)),
-    ],
-    ["id"],
-    comment="orders of the shop",
-)
+#: The table and its rows, as the Iceberg sink's own tests have them.
+T = iceberg.T
+ORDERS = iceberg.ORDERS
+order = iceberg.order
 
 
 @dataclass
@@ -83,10 +75,6 @@ def lake(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[Lake]:
     yield Lake(open_sink(), open_sink, rows)
     for sink in opened:
         sink.close()
-
-
-def order(i: int, customer: str = "ada", qty: int = 1, price: str = "9.99") -> dict[str, Any]:
-    return {"id": i, "customer": customer, "qty": qty, "price": Decimal(price)}
 
 
 def test_a_repeated_create_table_is_a_no_op(lake: Lake) -> None:
