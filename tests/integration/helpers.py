@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -45,6 +46,22 @@ pipeline:
   checkpoint.interval: 200ms
 {pipeline_extra}
 {top_extra}"""
+
+
+def run_ferry(*args: str | Path, cwd: Path, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    """``ferry <args>`` in a subprocess, as a user runs it; the test fails with its error output
+    when it exits otherwise than with 0."""
+    result = subprocess.run(
+        [sys.executable, "-m", "ferry.cli.main", *(str(a) for a in args)],
+        check=False,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=dict(os.environ),
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result
 
 
 def orders_table(server: str = "shop") -> dbz.DebeziumTable:
