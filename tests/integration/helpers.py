@@ -11,8 +11,10 @@ from typing import Any
 from confluent_kafka import Consumer, TopicPartition
 
 from ferry.local import debezium as dbz
-from ferry.pipeline.events import DataChange, Op, SourcePosition
-from ferry.pipeline.schema import TableId
+from ferry.pipeline.events import CreateTable, DataChange, Op, SourcePosition
+from ferry.pipeline.schema import Column, Schema, TableId
+from ferry.pipeline.types import BIGINT, DECIMAL, INT, STRING
+from ferry.sinks.base import Sink
 
 
 def job_yaml(
@@ -127,6 +129,31 @@ class Feed:
 
     def offsets(self) -> dict[tuple[str, int], int]:
         return {(SINK_TEST_TOPIC, self.partition): self.offset}
+
+
+#: The table of the table-format sinks' tests, and its schema.
+ORDERS_TABLE = TableId(None, "shop", "orders")
+ORDERS = Schema.of(
+    [
+        Column("id", BIGINT().not_null()),
+        Column("customer", STRING(), comment="who ordered"),
+        Column("qty", INT()),
+        Column("price", DECIMAL(10, 2)),
+    ],
+    ["id"],
+    comment="orders of the shop",
+)
+
+
+def create(sink: Sink, schema: Schema, table_id: TableId = ORDERS_TABLE) -> None:
+    """The table created at the sink, as the pipeline creates it."""
+    sink.apply_schema_change(CreateTable(table_id, schema), schema)
+
+
+def write(sink: Sink, schema: Schema, feed: Feed, *changes: DataChange) -> None:
+    """The changes written and flushed with the feed's offsets (one commit)."""
+    sink.write(feed.table_id, schema, list(changes))
+    sink.flush(feed.offsets())
 
 
 def start_run(job: Path, cwd: Path, log: Path, *options: str) -> subprocess.Popen[bytes]:

@@ -16,7 +16,6 @@ from ferry.pipeline.events import (
     AlterColumnComment,
     AlterColumnType,
     AlterTableComment,
-    CreateTable,
     DataChange,
     DropColumn,
     Op,
@@ -58,12 +57,12 @@ from ferry.sinks.iceberg.config import IcebergSinkConfig
 from ferry.sinks.iceberg.sink import IcebergSink
 from ferry.sinks.iceberg.types import sink_schema
 from ferry.sinks.registry import sink_class
+from tests.integration.helpers import ORDERS, ORDERS_TABLE, Feed, create, write
 from tests.integration.helpers import SINK_TEST_TOPIC as TOPIC
-from tests.integration.helpers import Feed
 
 pytestmark = pytest.mark.integration
 
-T = TableId(None, "shop", "orders")
+T = ORDERS_TABLE
 
 
 def make_config(warehouse: Path, **options: Any) -> IcebergSinkConfig:
@@ -84,32 +83,11 @@ def sink(warehouse: Path) -> Iterator[IcebergSink]:
     s.close()
 
 
-def create(sink: IcebergSink, schema: Schema, table_id: TableId = T) -> None:
-    sink.apply_schema_change(CreateTable(table_id, schema), schema)
-
-
 def read(sink: IcebergSink, table_id: TableId = T, order_by: str = "id") -> list[dict[str, Any]]:
     table = sink.load_table(table_id)
     assert table is not None
     rows: list[dict[str, Any]] = table.scan().to_arrow().sort_by(order_by).to_pylist()
     return rows
-
-
-def write(sink: IcebergSink, schema: Schema, feed: Feed, *changes: DataChange) -> None:
-    sink.write(feed.table_id, schema, list(changes))
-    sink.flush(feed.offsets())
-
-
-ORDERS = Schema.of(
-    [
-        Column("id", BIGINT().not_null()),
-        Column("customer", STRING(), comment="who ordered"),
-        Column("qty", INT()),
-        Column("price", DECIMAL(10, 2)),
-    ],
-    ["id"],
-    comment="orders of the shop",
-)
 
 
 def order(i: int, customer: str = "ada", qty: int = 1, price: str = "9.99") -> dict[str, Any]:

@@ -15,8 +15,6 @@ from ferry.pipeline.events import (
     FIRST,
     AddColumn,
     AlterColumnType,
-    CreateTable,
-    DataChange,
     DropColumn,
     RenameColumn,
     after,
@@ -55,12 +53,12 @@ from ferry.sinks.exceptions import SinkTerminalError
 from ferry.sinks.paimon.config import DEFAULT_ROWKIND_COLUMN, PaimonSinkConfig
 from ferry.sinks.paimon.sink import PaimonSink
 from ferry.sinks.registry import sink_class
+from tests.integration.helpers import ORDERS, ORDERS_TABLE, Feed, create, write
 from tests.integration.helpers import SINK_TEST_TOPIC as TOPIC
-from tests.integration.helpers import Feed
 
 pytestmark = pytest.mark.integration
 
-T = TableId(None, "shop", "orders")
+T = ORDERS_TABLE
 
 
 def make_config(warehouse: Path, **options: Any) -> PaimonSinkConfig:
@@ -81,10 +79,6 @@ def sink(warehouse: Path) -> Iterator[PaimonSink]:
     s.close()
 
 
-def create(sink: PaimonSink, schema: Schema, table_id: TableId = T) -> None:
-    sink.apply_schema_change(CreateTable(table_id, schema), schema)
-
-
 def read(sink: PaimonSink, table_id: TableId = T, order_by: str = "id") -> list[dict[str, Any]]:
     """The table's rows as a reader of the table sees them, without the row-kind column."""
     table = sink.load_table(table_id)
@@ -97,23 +91,6 @@ def read(sink: PaimonSink, table_id: TableId = T, order_by: str = "id") -> list[
         data = data.drop_columns([DEFAULT_ROWKIND_COLUMN])
     rows: list[dict[str, Any]] = data.sort_by(order_by).to_pylist()
     return rows
-
-
-def write(sink: PaimonSink, schema: Schema, feed: Feed, *changes: DataChange) -> None:
-    sink.write(feed.table_id, schema, list(changes))
-    sink.flush(feed.offsets())
-
-
-ORDERS = Schema.of(
-    [
-        Column("id", BIGINT().not_null()),
-        Column("customer", STRING(), comment="who ordered"),
-        Column("qty", INT()),
-        Column("price", DECIMAL(10, 2)),
-    ],
-    ["id"],
-    comment="orders of the shop",
-)
 
 
 def test_registry_and_capabilities_follow_the_matrix() -> None:

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from ferry.pipeline.events import AlterColumnType, CreateTable, DataChange, DropTable, TruncateTable
+from ferry.pipeline.events import AlterColumnType, DataChange, DropTable, TruncateTable
 from ferry.pipeline.schema import Column, Schema, TableId
 from ferry.pipeline.types import BIGINT, INT, STRING, VARCHAR
 from ferry.sinks.exceptions import SinkTerminalError
@@ -19,13 +19,11 @@ from ferry.sinks.paimon.sink import PaimonSink
 from ferry.sinks.table_format import TableFormatSink
 from tests.integration import test_iceberg_sink as iceberg
 from tests.integration import test_paimon_sink as paimon
-from tests.integration.helpers import Feed
+from tests.integration.helpers import ORDERS, ORDERS_TABLE, Feed, create, write
 
 pytestmark = pytest.mark.integration
 
-#: The table and its rows, as the Iceberg sink's own tests have them.
-T = iceberg.T
-ORDERS = iceberg.ORDERS
+T = ORDERS_TABLE
 order = iceberg.order
 
 
@@ -38,11 +36,10 @@ class Lake:
     rows: Callable[[TableFormatSink, TableId], list[dict[str, Any]]]
 
     def create(self, schema: Schema, table_id: TableId = T, sink: TableFormatSink | None = None) -> None:
-        (sink or self.sink).apply_schema_change(CreateTable(table_id, schema), schema)
+        create(sink or self.sink, schema, table_id)
 
     def write(self, schema: Schema, feed: Feed, *changes: DataChange) -> None:
-        self.sink.write(feed.table_id, schema, list(changes))
-        self.sink.flush(feed.offsets())
+        write(self.sink, schema, feed, *changes)
 
     def read(self, table_id: TableId = T, sink: TableFormatSink | None = None) -> list[dict[str, Any]]:
         return self.rows(sink or self.sink, table_id)
