@@ -13,7 +13,15 @@ from pathlib import Path
 from typing import Annotated, Any
 from urllib.parse import urlparse
 
-from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, PlainSerializer
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    PlainSerializer,
+    field_validator,
+    model_validator,
+)
 
 
 class OptionError(ValueError):
@@ -75,7 +83,28 @@ class SinkConfigBase(ConfigModel):
 
 
 class TableFormatSinkConfigBase(SinkConfigBase):
-    """Options of a sink that writes a table format (Iceberg, Paimon) into a catalog's warehouse."""
+    """Options of a sink that writes a table format (Iceberg, Paimon) into a catalog's warehouse.
+
+    ``catalog.properties.*`` go to the format's catalog, ``table.properties.*`` to the tables the
+    sink creates."""
+
+    catalog_properties: dict[str, str] = Field(default_factory=dict)
+    table_properties: dict[str, str] = Field(default_factory=dict)
+    #: Sink table id (``db.table``) → how the table is partitioned when the sink creates it
+    #: (``partition.key: db.t1:a,b;db.t2:c``); a table not named is partitioned by the partition
+    #: keys of its schema (a transform's ``partition-keys``), if any.
+    partition_keys: dict[str, tuple[str, ...]] = Field(default_factory=dict, alias="partition.key")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _fold(cls, data: Any) -> Any:
+        data = fold_prefixed(data, "catalog.properties", "catalog_properties")
+        return fold_prefixed(data, "table.properties", "table_properties")
+
+    @field_validator("partition_keys", mode="before")
+    @classmethod
+    def _partition_keys(cls, value: Any) -> Any:
+        return table_lists(value, "partition.key")
 
     def resolved_catalog_properties(self) -> dict[str, str]:
         """The catalog's properties, its warehouse resolved."""

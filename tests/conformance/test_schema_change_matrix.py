@@ -88,7 +88,9 @@ def load_cases() -> list[Case]:
             (SchemaChangeBehavior.LENIENT, "project_lenient"),
             (SchemaChangeBehavior.EVOLVE, "project_evolve"),
         ):
-            cases.append(Case(row["sink"], K(row["change"]), behavior, row[column], row.get("note") or ""))
+            # the matrix names each change by its kind's member name (``add_column_last``)
+            kind = K[row["change"].upper()]
+            cases.append(Case(row["sink"], kind, behavior, row[column], row.get("note") or ""))
     return cases
 
 

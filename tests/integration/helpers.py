@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -10,8 +11,10 @@ from typing import Any
 from confluent_kafka import Consumer, TopicPartition
 
 from ferry.local import debezium as dbz
-from ferry.pipeline.events import DataChange, Op, SourcePosition
-from ferry.pipeline.schema import TableId
+from ferry.pipeline.events import CreateTable, DataChange, Op, SourcePosition
+from ferry.pipeline.schema import Column, Schema, TableId
+from ferry.pipeline.types import BIGINT, DECIMAL, INT, STRING
+from ferry.sinks.base import Sink
 from tests.support.sinks import catalog_not_ready, reading_catalog
 
 
@@ -46,6 +49,22 @@ pipeline:
   checkpoint.interval: 200ms
 {pipeline_extra}
 {top_extra}"""
+
+
+def run_ferry(*args: str | Path, cwd: Path, timeout: float = 180) -> subprocess.CompletedProcess[str]:
+    """``ferry <args>`` in a subprocess, as a user runs it; the test fails with its error output
+    when it exits otherwise than with 0."""
+    result = subprocess.run(
+        [sys.executable, "-m", "ferry.cli.main", *(str(a) for a in args)],
+        check=False,
+        cwd=cwd,
+        capture_output=True,
+        text=True,
+        timeout=timeout,
+        env=dict(os.environ),
+    )
+    assert result.returncode == 0, result.stderr[-3000:]
+    return result
 
 
 def orders_table(server: str = "shop") -> dbz.DebeziumTable:
@@ -111,6 +130,31 @@ class Feed:
 
     def offsets(self) -> dict[tuple[str, int], int]:
         return {(SINK_TEST_TOPIC, self.partition): self.offset}
+
+
+#: The table of the table-format sinks' tests, and its schema.
+ORDERS_TABLE = TableId(None, "shop", "orders")
+ORDERS = Schema.of(
+    [
+        Column("id", BIGINT().not_null()),
+        Column("customer", STRING(), comment="who ordered"),
+        Column("qty", INT()),
+        Column("price", DECIMAL(10, 2)),
+    ],
+    ["id"],
+    comment="orders of the shop",
+)
+
+
+def create(sink: Sink, schema: Schema, table_id: TableId = ORDERS_TABLE) -> None:
+    """The table created at the sink, as the pipeline creates it."""
+    sink.apply_schema_change(CreateTable(table_id, schema), schema)
+
+
+def write(sink: Sink, schema: Schema, feed: Feed, *changes: DataChange) -> None:
+    """The changes written and flushed with the feed's offsets (one commit)."""
+    sink.write(feed.table_id, schema, list(changes))
+    sink.flush(feed.offsets())
 
 
 def start_run(job: Path, cwd: Path, log: Path, *options: str) -> subprocess.Popen[bytes]:

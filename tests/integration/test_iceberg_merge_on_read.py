@@ -12,8 +12,8 @@ from pyiceberg.manifest import DataFileContent, ManifestContent
 from ferry.pipeline.schema import TableId
 from ferry.sinks.iceberg.deletes import FILE_PATH_ID, POS_ID
 from ferry.sinks.iceberg.sink import IcebergSink
-from tests.integration.helpers import Feed
-from tests.integration.test_iceberg_sink import ORDERS, T, create, make_config, order, read, write
+from tests.integration.helpers import ORDERS, Feed, create, write
+from tests.integration.test_iceberg_sink import T, make_config, order, read
 
 pytestmark = pytest.mark.integration
 

@@ -30,8 +30,8 @@ from ferry.pipeline.events import DataChange
 from ferry.pipeline.schema import Column, Schema, TableId
 from ferry.pipeline.types import DATE, DECIMAL, INT, STRING, TIMESTAMP_LTZ
 from ferry.sinks.iceberg.sink import IcebergSink
-from tests.integration.helpers import Feed
-from tests.integration.test_iceberg_sink import ORDERS, create, make_config, order
+from tests.integration.helpers import ORDERS, Feed, create
+from tests.integration.test_iceberg_sink import make_config, order
 
 pytestmark = pytest.mark.integration
 

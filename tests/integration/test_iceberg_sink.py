@@ -16,13 +16,10 @@ from ferry.pipeline.events import (
     AlterColumnComment,
     AlterColumnType,
     AlterTableComment,
-    CreateTable,
     DataChange,
     DropColumn,
-    DropTable,
     Op,
     RenameColumn,
-    TruncateTable,
     after,
     before,
 )
@@ -60,12 +57,12 @@ from ferry.sinks.iceberg.config import IcebergSinkConfig
 from ferry.sinks.iceberg.sink import IcebergSink
 from ferry.sinks.iceberg.types import sink_schema
 from ferry.sinks.registry import sink_class
+from tests.integration.helpers import ORDERS, ORDERS_TABLE, Feed, create, write
 from tests.integration.helpers import SINK_TEST_TOPIC as TOPIC
-from tests.integration.helpers import Feed
 
 pytestmark = pytest.mark.integration
 
-T = TableId(None, "shop", "orders")
+T = ORDERS_TABLE
 
 
 def make_config(warehouse: Path, **options: Any) -> IcebergSinkConfig:
@@ -86,32 +83,11 @@ def sink(warehouse: Path) -> Iterator[IcebergSink]:
     s.close()
 
 
-def create(sink: IcebergSink, schema: Schema, table_id: TableId = T) -> None:
-    sink.apply_schema_change(CreateTable(table_id, schema), schema)
-
-
 def read(sink: IcebergSink, table_id: TableId = T, order_by: str = "id") -> list[dict[str, Any]]:
     table = sink.load_table(table_id)
     assert table is not None
     rows: list[dict[str, Any]] = table.scan().to_arrow().sort_by(order_by).to_pylist()
     return rows
-
-
-def write(sink: IcebergSink, schema: Schema, feed: Feed, *changes: DataChange) -> None:
-    sink.write(feed.table_id, schema, list(changes))
-    sink.flush(feed.offsets())
-
-
-ORDERS = Schema.of(
-    [
-        Column("id", BIGINT().not_null()),
-        Column("customer", STRING(), comment="who ordered"),
-        Column("qty", INT()),
-        Column("price", DECIMAL(10, 2)),
-    ],
-    ["id"],
-    comment="orders of the shop",
-)
 
 
 def order(i: int, customer: str = "ada", qty: int = 1, price: str = "9.99") -> dict[str, Any]:
@@ -151,18 +127,6 @@ def test_a_table_without_schema_part_goes_to_the_configured_namespace(warehouse:
         sink.close()
 
 
-def test_a_repeated_create_table_is_a_no_op(sink: IcebergSink) -> None:
-    feed = Feed(T)
-    create(sink, ORDERS)
-    write(sink, ORDERS, feed, feed.insert(order(1)))
-    create(sink, ORDERS)
-    # a create from a narrower source schema that the table can still take is fine too
-    narrower = Schema.of([Column("id", INT().not_null()), Column("customer", VARCHAR(20))], ["id"])
-    create(sink, narrower)
-    assert sink.table_schema(T) == ORDERS
-    assert read(sink) == [order(1)]
-
-
 def test_an_incompatible_existing_table_is_refused_showing_both_schemas(sink: IcebergSink) -> None:
     create(sink, ORDERS)
     other = Schema.of([Column("id", STRING().not_null()), Column("total", DOUBLE())], ["id"])
@@ -176,35 +140,6 @@ def test_an_incompatible_existing_table_is_refused_showing_both_schemas(sink: Ic
 
 
 # ----------------------------------------------------------------------------------- rows
-
-
-def test_insert_update_delete_read_back_exactly(sink: IcebergSink) -> None:
-    feed = Feed(T)
-    create(sink, ORDERS)
-    write(sink, ORDERS, feed, *(feed.insert(order(i)) for i in range(1, 6)))
-    assert read(sink) == [order(i) for i in range(1, 6)]
-
-    write(
-        sink,
-        ORDERS,
-        feed,
-        feed.update(order(1), order(1, qty=2)),
-        feed.update(order(1, qty=2), order(1, qty=3, price="1.50")),  # the last state of a key wins
-        feed.delete(order(2)),
-        feed.insert(order(6, "grace")),
-        feed.insert(order(7)),
-        feed.delete(order(7)),  # inserted and deleted in one flush: never visible
-        feed.delete(order(3)),
-        feed.insert(order(3, "edsger")),  # deleted, then inserted again
-        feed.update(order(4), order(40, "moved")),  # the key changes: the old key goes
-    )
-    assert read(sink) == [
-        order(1, qty=3, price="1.50"),
-        order(3, "edsger"),
-        order(5),
-        order(6, "grace"),
-        order(40, "moved"),
-    ]
 
 
 def test_snapshot_rows_and_replays_are_idempotent(sink: IcebergSink) -> None:
@@ -283,17 +218,6 @@ def test_keys_of_string_date_and_decimal_columns(sink: IcebergSink) -> None:
         price("b", 1, "1.50", 3.0),
         price("b", 2, "1.00", 1.0),
     ]
-
-
-def test_a_table_without_primary_key_is_append_only(sink: IcebergSink) -> None:
-    events = TableId(None, "app", "events")
-    schema = Schema.of([Column("id", BIGINT().not_null()), Column("payload", STRING())])
-    feed = Feed(events)
-    create(sink, schema, events)
-    write(sink, schema, feed, feed.insert({"id": 1, "payload": "a"}), feed.insert({"id": 2, "payload": "b"}))
-    write(sink, schema, feed, feed.delete({"id": 1, "payload": "a"}), feed.insert({"id": 3, "payload": "c"}))
-    assert [r["id"] for r in read(sink, events)] == [1, 2, 3]
-    assert sink.skipped_deletes == {events: 1}
 
 
 def test_a_required_column_without_value_is_refused_naming_it(sink: IcebergSink) -> None:
@@ -572,22 +496,6 @@ def test_an_illegal_type_change_names_table_column_and_types(
     assert sink.table_schema(T) == schema  # nothing changed
 
 
-def test_relax_nullability(sink: IcebergSink) -> None:
-    feed = Feed(T)
-    schema = Schema.of([Column("id", INT().not_null()), Column("code", STRING().not_null())], ["id"])
-    create(sink, schema)
-    write(sink, schema, feed, feed.insert({"id": 1, "code": "a"}))
-    sink.apply_schema_change(AlterColumnType(T, "code", STRING(), STRING().not_null()), None)
-    relaxed = sink.table_schema(T)
-    assert relaxed is not None and relaxed.column("code").type == STRING()
-    write(sink, relaxed, feed, feed.insert({"id": 2, "code": None}))
-    assert read(sink) == [{"id": 1, "code": "a"}, {"id": 2, "code": None}]
-    # the primary key stays required; a NOT NULL the source asks for is not applied (the sink stays nullable)
-    sink.apply_schema_change(AlterColumnType(T, "id", INT(), INT().not_null()), None)
-    sink.apply_schema_change(AlterColumnType(T, "code", STRING().not_null(), STRING()), None)
-    assert sink.table_schema(T) == relaxed
-
-
 def test_nested_types_widen_inside(sink: IcebergSink) -> None:
     feed = Feed(T)
     point = ROW(Field("x", INT()), Field("y", INT()))
@@ -638,14 +546,6 @@ def test_comments(sink: IcebergSink) -> None:
     schema = sink.table_schema(T)
     assert schema is not None
     assert schema.column("qty").comment is None and schema.comment is None
-
-
-def test_drop_and_truncate_table_are_refused(sink: IcebergSink) -> None:
-    create(sink, ORDERS)
-    for change in (DropTable(T), TruncateTable(T)):
-        with pytest.raises(SinkTerminalError, match="not supported"):
-            sink.apply_schema_change(change, None)
-    assert sink.table_schema(T) == ORDERS
 
 
 def test_capabilities() -> None:

@@ -15,10 +15,7 @@ from ferry.pipeline.events import (
     FIRST,
     AddColumn,
     AlterColumnType,
-    CreateTable,
-    DataChange,
     DropColumn,
-    DropTable,
     RenameColumn,
     after,
     before,
@@ -56,12 +53,12 @@ from ferry.sinks.exceptions import SinkTerminalError
 from ferry.sinks.paimon.config import DEFAULT_ROWKIND_COLUMN, PaimonSinkConfig
 from ferry.sinks.paimon.sink import PaimonSink
 from ferry.sinks.registry import sink_class
+from tests.integration.helpers import ORDERS, ORDERS_TABLE, Feed, create, write
 from tests.integration.helpers import SINK_TEST_TOPIC as TOPIC
-from tests.integration.helpers import Feed
 
 pytestmark = pytest.mark.integration
 
-T = TableId(None, "shop", "orders")
+T = ORDERS_TABLE
 
 
 def make_config(warehouse: Path, **options: Any) -> PaimonSinkConfig:
@@ -82,10 +79,6 @@ def sink(warehouse: Path) -> Iterator[PaimonSink]:
     s.close()
 
 
-def create(sink: PaimonSink, schema: Schema, table_id: TableId = T) -> None:
-    sink.apply_schema_change(CreateTable(table_id, schema), schema)
-
-
 def read(sink: PaimonSink, table_id: TableId = T, order_by: str = "id") -> list[dict[str, Any]]:
     """The table's rows as a reader of the table sees them, without the row-kind column."""
     table = sink.load_table(table_id)
@@ -98,23 +91,6 @@ def read(sink: PaimonSink, table_id: TableId = T, order_by: str = "id") -> list[
         data = data.drop_columns([DEFAULT_ROWKIND_COLUMN])
     rows: list[dict[str, Any]] = data.sort_by(order_by).to_pylist()
     return rows
-
-
-def write(sink: PaimonSink, schema: Schema, feed: Feed, *changes: DataChange) -> None:
-    sink.write(feed.table_id, schema, list(changes))
-    sink.flush(feed.offsets())
-
-
-ORDERS = Schema.of(
-    [
-        Column("id", BIGINT().not_null()),
-        Column("customer", STRING(), comment="who ordered"),
-        Column("qty", INT()),
-        Column("price", DECIMAL(10, 2)),
-    ],
-    ["id"],
-    comment="orders of the shop",
-)
 
 
 def test_registry_and_capabilities_follow_the_matrix() -> None:
@@ -173,33 +149,6 @@ def test_create_table_with_primary_key_reads_back(sink: PaimonSink) -> None:
     assert table.table_schema.options["bucket"] == "1"
 
 
-def test_insert_update_delete_read_back_exactly(sink: PaimonSink) -> None:
-    create(sink, ORDERS)
-    feed = Feed(T)
-    r1 = {"id": 1, "customer": "ann", "qty": 1, "price": Decimal("1.50")}
-    r2 = {"id": 2, "customer": "bob", "qty": 2, "price": Decimal("2.50")}
-    r3 = {"id": 3, "customer": "cy", "qty": 3, "price": None}
-    write(sink, ORDERS, feed, feed.insert(r1), feed.insert(r2), feed.insert(r3))
-    assert read(sink) == [r1, r2, r3]
-    r2b = {**r2, "qty": 20}
-    write(sink, ORDERS, feed, feed.update(r2, r2b), feed.delete(r3))
-    assert read(sink) == [r1, r2b]
-    # several changes of one key in one flush collapse to the last; a key change deletes the old key
-    r1b = {**r1, "qty": 10}
-    r4 = {**r1b, "id": 4}
-    write(
-        sink,
-        ORDERS,
-        feed,
-        feed.update(r1, r1b),
-        feed.update(r1b, r4),
-        feed.insert(r3),
-        feed.delete(r3),
-        feed.insert({**r3, "id": 5}),
-    )
-    assert read(sink) == [r2b, r4, {**r3, "id": 5}]
-
-
 def test_delete_of_a_row_with_not_null_columns_needs_only_its_key(sink: PaimonSink) -> None:
     schema = Schema.of([Column("id", INT().not_null()), Column("name", STRING().not_null())], ["id"])
     create(sink, schema)
@@ -207,17 +156,6 @@ def test_delete_of_a_row_with_not_null_columns_needs_only_its_key(sink: PaimonSi
     write(sink, schema, feed, feed.insert({"id": 1, "name": "a"}), feed.insert({"id": 2, "name": "b"}))
     write(sink, schema, feed, feed.delete({"id": 1}))
     assert read(sink) == [{"id": 2, "name": "b"}]
-
-
-def test_table_without_primary_key_is_append_only(sink: PaimonSink) -> None:
-    schema = Schema.of([Column("id", INT()), Column("name", STRING())])
-    create(sink, schema)
-    assert sink.table_schema(T) == schema
-    feed = Feed(T)
-    write(sink, schema, feed, feed.insert({"id": 1, "name": "a"}), feed.insert({"id": 2, "name": "b"}))
-    write(sink, schema, feed, feed.delete({"id": 1, "name": "a"}))
-    assert read(sink) == [{"id": 1, "name": "a"}, {"id": 2, "name": "b"}]
-    assert sink.skipped_deletes == {T: 1}
 
 
 def test_add_column_first_after_before_last_with_old_rows_null(sink: PaimonSink) -> None:
@@ -318,19 +256,6 @@ def test_narrowing_a_type_is_refused_naming_the_table(sink: PaimonSink) -> None:
     assert sink.table_schema(T) == ORDERS
 
 
-def test_relax_nullability(sink: PaimonSink) -> None:
-    schema = Schema.of([Column("id", INT().not_null()), Column("name", STRING().not_null())], ["id"])
-    create(sink, schema)
-    feed = Feed(T)
-    write(sink, schema, feed, feed.insert({"id": 1, "name": "a"}))
-    sink.apply_schema_change(AlterColumnType(T, "name", STRING(), STRING().not_null()), None)
-    relaxed = sink.table_schema(T)
-    assert relaxed is not None
-    assert relaxed.column("name").type == STRING()
-    write(sink, relaxed, feed, feed.insert({"id": 2, "name": None}))
-    assert read(sink) == [{"id": 1, "name": "a"}, {"id": 2, "name": None}]
-
-
 def test_a_change_failing_on_case_is_retried_with_the_table_spelling(
     sink: PaimonSink, caplog: pytest.LogCaptureFixture
 ) -> None:
@@ -360,19 +285,6 @@ def test_a_change_failing_on_case_is_retried_with_the_table_spelling(
     assert "Column Qty does not exist" in retried[0]
 
 
-def test_repeated_create_table_is_a_no_op(sink: PaimonSink) -> None:
-    create(sink, ORDERS)
-    feed = Feed(T)
-    row = {"id": 1, "customer": "ann", "qty": 1, "price": None}
-    write(sink, ORDERS, feed, feed.insert(row))
-    create(sink, ORDERS)
-    # a fresh sink (a restart) sees the same table
-    again = PaimonSink(sink.config, pipeline="p1")
-    create(again, ORDERS)
-    assert again.table_schema(T) == ORDERS
-    assert read(again) == [row]
-
-
 def test_existing_table_with_another_primary_key_is_refused_with_both_schemas(sink: PaimonSink) -> None:
     create(sink, ORDERS)
     other = Schema.of(
@@ -385,13 +297,6 @@ def test_existing_table_with_another_primary_key_is_refused_with_both_schemas(si
     assert "primary key (id) is not (customer)" in message
     assert f"existing: {ORDERS.describe()}" in message
     assert "wanted: (`id` BIGINT NOT NULL, `customer` STRING NOT NULL, PRIMARY KEY (customer))" in message
-
-
-def test_drop_table_is_refused(sink: PaimonSink) -> None:
-    create(sink, ORDERS)
-    with pytest.raises(SinkTerminalError, match="never drops"):
-        sink.apply_schema_change(DropTable(T), None)
-    assert sink.table_schema(T) == ORDERS
 
 
 def test_committed_offsets_across_flushes_and_restarts(sink: PaimonSink) -> None:

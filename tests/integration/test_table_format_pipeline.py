@@ -4,9 +4,6 @@ and after each change correct."""
 from __future__ import annotations
 
 import decimal
-import os
-import subprocess
-import sys
 from collections.abc import Callable
 from pathlib import Path
 from typing import Any
@@ -15,6 +12,7 @@ import pytest
 
 from ferry.local import debezium as dbz
 from ferry.local.kafka_broker import create_topic, produce
+from tests.integration.helpers import job_yaml, run_ferry
 
 pytestmark = pytest.mark.integration
 
@@ -105,33 +103,18 @@ def test_add_column_rename_widening_and_delete_reach_the_table(
 
     warehouse = tmp_path / "warehouse"
     job = tmp_path / "job.yaml"
-    job.write_text(f"""
-source:
-  type: kafka
-  properties.bootstrap.servers: {kafka_bootstrap}
-  topic: {orders.topic}
-  schema-change.topic: {server}
-  scan.startup.mode: earliest-offset
-  scan.bounded.mode: latest-offset
-sink:
-  type: {sink_type}
-  catalog.properties.warehouse: {warehouse}
-pipeline:
-  name: {group_id}
-  schema.change.behavior: EVOLVE
-  state.url: sqlite:///{tmp_path}/state.db
-  checkpoint.interval: 100ms
-""")
-    result = subprocess.run(
-        [sys.executable, "-m", "ferry.cli.main", "run", str(job)],
-        check=False,
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        env=dict(os.environ),
+    job.write_text(
+        job_yaml(
+            kafka_bootstrap,
+            orders.topic,
+            tmp_path,
+            group_id,
+            sink=f"type: {sink_type}\ncatalog.properties.warehouse: {warehouse}",
+            source_extra=f"  schema-change.topic: {server}",
+            pipeline_extra="  schema.change.behavior: EVOLVE",
+        )
     )
-    assert result.returncode == 0, result.stderr[-3000:]
+    run_ferry("run", job, cwd=tmp_path)
 
     keys, rows = READ[sink_type](warehouse, "shop.orders")
     assert keys == ["id"]

@@ -3,9 +3,6 @@ changes projected, into the memory sink (memory source) and into Iceberg from a 
 
 from __future__ import annotations
 
-import os
-import subprocess
-import sys
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
@@ -27,7 +24,7 @@ from ferry.pipeline.settings import RunnerSettings
 from ferry.pipeline.transform import TableTransforms, TransformError
 from ferry.sinks.memory import MemorySink
 from ferry.state import StateStore
-from tests.integration.helpers import read_all
+from tests.integration.helpers import job_yaml, read_all, run_ferry
 
 pytestmark = pytest.mark.integration
 
@@ -240,42 +237,19 @@ def test_a_transform_on_the_real_broker_into_iceberg(
 
     warehouse = tmp_path / "warehouse"
     job = tmp_path / "job.yaml"
-    job.write_text(f"""
-source:
-  type: kafka
-  properties.bootstrap.servers: {kafka_bootstrap}
-  topic: {orders.topic}
-  scan.startup.mode: earliest-offset
-  scan.bounded.mode: latest-offset
-sink:
-  type: iceberg
-  catalog.properties.warehouse: {warehouse}
-pipeline:
-  name: {group_id}
-  schema.change.behavior: EVOLVE
-  state.url: sqlite:///{tmp_path}/state.db
-  checkpoint.interval: 100ms
-{TRANSFORM}""")
-    validated = subprocess.run(
-        [sys.executable, "-m", "ferry.cli.main", "validate", str(job)],
-        check=False,
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=120,
-        env=dict(os.environ),
+    job.write_text(
+        job_yaml(
+            kafka_bootstrap,
+            orders.topic,
+            tmp_path,
+            group_id,
+            sink=f"type: iceberg\ncatalog.properties.warehouse: {warehouse}",
+            pipeline_extra="  schema.change.behavior: EVOLVE",
+            top_extra=TRANSFORM,
+        )
     )
-    assert validated.returncode == 0, validated.stderr[-3000:]
-    result = subprocess.run(
-        [sys.executable, "-m", "ferry.cli.main", "run", str(job)],
-        check=False,
-        cwd=tmp_path,
-        capture_output=True,
-        text=True,
-        timeout=180,
-        env=dict(os.environ),
-    )
-    assert result.returncode == 0, result.stderr[-3000:]
+    run_ferry("validate", job, cwd=tmp_path, timeout=120)
+    run_ferry("run", job, cwd=tmp_path)
 
     catalog = SqlCatalog("ferry", uri=f"sqlite:///{warehouse}/catalog.db", warehouse=warehouse.as_uri())
     table = catalog.load_table("inventory.orders")

@@ -22,11 +22,11 @@ from typing import Any
 
 from ferry.pipeline.router import SchemaChangeBehavior
 from ferry.sinks.base import ChangeKind
-from ferry.sinks.matrix import outcome
+from ferry.sinks.matrix import Outcome, outcome
 from tests.support.oracle import SinkComparison, SourceTable, TableComparison, compare_table
 from tests.support.workload import WorkloadSummary
 
-APPLIED = ("apply", "apply at end")
+APPLIED = (Outcome.APPLY, Outcome.APPLY_AT_END)
 
 
 @dataclass
@@ -91,7 +91,7 @@ def sink_expectation(
             )
     for name, renames in summary.renamed_columns.items():
         word = declared_outcome(ChangeKind.RENAME_COLUMN)
-        if word == "add new column":
+        if word == Outcome.ADD_NEW_COLUMN:
             expectation.renamed_as_new.setdefault(name, {}).update(renames)
             expectation.kept_columns.setdefault(name, set()).update(renames.values())
             expectation.notes.append(

@@ -23,16 +23,15 @@ import os
 import secrets
 import shutil
 import subprocess
-import tempfile
 import time
 from collections.abc import Iterator, Sequence
 from pathlib import Path
-from types import TracebackType
 
 import pytest
 
 from ferry.exceptions import FerryError
 from ferry.local.ports import HOST, free_ports, port_open
+from tests.support.temporary_server import TemporaryServer
 
 __all__ = ["BIN_ENV", "MariaDbServer", "MariaDbServerError", "find_binary"]
 
@@ -73,8 +72,11 @@ def _quote_name(value: str) -> str:
     return "`" + value.replace("`", "``") + "`"
 
 
-class MariaDbServer:
+class MariaDbServer(TemporaryServer):
     """A MariaDB server in a temporary directory, with one database and one password user."""
+
+    directory_prefix = "ferry-mariadb-"
+    not_started = MariaDbServerError
 
     def __init__(
         self,
@@ -92,27 +94,11 @@ class MariaDbServer:
         self.port = 0
         self.start_timeout = start_timeout
         self.server_options = tuple(server_options)
-        self._dir: Path | None = None
         self._process: subprocess.Popen[bytes] | None = None
-
-    @property
-    def directory(self) -> Path:
-        if self._dir is None:
-            raise MariaDbServerError("the server is not started")
-        return self._dir
 
     @property
     def socket_path(self) -> Path:
         return self.directory / "mariadb.sock"
-
-    def __enter__(self) -> MariaDbServer:
-        self.start()
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
 
     def _binlog_options(self) -> list[str]:
         """``--skip-log-bin`` unless ``server_options`` turn the binary log on."""
@@ -123,35 +109,30 @@ class MariaDbServer:
     def _user_option(self) -> list[str]:
         return ["--user=root"] if os.geteuid() == 0 else []
 
-    def start(self) -> None:
+    def set_up(self) -> None:
         install = find_binary("mariadb-install-db", "mysql_install_db")
         server = find_binary("mariadbd", "mysqld")
-        self._dir = Path(tempfile.mkdtemp(prefix="ferry-mariadb-"))
-        try:
-            result = subprocess.run(
-                [
-                    str(install),
-                    "--no-defaults",
-                    f"--datadir={self._dir / 'data'}",
-                    "--auth-root-authentication-method=socket",
-                    "--skip-test-db",
-                    *self._user_option(),
-                ],
-                capture_output=True,
-                text=True,
-                check=False,
-                cwd=self._dir,
+        result = subprocess.run(
+            [
+                str(install),
+                "--no-defaults",
+                f"--datadir={self.directory / 'data'}",
+                "--auth-root-authentication-method=socket",
+                "--skip-test-db",
+                *self._user_option(),
+            ],
+            capture_output=True,
+            text=True,
+            check=False,
+            cwd=self.directory,
+        )
+        if result.returncode != 0:
+            raise MariaDbServerError(
+                f"{install.name} failed (exit {result.returncode}): "
+                f"{(result.stderr or result.stdout).strip()[-2000:]}"
             )
-            if result.returncode != 0:
-                raise MariaDbServerError(
-                    f"{install.name} failed (exit {result.returncode}): "
-                    f"{(result.stderr or result.stdout).strip()[-2000:]}"
-                )
-            self._start_server(server)
-            self._create_database()
-        except BaseException:
-            self.stop()
-            raise
+        self._start_server(server)
+        self._create_database()
 
     def _start_server(self, server: Path) -> None:
         directory = self.directory
@@ -229,17 +210,9 @@ class MariaDbServer:
         with contextlib.suppress(subprocess.TimeoutExpired):
             process.wait(timeout=10)
 
-    def stop(self) -> None:
-        """Stop the server (killed: nothing in it is kept) and delete its directory."""
-        directory = self._dir
-        if directory is None:
-            return
-        try:
-            self._kill()
-        finally:
-            self._dir = None
-            with contextlib.suppress(OSError):
-                shutil.rmtree(directory)
+    def shut_down(self) -> None:
+        """Kill the server: nothing in it is kept."""
+        self._kill()
 
 
 # --------------------------------------------------------------------------------------------------

@@ -28,16 +28,15 @@ import secrets
 import shlex
 import shutil
 import subprocess
-import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
-from types import TracebackType
 
 import pytest
 from sqlalchemy.engine import URL
 
 from ferry.exceptions import FerryError
 from ferry.local.ports import HOST, free_ports
+from tests.support.temporary_server import TemporaryServer
 
 __all__ = ["BIN_ENV", "PostgresServer", "PostgresServerError", "find_bin_dir"]
 
@@ -73,8 +72,11 @@ def find_bin_dir() -> Path:
     )
 
 
-class PostgresServer:
+class PostgresServer(TemporaryServer):
     """A PostgreSQL server in a temporary directory, with one database and one password user."""
+
+    directory_prefix = "ferry-pg-"
+    not_started = PostgresServerError
 
     def __init__(
         self,
@@ -95,7 +97,6 @@ class PostgresServer:
         self.start_timeout = start_timeout
         self.settings: dict[str, str] = dict(settings or {})
         self._admin_password = secrets.token_urlsafe(16)
-        self._dir: Path | None = None
         self._running = False
         self._as_user: str | None = None
 
@@ -129,52 +130,31 @@ class PostgresServer:
 
         return make_conninfo(host=self.host, port=self.port, dbname=dbname, user=user, password=password)
 
-    @property
-    def directory(self) -> Path:
-        if self._dir is None:
-            raise PostgresServerError("the server is not started")
-        return self._dir
-
     # ------------------------------------------------------------------------------- lifecycle
 
-    def __enter__(self) -> PostgresServer:
-        self.start()
-        return self
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
-
-    def start(self) -> None:
+    def set_up(self) -> None:
         bin_dir = self.bin_dir or find_bin_dir()
-        self._dir = Path(tempfile.mkdtemp(prefix="ferry-pg-"))
-        try:
-            self._prepare_directory()
-            pwfile = self._dir / "pwfile"
-            pwfile.write_text(self._admin_password + "\n", encoding="utf-8")
-            self._give(pwfile)
-            self._run(
-                bin_dir / "initdb",
-                "-D",
-                str(self._dir / "data"),
-                "-U",
-                _ADMIN,
-                f"--pwfile={pwfile}",
-                "--auth=scram-sha-256",
-                "--encoding=UTF8",
-                "--no-locale",
-                "--no-sync",
-            )
-            pwfile.unlink()
-            self._start_server(bin_dir)
-            self._create_database()
-        except BaseException:
-            self.stop()
-            raise
+        self._prepare_directory()
+        pwfile = self.directory / "pwfile"
+        pwfile.write_text(self._admin_password + "\n", encoding="utf-8")
+        self._give(pwfile)
+        self._run(
+            bin_dir / "initdb",
+            "-D",
+            str(self.directory / "data"),
+            "-U",
+            _ADMIN,
+            f"--pwfile={pwfile}",
+            "--auth=scram-sha-256",
+            "--encoding=UTF8",
+            "--no-locale",
+            "--no-sync",
+        )
+        pwfile.unlink()
+        self._start_server(bin_dir)
+        self._create_database()
 
     def _prepare_directory(self) -> None:
-        assert self._dir is not None
         if os.geteuid() == 0:
             try:
                 service = pwd.getpwnam(SERVICE_USER)
@@ -185,8 +165,8 @@ class PostgresServer:
             if shutil.which("runuser") is None:
                 raise PostgresServerError("running as root, starting PostgreSQL needs runuser")
             self._as_user = SERVICE_USER
-            os.chown(self._dir, service.pw_uid, service.pw_gid)
-        self._dir.chmod(0o700)
+            os.chown(self.directory, service.pw_uid, service.pw_gid)
+        self.directory.chmod(0o700)
 
     def _give(self, path: Path) -> None:
         if self._as_user is not None:
@@ -283,20 +263,12 @@ class PostgresServer:
         finally:
             self._start_server(bin_dir, self.port)
 
-    def stop(self) -> None:
-        """Stop the server (immediately: nothing in it is kept) and delete its directory."""
-        directory = self._dir
-        if directory is None:
-            return
-        try:
-            if self._running:
-                self._running = False
-                pg_ctl = (self.bin_dir or find_bin_dir()) / "pg_ctl"
-                self._run(pg_ctl, "-D", str(directory / "data"), "-m", "immediate", "-w", "stop")
-        finally:
-            self._dir = None
-            with contextlib.suppress(OSError):
-                shutil.rmtree(directory)
+    def shut_down(self) -> None:
+        """Stop the server immediately: nothing in it is kept."""
+        if self._running:
+            self._running = False
+            pg_ctl = (self.bin_dir or find_bin_dir()) / "pg_ctl"
+            self._run(pg_ctl, "-D", str(self.directory / "data"), "-m", "immediate", "-w", "stop")
 
 
 # --------------------------------------------------------------------------------------------------

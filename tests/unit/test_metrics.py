@@ -17,6 +17,7 @@ from prometheus_client.parser import text_string_to_metric_families
 
 import ferry
 from ferry.api.status import StatusServer
+from ferry.connectors.base import LostRange, RetentionReporting
 from ferry.connectors.memory import MemoryDeadLetter, MemorySource
 from ferry.connectors.record import TIMESTAMP_CREATE_TIME, Record
 from ferry.pipeline import events as E
@@ -246,3 +247,29 @@ def test_the_status_port_listens_on_the_host_it_is_given(tmp_path: Path) -> None
     finally:
         server.stop()
         runner.close()
+
+
+class RetentionLosingSource(MemorySource):
+    """A memory source that says retention deleted records before a start offset."""
+
+    def __init__(self, records: list[Record], lost: list[LostRange]) -> None:
+        super().__init__(records)
+        self.lost = lost
+
+
+def test_the_ranges_a_source_lost_to_retention_are_in_the_counters(tmp_path: Path) -> None:
+    gone = LostRange("orders", 0, wanted=0, earliest=3)
+    runner = runner_for(tmp_path, "orders", shop_records())
+    losing = runner_for(tmp_path / "losing", "refunds", [])
+    losing.source = RetentionLosingSource([], [gone])
+    try:
+        assert isinstance(losing.source, RetentionReporting)
+        assert not isinstance(runner.source, RetentionReporting)
+        for r in (runner, losing):
+            r.step()
+            r.metrics.refresh(time.time(), (0.0, 0), r.source, r.partitions, r.schemas)
+    finally:
+        runner.close()
+        losing.close()
+    assert runner.metrics.lost_offsets == []
+    assert losing.metrics.lost_offsets == [{"topic": "orders", "partition": 0, "wanted": 0, "earliest": 3}]

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from ferry.config.job import JobConfig, expand_schema_change_tags
 from ferry.exceptions import TerminalError
-from ferry.pipeline.events import SCHEMA_CHANGE_TAGS
+from ferry.pipeline.events import SchemaChangeType
 from ferry.pipeline.router import SchemaChangeBehavior
 from ferry.sinks.registry import SINKS
 
@@ -20,9 +20,11 @@ class UnsupportedOptionError(TerminalError):
         self.key_path = key_path
 
 
-def accepted_schema_changes(include: tuple[str, ...] | None, exclude: tuple[str, ...]) -> frozenset[str]:
-    """The tags a sink's ``include.schema.changes`` / ``exclude.schema.changes`` leave; exclude wins."""
-    included = expand_schema_change_tags(include) if include is not None else frozenset(SCHEMA_CHANGE_TAGS)
+def accepted_schema_changes(
+    include: tuple[str, ...] | None, exclude: tuple[str, ...]
+) -> frozenset[SchemaChangeType]:
+    """The types a sink's ``include.schema.changes`` / ``exclude.schema.changes`` leave; exclude wins."""
+    included = expand_schema_change_tags(include) if include is not None else frozenset(SchemaChangeType)
     return included - expand_schema_change_tags(exclude)
 
 

@@ -42,18 +42,7 @@ from ferry.config.transforms import (
 )
 from ferry.exceptions import FerryError
 from ferry.options import ConfigModel, Duration, fold_prefixed
-from ferry.pipeline.events import (
-    SCHEMA_CHANGE_TAGS,
-    AddColumn,
-    AlterColumnComment,
-    AlterColumnType,
-    AlterTableComment,
-    CreateTable,
-    DropColumn,
-    DropTable,
-    RenameColumn,
-    TruncateTable,
-)
+from ferry.pipeline.events import SCHEMA_CHANGE_TAGS, SchemaChangeType
 from ferry.pipeline.route import RouteMode
 from ferry.pipeline.router import SchemaChangeBehavior
 from ferry.pipeline.schema import TableId
@@ -65,24 +54,25 @@ from ferry.sinks.registry import SINKS, SinkConfig
 # Schema-change names
 
 
-#: Family name → the schema-change tags it stands for (Flink CDC's ``SchemaChangeEventTypeFamily``,
+_T = SchemaChangeType
+#: Family name → the schema-change types it stands for (Flink CDC's ``SchemaChangeEventTypeFamily``,
 #: with ferry's comment changes added to ``alter``, ``table`` and ``column``).
-SCHEMA_CHANGE_FAMILIES: dict[str, frozenset[str]] = {
-    "table": frozenset({CreateTable.tag, DropTable.tag, TruncateTable.tag, AlterTableComment.tag}),
+SCHEMA_CHANGE_FAMILIES: dict[str, frozenset[SchemaChangeType]] = {
+    "table": frozenset({_T.CREATE_TABLE, _T.DROP_TABLE, _T.TRUNCATE_TABLE, _T.ALTER_TABLE_COMMENT}),
     "column": frozenset(
-        {AddColumn.tag, DropColumn.tag, RenameColumn.tag, AlterColumnType.tag, AlterColumnComment.tag}
+        {_T.ADD_COLUMN, _T.DROP_COLUMN, _T.RENAME_COLUMN, _T.ALTER_COLUMN_TYPE, _T.ALTER_COLUMN_COMMENT}
     ),
-    "create": frozenset({CreateTable.tag}),
-    "drop": frozenset({DropColumn.tag, DropTable.tag}),
-    "add": frozenset({AddColumn.tag}),
-    "alter": frozenset({AlterColumnType.tag, AlterColumnComment.tag, AlterTableComment.tag}),
-    "rename": frozenset({RenameColumn.tag}),
-    "truncate": frozenset({TruncateTable.tag}),
+    "create": frozenset({_T.CREATE_TABLE}),
+    "drop": frozenset({_T.DROP_COLUMN, _T.DROP_TABLE}),
+    "add": frozenset({_T.ADD_COLUMN}),
+    "alter": frozenset({_T.ALTER_COLUMN_TYPE, _T.ALTER_COLUMN_COMMENT, _T.ALTER_TABLE_COMMENT}),
+    "rename": frozenset({_T.RENAME_COLUMN}),
+    "truncate": frozenset({_T.TRUNCATE_TABLE}),
 }
 
 
 def _unknown_schema_change(name: str) -> str:
-    known = [*SCHEMA_CHANGE_TAGS, *SCHEMA_CHANGE_FAMILIES]
+    known = [*map(str, SchemaChangeType), *SCHEMA_CHANGE_FAMILIES]
     close = difflib.get_close_matches(name.strip().lower(), known, n=1)
     hint = f" (did you mean {close[0]!r}?)" if close else ""
     return (
@@ -91,16 +81,16 @@ def _unknown_schema_change(name: str) -> str:
     )
 
 
-def expand_schema_change_tags(names: Iterable[str]) -> frozenset[str]:
-    """The schema-change tags that change types and families (``column``, ``drop``, …) stand for.
+def expand_schema_change_tags(names: Iterable[str]) -> frozenset[SchemaChangeType]:
+    """The schema-change types that change types and families (``column``, ``drop``, …) stand for.
 
     Names are case-insensitive. An unknown name raises :class:`ValueError` naming it.
     """
-    tags: set[str] = set()
+    tags: set[SchemaChangeType] = set()
     for name in names:
         key = name.strip().lower()
         if key in SCHEMA_CHANGE_TAGS:
-            tags.add(key)
+            tags.add(SchemaChangeType(key))
         elif key in SCHEMA_CHANGE_FAMILIES:
             tags |= SCHEMA_CHANGE_FAMILIES[key]
         else:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from collections.abc import Collection, Sequence
+from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from ferry.offsets import Offsets
@@ -64,6 +65,27 @@ class Watermarking(Protocol):
 
     def high_watermarks(self, topics: Collection[str]) -> dict[tuple[str, int], int]:
         """The offset after the last record written, now, of each partition of ``topics`` read here."""
+        ...
+
+
+@dataclass(frozen=True, slots=True)
+class LostRange:
+    """Records deleted by retention between a wanted start offset and the earliest one still there."""
+
+    topic: str
+    partition: int
+    wanted: int
+    earliest: int
+
+
+@runtime_checkable
+class RetentionReporting(Protocol):
+    """A source that tells which records retention deleted before they were read (a start offset
+    carried over from a savepoint may point at records that are gone)."""
+
+    @property
+    def lost(self) -> Sequence[LostRange]:
+        """The ranges lost since the source opened, oldest first."""
         ...
 
 

@@ -11,26 +11,15 @@ from __future__ import annotations
 from dataclasses import replace
 from functools import singledispatch
 
-from ferry.pipeline.events import (
-    AddColumn,
-    AlterColumnComment,
-    AlterColumnType,
-    AlterTableComment,
-    ColumnPositionKind,
-    CreateTable,
-    DropColumn,
-    DropTable,
-    RenameColumn,
-    SchemaChange,
-    TruncateTable,
-)
+from ferry.pipeline import events as E
+from ferry.pipeline.events import ColumnPositionKind, SchemaChange
 from ferry.pipeline.exceptions import SchemaError
 from ferry.pipeline.schema import Column, Schema
 
 
 def apply_schema_change(schema: Schema | None, change: SchemaChange) -> Schema | None:
     """The schema after ``change``; ``None`` means the table does not exist."""
-    if schema is None and not isinstance(change, CreateTable | DropTable):
+    if schema is None and not isinstance(change, E.CreateTable | E.DropTable):
         raise SchemaError(f"table does not exist, cannot apply {change.tag}", table=str(change.table_id))
     return _apply(change, schema)
 
@@ -41,22 +30,22 @@ def _apply(change: SchemaChange, schema: Schema | None) -> Schema | None:
 
 
 @_apply.register
-def _(change: CreateTable, schema: Schema | None) -> Schema | None:
+def _(change: E.CreateTable, schema: Schema | None) -> Schema | None:
     return change.schema
 
 
 @_apply.register
-def _(change: DropTable, schema: Schema | None) -> Schema | None:
+def _(change: E.DropTable, schema: Schema | None) -> Schema | None:
     return None
 
 
 @_apply.register
-def _(change: TruncateTable, schema: Schema | None) -> Schema | None:
+def _(change: E.TruncateTable, schema: Schema | None) -> Schema | None:
     return schema
 
 
 @_apply.register
-def _(change: AddColumn, schema: Schema | None) -> Schema | None:
+def _(change: E.AddColumn, schema: Schema | None) -> Schema | None:
     assert schema is not None
     if change.column.name in schema:
         raise SchemaError(
@@ -76,7 +65,7 @@ def _(change: AddColumn, schema: Schema | None) -> Schema | None:
 
 
 @_apply.register
-def _(change: DropColumn, schema: Schema | None) -> Schema | None:
+def _(change: E.DropColumn, schema: Schema | None) -> Schema | None:
     assert schema is not None
     schema.column(change.column_name)
     if change.column_name in schema.primary_keys:
@@ -89,7 +78,7 @@ def _(change: DropColumn, schema: Schema | None) -> Schema | None:
 
 
 @_apply.register
-def _(change: RenameColumn, schema: Schema | None) -> Schema | None:
+def _(change: E.RenameColumn, schema: Schema | None) -> Schema | None:
     assert schema is not None
     schema.column(change.old_name)
     if change.new_name in schema:
@@ -105,7 +94,7 @@ def _(change: RenameColumn, schema: Schema | None) -> Schema | None:
 
 
 @_apply.register
-def _(change: AlterColumnType, schema: Schema | None) -> Schema | None:
+def _(change: E.AlterColumnType, schema: Schema | None) -> Schema | None:
     assert schema is not None
     schema.column(change.column_name)
     return schema.with_columns(
@@ -114,7 +103,7 @@ def _(change: AlterColumnType, schema: Schema | None) -> Schema | None:
 
 
 @_apply.register
-def _(change: AlterColumnComment, schema: Schema | None) -> Schema | None:
+def _(change: E.AlterColumnComment, schema: Schema | None) -> Schema | None:
     assert schema is not None
     schema.column(change.column_name)
     return schema.with_columns(
@@ -123,7 +112,7 @@ def _(change: AlterColumnComment, schema: Schema | None) -> Schema | None:
 
 
 @_apply.register
-def _(change: AlterTableComment, schema: Schema | None) -> Schema | None:
+def _(change: E.AlterTableComment, schema: Schema | None) -> Schema | None:
     assert schema is not None
     return replace(schema, comment=change.comment)
 
@@ -135,24 +124,24 @@ def is_applied(schema: Schema | None, change: SchemaChange) -> bool:
     ``create.table`` it is true when the table exists (compatibility is checked separately).
     """
     match change:
-        case CreateTable():
+        case E.CreateTable():
             return schema is not None
-        case DropTable():
+        case E.DropTable():
             return schema is None
-        case TruncateTable():
+        case E.TruncateTable():
             return False
-        case AddColumn(column=Column(name=name)):
+        case E.AddColumn(column=Column(name=name)):
             return schema is not None and name in schema
-        case DropColumn(column_name=name):
+        case E.DropColumn(column_name=name):
             return schema is not None and name not in schema
-        case RenameColumn(old_name=old, new_name=new):
+        case E.RenameColumn(old_name=old, new_name=new):
             return schema is not None and new in schema and old not in schema
-        case AlterColumnType(column_name=name, new_type=new_type):
+        case E.AlterColumnType(column_name=name, new_type=new_type):
             col = None if schema is None else schema.find(name)
             return col is not None and col.type == new_type
-        case AlterColumnComment(column_name=name, comment=comment):
+        case E.AlterColumnComment(column_name=name, comment=comment):
             col = None if schema is None else schema.find(name)
             return col is not None and col.comment == comment
-        case AlterTableComment(comment=comment):
+        case E.AlterTableComment(comment=comment):
             return schema is not None and schema.comment == comment
     raise TypeError(f"no rule for {type(change).__name__}")

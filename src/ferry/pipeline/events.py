@@ -1,16 +1,17 @@
 """The events that flow through a pipeline: data changes and schema changes.
 
 Data changes are the hot path: one :class:`DataChange` per source record, an immutable tuple
-(cheap to build). Schema changes are rare: one small frozen class per kind, each with the tag that
-users write in YAML (``add.column``, ``drop.table`` ...; the same words as Flink CDC's
-``SchemaChangeEventType``), joined in the :data:`SchemaChange` union.
+(cheap to build). Schema changes are rare: one small frozen class per kind (a :class:`TableChange`),
+each with its :class:`SchemaChangeType` as its tag, the word users write in YAML (``add.column``,
+``drop.table`` ...; the same words as Flink CDC's ``SchemaChangeEventType``), joined in the
+:data:`SchemaChange` union.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, fields
 from enum import StrEnum
-from typing import Any, ClassVar, NamedTuple
+from typing import Any, ClassVar, NamedTuple, get_args
 
 from ferry.pipeline.schema import Column, Schema, TableId
 from ferry.pipeline.types import DataType
@@ -79,99 +80,111 @@ def before(column: str) -> ColumnPosition:
     return ColumnPosition(ColumnPositionKind.BEFORE, column)
 
 
+class SchemaChangeType(StrEnum):
+    """The types of schema change, by the names users write in YAML (``include.schema.changes``):
+    Flink CDC's ``SchemaChangeEventType`` words. Each event class's :attr:`TableChange.tag`."""
+
+    CREATE_TABLE = "create.table"
+    ADD_COLUMN = "add.column"
+    DROP_COLUMN = "drop.column"
+    RENAME_COLUMN = "rename.column"
+    ALTER_COLUMN_TYPE = "alter.column.type"
+    ALTER_COLUMN_COMMENT = "alter.column.comment"
+    ALTER_TABLE_COMMENT = "alter.table.comment"
+    DROP_TABLE = "drop.table"
+    TRUNCATE_TABLE = "truncate.table"
+
+
 @dataclass(frozen=True, slots=True)
-class CreateTable:
-    tag: ClassVar[str] = "create.table"
+class TableChange:
+    """What every schema change has: its type and the table it changes.
+
+    Written as ``<tag> <table> <details>``; the details are the change's other fields unless a
+    change says otherwise (:meth:`details`).
+    """
+
+    tag: ClassVar[SchemaChangeType]
     table_id: TableId
-    schema: Schema
+
+    def details(self) -> tuple[str, ...]:
+        return tuple(str(getattr(self, f.name)) for f in fields(self)[1:])
 
     def __str__(self) -> str:
-        return f"{self.tag} {self.table_id} {self.schema.describe()}"
+        return " ".join((self.tag, str(self.table_id), *self.details()))
 
 
 @dataclass(frozen=True, slots=True)
-class AddColumn:
-    tag: ClassVar[str] = "add.column"
-    table_id: TableId
+class CreateTable(TableChange):
+    tag = SchemaChangeType.CREATE_TABLE
+    schema: Schema
+
+    def details(self) -> tuple[str, ...]:
+        return (self.schema.describe(),)
+
+
+@dataclass(frozen=True, slots=True)
+class AddColumn(TableChange):
+    tag = SchemaChangeType.ADD_COLUMN
     column: Column
     position: ColumnPosition = LAST
 
-    def __str__(self) -> str:
-        return f"{self.tag} {self.table_id} {self.column} {self.position}"
-
 
 @dataclass(frozen=True, slots=True)
-class DropColumn:
-    tag: ClassVar[str] = "drop.column"
-    table_id: TableId
+class DropColumn(TableChange):
+    tag = SchemaChangeType.DROP_COLUMN
     column_name: str
 
-    def __str__(self) -> str:
-        return f"{self.tag} {self.table_id} {self.column_name}"
-
 
 @dataclass(frozen=True, slots=True)
-class RenameColumn:
-    tag: ClassVar[str] = "rename.column"
-    table_id: TableId
+class RenameColumn(TableChange):
+    tag = SchemaChangeType.RENAME_COLUMN
     old_name: str
     new_name: str
 
-    def __str__(self) -> str:
-        return f"{self.tag} {self.table_id} {self.old_name} -> {self.new_name}"
+    def details(self) -> tuple[str, ...]:
+        return (self.old_name, "->", self.new_name)
 
 
 @dataclass(frozen=True, slots=True)
-class AlterColumnType:
+class AlterColumnType(TableChange):
     """A new type for a column; nullability is part of the type (relaxing it is this change too)."""
 
-    tag: ClassVar[str] = "alter.column.type"
-    table_id: TableId
+    tag = SchemaChangeType.ALTER_COLUMN_TYPE
     column_name: str
     new_type: DataType
     old_type: DataType | None = None
 
-    def __str__(self) -> str:
-        return f"{self.tag} {self.table_id} {self.column_name} {self.old_type or '?'} -> {self.new_type}"
+    def details(self) -> tuple[str, ...]:
+        return (self.column_name, str(self.old_type or "?"), "->", str(self.new_type))
 
 
 @dataclass(frozen=True, slots=True)
-class AlterColumnComment:
-    tag: ClassVar[str] = "alter.column.comment"
-    table_id: TableId
+class AlterColumnComment(TableChange):
+    tag = SchemaChangeType.ALTER_COLUMN_COMMENT
     column_name: str
     comment: str | None
 
-    def __str__(self) -> str:
-        return f"{self.tag} {self.table_id} {self.column_name} {self.comment!r}"
+    def details(self) -> tuple[str, ...]:
+        return (self.column_name, repr(self.comment))
 
 
 @dataclass(frozen=True, slots=True)
-class AlterTableComment:
-    tag: ClassVar[str] = "alter.table.comment"
-    table_id: TableId
+class AlterTableComment(TableChange):
+    tag = SchemaChangeType.ALTER_TABLE_COMMENT
     comment: str | None
 
-    def __str__(self) -> str:
-        return f"{self.tag} {self.table_id} {self.comment!r}"
+    def details(self) -> tuple[str, ...]:
+        return (repr(self.comment),)
 
 
 @dataclass(frozen=True, slots=True)
-class DropTable:
-    tag: ClassVar[str] = "drop.table"
-    table_id: TableId
-
-    def __str__(self) -> str:
-        return f"{self.tag} {self.table_id}"
+class DropTable(TableChange):
+    tag = SchemaChangeType.DROP_TABLE
 
 
 @dataclass(frozen=True, slots=True)
-class TruncateTable:
-    tag: ClassVar[str] = "truncate.table"
-    table_id: TableId
-
-    def __str__(self) -> str:
-        return f"{self.tag} {self.table_id}"
+class TruncateTable(TableChange):
+    tag = SchemaChangeType.TRUNCATE_TABLE
 
 
 SchemaChange = (
@@ -186,19 +199,10 @@ SchemaChange = (
     | TruncateTable
 )
 
-SCHEMA_CHANGE_TYPES: tuple[type[SchemaChange], ...] = (
-    CreateTable,
-    AddColumn,
-    DropColumn,
-    RenameColumn,
-    AlterColumnType,
-    AlterColumnComment,
-    AlterTableComment,
-    DropTable,
-    TruncateTable,
-)
+#: Every schema-change class, in the order of :class:`SchemaChangeType`.
+SCHEMA_CHANGE_TYPES: tuple[type[SchemaChange], ...] = get_args(SchemaChange)
 #: Tag → class, for config (``include.schema.changes``) and golden specs.
-SCHEMA_CHANGE_TAGS: dict[str, type[SchemaChange]] = {t.tag: t for t in SCHEMA_CHANGE_TYPES}
+SCHEMA_CHANGE_TAGS: dict[SchemaChangeType, type[SchemaChange]] = {t.tag: t for t in SCHEMA_CHANGE_TYPES}
 
 
 def is_schema_change(event: object) -> bool:

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, Histogram
 
-from ferry.connectors.base import Source
+from ferry.connectors.base import RetentionReporting, Source
 from ferry.offsets import encode_offsets
 from ferry.pipeline.catch_up import CatchUpLog, RecentRate, catch_up_line, eta_seconds
 from ferry.pipeline.checkpoints import now_ms
@@ -195,7 +195,7 @@ class Metrics:
         self.schema_change_wait_ms = schemas.wait_ms
         self.timings.waited(schemas.wait_ms)
         self.schema_changes = schemas.changes_routed
-        lost = getattr(source, "lost", ())
+        lost = source.lost if isinstance(source, RetentionReporting) else ()
         if len(lost) != len(self.lost_offsets):
             self.lost_offsets = [
                 {"topic": r.topic, "partition": r.partition, "wanted": r.wanted, "earliest": r.earliest}

@@ -17,16 +17,11 @@ from ferry.pipeline.apply import is_applied
 from ferry.pipeline.events import (
     LAST,
     AddColumn,
-    AlterColumnComment,
     AlterColumnType,
-    AlterTableComment,
     ColumnPositionKind,
     CreateTable,
-    DropColumn,
-    DropTable,
     RenameColumn,
     SchemaChange,
-    TruncateTable,
 )
 from ferry.pipeline.schema import Column, Schema
 from ferry.sinks.base import ChangeKind, Sink, Support
@@ -61,10 +56,9 @@ class Decision:
 
 
 def change_kind(change: SchemaChange, sink_schema: Schema | None) -> ChangeKind:
-    """The matrix vocabulary for a change (a positioned add, a nullability relax ...)."""
+    """The matrix's kind of a change: its type, or for an added column or a type change, which case
+    of it (a positioned add, a nullability relaxed)."""
     match change:
-        case CreateTable():
-            return ChangeKind.CREATE_TABLE
         case AddColumn(position=position):
             is_last = position.kind is ColumnPositionKind.LAST or (
                 position.kind is ColumnPositionKind.AFTER
@@ -73,25 +67,13 @@ def change_kind(change: SchemaChange, sink_schema: Schema | None) -> ChangeKind:
                 and sink_schema.columns[-1].name == position.reference
             )
             return ChangeKind.ADD_COLUMN_LAST if is_last else ChangeKind.ADD_COLUMN_POSITIONED
-        case DropColumn():
-            return ChangeKind.DROP_COLUMN
-        case RenameColumn():
-            return ChangeKind.RENAME_COLUMN
         case AlterColumnType(column_name=name, new_type=new_type, old_type=old_type):
             current = sink_schema.find(name) if sink_schema is not None else None
             base = current.type if current is not None else old_type
             if base is not None and base.same_ignoring_nullability(new_type):
                 return ChangeKind.RELAX_NULLABILITY
             return ChangeKind.ALTER_COLUMN_TYPE
-        case DropTable():
-            return ChangeKind.DROP_TABLE
-        case TruncateTable():
-            return ChangeKind.TRUNCATE_TABLE
-        case AlterColumnComment():
-            return ChangeKind.ALTER_COLUMN_COMMENT
-        case AlterTableComment():
-            return ChangeKind.ALTER_TABLE_COMMENT
-    raise TypeError(f"no kind for {type(change).__name__}")
+    return ChangeKind(change.tag)
 
 
 def is_applied_at_sink(sink: Sink, sink_schema: Schema | None, change: SchemaChange) -> bool:

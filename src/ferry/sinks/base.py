@@ -23,27 +23,34 @@ from enum import StrEnum
 from typing import Protocol, runtime_checkable
 
 from ferry.offsets import Offsets
-from ferry.pipeline.events import DataChange, SchemaChange
+from ferry.pipeline.events import DataChange, SchemaChange, SchemaChangeType
 from ferry.pipeline.schema import Schema, TableId
 from ferry.pipeline.types import DataType
 
 
 class ChangeKind(StrEnum):
-    """The kinds of schema change a sink's support is declared for (the matrix's vocabulary)."""
+    """The kinds of schema change a sink's support is declared for: the rows of the schema-change
+    matrix.
 
-    CREATE_TABLE = "create_table"
-    ADD_COLUMN_LAST = "add_column_last"
-    ADD_COLUMN_POSITIONED = "add_column_positioned"
-    DROP_COLUMN = "drop_column"
-    RENAME_COLUMN = "rename_column"
-    ALTER_COLUMN_TYPE = "alter_column_type"
-    RELAX_NULLABILITY = "relax_nullability"
-    DROP_TABLE = "drop_table"
-    TRUNCATE_TABLE = "truncate_table"
-    ALTER_COLUMN_COMMENT = "alter_column_comment"
-    ALTER_TABLE_COMMENT = "alter_table_comment"
+    A kind is a :class:`~ferry.pipeline.events.SchemaChangeType`, by the same name, except for the
+    two types whose cases sinks support differently, each named as a case: an added column
+    appended last or placed (FIRST, BEFORE, AFTER), and a column whose type changes or whose
+    nullability alone is relaxed.
+    """
+
+    CREATE_TABLE = SchemaChangeType.CREATE_TABLE.value
+    ADD_COLUMN_LAST = "add.column.last"
+    ADD_COLUMN_POSITIONED = "add.column.positioned"
+    DROP_COLUMN = SchemaChangeType.DROP_COLUMN.value
+    RENAME_COLUMN = SchemaChangeType.RENAME_COLUMN.value
+    ALTER_COLUMN_TYPE = SchemaChangeType.ALTER_COLUMN_TYPE.value
+    RELAX_NULLABILITY = "relax.nullability"
+    DROP_TABLE = SchemaChangeType.DROP_TABLE.value
+    TRUNCATE_TABLE = SchemaChangeType.TRUNCATE_TABLE.value
+    ALTER_COLUMN_COMMENT = SchemaChangeType.ALTER_COLUMN_COMMENT.value
+    ALTER_TABLE_COMMENT = SchemaChangeType.ALTER_TABLE_COMMENT.value
     #: Never an event (the tracker keeps a column nullable): no sink declares it; the matrix lists it.
-    TIGHTEN_NULLABILITY = "tighten_nullability"
+    TIGHTEN_NULLABILITY = "tighten.nullability"
 
 
 class Support(StrEnum):

@@ -7,21 +7,10 @@ does. ``ferry sinks`` prints it; the README carries it (a test checks it is curr
 
 from __future__ import annotations
 
+from enum import StrEnum
+
+from ferry.pipeline import events as E
 from ferry.pipeline import types as t
-from ferry.pipeline.events import (
-    SCHEMA_CHANGE_TAGS,
-    AddColumn,
-    AlterColumnComment,
-    AlterColumnType,
-    AlterTableComment,
-    CreateTable,
-    DropColumn,
-    DropTable,
-    RenameColumn,
-    SchemaChange,
-    TruncateTable,
-    after,
-)
 from ferry.pipeline.router import Action, SchemaChangeBehavior, SchemaChangeRouter
 from ferry.pipeline.schema import Column, Schema, TableId
 from ferry.sinks.base import ChangeKind as K
@@ -33,19 +22,19 @@ _SCHEMA = Schema.of(
     [Column("id", t.INT().not_null()), Column("qty", t.INT()), Column("code", t.STRING().not_null())], ["id"]
 )
 #: The matrix's change names, in its order, with a sample change of each (None: never an event).
-SAMPLES: dict[K, SchemaChange | None] = {
-    K.ADD_COLUMN_LAST: AddColumn(_TABLE, Column("extra", t.INT())),
-    K.ADD_COLUMN_POSITIONED: AddColumn(_TABLE, Column("extra", t.INT()), after("id")),
-    K.DROP_COLUMN: DropColumn(_TABLE, "qty"),
-    K.RENAME_COLUMN: RenameColumn(_TABLE, "qty", "quantity"),
-    K.ALTER_COLUMN_TYPE: AlterColumnType(_TABLE, "qty", t.BIGINT(), t.INT()),
-    K.RELAX_NULLABILITY: AlterColumnType(_TABLE, "code", t.STRING(), t.STRING().not_null()),
+SAMPLES: dict[K, E.SchemaChange | None] = {
+    K.ADD_COLUMN_LAST: E.AddColumn(_TABLE, Column("extra", t.INT())),
+    K.ADD_COLUMN_POSITIONED: E.AddColumn(_TABLE, Column("extra", t.INT()), E.after("id")),
+    K.DROP_COLUMN: E.DropColumn(_TABLE, "qty"),
+    K.RENAME_COLUMN: E.RenameColumn(_TABLE, "qty", "quantity"),
+    K.ALTER_COLUMN_TYPE: E.AlterColumnType(_TABLE, "qty", t.BIGINT(), t.INT()),
+    K.RELAX_NULLABILITY: E.AlterColumnType(_TABLE, "code", t.STRING(), t.STRING().not_null()),
     K.TIGHTEN_NULLABILITY: None,
-    K.CREATE_TABLE: CreateTable(TableId.parse("db.t2"), _SCHEMA),
-    K.DROP_TABLE: DropTable(_TABLE),
-    K.TRUNCATE_TABLE: TruncateTable(_TABLE),
-    K.ALTER_COLUMN_COMMENT: AlterColumnComment(_TABLE, "qty", "units"),
-    K.ALTER_TABLE_COMMENT: AlterTableComment(_TABLE, "orders"),
+    K.CREATE_TABLE: E.CreateTable(TableId.parse("db.t2"), _SCHEMA),
+    K.DROP_TABLE: E.DropTable(_TABLE),
+    K.TRUNCATE_TABLE: E.TruncateTable(_TABLE),
+    K.ALTER_COLUMN_COMMENT: E.AlterColumnComment(_TABLE, "qty", "units"),
+    K.ALTER_TABLE_COMMENT: E.AlterTableComment(_TABLE, "orders"),
 }
 MODES = (
     SchemaChangeBehavior.LENIENT,
@@ -56,24 +45,40 @@ MODES = (
 )
 
 
-def outcome(sink_type: str, change: K, behavior: SchemaChangeBehavior) -> str:
-    """The outcome word for one sink, one change of the matrix and one behaviour."""
+class Outcome(StrEnum):
+    """What happens to one change of the matrix at one sink under one behaviour: the router's
+    action, or what the action means for the change."""
+
+    APPLY = "apply"
+    #: A positioned column is appended last (the sink supports it ``apply-at-end``).
+    APPLY_AT_END = "apply-at-end"
+    #: A LENIENT rename adds the new name as a column and keeps the old one (NULL from then on).
+    ADD_NEW_COLUMN = "add-new-column"
+    SKIP = "skip"
+    FAIL = "fail"
+    IGNORED = "ignored"
+    NO_EVENT = "no-event"
+    REFUSED_AT_VALIDATION = "refused-at-validation"
+
+
+def outcome(sink_type: str, change: K, behavior: SchemaChangeBehavior) -> Outcome:
+    """The outcome for one sink, one change of the matrix and one behaviour."""
     capabilities = DESTINATIONS[sink_type].capabilities
     sample = SAMPLES[change]
     if sample is None:
-        return "no event"
+        return Outcome.NO_EVENT
     if behavior is SchemaChangeBehavior.TRY_EVOLVE and not capabilities.try_evolve:
-        return "refused at validation"
+        return Outcome.REFUSED_AT_VALIDATION
     sink = MemorySink(capabilities=capabilities, type=sink_type)
-    existing = None if isinstance(sample, CreateTable) else _SCHEMA
-    decision = SchemaChangeRouter(sink, behavior, SCHEMA_CHANGE_TAGS).decide(sample, existing)
+    existing = None if isinstance(sample, E.CreateTable) else _SCHEMA
+    decision = SchemaChangeRouter(sink, behavior, E.SchemaChangeType).decide(sample, existing)
     if decision.action is Action.APPLY:
         if decision.change == sample:
-            return "apply"
-        if isinstance(sample, RenameColumn):
-            return "add new column"
-        return "apply at end"
-    return decision.action.value
+            return Outcome.APPLY
+        if isinstance(sample, E.RenameColumn):
+            return Outcome.ADD_NEW_COLUMN
+        return Outcome.APPLY_AT_END
+    return Outcome(decision.action.value)
 
 
 def markdown() -> str:

@@ -24,7 +24,7 @@ from typing import Any, ClassVar, TypeVar
 
 from ferry.offsets import Offsets, decode_offsets, encode_offsets
 from ferry.pipeline.apply import is_applied
-from ferry.pipeline.events import CreateTable, DataChange, DropTable, SchemaChange, TruncateTable
+from ferry.pipeline.events import CreateTable, DataChange, DropTable, Op, Row, SchemaChange, TruncateTable
 from ferry.pipeline.schema import Schema, TableId
 from ferry.retry import RetryPolicy
 from ferry.sinks.base import Sink
@@ -107,6 +107,10 @@ class TableFormatSink(Sink):
     def snapshot_properties(self, table: Any) -> Iterable[dict[str, str]]:
         """The properties of the table's snapshots, newest first."""
 
+    @abstractmethod
+    def drop_catalog_table(self, table_id: TableId) -> None:
+        """Drop an existing table from the catalog."""
+
     def already_applied(self, change: SchemaChange) -> bool:
         """Whether the table already shows the change (a replay); names compared exactly."""
         return is_applied(self.read_schema(self.require_table(change.table_id)), change)
@@ -139,6 +143,14 @@ class TableFormatSink(Sink):
                 table=str(table_id),
             )
         return table
+
+    def drop_table(self, table_id: TableId) -> bool:
+        """Drop the table from the catalog (a replay rebuilds it); False when it did not exist."""
+        self._schemas.pop(table_id, None)
+        if self.load_table(table_id) is None:
+            return False
+        self.drop_catalog_table(table_id)
+        return True
 
     def forget_schema(self, table_id: TableId) -> None:
         self._schemas.pop(table_id, None)
@@ -174,6 +186,16 @@ class TableFormatSink(Sink):
         else:
             buffer.extend(changes)
         self._written_schemas[table_id] = schema
+
+    def append_only_rows(self, table_id: TableId, changes: Sequence[DataChange]) -> list[Row]:
+        """The rows a table without a primary key gets: the new rows of inserts and updates. Its
+        deletes cannot be matched to a row: they are counted in :attr:`skipped_deletes`."""
+        rows = [c.after for c in changes if c.op is not Op.DELETE and c.after is not None]
+        deletes = sum(1 for c in changes if c.op is Op.DELETE)
+        if deletes:
+            self.skipped_deletes[table_id] = self.skipped_deletes.get(table_id, 0) + deletes
+            log.warning("%s has no primary key: %d deletes not applied (append-only)", table_id, deletes)
+        return rows
 
     def flush(self, offsets: Offsets) -> None:
         for table_id in [t for t, changes in self._buffers.items() if changes]:

@@ -30,11 +30,27 @@ from ferry.state.database import add_missing_columns
 
 metadata = MetaData()
 
+
+def _pipeline_journal() -> tuple[Column[int], Column[str]]:
+    """The key of a table that keeps a pipeline's records in order: a serial id, and the pipeline."""
+    return (
+        Column("id", Integer, primary_key=True, autoincrement=True),
+        Column("pipeline", String(200), nullable=False, index=True),
+    )
+
+
+def _environment_pipeline() -> tuple[Column[str], Column[str]]:
+    """The first part of the key of a table about a pipeline resource: its environment and name."""
+    return (
+        Column("environment", String(200), primary_key=True),
+        Column("pipeline", String(200), primary_key=True),
+    )
+
+
 checkpoints = Table(
     "ferry_checkpoints",
     metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("pipeline", String(200), nullable=False, index=True),
+    *_pipeline_journal(),
     Column("created_ms", BigInteger, nullable=False),
     Column("offsets", JSON, nullable=False),
     Column("schemas", JSON, nullable=False),
@@ -53,8 +69,7 @@ status = Table(
 schema_history = Table(
     "ferry_schema_history",
     metadata,
-    Column("id", Integer, primary_key=True, autoincrement=True),
-    Column("pipeline", String(200), nullable=False, index=True),
+    *_pipeline_journal(),
     Column("source_table", String(500), nullable=False),
     Column("sink_table", String(500), nullable=False),
     Column("change", Text, nullable=False),
@@ -126,8 +141,7 @@ savepoints = Table(
 instances = Table(
     "ferry_pipeline_instances",
     metadata,
-    Column("environment", String(200), primary_key=True),
-    Column("pipeline", String(200), primary_key=True),
+    *_environment_pipeline(),
     Column("worker", String(100), primary_key=True),
     Column("generation", Integer, nullable=False),
     Column("pid", Integer, nullable=False),
@@ -141,8 +155,7 @@ instances = Table(
 samples = Table(
     "ferry_pipeline_samples",
     metadata,
-    Column("environment", String(200), primary_key=True),
-    Column("pipeline", String(200), primary_key=True),
+    *_environment_pipeline(),
     Column("at_ms", BigInteger, primary_key=True),
     Column("lag_records", BigInteger, nullable=False),
     Column("throughput_eps", Float, nullable=False),

@@ -49,6 +49,20 @@ def test_change_kinds() -> None:
     assert change_kind(E.AlterColumnType(TID, "b", T.BIGINT()), SINK_SCHEMA) is ChangeKind.ALTER_COLUMN_TYPE
 
 
+def test_every_other_change_type_is_the_kind_of_its_name() -> None:
+    cased = {E.SchemaChangeType.ADD_COLUMN, E.SchemaChangeType.ALTER_COLUMN_TYPE}
+    for change_type in set(E.SchemaChangeType) - cased:
+        assert ChangeKind(change_type.value).value == change_type
+    assert change_kind(E.DropTable(TID), SINK_SCHEMA) is ChangeKind.DROP_TABLE
+    assert change_kind(E.AlterColumnComment(TID, "b", "c"), SINK_SCHEMA) is ChangeKind.ALTER_COLUMN_COMMENT
+    assert {k.value.split(".")[0] for k in ChangeKind} <= {
+        t.value.split(".")[0] for t in E.SchemaChangeType
+    } | {
+        "relax",
+        "tighten",
+    }
+
+
 def test_exception_fails_on_any_change_but_create_table() -> None:
     r = router(SchemaChangeBehavior.EXCEPTION)
     assert r.decide(E.CreateTable(TID, SINK_SCHEMA), None).action is Action.APPLY
@@ -72,7 +86,7 @@ def test_lenient_applies_supported_and_skips_unsupported() -> None:
 def test_evolve_fails_on_unsupported_naming_sink_table_and_change() -> None:
     d = router(SchemaChangeBehavior.EVOLVE).decide(E.DropColumn(TID, "a"), SINK_SCHEMA)
     assert d.action is Action.FAIL
-    assert "memory" in d.reason and "db.t" in d.reason and "drop_column" in d.reason
+    assert "memory" in d.reason and "db.t" in d.reason and "drop.column" in d.reason
     # not-synced changes are never an error
     assert (
         router(SchemaChangeBehavior.EVOLVE).decide(E.AlterColumnComment(TID, "a", "c"), SINK_SCHEMA).action

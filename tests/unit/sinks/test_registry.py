@@ -79,3 +79,12 @@ def test_a_declaration_whose_options_name_another_type_is_refused() -> None:
         SinkDeclaration(
             "other", MemorySinkConfig, SinkCapabilities(changes={}), "ferry.sinks.memory:MemorySink"
         )
+
+
+def test_the_matrix_speaks_the_words_of_the_router_and_the_capabilities() -> None:
+    from ferry.pipeline.router import Action
+    from ferry.sinks.base import Support
+    from ferry.sinks.matrix import Outcome
+
+    assert {a.value for a in Action} <= {o.value for o in Outcome}
+    assert Outcome.APPLY_AT_END == Support.APPLY_AT_END

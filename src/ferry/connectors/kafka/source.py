@@ -42,7 +42,7 @@ from confluent_kafka import (
     TopicPartition,
 )
 
-from ferry.connectors.base import RebalanceListener
+from ferry.connectors.base import LostRange, RebalanceListener
 from ferry.connectors.kafka.exceptions import SourceError, error_may_pass, may_pass
 from ferry.retry import RetryPolicy
 
@@ -79,16 +79,6 @@ class EndPosition:
     mode: str = "unbounded"
     timestamp_ms: int | None = None
     specific_offsets: Mapping[int, int] = field(default_factory=dict)
-
-
-@dataclass(frozen=True, slots=True)
-class LostRange:
-    """Records deleted by retention between a wanted start offset and the earliest one still there."""
-
-    topic: str
-    partition: int
-    wanted: int
-    earliest: int
 
 
 def offset_at(

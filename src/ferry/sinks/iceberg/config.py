@@ -19,11 +19,11 @@ from __future__ import annotations
 
 import re
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from ferry.options import TableFormatSinkConfigBase, fold_prefixed, local_dir, table_lists
+from ferry.options import TableFormatSinkConfigBase, local_dir
 
 #: The warehouse when ``catalog.properties.warehouse`` is not set (relative to the working directory).
 DEFAULT_WAREHOUSE = Path("var/warehouse")
@@ -50,18 +50,13 @@ PARTITION_FIELD = re.compile(
 
 
 class IcebergSinkConfig(TableFormatSinkConfigBase):
-    """``catalog.properties.*`` go to pyiceberg's ``load_catalog``; ``table.properties.*`` to new tables."""
+    """``catalog.properties.*`` go to pyiceberg's ``load_catalog``; ``partition.key`` names the
+    partition fields (``db.t1:a,day(ts);db.t2:bucket[8](id)``)."""
 
     type: Literal["iceberg"] = "iceberg"
     #: The name the catalog is opened under. A SQL catalog keys its rows by it: readers of the
     #: tables must open the catalog under the same name.
     catalog_name: str = Field(default="ferry", alias="catalog.name", min_length=1)
-    catalog_properties: dict[str, str] = Field(default_factory=dict)
-    table_properties: dict[str, str] = Field(default_factory=dict)
-    #: Sink table id (``db.table``) → the partition fields of the table when the sink creates it
-    #: (``partition.key: db.t1:a,day(ts);db.t2:bucket[8](id)``); a table not named is partitioned
-    #: by the partition keys of its schema (a transform's ``partition-keys``), if any.
-    partition_keys: dict[str, tuple[str, ...]] = Field(default_factory=dict, alias="partition.key")
     #: The Iceberg namespace of tables whose id has no schema part.
     namespace: str = Field(default="default", min_length=1)
     #: Snapshots kept per table; the commit that goes past this expires the older ones.
@@ -77,25 +72,17 @@ class IcebergSinkConfig(TableFormatSinkConfigBase):
     #: ... once a table has at least this many of them.
     compaction_min_files: int = Field(default=8, ge=2, alias="sink.compaction.min-input-files")
 
-    @model_validator(mode="before")
+    @field_validator("partition_keys")
     @classmethod
-    def _fold(cls, data: Any) -> Any:
-        data = fold_prefixed(data, "catalog.properties", "catalog_properties")
-        return fold_prefixed(data, "table.properties", "table_properties")
-
-    @field_validator("partition_keys", mode="before")
-    @classmethod
-    def _partition_keys(cls, value: Any) -> Any:
-        tables = table_lists(value, "partition.key")
-        if isinstance(tables, dict):
-            for table, fields in tables.items():
-                for field in fields if isinstance(fields, (list, tuple)) else ():
-                    match = PARTITION_FIELD.match(str(field))
-                    if match is None or match["size"] == "0":
-                        raise ValueError(
-                            f"partition.key: {field!r} of {table} is not a column, "
-                            "year|month|day|hour(column), bucket[N](column) or truncate[W](column)"
-                        )
+    def _partition_fields(cls, tables: dict[str, tuple[str, ...]]) -> dict[str, tuple[str, ...]]:
+        for table, fields in tables.items():
+            for field in fields:
+                match = PARTITION_FIELD.match(field)
+                if match is None or match["size"] == "0":
+                    raise ValueError(
+                        f"partition.key: {field!r} of {table} is not a column, "
+                        "year|month|day|hour(column), bucket[N](column) or truncate[W](column)"
+                    )
         return tables
 
     @model_validator(mode="after")

@@ -68,19 +68,8 @@ from pyiceberg.transforms import (
     YearTransform,
 )
 
-from ferry.pipeline.events import (
-    AddColumn,
-    AlterColumnComment,
-    AlterColumnType,
-    AlterTableComment,
-    ColumnPositionKind,
-    CreateTable,
-    DataChange,
-    DropColumn,
-    Op,
-    RenameColumn,
-    SchemaChange,
-)
+from ferry.pipeline import events as E
+from ferry.pipeline.events import ColumnPositionKind, DataChange, SchemaChange
 from ferry.pipeline.schema import Schema, TableId
 from ferry.pipeline.types import DataType
 from ferry.retry import RetryPolicy
@@ -165,14 +154,8 @@ class IcebergSink(TableFormatSink):
         except (NoSuchTableError, NoSuchNamespaceError):
             return None
 
-    def drop_table(self, table_id: TableId) -> bool:
-        """Drop the table from the catalog (a replay rebuilds it); False when it did not exist."""
-        self._schemas.pop(table_id, None)
-        try:
-            self.catalog.drop_table(self.identifier(table_id))
-        except (NoSuchTableError, NoSuchNamespaceError):
-            return False
-        return True
+    def drop_catalog_table(self, table_id: TableId) -> None:
+        self.catalog.drop_table(self.identifier(table_id))
 
     # ------------------------------------------------------------------------------- schemas
 
@@ -185,7 +168,7 @@ class IcebergSink(TableFormatSink):
     def alter_table(self, change: SchemaChange) -> None:
         self._alter(self.require_table(change.table_id), change)
 
-    def create_table(self, change: CreateTable) -> None:
+    def create_table(self, change: E.CreateTable) -> None:
         namespace, name = self.identifier(change.table_id)
         table = self.load_table(change.table_id)
         if table is None:
@@ -216,7 +199,7 @@ class IcebergSink(TableFormatSink):
     def _alter(self, table: Table, change: SchemaChange) -> None:
         table_id = change.table_id
         match change:
-            case AddColumn(column=column, position=position):
+            case E.AddColumn(column=column, position=position):
                 reference = position.reference
                 if reference is not None and reference not in {f.name for f in table.schema().fields}:
                     log.warning("%s: %s is not a column, adding %s last", table_id, reference, column.name)
@@ -235,18 +218,18 @@ class IcebergSink(TableFormatSink):
                         update.move_before(column.name, reference)
                     elif position.kind is ColumnPositionKind.AFTER and reference is not None:
                         update.move_after(column.name, reference)
-            case DropColumn(column_name=name):
+            case E.DropColumn(column_name=name):
                 with table.update_schema() as update:
                     update.delete_column(name)
-            case RenameColumn(old_name=old, new_name=new):
+            case E.RenameColumn(old_name=old, new_name=new):
                 with table.update_schema() as update:
                     update.rename_column(old, new)
-            case AlterColumnType(column_name=name, new_type=new_type):
+            case E.AlterColumnType(column_name=name, new_type=new_type):
                 self._alter_type(table, table_id, name, new_type)
-            case AlterColumnComment(column_name=name, comment=comment):
+            case E.AlterColumnComment(column_name=name, comment=comment):
                 with table.update_schema() as update:
                     update.update_column(name, doc=comment or "")
-            case AlterTableComment(comment=comment):
+            case E.AlterTableComment(comment=comment):
                 with table.transaction() as tx:
                     if comment:
                         tx.set_properties({COMMENT_PROPERTY: comment})
@@ -300,11 +283,7 @@ class IcebergSink(TableFormatSink):
             if table.current_snapshot() is not None:
                 touched = list(state)
         else:
-            rows = [c.after for c in changes if c.op is not Op.DELETE and c.after is not None]
-            deletes = sum(1 for c in changes if c.op is Op.DELETE)
-            if deletes:
-                self.skipped_deletes[table_id] = self.skipped_deletes.get(table_id, 0) + deletes
-                log.warning("%s has no primary key: %d deletes not applied (append-only)", table_id, deletes)
+            rows = self.append_only_rows(table_id, changes)
         data = rows_to_arrow(schema.as_arrow(), rows, sink=self.type, table_id=table_id)
         if touched and merges_on_read(table):
             self._commit_row_delta(table_id, table, keys, touched, data, properties)

@@ -41,21 +41,8 @@ from odps.tunnel import CompressOption, TableTunnel
 from odps.tunnel.tabletunnel import TableUpsertSession
 
 from ferry.offsets import Offsets
-from ferry.pipeline.events import (
-    AddColumn,
-    AlterColumnComment,
-    AlterColumnType,
-    AlterTableComment,
-    CreateTable,
-    DataChange,
-    DropColumn,
-    DropTable,
-    Op,
-    RenameColumn,
-    Row,
-    SchemaChange,
-    TruncateTable,
-)
+from ferry.pipeline import events as E
+from ferry.pipeline.events import DataChange, Op, Row, SchemaChange
 from ferry.pipeline.schema import Column, Schema, TableId
 from ferry.pipeline.types import DataType
 from ferry.sinks.base import Sink, SinkCapabilities
@@ -187,13 +174,13 @@ class MaxComputeSink(Sink):
         with self._errors(table_id, f"applying {change.tag}"):
             current = self._read_table(table_id)
             existing = None if current is None else current.schema
-            if isinstance(change, CreateTable):
+            if isinstance(change, E.CreateTable):
                 if existing is not None:
                     self._check_existing(table_id, existing, change.schema)
                     statements = []
                 else:
                     statements = [self.create_table_statement(table, change.schema)]
-            elif existing is None and not isinstance(change, DropTable | TruncateTable):
+            elif existing is None and not isinstance(change, E.DropTable | E.TruncateTable):
                 raise SinkTerminalError(f"table {table} does not exist", sink=self.type, table=str(table_id))
             else:
                 statements = self.schema_change_statements(table, change, existing)
@@ -220,27 +207,27 @@ class MaxComputeSink(Sink):
         """The statements of one change to an existing table; none when it is already applied."""
         dialect = self.dialect
         match change:
-            case DropTable():
+            case E.DropTable():
                 return [] if current is None else [dialect.drop_table(table)]
-            case TruncateTable():
+            case E.TruncateTable():
                 return [] if current is None else [dialect.truncate(table)]
         assert current is not None
         match change:
-            case AddColumn(column=column):
+            case E.AddColumn(column=column):
                 if current.find_ignoring_case(column.name) is not None:
                     return []
                 added = replace(column, type=sink_type(column.type).with_nullable(True))
                 return [dialect.add_column(table, added)]
-            case DropColumn(column_name=name):
+            case E.DropColumn(column_name=name):
                 dropped = current.find_ignoring_case(name)
                 return [] if dropped is None else [dialect.drop_column(table, dropped.name)]
-            case RenameColumn(old_name=old, new_name=new):
+            case E.RenameColumn(old_name=old, new_name=new):
                 have = current.find_ignoring_case(old)
                 renamed = have is None and current.find_ignoring_case(new) is not None
                 if renamed or old.lower() == new.lower():
                     return []
                 return [dialect.rename_column(table, self._column(current, old, change).name, new)]
-            case AlterColumnType(column_name=name, new_type=new_type):
+            case E.AlterColumnType(column_name=name, new_type=new_type):
                 column = self._column(current, name, change)
                 wanted = sink_type(new_type)
                 statements = []
@@ -249,7 +236,7 @@ class MaxComputeSink(Sink):
                 if wanted.nullable and not column.type.nullable:
                     statements.append(dialect.drop_not_null(table, column.name))
                 return statements  # NOT NULL is never added to an existing column
-            case AlterColumnComment() | AlterTableComment():
+            case E.AlterColumnComment() | E.AlterTableComment():
                 return []  # comments are not synced
         raise TypeError(f"no statements for {type(change).__name__}")
 

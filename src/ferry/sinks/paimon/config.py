@@ -16,11 +16,11 @@ This module imports no pypaimon, so a job file validates without the ``paimon`` 
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Any, Literal
+from typing import Literal
 
-from pydantic import Field, field_validator, model_validator
+from pydantic import Field, model_validator
 
-from ferry.options import TableFormatSinkConfigBase, fold_prefixed, local_dir, table_lists
+from ferry.options import TableFormatSinkConfigBase, local_dir
 
 #: The warehouse when ``catalog.properties.warehouse`` is not set (relative to the working directory).
 DEFAULT_WAREHOUSE = Path("var/paimon")
@@ -34,34 +34,18 @@ DEFAULT_ROWKIND_COLUMN = "_ferry_row_kind"
 
 
 class PaimonSinkConfig(TableFormatSinkConfigBase):
-    """``catalog.properties.*`` go to pypaimon's ``CatalogFactory``; ``table.properties.*`` to new tables."""
+    """``catalog.properties.*`` go to pypaimon's ``CatalogFactory``; ``partition.key`` names the
+    partition keys (columns)."""
 
     type: Literal["paimon"] = "paimon"
-    catalog_properties: dict[str, str] = Field(default_factory=dict)
-    table_properties: dict[str, str] = Field(default_factory=dict)
     #: The commit user of every snapshot the sink writes; by default the pipeline's name.
     commit_user: str | None = Field(default=None, alias="commit.user", min_length=1)
     #: Flink CDC's ``commit.user-prefix``: the commit user is ``<prefix>_<pipeline name>`` (Flink
     #: CDC adds a random suffix per job; ferry's stays the same across restarts, so that a restart
     #: finds its own commits).
     commit_user_prefix: str | None = Field(default=None, alias="commit.user-prefix", min_length=1)
-    #: Sink table id (``db.table``) → the partition keys of the table when the sink creates it
-    #: (``partition.key: db.t1:a,b;db.t2:c``); a table not named keeps the partition keys of its
-    #: schema (a transform's ``partition-keys``).
-    partition_keys: dict[str, tuple[str, ...]] = Field(default_factory=dict, alias="partition.key")
     #: The Paimon database of tables whose id has no schema part.
     database: str = Field(default="default", min_length=1)
-
-    @model_validator(mode="before")
-    @classmethod
-    def _fold(cls, data: Any) -> Any:
-        data = fold_prefixed(data, "catalog.properties", "catalog_properties")
-        return fold_prefixed(data, "table.properties", "table_properties")
-
-    @field_validator("partition_keys", mode="before")
-    @classmethod
-    def _partition_keys(cls, value: Any) -> Any:
-        return table_lists(value, "partition.key")
 
     @model_validator(mode="after")
     def _one_commit_user(self) -> PaimonSinkConfig:

@@ -48,21 +48,9 @@ from pypaimon.schema.data_types import AtomicType, PyarrowFieldParser
 from pypaimon.schema.schema_change import Move
 from pypaimon.schema.schema_change import SchemaChange as PaimonChange
 
+from ferry.pipeline import events as E
 from ferry.pipeline.apply import is_applied
-from ferry.pipeline.events import (
-    AddColumn,
-    AlterColumnComment,
-    AlterColumnType,
-    AlterTableComment,
-    ColumnPositionKind,
-    CreateTable,
-    DataChange,
-    DropColumn,
-    Op,
-    RenameColumn,
-    Row,
-    SchemaChange,
-)
+from ferry.pipeline.events import ColumnPositionKind, DataChange, Op, Row, SchemaChange
 from ferry.pipeline.schema import Schema, TableId
 from ferry.pipeline.types import DataType
 from ferry.sinks.arrow import rows_to_arrow
@@ -127,13 +115,8 @@ class PaimonSink(TableFormatSink):
         except (TableNotExistException, DatabaseNotExistException):
             return None
 
-    def drop_table(self, table_id: TableId) -> bool:
-        """Drop the table from the catalog (a replay rebuilds it); False when it did not exist."""
-        self._schemas.pop(table_id, None)
-        if self.load_table(table_id) is None:
-            return False
+    def drop_catalog_table(self, table_id: TableId) -> None:
         self.catalog.drop_table(self.identifier(table_id), True)
-        return True
 
     # ------------------------------------------------------------------------------- schemas
 
@@ -150,7 +133,7 @@ class PaimonSink(TableFormatSink):
     def alter_table(self, change: SchemaChange) -> None:
         self._alter_with_retry(change)
 
-    def create_table(self, change: CreateTable) -> None:
+    def create_table(self, change: E.CreateTable) -> None:
         database, _ = self.identifier(change.table_id).split(".", 1)
         table = self.load_table(change.table_id)
         if table is None:
@@ -219,7 +202,7 @@ class PaimonSink(TableFormatSink):
         table_id = change.table_id
         changes: list[Any]
         match change:
-            case AddColumn(column=column, position=position):
+            case E.AddColumn(column=column, position=position):
                 changes = [
                     PaimonChange.add_column(
                         column.name,
@@ -229,15 +212,15 @@ class PaimonSink(TableFormatSink):
                         move=_move(column.name, position.kind, position.reference),
                     )
                 ]
-            case DropColumn(column_name=name):
+            case E.DropColumn(column_name=name):
                 changes = [PaimonChange.drop_column(name)]
-            case RenameColumn(old_name=old, new_name=new):
+            case E.RenameColumn(old_name=old, new_name=new):
                 changes = [PaimonChange.rename_column(old, new)]
-            case AlterColumnType(column_name=name, new_type=new_type):
+            case E.AlterColumnType(column_name=name, new_type=new_type):
                 changes = self._type_changes(table_id, current, name, new_type)
-            case AlterColumnComment(column_name=name, comment=comment):
+            case E.AlterColumnComment(column_name=name, comment=comment):
                 changes = [PaimonChange.update_column_comment(name, comment or "")]
-            case AlterTableComment(comment=comment):
+            case E.AlterTableComment(comment=comment):
                 changes = [PaimonChange.update_comment(comment)]
             case _:
                 raise SinkTerminalError(f"no rule for {change.tag}", sink=self.type, table=str(table_id))
@@ -294,11 +277,7 @@ class PaimonSink(TableFormatSink):
                     for kind, row in state.values()
                 ]
         else:
-            rows = [c.after for c in changes if c.op is not Op.DELETE and c.after is not None]
-            deletes = sum(1 for c in changes if c.op is Op.DELETE)
-            if deletes:
-                self.skipped_deletes[table_id] = self.skipped_deletes.get(table_id, 0) + deletes
-                log.warning("%s has no primary key: %d deletes not applied (append-only)", table_id, deletes)
+            rows = self.append_only_rows(table_id, changes)
         data = rows_to_arrow(arrow_schema, rows, sink=self.type, table_id=table_id)
         builder = table.new_stream_write_builder()
         builder.commit_user = self.commit_user
@@ -392,22 +371,22 @@ def respell(change: SchemaChange, schema: Schema) -> SchemaChange:
         return name if column is None else column.name
 
     match change:
-        case AddColumn(position=position) if position.reference is not None:
+        case E.AddColumn(position=position) if position.reference is not None:
             return replace(change, position=replace(position, reference=spelled(position.reference)))
         case (
-            DropColumn(column_name=name)
-            | AlterColumnType(column_name=name)
-            | AlterColumnComment(column_name=name)
+            E.DropColumn(column_name=name)
+            | E.AlterColumnType(column_name=name)
+            | E.AlterColumnComment(column_name=name)
         ):
             return replace(change, column_name=spelled(name))
-        case RenameColumn(old_name=old):
+        case E.RenameColumn(old_name=old):
             return replace(change, old_name=spelled(old))
     return change
 
 
 def _added_ignoring_case(schema: Schema, change: SchemaChange) -> bool:
     """An added column the table already has under another spelling (column names ignore case)."""
-    if not isinstance(change, AddColumn) or change.column.name in schema:
+    if not isinstance(change, E.AddColumn) or change.column.name in schema:
         return False
     existing = schema.find_ignoring_case(change.column.name)
     if existing is not None:

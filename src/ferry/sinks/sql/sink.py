@@ -25,22 +25,9 @@ from dataclasses import replace
 from typing import Any, Protocol
 
 from ferry.offsets import Offsets
+from ferry.pipeline import events as E
 from ferry.pipeline.apply import is_applied
-from ferry.pipeline.events import (
-    AddColumn,
-    AlterColumnComment,
-    AlterColumnType,
-    AlterTableComment,
-    CreateTable,
-    DataChange,
-    DropColumn,
-    DropTable,
-    Op,
-    RenameColumn,
-    Row,
-    SchemaChange,
-    TruncateTable,
-)
+from ferry.pipeline.events import DataChange, Op, Row, SchemaChange
 from ferry.pipeline.schema import Column, Schema, TableId
 from ferry.pipeline.types import DataType, TypeRoot
 from ferry.sinks.base import Sink
@@ -151,13 +138,13 @@ class SqlSink(Sink):
         self._schemas.pop(table_id, None)
         with self._errors(table_id, f"applying {change.tag}"), self._transaction() as cursor:
             current = self._read_schema(cursor, table)
-            if isinstance(change, CreateTable):
+            if isinstance(change, E.CreateTable):
                 if current is not None:
                     self._check_existing(table_id, current, change.schema)
                 statements = [] if current is not None else self.create_table_statements(table, change.schema)
                 if statements and table.schema is not None and not self._schema_exists(cursor, table.schema):
                     statements.insert(0, self.dialect.create_schema(table.schema))
-            elif current is None and not isinstance(change, DropTable | TruncateTable):
+            elif current is None and not isinstance(change, E.DropTable | E.TruncateTable):
                 raise SinkTerminalError(f"table {table} does not exist", sink=self.type, table=str(table_id))
             else:
                 statements = self.schema_change_statements(table, change, current)
@@ -181,24 +168,24 @@ class SqlSink(Sink):
         """The statements of one change to an existing table; none when it is already applied."""
         dialect = self.dialect
         match change:
-            case DropTable():
+            case E.DropTable():
                 return [] if current is None else [dialect.drop_table(table)]
-            case TruncateTable():
+            case E.TruncateTable():
                 return [] if current is None else [dialect.truncate(table)]
-            case AddColumn(column=column, position=position):
+            case E.AddColumn(column=column, position=position):
                 if is_applied(current, change):
                     return []
                 return [dialect.add_column(table, self.added_column(column), position)]
-            case DropColumn(column_name=name):
+            case E.DropColumn(column_name=name):
                 return [] if is_applied(current, change) else [dialect.drop_column(table, name)]
-            case RenameColumn(old_name=old, new_name=new):
+            case E.RenameColumn(old_name=old, new_name=new):
                 return [] if is_applied(current, change) else [dialect.rename_column(table, old, new)]
-            case AlterColumnType(column_name=name, new_type=new_type):
+            case E.AlterColumnType(column_name=name, new_type=new_type):
                 stored = self.sink_type(new_type)
                 if is_applied(current, replace(change, new_type=stored)):
                     return []
                 return [dialect.alter_column_type(table, name, stored)]
-            case AlterColumnComment() | AlterTableComment():
+            case E.AlterColumnComment() | E.AlterTableComment():
                 return []  # comments are not synced
         raise TypeError(f"no statements for {type(change).__name__}")
 
