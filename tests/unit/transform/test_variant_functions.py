@@ -116,6 +116,12 @@ def test_functions_in_expressions(text: str, expected: str | None) -> None:
     assert result is None or isinstance(result, Variant)
 
 
+def test_a_variant_cast_to_string_is_its_json_text() -> None:
+    text = value("CAST(PARSE_JSON(s) AS STRING)", ROW)
+    assert type(text) is str and text == '{"k":[10,{"deep":"x"},null],"n":1.5}'
+    assert value("CAST(PARSE_JSON(s)['k'][1] AS INT)", ROW) == 10
+
+
 def test_the_variant_type() -> None:
     assert compiled("PARSE_JSON(s)").type == VARIANT()
     assert compiled("PARSE_JSON(s)['k'][1]").type == VARIANT()
