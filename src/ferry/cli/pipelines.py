@@ -9,11 +9,12 @@ editor. Output is text, or the resources with ``--output json``. Exit codes: 0 d
 
 from __future__ import annotations
 
+import contextlib
 import datetime as dt
 import functools
 import logging
 import sys
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
 from typing import Any, TypeVar
 
@@ -23,7 +24,7 @@ import orjson
 from ferry import install_hint
 from ferry.api.client import Api, ApiError, Client, Local
 from ferry.cli.output import render_pipeline, render_pipelines, render_savepoint, render_savepoints
-from ferry.control.models import API_VERSION, SavepointSource
+from ferry.control.models import API_VERSION, SavepointSource, job_label
 from ferry.logs import mask_secrets
 
 F = TypeVar("F", bound=Callable[..., Any])
@@ -187,7 +188,8 @@ def create_pipeline(
         "labels": _pairs(labels, "--label"),
         "annotations": _pairs(annotations, "--annotation"),
     }
-    resource = api.call("POST", "pipelines", body=_pipeline_body(name, spec, metadata))
+    with _in_job_file(name, job_file):
+        resource = api.call("POST", "pipelines", body=_pipeline_body(name, spec, metadata))
     _emit(output, resource, lambda: f"created pipeline {name}\n{render_pipeline(resource)}")
 
 
@@ -251,6 +253,19 @@ def _pipeline_body(
         "metadata": {"name": name, **(metadata or {})},
         "spec": dict(spec),
     }
+
+
+@contextlib.contextmanager
+def _in_job_file(name: str, job_file: Path | None) -> Iterator[None]:
+    """A refusal of the pipeline's job, which the API places in its ``spec.job``, placed in the
+    file it was read from (``job.yaml:12:5: sink.catalog.properties.type: ...``)."""
+    try:
+        yield
+    except ApiError as e:
+        label = f"{job_label(name)}:"
+        if job_file is None or label not in e.message:
+            raise
+        raise ApiError(e.status, e.message.replace(label, f"{job_file}:")) from None
 
 
 def _read_job(path: Path) -> str:
@@ -458,7 +473,8 @@ def replay(
         spec["upgradeMode"] = upgrade_mode
     if stopped:
         spec["stopped"] = True
-    resource = api.call("POST", "pipelines", body=_pipeline_body(name, spec))
+    with _in_job_file(name, job_file):
+        resource = api.call("POST", "pipelines", body=_pipeline_body(name, spec))
     _emit(output, resource, lambda: f"created replay {name}\n{render_pipeline(resource)}")
 
 

@@ -98,8 +98,17 @@ def problem_at(path: str | Path, key_path: str, message: str) -> ConfigError:
     and column (a check of the whole job that found it after the file was read)."""
     file = str(path)
     try:
-        root = _parse(Path(path).read_text(encoding="utf-8"), file)
-    except (OSError, UnicodeDecodeError, ConfigError):
+        text = Path(path).read_text(encoding="utf-8")
+    except (OSError, UnicodeDecodeError):
+        return ConfigError.at(file, message, key_path=key_path)
+    return problem_in(text, file, key_path, message)
+
+
+def problem_in(text: str, file: str, key_path: str, message: str) -> ConfigError:
+    """:func:`problem_at` in a job's ``text`` (a request's ``spec.job``), named ``file``."""
+    try:
+        root = _parse(text, file)
+    except ConfigError:
         return ConfigError.at(file, message, key_path=key_path)
     parts: list[str | int] = []
     for name, index in re.findall(r"([^.\[\]]+)|\[(\d+)\]", key_path):

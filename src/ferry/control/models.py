@@ -59,6 +59,11 @@ class InstanceState(StrEnum):
     FAILED = "FAILED"
 
 
+def job_label(name: str) -> str:
+    """What errors call a pipeline's job (its ``spec.job``): ``pipeline NAME spec.job``."""
+    return f"pipeline {name} spec.job"
+
+
 def _absent(value: object) -> bool:
     """An optional field left out of a document when it has no value."""
     return value is None

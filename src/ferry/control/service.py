@@ -18,7 +18,7 @@ from pydantic import ValidationError
 from ferry.config.checks import UnsupportedOptionError, check_supported
 from ferry.config.exceptions import ConfigError
 from ferry.config.job import BoundedMode, JobConfig, format_specific_offsets
-from ferry.config.loader import load_job_text
+from ferry.config.loader import load_job_text, problem_in
 from ferry.control.exceptions import ControlError
 from ferry.control.models import (
     INITIAL_OFFSET_FROM,
@@ -36,6 +36,7 @@ from ferry.control.models import (
     SavepointSpec,
     SavepointState,
     SavepointStatus,
+    job_label,
 )
 from ferry.control.names import name_error
 from ferry.control.replay import check_rebuild
@@ -87,7 +88,7 @@ def latest_offsets_format(offsets: Mapping[str, Mapping[str, int]]) -> dict[str,
 def load_job(spec: PipelineSpec, name: str) -> JobConfig:
     """The pipeline's job file, validated; errors name the line and key (400)."""
     try:
-        job = load_job_text(spec.job, file=f"pipeline {name} spec.job")
+        job = load_job_text(spec.job, file=job_label(name))
     except ConfigError as e:
         raise ControlError(400, str(e)) from None
     register_secrets(secrets_of(job))
@@ -164,7 +165,7 @@ class ControlPlane:
         reference = spec.properties.get(INITIAL_OFFSET_FROM)
         if reference is not None:
             self._check_carry_over(environment, name, spec, job, reference)
-        self._check_job(job)
+        self._check_job(job, spec, name)
         check_rebuild(job, spec)
         if existing is not None:
             self.state.forget(existing.runtime_name)
@@ -228,7 +229,7 @@ class ControlPlane:
                 f"(the request changes spec.{sorted(_alias(k) for k in changed)[0]})",
             )
         if changed:
-            self._check_job(load_job(spec, name))
+            self._check_job(load_job(spec, name), spec, name)
             self.store.update_pipeline(row, spec=spec.document())
             row = self._row(environment, name)
         if spec.stopped != current.stopped:
@@ -423,11 +424,15 @@ class ControlPlane:
             raise ControlError(400, f"spec.{where}: {first['msg']}") from None
 
     @staticmethod
-    def _check_job(job: JobConfig) -> None:
+    def _check_job(job: JobConfig, spec: PipelineSpec, name: str) -> None:
+        """What the job asks for and ferry does not do (as ``ferry validate`` refuses it): at the
+        key's line and column in ``spec.job`` when the refusal names one (400)."""
         try:
             check_supported(job)
         except UnsupportedOptionError as e:
-            raise ControlError(400, str(e)) from None
+            if e.key_path is None:
+                raise ControlError(400, str(e)) from None
+            raise ControlError(400, str(problem_in(spec.job, job_label(name), e.key_path, str(e)))) from None
 
     @staticmethod
     def _check_source(source: str) -> None:

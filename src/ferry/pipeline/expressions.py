@@ -30,7 +30,7 @@ from typing import Any
 
 from sqlglot import exp
 
-from ferry.pipeline import struct_functions, temporal_functions, text_functions
+from ferry.pipeline import struct_functions, temporal_functions, text_functions, variant_functions
 from ferry.pipeline.compiled import Compiled, CompileError, Fn, RowKind, Session, binary, constant
 from ferry.pipeline.events import Row
 from ferry.pipeline.exceptions import SchemaError
@@ -697,6 +697,7 @@ _NAMED: dict[str, Callable[[Compiler, Any], Compiled]] = {
     **text_functions.NAMED_HANDLERS,
     **temporal_functions.NAMED_HANDLERS,
     **struct_functions.NAMED_HANDLERS,
+    **variant_functions.NAMED_HANDLERS,
 }
 #: Nodes that occur inside supported expressions without being expressions of their own.
 _PARTS: tuple[type[exp.Expr], ...] = (

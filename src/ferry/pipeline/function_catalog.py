@@ -44,6 +44,8 @@ class _TransformParser(FlinkParser):
         # their arguments are checked against Flink's signatures, not sqlglot's
         "LOCATE": _call("LOCATE"),
         "INSTR": _call("INSTR"),
+        "PARSE_JSON": _call("PARSE_JSON"),
+        "TRY_PARSE_JSON": _call("TRY_PARSE_JSON"),
     }
 
 
@@ -184,9 +186,8 @@ EXAMPLE_COLUMNS = (
     ("arr", "ARRAY<INT>"),
     ("m", "MAP<STRING, INT>"),
     ("r", "ROW<`a` INT, `c` STRING>"),
+    ("v", "VARIANT"),
 )
-
-_NO_VARIANT = "ferry's type system has no VARIANT type (JSON text stays STRING)"
 
 
 def _family(family: str, *rows: tuple[str, str | None] | tuple[str, str | None, str]) -> list[Function]:
@@ -333,8 +334,8 @@ FLINK_CDC_FUNCTIONS: tuple[Function, ...] = (
     ),
     *_family(
         "variant",
-        ("PARSE_JSON(string[, allowDuplicateKeys])", None, _NO_VARIANT),
-        ("TRY_PARSE_JSON(string[, allowDuplicateKeys])", None, _NO_VARIANT),
+        ("PARSE_JSON(string[, allowDuplicateKeys])", "PARSE_JSON(s)"),
+        ("TRY_PARSE_JSON(string[, allowDuplicateKeys])", "TRY_PARSE_JSON(s, TRUE)"),
     ),
     *_family(
         "struct",
@@ -348,8 +349,8 @@ FLINK_CDC_FUNCTIONS: tuple[Function, ...] = (
         ("array[index]", "arr[1]"),
         ("map[key]", "m['k']"),
         ("row[index]", "r[2]"),
-        ("variant[index]", None, _NO_VARIANT),
-        ("variant[key]", None, _NO_VARIANT),
+        ("variant[index]", "v[1]"),
+        ("variant[key]", "v['k']"),
     ),
 )
 

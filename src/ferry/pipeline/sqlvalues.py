@@ -55,9 +55,10 @@ class ExpressionError(ValueError):
 
 
 def to_text(v: Any) -> str:
-    """A value as SQL text (``CAST(x AS STRING)``): ``TRUE``, ``12.50``, ``2024-03-01 12:30:00``."""
+    """A value as SQL text (``CAST(x AS STRING)``): ``TRUE``, ``12.50``, ``2024-03-01 12:30:00``;
+    a VARIANT its JSON text."""
     if isinstance(v, str):
-        return v
+        return str(v)  # a Variant is a str: its text, as a plain one
     if isinstance(v, bool):
         return "TRUE" if v else "FALSE"
     if isinstance(v, decimal.Decimal):

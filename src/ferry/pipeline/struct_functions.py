@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
+from ferry.pipeline import variant_functions
 from ferry.pipeline.compiled import Compiled, CompileError, call, constant_value
 from ferry.pipeline.events import Row
 from ferry.pipeline.sqlvalues import coercion, common_type
@@ -98,14 +99,18 @@ def array_position(c: Compiler, node: exp.ArrayPosition) -> Compiled:
 
 
 def subscript(c: Compiler, node: exp.Bracket) -> Compiled:
-    """``array[i]`` (from 1), ``map[key]``, ``row[i]`` (a constant, from 1); ``MAP[k, v, ...]``."""
+    """``array[i]`` (from 1), ``map[key]``, ``row[i]`` (a constant, from 1), ``variant[i]`` and
+    ``variant[key]``; ``MAP[k, v, ...]``."""
     if isinstance(node.this, exp.Column) and node.this.name.upper() == "MAP" and c.resolve("MAP") is None:
         return map_(c, node)
     if len(node.expressions) != 1:
         raise CompileError(f"{node.sql()}: a subscript takes one index or key")
-    operand = _collection(c, node.this, (TypeRoot.ARRAY, TypeRoot.MAP, TypeRoot.ROW), "a subscript")
-    index = c.compile(node.expressions[0])
+    roots = (TypeRoot.ARRAY, TypeRoot.MAP, TypeRoot.ROW, TypeRoot.VARIANT)
+    operand = _collection(c, node.this, roots, "a subscript")
     t = operand.type
+    if t is not None and t.root is TypeRoot.VARIANT:
+        return variant_functions.subscript(c, operand, node)
+    index = c.compile(node.expressions[0])
     if t is not None and t.root is TypeRoot.ROW:
         position = constant_value(index, "the index of a row's field")
         if not isinstance(position, int) or not 1 <= position <= len(t.fields):

@@ -165,11 +165,28 @@ def describe(index: int, spec: TransformSpec) -> str:
 # Stateful constructs
 
 
-def _stateful_construct(select: exp.Select, condition: exp.Expr | None) -> str | None:
-    """The first construct that keeps state across rows, said in words (``SUM(x) is an aggregate``)."""
-    for root in (select, condition):
+def _as_written(node: exp.Expr, sql: str) -> str:
+    """A call as sqlglot renders it, with its function's name spelled as in ``sql``, the text it
+    was parsed from (``Count(*)``, not ``COUNT(*)``)."""
+    text = node.sql(dialect=DIALECT)
+    named = node
+    while "start" not in named.meta and isinstance(named.this, exp.Expr):
+        named = named.this  # a window's function (``lag(x) OVER (...)``)
+    start, end = named.meta.get("start"), named.meta.get("end")
+    if start is None or end is None:
+        return text
+    name = sql[start : end + 1]
+    return name + text[len(name) :] if text.upper().startswith(name.upper()) else text
+
+
+def _stateful_construct(
+    select: exp.Select, condition: exp.Expr | None, written: tuple[str, str] = ("", "")
+) -> str | None:
+    """The first construct that keeps state across rows, said in words (``SUM(x) is an aggregate``);
+    ``written``: the texts the projection and the filter were parsed from, for their spelling."""
+    for root, sql in zip((select, condition), written, strict=True):
         for node in root.walk() if root is not None else ():
-            text = node.sql(dialect=DIALECT)
+            text = _as_written(node, sql)
             if isinstance(node, exp.MatchRecognize):
                 return "MATCH_RECOGNIZE is pattern matching over rows"
             if isinstance(node, exp.Window):
@@ -209,7 +226,8 @@ def stateful_problem(job: JobWithTransforms) -> tuple[int, str, str] | None:
             condition = parse_filter(spec.filter) if spec.filter else None
         except ValueError:
             continue  # the job file's validation reports it
-        construct = _stateful_construct(select, condition)
+        written = ("SELECT " + (spec.projection or "*").replace("\\*", "*"), "SELECT " + (spec.filter or ""))
+        construct = _stateful_construct(select, condition, written)
         query = select.copy()
         if query.args.get("from") is None and query.args.get("from_") is None:
             query = query.from_(exp.Table(this=exp.to_identifier(spec.source_table, quoted=True)))

@@ -41,6 +41,8 @@ class TypeRoot(StrEnum):
     ARRAY = "ARRAY"
     MAP = "MAP"
     ROW = "ROW"
+    #: Semi-structured: JSON's values (see :mod:`ferry.pipeline.variant_functions`).
+    VARIANT = "VARIANT"
 
 
 INTEGERS = (TypeRoot.TINYINT, TypeRoot.SMALLINT, TypeRoot.INT, TypeRoot.BIGINT)
@@ -176,6 +178,10 @@ def MAP(key: DataType, value: DataType) -> DataType:  # noqa: N802
 
 def ROW(*fields: Field) -> DataType:  # noqa: N802
     return DataType(TypeRoot.ROW, fields=tuple(fields))
+
+
+def VARIANT() -> DataType:  # noqa: N802
+    return DataType(TypeRoot.VARIANT)
 
 
 # --------------------------------------------------------------------------------------- rendering
@@ -364,7 +370,8 @@ def widen(a: DataType, b: DataType) -> DataType:
     a DECIMAL meet at a DECIMAL wide enough for both; an exact and an approximate number meet at
     DOUBLE; CHAR(n) < VARCHAR(m) < STRING; BINARY(n) < VARBINARY(m) < BYTES; DATE < TIMESTAMP;
     precisions of TIME and TIMESTAMP take the maximum; ARRAY, MAP and ROW widen element-wise
-    (a ROW may gain fields). Anything else meets at STRING, except the nested types, which have no
+    (a ROW may gain fields). Anything else meets at STRING (a VARIANT with another type too: its
+    JSON text), except the nested types, which have no
     common supertype with a different root and raise :class:`TypeWideningError`.
     """
     nullable = a.nullable or b.nullable

@@ -273,6 +273,19 @@ def test_a_job_with_a_bad_key_is_refused_with_its_line(api: Api) -> None:
     assert "spec.job:10:3: pipeline.bogus: unknown key" in text
 
 
+def test_a_job_ferry_cannot_run_is_refused_at_its_key_in_spec_job(api: Api) -> None:
+    stateful = "transform:\n  - source-table: db.orders\n    projection: id, Count(*) AS n\n"
+    body = {"metadata": {"name": "orders"}, "spec": {"job": job(extra=stateful)}}
+    text = refused(api.request("POST", "/pipelines", json=body), 400)
+    assert text.startswith("pipeline orders spec.job:10:5: transform[0].projection: transform[0]"), text
+    assert "Count(*) is an aggregate" in text
+    # a change of a stored pipeline's job is checked alike
+    assert api.create("orders", stopped=True).status_code == 200
+    changed = {"metadata": {"name": "orders"}, "spec": {"job": job(extra=stateful), "stopped": True}}
+    text = refused(api.request("PUT", "/pipelines/orders", json=changed), 400)
+    assert text.startswith("pipeline orders spec.job:10:5: transform[0].projection: "), text
+
+
 @pytest.mark.parametrize(
     ("body", "expected"),
     [

@@ -210,7 +210,25 @@ def test_a_bad_job_is_refused_with_its_line(cli: Cli, tmp_path: Path) -> None:
     bad = tmp_path / "bad.yaml"
     bad.write_text(JOB + "pipeline:\n  bogus: 1\n")
     result = cli.run("pipeline", "create", "orders", "--job", str(bad), code=2)
-    assert "spec.job:9:3: pipeline.bogus: unknown key" in result.stderr
+    assert f"error: {bad}:9:3: pipeline.bogus: unknown key" in result.stderr
+
+
+STATEFUL = "transform:\n  - source-table: db.orders\n    projection: id, Count(*) AS n\n"
+
+
+def test_a_job_ferry_cannot_run_is_refused_in_its_file_as_ferry_validate_refuses_it(
+    cli: Cli, tmp_path: Path
+) -> None:
+    job = tmp_path / "stateful.yaml"
+    job.write_text(JOB + STATEFUL)
+    validated = CliRunner().invoke(main, ["validate", str(job)])
+    assert validated.exit_code == 2, validated.output
+    [refusal] = [line for line in validated.stderr.splitlines() if line.startswith("error: ")]
+    assert refusal.startswith(f"error: {job}:10:5: transform[0].projection: ") and "Count(*)" in refusal
+    for command in (["pipeline", "create", "orders"], ["replay", "orders-replay", "--from-timestamp", "0"]):
+        created = cli.run(*command, "--job", str(job), code=2)
+        assert created.stderr.splitlines() == [f"{refusal} (HTTP 400)"]
+    assert cli.json("pipeline", "list") == []
 
 
 def test_environments_are_separate(cli: Cli) -> None:

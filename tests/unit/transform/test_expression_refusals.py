@@ -42,7 +42,7 @@ def refusal(body: str) -> ConfigError:
             "SOUNDEX",
         ),
         ("    projection: \\*, soundex(name) AS s\n", 9, 21, "projection", "soundex is not a function"),
-        ('    filter: "id > 1 AND PARSE_JSON(name) IS NULL"\n', 9, 25, "filter", "no VARIANT type"),
+        ('    filter: "id > 1 AND JSON_STRING(name) IS NULL"\n', 9, 25, "filter", "JSON_STRING"),
         ("    filter: id > 1 AND Levenshtein(a, b) < 3\n", 9, 24, "filter", "Levenshtein"),
         ("    projection: |\n      id,\n      NVL2(a, b, c) AS x\n", 11, 7, "projection", "NVL2"),
     ],

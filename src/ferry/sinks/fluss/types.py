@@ -55,7 +55,7 @@ def sink_type(t: DataType) -> DataType:
     root = t.root
     if root in _SAME or root is TypeRoot.DECIMAL:
         stored = t
-    elif root in T.CHARACTER:
+    elif root in T.CHARACTER or root is TypeRoot.VARIANT:
         stored = T.STRING()
     elif root in T.BINARIES:
         stored = T.BYTES()

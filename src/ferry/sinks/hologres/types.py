@@ -75,7 +75,9 @@ _STRATEGIES: dict[TypeNormalizeStrategy, Callable[[DataType], DataType]] = {
 
 def hologres_type(source: DataType, strategy: TypeNormalizeStrategy) -> DataType:
     """The type Hologres stores for ``source`` under ``strategy`` (nullability kept)."""
-    if source.root in (TypeRoot.ARRAY, TypeRoot.MAP, TypeRoot.ROW):
+    if source.root is TypeRoot.VARIANT:
+        mapped = t.STRING()
+    elif source.root in (TypeRoot.ARRAY, TypeRoot.MAP, TypeRoot.ROW):
         mapped = (
             t.STRING()
             if strategy is not TypeNormalizeStrategy.STANDARD or source.root is not TypeRoot.ARRAY

@@ -90,6 +90,8 @@ ICEBERG_PRIMITIVES: dict[TypeRoot, PrimitiveType] = {
     TypeRoot.TIMESTAMP_LTZ: TimestamptzType(),
     # Iceberg keeps the instant, not the offset it was written with
     TypeRoot.TIMESTAMP_TZ: TimestamptzType(),
+    # pyiceberg has no variant type: a VARIANT is its JSON text
+    TypeRoot.VARIANT: StringType(),
 }
 
 #: Iceberg primitive type → the ferry type it reads back as (DECIMAL and FIXED carry parameters).

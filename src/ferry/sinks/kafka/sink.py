@@ -331,6 +331,8 @@ def connect_schema(data_type: DataType) -> dict[str, Any]:
         schema = _logical("int64", f"io.debezium.time.{name}")
     elif root in (TypeRoot.TIMESTAMP_LTZ, TypeRoot.TIMESTAMP_TZ):
         schema = _logical("string", "io.debezium.time.ZonedTimestamp")
+    elif root is TypeRoot.VARIANT:
+        schema = _logical("string", "io.debezium.data.Json")
     elif root is TypeRoot.ARRAY:
         assert data_type.element is not None
         schema = {"type": "array", "items": connect_schema(data_type.element)}

@@ -36,7 +36,7 @@ _SAME_NAME = {
     TypeRoot.TIMESTAMP: "TIMESTAMP_NTZ",
     TypeRoot.TIMESTAMP_LTZ: "TIMESTAMP",
 }
-_AS_STRING = (TypeRoot.CHAR, TypeRoot.VARCHAR, TypeRoot.STRING, TypeRoot.TIME)
+_AS_STRING = (TypeRoot.CHAR, TypeRoot.VARCHAR, TypeRoot.STRING, TypeRoot.TIME, TypeRoot.VARIANT)
 _AS_BINARY = (TypeRoot.BINARY, TypeRoot.VARBINARY, TypeRoot.BYTES)
 
 

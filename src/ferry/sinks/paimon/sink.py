@@ -44,6 +44,7 @@ from pypaimon.catalog.catalog_exception import (
     TableAlreadyExistException,
     TableNotExistException,
 )
+from pypaimon.data.generic_variant import GenericVariant
 from pypaimon.schema.data_types import AtomicType, PyarrowFieldParser
 from pypaimon.schema.schema_change import Move
 from pypaimon.schema.schema_change import SchemaChange as PaimonChange
@@ -53,6 +54,7 @@ from ferry.pipeline.apply import is_applied
 from ferry.pipeline.events import ColumnPositionKind, DataChange, Op, Row, SchemaChange
 from ferry.pipeline.schema import Schema, TableId
 from ferry.pipeline.types import DataType
+from ferry.pipeline.variant_functions import Variant
 from ferry.sinks.arrow import rows_to_arrow
 from ferry.sinks.base import SinkCapabilities
 from ferry.sinks.exceptions import SinkTerminalError, incompatible_table
@@ -278,6 +280,9 @@ class PaimonSink(TableFormatSink):
                 ]
         else:
             rows = self.append_only_rows(table_id, changes)
+        variants = [f.name for f in fields if isinstance(f.type, AtomicType) and f.type.type == "VARIANT"]
+        if variants:
+            rows = [_with_variants(row, variants, table_id) for row in rows]
         data = rows_to_arrow(arrow_schema, rows, sink=self.type, table_id=table_id)
         builder = table.new_stream_write_builder()
         builder.commit_user = self.commit_user
@@ -422,6 +427,24 @@ def _incompatibilities(existing: Schema, wanted: Schema) -> list[str]:
         if not c.type.nullable and c.name.lower() not in wanted_names
     ]
     return problems
+
+
+def _with_variants(row: Row, names: list[str], table_id: TableId) -> Row:
+    """The row with its VARIANT columns' values in Paimon's variant encoding (value and metadata)."""
+    encoded = dict(row)
+    for name in names:
+        value = row.get(name)
+        if value is None or isinstance(value, dict):
+            continue
+        if not isinstance(value, Variant):
+            raise SinkTerminalError(
+                f"column {name} is a VARIANT but a row holds {type(value).__name__} {value!r}",
+                sink=PAIMON.type,
+                table=str(table_id),
+            )
+        variant = GenericVariant.from_python(value.value)
+        encoded[name] = {"value": variant.value(), "metadata": variant.metadata()}
+    return encoded
 
 
 def _fill_not_null(row: Row, arrow_schema: pa.Schema) -> Row:

@@ -82,6 +82,7 @@ PAIMON_ATOMIC: dict[TypeRoot, Callable[[DataType], str]] = {
     TypeRoot.TIMESTAMP_LTZ: _precision("TIMESTAMP_LTZ"),
     # Paimon keeps the instant, not the offset it was written with
     TypeRoot.TIMESTAMP_TZ: _precision("TIMESTAMP_LTZ"),
+    TypeRoot.VARIANT: _plain,
 }
 
 #: Paimon's names for ferry's: ``VARCHAR(2147483647)`` is how Paimon may spell ``STRING``.
@@ -95,20 +96,26 @@ class PaimonTypeError(ValueError):
 # ----------------------------------------------------------------------------------- ferry → Paimon
 
 
-def to_paimon_type(t: DataType) -> PaimonType:
-    """The Paimon type storing ``t``; nested fields get ids that the catalog reassigns."""
+def to_paimon_type(t: DataType, *, nested: bool = False) -> PaimonType:
+    """The Paimon type storing ``t``; nested fields get ids that the catalog reassigns. A column's
+    VARIANT is Paimon's VARIANT; one inside an ARRAY, MAP or ROW (``nested``) is its JSON text."""
     root = t.root
     result: PaimonType
     if root is TypeRoot.ARRAY:
         assert t.element is not None
-        result = ArrayType(t.nullable, to_paimon_type(t.element))
+        result = ArrayType(t.nullable, to_paimon_type(t.element, nested=True))
     elif root is TypeRoot.MAP:
         assert t.key is not None and t.element is not None
-        result = MapType(t.nullable, to_paimon_type(t.key.not_null()), to_paimon_type(t.element))
+        result = MapType(
+            t.nullable, to_paimon_type(t.key.not_null(), nested=True), to_paimon_type(t.element, nested=True)
+        )
     elif root is TypeRoot.ROW:
         result = RowType(
-            t.nullable, [DataField(i, f.name, to_paimon_type(f.type)) for i, f in enumerate(t.fields)]
+            t.nullable,
+            [DataField(i, f.name, to_paimon_type(f.type, nested=True)) for i, f in enumerate(t.fields)],
         )
+    elif root is TypeRoot.VARIANT and nested:
+        result = AtomicType("STRING", t.nullable)
     else:
         spell = PAIMON_ATOMIC.get(root)
         if spell is None:

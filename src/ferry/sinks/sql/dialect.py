@@ -128,6 +128,7 @@ class SqlDialect:
         TypeRoot.DATE: pg.DATE(),
         TypeRoot.MAP: pg.TEXT(),
         TypeRoot.ROW: pg.TEXT(),
+        TypeRoot.VARIANT: pg.TEXT(),
     }
 
     def __init__(self, *, for_parameters: bool = False) -> None:

@@ -120,7 +120,7 @@ class MySqlProtocolSink(SqlSink):
     def sink_type(self, source_type: DataType) -> DataType:
         root = source_type.root
         nullable = source_type.nullable
-        if root in _JSON_TYPES or root in _BINARY_TYPES or root is TypeRoot.TIME:
+        if root in _JSON_TYPES or root in _BINARY_TYPES or root in (TypeRoot.TIME, TypeRoot.VARIANT):
             return ft.STRING().with_nullable(nullable)
         if root in (TypeRoot.TIMESTAMP, TypeRoot.TIMESTAMP_LTZ, TypeRoot.TIMESTAMP_TZ):
             return ft.TIMESTAMP(6).with_nullable(nullable)
