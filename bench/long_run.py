@@ -407,10 +407,12 @@ def verify_tables(
 
 def read_tables(warehouse: Path, tables: Sequence[str]) -> dict[str, tuple[list[int], list[str | None]]]:
     """``(ids, notes)`` of each table in the warehouse, scanned with pyiceberg (deletes applied)."""
+    from pyiceberg.exceptions import NoSuchTableError
+
     catalog = iceberg_catalog(warehouse)
     out: dict[str, tuple[list[int], list[str | None]]] = {}
     for table in tables:
-        with contextlib.suppress(Exception):  # a table the sink did not create is reported missing
+        with contextlib.suppress(NoSuchTableError):  # a table the sink did not create is reported missing
             rows = (
                 catalog.load_table(f"{tp.DATABASE}.{table}").scan(selected_fields=("id", "note")).to_arrow()
             )
@@ -535,7 +537,6 @@ def run_long(args: argparse.Namespace, bootstrap: str, work_dir: Path) -> dict[s
     log("reading the tables back ...")
     read_back = read_tables(warehouse, tp.table_names(workload.tables))
     verification = verify_tables(read_back, produced.live_versions)
-    read_started = segments and pipeline.samples
     first_read = next((s for s in pipeline.samples if s.records_read > 0), None)
     run_s = (pipeline.ended_at or time.time()) - pipeline.started_at
     read_s = (pipeline.ended_at or time.time()) - (first_read.at if first_read else pipeline.started_at)
@@ -551,7 +552,7 @@ def run_long(args: argparse.Namespace, bootstrap: str, work_dir: Path) -> dict[s
         "load_before": load_before,
         "load_after": load_average(),
         "run_s": run_s,
-        "events_per_s": workload.events / read_s if read_started and read_s > 0 else 0.0,
+        "events_per_s": workload.events / read_s if first_read is not None and read_s > 0 else 0.0,
         "cpu_us_per_event": (pipeline.cpu_s or 0.0) / workload.events * 1e6,
         "peak_rss_mib": pipeline.peak_rss_mib or 0.0,
         "checkpoints": int(metrics.get("checkpoints", 0)),
