@@ -320,6 +320,12 @@ def render(report: dict[str, Any]) -> str:
         f"{report['snapshots']} snapshots ({report['rewrites']} rewrites), {report['checkpoints']} checkpoints, "
         f"pipeline exit code {report['exit_code']}"
     )
+    timed = report.get("checkpoint_s")
+    if timed is not None:
+        lines.append(
+            f"checkpoint duration (from the status, {len(report.get('checkpoint_samples', []))} timed): "
+            f"p50 {timed['p50_s']:.2f} s, p99 {timed['p99_s']:.2f} s, max {timed['max_s']:.2f} s"
+        )
     lines.append(f"verified: {'yes' if report['verified'] else 'NO'}")
     return "\n".join(lines)
 
@@ -400,6 +406,8 @@ def run_latency(args: argparse.Namespace, bootstrap: str, work_dir: Path) -> dic
         "snapshots": len(reader.snapshots_seen),
         "rewrites": reader.rewrites,
         "checkpoints": int(status["metrics"].get("checkpoints", 0)),
+        "checkpoint_samples": [c.duration_ms for c in pipeline.checkpoints],
+        "checkpoint_s": percentiles([c.duration_ms / 1000 for c in pipeline.checkpoints]),
         "exit_code": pipeline.exit_code,
         "verification": verification,
     }
