@@ -402,7 +402,7 @@ class SchemaOperator:
         if not changes:
             self.tracker = after
             return
-        if not _need_barrier(changes, self.tracker):
+        if not _need_barrier(changes, self.tracker) and not self._refused(changes):
             self._route_in_place(changes, after=after, sources=sources, position=position)
             return
         table_id = changes[0].table_id
@@ -422,6 +422,18 @@ class SchemaOperator:
         self.on_applied(self.snapshot())
         self.on_detail("reading")
 
+    def _refused(self, changes: Sequence[SchemaChange]) -> bool:
+        """Whether the router would fail the pipeline on one of ``changes`` (EXCEPTION, or EVOLVE
+        on a change the sink cannot take): the rows read before it are then made durable first."""
+        for change in changes:
+            source_table = change.table_id
+            for sink_table in self.tables.sink_tables(source_table):
+                sink_schema = self.sink_schema(sink_table)
+                for sink_change in self._sink_changes(source_table, sink_table, change, sink_schema):
+                    if self.router.decide(sink_change, sink_schema).action is Action.FAIL:
+                        return True
+        return False
+
     def _route_in_place(
         self,
         changes: list[SchemaChange],
@@ -439,9 +451,14 @@ class SchemaOperator:
                 self.on_adapt(table_id, old, new)
         if self.transforms is not None:  # the router and the sink see the projected schemas
             changes = self.transforms.schema_changes(changes, sources)
-        for change in changes:
-            self.route_change(change.table_id, change, position)
+        self._barrier_started = time.monotonic()  # reading waits for the sink all the same
+        try:
+            for change in changes:
+                self.route_change(change.table_id, change, position)
+        finally:
+            self._barrier_started = None
         self.on_applied(self.ahead_of_checkpoint())
+        self.on_detail("reading")
 
     # ------------------------------------------------------------------------------ the sink
 

@@ -69,7 +69,9 @@ def test_rows_before_a_drop_are_flushed_with_the_old_schema_first(tmp_path: Path
     checkpoint = runner.state.latest_checkpoint("unit")
     assert checkpoint is not None and checkpoint.offsets == {("t", 0): 2}
     # once the sink has the change, the schemas after it are saved beside those offsets
-    assert checkpoint.schemas["tables"]["db.t"]["schema"]["columns"] == [{"name": "id", "type": "INT NOT NULL"}]
+    assert checkpoint.schemas["tables"]["db.t"]["schema"]["columns"] == [
+        {"name": "id", "type": "INT NOT NULL"}
+    ]
 
 
 def test_a_column_added_needs_no_flush_the_rows_before_it_take_null(tmp_path: Path) -> None:

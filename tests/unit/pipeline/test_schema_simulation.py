@@ -473,5 +473,13 @@ def test_changes_without_a_barrier_in_one_partition_then_a_kill_keep_the_other_p
             ("upsert", 5),
             ("upsert", 6),
         ],
-        [("produce", 100), ("read", 0, 100), ("kill",), ("read", 1, 2), ("checkpoint",), ("read", 0, 1), ("kill",)],
+        [
+            ("produce", 100),
+            ("read", 0, 100),
+            ("kill",),
+            ("read", 1, 2),
+            ("checkpoint",),
+            ("read", 0, 1),
+            ("kill",),
+        ],
     )
