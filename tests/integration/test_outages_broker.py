@@ -1,5 +1,6 @@
 """The broker stopped and started again on the same port during a run: the pipeline waits for it,
-a schema change and the checkpoint after it included, and ends with every row once and every bad record once."""
+a schema change and the checkpoint after it included, and ends with every row once and every bad
+record once."""
 
 from __future__ import annotations
 
