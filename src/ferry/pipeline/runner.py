@@ -4,7 +4,8 @@ One loop takes whole batches from the source, decodes them in one call, and appe
 change to its table's buffer: the per-event cost is a type check, a dict look-up and an append.
 Everything else happens per batch or per checkpoint. Schema events go to the
 :class:`~ferry.pipeline.schema_operator.SchemaOperator`, which raises a barrier (a checkpoint of
-everything read before the event) only when the sink must change.
+everything read before the event) only when the sink must change and the rows read before the
+change must reach the sink first; a column added or a type widened only adapts the buffered rows.
 
 The checkpoint order is enforced here and nowhere else:
 
