@@ -457,7 +457,9 @@ class SchemaOperator:
                 self.route_change(change.table_id, change, position)
         finally:
             self._barrier_started = None
-        self.on_applied(self.ahead_of_checkpoint())
+        if not all(isinstance(c, CreateTable) for c in changes):
+            # a table created only needs no saving: a replay creates it again over the sink's
+            self.on_applied(self.ahead_of_checkpoint())
         self.on_detail("reading")
 
     # ------------------------------------------------------------------------------ the sink
