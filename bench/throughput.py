@@ -704,6 +704,18 @@ def run_ferry(spec: RunSpec, sink_type: str) -> dict[str, Any]:
         if done:
             clock.add_tail(spent, cpu_seconds() - cpu)
 
+    # each schema change's way to the sink: the barrier before it (if any) and its application
+    changes_timed: list[tuple[str, float]] = []
+    route = runner.schemas._route
+
+    def timed_route(changes: Any, **kwargs: Any) -> None:
+        started = time.perf_counter()
+        route(changes, **kwargs)
+        if changes:
+            kind = "creation" if all(c.tag == "create.table" for c in changes) else "change"
+            changes_timed.append((kind, time.perf_counter() - started))
+
+    runner.schemas._route = timed_route  # type: ignore[method-assign]
     source = runner.source
     lag = source.lag
     lag_waits = {"in_window_s": 0.0, "in_run_s": 0.0}
@@ -740,6 +752,10 @@ def run_ferry(spec: RunSpec, sink_type: str) -> dict[str, Any]:
         "bad_records": metrics.bad_records,
         "schema_change_wait_ms": metrics.schema_change_wait_ms,
         "checkpoint_s": _checkpoints_by_segment(checkpoints, spec.expected, spec.segments),
+        "schema_change_s": {
+            kind: [round(spent, 4) for k, spent in changes_timed if k == kind]
+            for kind in ("creation", "change")
+        },
     }
     result["verified"] = metrics.bad_records == 0 and result["ferry"]["rows_written"] == spec.expected
     if sink_type in ("iceberg", "paimon"):
@@ -1149,6 +1165,12 @@ def _details(name: str, entry: dict[str, Any]) -> str | None:
             f"{ferry['rows_written']:,} rows written, {ferry['schema_changes']} schema changes applied "
             f"(table creations included), {ferry['checkpoints']} checkpoints, {ferry['bad_records']} bad records"
         )
+        for kind, spans in (ferry.get("schema_change_s") or {}).items():
+            if spans:
+                parts.append(
+                    f"{kind}s {len(spans)} × {sum(spans) / len(spans):.3f} s (barrier and applying), "
+                    f"max {max(spans):.3f} s"
+                )
         waits = ferry["status_lag_query_s"]
         if waits["in_run_s"] >= 0.05:
             parts.append(

@@ -151,7 +151,8 @@ def test_metrics_follow_prometheus_naming_and_carry_the_pipelines_timings(
     assert value(found["ferry_consumer_lag_seconds"], "ferry_consumer_lag_seconds") == 0
 
     checkpoints = found["ferry_checkpoint_duration_seconds"]
-    assert value(checkpoints, "ferry_checkpoint_duration_seconds_count") == runner.metrics.checkpoints >= 2
+    # creating the table and adding a column take none: the checkpoints are those of the steps
+    assert value(checkpoints, "ferry_checkpoint_duration_seconds_count") == runner.metrics.checkpoints >= 1
     assert (
         value(checkpoints, "ferry_checkpoint_duration_seconds_bucket", le="+Inf")
         == runner.metrics.checkpoints

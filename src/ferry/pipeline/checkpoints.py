@@ -39,7 +39,8 @@ class SchemaHistoryEntry:
     reason: str
     position: str | None
     at_ms: int
-    #: From the start of the barrier before the change to the change applied (0: no barrier).
+    #: From the start of the barrier before the change (of its application when it needs none) to
+    #: the change applied.
     barrier_ms: int | None = None
 
 

@@ -4,7 +4,8 @@ One loop takes whole batches from the source, decodes them in one call, and appe
 change to its table's buffer: the per-event cost is a type check, a dict look-up and an append.
 Everything else happens per batch or per checkpoint. Schema events go to the
 :class:`~ferry.pipeline.schema_operator.SchemaOperator`, which raises a barrier (a checkpoint of
-everything read before the event) only when the sink must change.
+everything read before the event) only when the sink must change and the rows read before the
+change must reach the sink first; a column added or a type widened only adapts the buffered rows.
 
 The checkpoint order is enforced here and nowhere else:
 
@@ -31,6 +32,7 @@ from typing import TYPE_CHECKING, Any
 from ferry.connectors.base import DeadLetter, KeepingAlive, Rebalancing, Source, Watermarking
 from ferry.exceptions import FerryError
 from ferry.offsets import Offsets, Partition
+from ferry.pipeline.adapt import CastError, RowAdapter
 from ferry.pipeline.bad_records import BadRecords
 from ferry.pipeline.checkpoints import CheckpointStore, now_ms
 from ferry.pipeline.events import BadRecord, DataChange, Event, SchemaHint, SchemaObserved, Tombstone
@@ -47,7 +49,7 @@ from ferry.pipeline.partitions import (
 from ferry.pipeline.phase import Phase
 from ferry.pipeline.route import TableRouter
 from ferry.pipeline.router import SchemaChangeRouter
-from ferry.pipeline.schema import TableId
+from ferry.pipeline.schema import Schema, TableId
 from ferry.pipeline.schema_operator import (
     HintSource,
     SchemaDefinitions,
@@ -57,6 +59,7 @@ from ferry.pipeline.settings import RunnerSettings
 from ferry.pipeline.shaping import RowShaper, in_table_names
 from ferry.pipeline.status import RunnerStatus
 from ferry.pipeline.truncates import OrderOf, TruncateOrder
+from ferry.pipeline.types import DataType
 from ferry.sinks.base import Sink
 
 if TYPE_CHECKING:
@@ -109,6 +112,7 @@ class PipelineRunner:
         )
         self.schemas.on_sink_changed = self._sink_changed
         self.schemas.on_applied = self._save_schemas
+        self.schemas.on_adapt = self._adapt_buffered
         self.partitions = PartitionOffsets(sink, tables)
         self.truncates = TruncateOrder(source, source_order, self.schemas, self.partitions)
         self.status = RunnerStatus(
@@ -338,6 +342,27 @@ class PipelineRunner:
             lambda: self.state.save_checkpoint(self.settings.name, self._checkpointed, schemas),
             "saving the schemas",
         )
+        self.schemas.saved = schemas
+
+    def _adapt_buffered(self, table_id: TableId, old: Schema, new: Schema) -> None:
+        """A table's schema changed without a barrier (a column added, a type widened): the rows
+        buffered with the old schema are adapted to the new one. Only a value whose type widened is
+        cast; a column added is left out of the rows, which every sink reads as NULL (as it does
+        for the rows of a partition that has not shown the column yet)."""
+        buffer = self._buffers.get(table_id)
+        if not buffer:
+            return
+        adapter = RowAdapter(old, new, _same_type)
+        if not adapter.casts:
+            return
+        adapted = []
+        for change in buffer:
+            try:
+                adapted.append(adapter.adapt(change))
+            except CastError as e:
+                self.bad.row(str(e), change)
+        self._buffers[table_id] = adapted
+        self._buffered -= len(buffer) - len(adapted)
 
     def _sink_changed(self, source_tables: Collection[TableId]) -> None:
         self.shaper.forget(source_tables)
@@ -367,6 +392,7 @@ class PipelineRunner:
             )
             self.source.commit(offsets)
             self._checkpointed = offsets
+            self.schemas.saved = saved
             self.status.waited()
         except FerryError:
             raise
@@ -390,3 +416,7 @@ class PipelineRunner:
         self._buffers = {t: [] for t in self._buffers if tracker.schema(t) is not None}
         self._buffered = 0
         return written
+
+
+def _same_type(source_type: DataType) -> DataType:
+    return source_type

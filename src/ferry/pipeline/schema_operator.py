@@ -10,7 +10,10 @@ each change: under a lease of the sink table (one worker at a time), against the
 schema (a replay never applies a change twice), through the router's decision, into the history.
 
 A partition that only catches up with a schema the table already has costs nothing: no barrier,
-no checkpoint.
+no checkpoint. Nor does a change every row read before it fits once adapted (a new table, a
+nullable column added, a type widened, a comment): the table's buffered rows are adapted to the
+new schema instead (:func:`needs_barrier`), the sink is changed at once, and what the sink now
+has is saved beside the last checkpoint's offsets (:meth:`SchemaOperator.ahead_of_checkpoint`).
 """
 
 from __future__ import annotations
@@ -31,6 +34,10 @@ from ferry.offsets import Partition
 from ferry.pipeline.apply import apply_schema_change
 from ferry.pipeline.checkpoints import CheckpointStore, SchemaHistoryEntry, now_ms
 from ferry.pipeline.events import (
+    AddColumn,
+    AlterColumnComment,
+    AlterColumnType,
+    AlterTableComment,
     BadRecord,
     CreateTable,
     Event,
@@ -45,6 +52,7 @@ from ferry.pipeline.router import Action, Decision, SchemaChangeRouter
 from ferry.pipeline.schema import Schema, TableId, widen_schemas
 from ferry.pipeline.settings import SchemaSettings
 from ferry.pipeline.tracker import SchemaTracker, Watermarks, diff_schemas
+from ferry.pipeline.types import can_widen
 from ferry.sinks.base import AsyncSchemaChanges, SchemaCaching, Sink
 from ferry.sinks.exceptions import SinkTerminalError
 
@@ -85,6 +93,35 @@ class SchemaDefinitions(Protocol):
     """Whole-table schemas the schema-change topic describes (payload-only records are typed by them)."""
 
     def add(self, table_id: TableId, schema: Schema) -> None: ...
+
+
+def needs_barrier(change: SchemaChange, schema: Schema | None) -> bool:
+    """Whether the rows of ``change``'s table read before it must reach the sink before it is
+    applied (``schema``: the source table's schema before it). Not for a new table, a nullable
+    column added, a type widened (every value of the old type is one of the new), or a comment:
+    the rows read before such a change are adapted to the new schema and written after it. A drop,
+    a rename, a truncate, a narrowing or a NOT NULL column added needs the rows written first."""
+    if isinstance(change, CreateTable | AlterColumnComment | AlterTableComment):
+        return False
+    if isinstance(change, AddColumn):
+        return not change.column.type.nullable
+    if isinstance(change, AlterColumnType):
+        column = None if schema is None else schema.find(change.column_name)
+        return column is None or not can_widen(column.type, change.new_type)
+    return True
+
+
+def _need_barrier(changes: Sequence[SchemaChange], tracker: SchemaTracker) -> bool:
+    """Whether any of ``changes`` (in order, their tables' schemas in ``tracker`` before them)
+    needs a barrier."""
+    schemas: dict[TableId, Schema | None] = {}
+    for change in changes:
+        table_id = change.table_id
+        schema = schemas[table_id] if table_id in schemas else tracker.schema(table_id)
+        if needs_barrier(change, schema):
+            return True
+        schemas[table_id] = apply_schema_change(schema, change)
+    return False
 
 
 class SchemaChangeTimeoutError(TerminalError):
@@ -134,6 +171,11 @@ class SchemaOperator:
         #: Saves the schemas once the sink has the changes, beside the barrier's offsets: a restart
         #: replays the rows after the barrier with them (not deriving the changes anew from more DDL).
         self.on_applied: Callable[[Mapping[str, Any]], None] = lambda schemas: None
+        #: Tells the runner that a source table's schema changed without a barrier: the rows it
+        #: buffered with the old schema (first) are adapted to the new one (second).
+        self.on_adapt: Callable[[TableId, Schema, Schema], None] = lambda table, old, new: None
+        #: The schemas the state store holds now, beside the offsets of the last checkpoint.
+        self.saved: Mapping[str, Any] | None = None
         self._sink_schemas: dict[TableId, Schema | None] = {}
         #: When the barrier before the changes being applied began (monotonic seconds), or None.
         self._barrier_started: float | None = None
@@ -152,6 +194,7 @@ class SchemaOperator:
                 for table, marks in (schemas.get(TRUNCATED) or {}).items()
             }
             self.read_again = {(t, int(p)): int(o) for t, p, o in schemas.get(READ_AGAIN) or []}
+        self.saved = schemas
         if self.hints is not None:
             # definitions describe every table version: they are read again from the beginning
             self.hints.open({} if self.definitions is not None else self.hint_offsets)
@@ -169,6 +212,28 @@ class SchemaOperator:
                 for table, marks in self.truncated.items()
             }
         return data
+
+    def ahead_of_checkpoint(self) -> dict[str, Any]:
+        """The schemas saved after a change applied without a barrier: those of the last checkpoint
+        (what each partition showed up to its offset there, the schema-change topic's position, the
+        removals pending), with each table's own schema as the sink has it now. A restart reads the
+        rows after the checkpoint again: their schemas explain nothing the sink does not show, and a
+        column the sink has is not taken for one a later DDL statement dropped before it came."""
+        saved = self.saved if self.saved is not None else SchemaTracker().snapshot()
+        tables = dict(saved.get("tables") or {})
+        for name, table in self.tracker.snapshot()["tables"].items():
+            kept = tables.get(name)
+            if kept is None:  # a table new since: no partition has shown it yet
+                tables[name] = {**table, "partitions": {}, "aliases": {}, "pending": []}
+            elif kept["schema"] != table["schema"]:
+                tables[name] = {
+                    **kept,
+                    "schema": table["schema"],
+                    "version": table["version"],
+                    "history": table["history"],
+                    "topics": table["topics"],
+                }
+        return {**saved, "tables": tables}
 
     def close(self) -> None:
         self._executor.shutdown(wait=False)
@@ -332,9 +397,13 @@ class SchemaOperator:
         position: SourcePosition | None,
     ) -> None:
         """Barrier (rows read so far written with the schemas before), then the tracker moves on
-        to ``after`` and each change goes to the sink."""
+        to ``after`` and each change goes to the sink; without a barrier when no change needs one
+        (:func:`needs_barrier`)."""
         if not changes:
             self.tracker = after
+            return
+        if not _need_barrier(changes, self.tracker) and not self._refused(changes):
+            self._route_in_place(changes, after=after, sources=sources, position=position)
             return
         table_id = changes[0].table_id
         self.on_detail(f"schema change on {table_id}: flushing rows read before it")
@@ -351,6 +420,46 @@ class SchemaOperator:
         finally:
             self._barrier_started = None
         self.on_applied(self.snapshot())
+        self.on_detail("reading")
+
+    def _refused(self, changes: Sequence[SchemaChange]) -> bool:
+        """Whether the router would fail the pipeline on one of ``changes`` (EXCEPTION, or EVOLVE
+        on a change the sink cannot take): the rows read before it are then made durable first."""
+        for change in changes:
+            source_table = change.table_id
+            for sink_table in self.tables.sink_tables(source_table):
+                sink_schema = self.sink_schema(sink_table)
+                for sink_change in self._sink_changes(source_table, sink_table, change, sink_schema):
+                    if self.router.decide(sink_change, sink_schema).action is Action.FAIL:
+                        return True
+        return False
+
+    def _route_in_place(
+        self,
+        changes: list[SchemaChange],
+        *,
+        after: SchemaTracker,
+        sources: Mapping[TableId, Schema],
+        position: SourcePosition | None,
+    ) -> None:
+        """Changes no row read before them needs to precede: the rows buffered so far are adapted
+        to the new schemas, each change goes to the sink, and the sink's schemas are saved."""
+        before, self.tracker = self.tracker, after
+        for table_id in dict.fromkeys(c.table_id for c in changes):
+            old, new = before.schema(table_id), after.schema(table_id)
+            if old is not None and new is not None and old != new:
+                self.on_adapt(table_id, old, new)
+        if self.transforms is not None:  # the router and the sink see the projected schemas
+            changes = self.transforms.schema_changes(changes, sources)
+        self._barrier_started = time.monotonic()  # reading waits for the sink all the same
+        try:
+            for change in changes:
+                self.route_change(change.table_id, change, position)
+        finally:
+            self._barrier_started = None
+        if not all(isinstance(c, CreateTable) for c in changes):
+            # a table created only needs no saving: a replay creates it again over the sink's
+            self.on_applied(self.ahead_of_checkpoint())
         self.on_detail("reading")
 
     # ------------------------------------------------------------------------------ the sink

@@ -122,6 +122,7 @@ def test_a_sink_that_refuses_fails_the_checkpoint_at_once(tmp_path: Path) -> Non
 def test_a_state_store_that_went_away_is_waited_for(tmp_path: Path) -> None:
     state = FlakyState(f"sqlite:///{tmp_path}/state.db")
     runner = runner_for(MemorySink(), state)
+    runner.checkpoint()  # creating the table took none
     before = state.latest_checkpoint("unit")
     state.failures = 2
     runner.checkpoint()
