@@ -119,6 +119,9 @@ class _Plan:
 
 
 _INFER = _Plan(None)
+#: Rows of a typed decoder whose columnar columns are converted together: enough to convert each
+#: column in one call, few enough that the rows are still in the CPU's caches.
+_COLUMN_CHUNK = 64
 #: Times a partition's typed decoder of inferred rows is made again before it is given up (a
 #: table whose values keep changing type).
 _MAX_REBUILDS = 32
@@ -235,6 +238,8 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
         """Per partition without the envelope: the typed decoder of its last table's rows."""
         self._keys_seen: dict[bytes, tuple[tuple[str, ...], Row]] = {}
         """The keys of the batch being decoded that the typed path parsed, by their bytes."""
+        self._columnar: dict[TypedPayloads, list[Row]] = {}
+        """The rows of the batch being decoded whose columnar columns are still to convert."""
 
     def decode(self, records: Sequence[RecordLike]) -> list[Event]:
         out: list[Event] = []
@@ -350,6 +355,10 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
                 append(bad_record(record, e.reason))
             except Exception as e:  # a record must never stop the batch
                 append(bad_record(record, internal_error(e)))
+        if self._columnar:
+            for typed, rows in self._columnar.items():
+                typed.convert_columns(rows)
+            self._columnar.clear()
         return out
 
     # ------------------------------------------------------------------------------- rows
@@ -499,6 +508,17 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
                 out.append(SchemaObserved(table.table_id, schema, position))
             table.emitted = schema
         typed.misses = 0
+        if typed.columnar:
+            rows = self._columnar.get(typed)
+            if rows is None:
+                rows = self._columnar[typed] = []
+            if after is not None:
+                rows.append(after)
+            if before is not None:
+                rows.append(before)
+            if len(rows) >= _COLUMN_CHUNK:
+                typed.convert_columns(rows)
+                rows.clear()
         out.append(
             _new(DataChange, (table.table_id, op, before, after, position, source.ts_ms or payload.ts_ms))
         )
