@@ -278,6 +278,12 @@ _EPOCH_EDGES = st.one_of(
     st.none(),
 )
 _BASE64_ISH = st.text(alphabet="AB/+=Q9z-_ \n", max_size=10)
+_DECIMALS = st.one_of(
+    _BASE64_ISH,
+    st.none(),
+    st.integers(-(2**70), 2**70),
+    st.floats(allow_nan=False, allow_infinity=False),
+)
 
 
 @settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
@@ -287,7 +293,7 @@ _BASE64_ISH = st.text(alphabet="AB/+=Q9z-_ \n", max_size=10)
             {
                 "created_at": _EPOCH_EDGES,
                 "ship_date": _EPOCH_EDGES,
-                "price": st.one_of(_BASE64_ISH, st.none()),
+                "price": _DECIMALS,
             }
         ),
         min_size=1,
@@ -295,8 +301,9 @@ _BASE64_ISH = st.text(alphabet="AB/+=Q9z-_ \n", max_size=10)
     )
 )
 def test_any_timestamp_date_or_decimal_decodes_the_same_typed(values: list[dict[str, Any]]) -> None:
-    """Values at and beyond the range of dates, and text that is or is nearly base64, after good
-    records of the partition (its typed decoder in use): the events are the generic path's."""
+    """Values at and beyond the range of dates, text that is or is nearly base64 and numbers for
+    a decimal, after good records of the partition (its typed decoder in use): the events are
+    the generic path's."""
     good = _stream(True, 3)
     pairs: list[tuple[bytes | None, bytes | None]] = [*good]
     for key, edits in enumerate(values, start=200):

@@ -432,9 +432,9 @@ class ColumnReader:
 
     ``input`` is what the values must be for :attr:`convert` to read them: ``"int"``, an integer
     between ``bounds`` (inclusive), or ``"base64"``, the bytes of base64 text (decoded by the
-    parser) or a number, which only the field's own reader reads. ``convert`` turns a list of such
-    values into what the field's reader gives for each of them, in one call, and never fails on
-    them: a value outside them is left to the reader.
+    parser) or a number (an integer of 64 bits or a finite double). ``convert`` turns a list of
+    such values into what the field's reader gives for each of them, in one call, and never fails
+    on them.
     """
 
     input: str
@@ -467,17 +467,19 @@ def _epoch_column(unit: str, divisor: int = 1) -> ColumnConvert:
     return convert
 
 
-def _decimal_column(scale: int) -> ColumnConvert:
+def _decimal_column(scale: int, reader: Convert) -> ColumnConvert:
     context, from_bytes = _EXACT, int.from_bytes
 
     def convert(values: list[Any]) -> list[Any]:
-        # the numbers among the values were converted by the reader already (see ColumnReader)
+        # numbers (JSON numbers of 64 bits or finite doubles, as a parser gives them) by the reader
         if scale:
             return [
-                Decimal(from_bytes(v, "big", signed=True)).scaleb(-scale, context) if type(v) is bytes else v
+                Decimal(from_bytes(v, "big", signed=True)).scaleb(-scale, context)
+                if type(v) is bytes
+                else reader(v)
                 for v in values
             ]
-        return [Decimal(from_bytes(v, "big", signed=True)) if type(v) is bytes else v for v in values]
+        return [Decimal(from_bytes(v, "big", signed=True)) if type(v) is bytes else reader(v) for v in values]
 
     return convert
 
@@ -500,7 +502,7 @@ def column_reader(field: ConnectField) -> ColumnReader | None:
     if reader is None:
         scale = _BYTES_DECIMAL_SCALES.get(convert)
         if scale is not None:
-            reader = ColumnReader("base64", None, _decimal_column(scale))
+            reader = ColumnReader("base64", None, _decimal_column(scale, convert))
     return reader
 
 

@@ -44,6 +44,7 @@ from ferry.connectors.exceptions import DecodeError
 from ferry.connectors.formats import (
     InferredTable,
     bad_record,
+    collection_paused,
     internal_error,
     json_error,
     key_mismatch,
@@ -77,6 +78,7 @@ _ENVELOPE_FIELDS = ("op", "before", "after", "source", "tableChanges")
 _TRUE = ("true", True)
 #: Builds a NamedTuple without its Python-level ``__new__`` (the hot path makes two per record).
 _new = tuple.__new__
+_asdict = msgspec.structs.asdict
 Row = dict[str, Any]
 
 
@@ -242,6 +244,10 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
         """The rows of the batch being decoded whose columnar columns are still to convert."""
 
     def decode(self, records: Sequence[RecordLike]) -> list[Event]:
+        with collection_paused():
+            return self._decode(records)
+
+    def _decode(self, records: Sequence[RecordLike]) -> list[Event]:
         out: list[Event] = []
         append = out.append
         last_plan = self._last_plan
@@ -492,12 +498,20 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
                     if getattr(row_struct, name, value) != value:
                         return False
         after = before = None
-        if after_struct is not None and (after := typed.row(after_struct)) is None:
-            return False
-        if before_struct is not None and (before := typed.row(before_struct)) is None:
-            return False
+        if typed.plain:
+            if after_struct is not None:
+                after = _asdict(after_struct)
+            if before_struct is not None:
+                before = _asdict(before_struct)
+        else:
+            if after_struct is not None and (after := typed.row(after_struct)) is None:
+                return False
+            if before_struct is not None and (before := typed.row(before_struct)) is None:
+                return False
         if plan is not None:
-            schema = plan.schema(names)
+            schema = plan.schemas.get(names)
+            if schema is None:
+                schema = plan.schema(names)
         else:
             inferred = table.inferred
             if names != inferred.keys or inferred.schema is not typed.schema:

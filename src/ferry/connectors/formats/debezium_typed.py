@@ -71,12 +71,12 @@ class TypedPayloads:
 
     __slots__ = (
         "_float_columns",
-        "_numbers",
         "_optional",
         "_required",
         "columnar",
         "decode",
         "misses",
+        "plain",
         "schema",
     )
 
@@ -89,7 +89,6 @@ class TypedPayloads:
         float_columns: tuple[str, ...] = (),
         schema: Schema | None = None,
         columnar: tuple[tuple[str, ColumnConvert], ...] = (),
-        numbers: tuple[tuple[str, Convert], ...] = (),
     ) -> None:
         row = msgspec.defstruct("Row", columns, forbid_unknown_fields=True, gc=False)
         payload = msgspec.defstruct(
@@ -107,7 +106,8 @@ class TypedPayloads:
         self._required = required
         self._optional = optional
         self._float_columns = float_columns
-        self._numbers = numbers
+        self.plain = not (required or optional or float_columns)
+        """Whether :meth:`row` is the struct's fields as they are (``msgspec.structs.asdict``)."""
         self.columnar = columnar
         """The columns converted a column at a time, by :meth:`convert_columns`."""
         self.schema = schema
@@ -122,7 +122,6 @@ class TypedPayloads:
         required: list[tuple[str, Convert]] = []
         optional: list[tuple[str, Convert]] = []
         columnar: list[tuple[str, ColumnConvert]] = []
-        numbers: list[tuple[str, Convert]] = []
         field: ConnectField
         for name, field in converter.fields.items():
             kind = json_input(field)
@@ -138,20 +137,16 @@ class TypedPayloads:
                 value_type = Annotated[int, msgspec.Meta(ge=low, le=high)]
                 columnar.append((name, reader.convert))
             elif reader is not None and reader.input == "base64" and kind == "decimal":
-                assert field.convert is not None
                 # base64 text is decoded by the parser (no more leniently than the reader:
-                # tests/unit/formats/test_debezium_typed.py); numbers are read row by row
+                # tests/unit/formats/test_debezium_typed.py), which refuses numbers beyond doubles
                 value_type = bytes | Int | float
                 columnar.append((name, reader.convert))
-                numbers.append((name, field.convert))
             else:
                 assert field.convert is not None
                 value_type = _INPUT_TYPES[kind]
                 (optional if nullable else required).append((name, field.convert))
             columns.append((name, value_type | None if nullable else value_type))
-        return cls._made(
-            columns, tuple(required), tuple(optional), columnar=tuple(columnar), numbers=tuple(numbers)
-        )
+        return cls._made(columns, tuple(required), tuple(optional), columnar=tuple(columnar))
 
     @classmethod
     def of_inferred(cls, inferred: InferredTable) -> TypedPayloads | None:
@@ -186,7 +181,6 @@ class TypedPayloads:
         schema: Schema | None = None,
         *,
         columnar: tuple[tuple[str, ColumnConvert], ...] = (),
-        numbers: tuple[tuple[str, Convert], ...] = (),
     ) -> TypedPayloads | None:
         if not columns or any(not n.isidentifier() or keyword.iskeyword(n) for n, _ in columns):
             return None  # a struct's fields are Python names; other rows take the generic path
@@ -198,7 +192,6 @@ class TypedPayloads:
                 float_columns=float_columns,
                 schema=schema,
                 columnar=columnar,
-                numbers=numbers,
             )
         except (TypeError, ValueError):
             return None
@@ -209,10 +202,6 @@ class TypedPayloads:
         refuses, a null where the schema forbids one)."""
         row: dict[str, Any] = _asdict(struct)
         try:
-            for name, convert in self._numbers:
-                value = row[name]
-                if value is not None and type(value) is not bytes:
-                    row[name] = convert(value)
             for name, convert in self._required:
                 value = row[name]
                 if value is None:
