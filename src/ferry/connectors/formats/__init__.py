@@ -168,7 +168,7 @@ def collection_paused() -> AbstractContextManager[None]:
     A batch's decoding allocates tens of thousands of tuples and dicts that form no reference
     cycles, and every 700 of them would start a collection, which walks the young objects again
     and again, and the whole heap (the rows buffered until the next checkpoint) every so often:
-    about a fifth of the decoder's time. Paused, the objects allocated meanwhile are collected once,
+    about a quarter of the decoder's CPU. Paused, the objects allocated meanwhile are collected once,
     by the first collection after the batch. Reference counting frees objects as usual.
     """
     return _COLLECTOR.paused()
