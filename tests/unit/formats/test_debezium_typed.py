@@ -4,14 +4,18 @@ records with the same reasons for records that contradict the shape the typed de
 
 from __future__ import annotations
 
+import binascii
 import decimal
 import json
 from datetime import UTC, datetime
 from typing import Any
 
+import msgspec
 import orjson
 import pytest
 from format_fixtures import records
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from test_debezium import FIXTURES
 
 from ferry.connectors.formats.debezium import DebeziumJsonDecoder
@@ -170,7 +174,15 @@ EDITS = {
     "integer beyond int64": _set("qty", (1 << 63) + 5),
     "number for a decimal": _set("price", 12.5),
     "bad base64 decimal": _set("price", "@@@"),
+    "base64 decimal padded after a whole group": _set("price", "AAAB="),
+    "null decimal": _set("price", None),
     "text for a timestamp": _set("created_at", "2024-01-01"),
+    "timestamp beyond year 9999": _set("created_at", 253_402_300_800_000_000),
+    "timestamp before year 1": _set("created_at", -62_135_596_800_000_001),
+    "null timestamp": _set("created_at", None),
+    "date beyond year 9999": _set("ship_date", 2_932_897),
+    "date before year 1": _set("ship_date", -719_163),
+    "null date": _set("ship_date", None),
     "object for a text": _set("note", {"a": 1}),
     "missing column": _drop("note"),
     "missing key column": _drop("id"),
@@ -235,3 +247,80 @@ def test_the_same_key_in_a_batch_is_read_once_and_each_row_keeps_its_own_values(
     afters = [e.after for e in events if isinstance(e, DataChange)]
     assert [a["qty"] for a in afters if a is not None] == [10, 11, 12, 13, 14, 15]
     assert len({id(a) for a in afters}) == len(afters)
+
+
+def test_columns_converted_together_give_each_row_its_own_values() -> None:
+    """More rows than are converted in one go, nulls among them: every row of the typed path has
+    the values the generic path reads for it."""
+    table = _table(True)
+    pairs = []
+    for key in range(1, 160):
+        row = _row(key)
+        if key % 5 == 0:
+            row["created_at"] = None
+        if key % 7 == 0:
+            row["ship_date"] = row["price"] = None
+        pairs.append(table.insert(row))
+        if key % 4 == 0:
+            pairs.append(table.update(row, _row(key, 1)))
+    events = _both(_records(pairs))
+    afters = [e.after for e in events if isinstance(e, DataChange) and e.op.name == "INSERT"]
+    assert [a["ship_date"] is None for a in afters if a is not None].count(True) == 159 // 7
+    assert afters[0] is not None and afters[0]["price"] == decimal.Decimal("1.00")
+
+
+_EPOCH_EDGES = st.one_of(
+    st.integers(-(2**64), 2**64),
+    st.integers(-62_135_596_800_000_010, -62_135_596_799_999_990),
+    st.integers(253_402_300_799_999_990, 253_402_300_800_000_010),
+    st.integers(-720_000, -719_000),
+    st.integers(2_932_800, 2_933_000),
+    st.none(),
+)
+_BASE64_ISH = st.text(alphabet="AB/+=Q9z-_ \n", max_size=10)
+_DECIMALS = st.one_of(
+    _BASE64_ISH,
+    st.none(),
+    st.integers(-(2**70), 2**70),
+    st.floats(allow_nan=False, allow_infinity=False),
+)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    values=st.lists(
+        st.fixed_dictionaries(
+            {
+                "created_at": _EPOCH_EDGES,
+                "ship_date": _EPOCH_EDGES,
+                "price": _DECIMALS,
+            }
+        ),
+        min_size=1,
+        max_size=6,
+    )
+)
+def test_any_timestamp_date_or_decimal_decodes_the_same_typed(values: list[dict[str, Any]]) -> None:
+    """Values at and beyond the range of dates, text that is or is nearly base64 and numbers for
+    a decimal, after good records of the partition (its typed decoder in use): the events are
+    the generic path's."""
+    good = _stream(True, 3)
+    pairs: list[tuple[bytes | None, bytes | None]] = [*good]
+    for key, edits in enumerate(values, start=200):
+        key_bytes, value = _table(True).insert(_row(key))
+        payload = _payload(value, True)
+        payload["after"].update(edits)
+        pairs.append((key_bytes, _with_payload(value, payload, True)))
+    _both(_records([*pairs, *_stream(True, 2)]))
+
+
+@settings(max_examples=300, deadline=None)
+@given(text=st.text(alphabet="AB/+=Q9z-_ \n\t.", max_size=12))
+def test_the_typed_decoder_reads_base64_no_more_leniently_than_the_reader(text: str) -> None:
+    """Base64 decimals are decoded by the typed decoder's parser: what it accepts, the generic
+    path's reader (binascii, strict) accepts too, with the same bytes."""
+    try:
+        parsed = msgspec.json.decode(orjson.dumps(text), type=bytes)
+    except msgspec.ValidationError:
+        return
+    assert binascii.a2b_base64(text, strict_mode=True) == parsed

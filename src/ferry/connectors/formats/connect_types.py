@@ -15,12 +15,14 @@ from __future__ import annotations
 
 import binascii
 import decimal
+import weakref
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 from decimal import Decimal
 from typing import Any
 
+import numpy
 import orjson
 
 from ferry.connectors.exceptions import DecodeError
@@ -228,6 +230,10 @@ def _base64(value: str) -> bytes:
     return binascii.a2b_base64(value, strict_mode=True)
 
 
+#: Bytes decimals' readers → their scale (the readers are closures, made per scale).
+_BYTES_DECIMAL_SCALES: weakref.WeakKeyDictionary[Convert, int] = weakref.WeakKeyDictionary()
+
+
 def _decimal_converter(scale: int, from_bytes: bool) -> Convert:
     def convert(value: Any) -> Decimal:
         kind = type(value)
@@ -241,6 +247,8 @@ def _decimal_converter(scale: int, from_bytes: bool) -> Convert:
             return _decimal_text(repr(value))
         raise TypeError("expected base64 text or a number")
 
+    if from_bytes:
+        _BYTES_DECIMAL_SCALES[convert] = scale
     return convert
 
 
@@ -410,6 +418,92 @@ _INPUTS: dict[Convert, str] = {
     **dict.fromkeys((_base64, _decimal_text, _zoned_timestamp, _iso_date, _iso_time), "text"),
 }
 _DECIMAL_READER = _decimal_converter(0, True).__code__
+
+
+# ------------------------------------------------------------------------- columnar readers
+
+ColumnConvert = Callable[[list[Any]], list[Any]]
+
+
+@dataclass(frozen=True, slots=True)
+class ColumnReader:
+    """A reader's columnar form, for a decoder that checks the JSON values while parsing and
+    converts a batch's values of a column at once.
+
+    ``input`` is what the values must be for :attr:`convert` to read them: ``"int"``, an integer
+    between ``bounds`` (inclusive), or ``"base64"``, the bytes of base64 text (decoded by the
+    parser) or a number (an integer of 64 bits or a finite double). ``convert`` turns a list of
+    such values into what the field's reader gives for each of them, in one call, and never fails
+    on them.
+    """
+
+    input: str
+    bounds: tuple[int, int] | None
+    convert: ColumnConvert
+
+
+def _micros(moment: datetime) -> int:
+    return (moment - _EPOCH) // timedelta(microseconds=1)
+
+
+_MICROS = (_micros(datetime.min), _micros(datetime.max))
+_MILLIS = (-(-_MICROS[0] // 1000), _MICROS[1] // 1000)
+_DAYS = (1 - _EPOCH_ORDINAL, date.max.toordinal() - _EPOCH_ORDINAL)
+_INT64_MIN, _INT64_MAX = -(1 << 63), (1 << 63) - 1
+
+
+def _epoch_column(unit: str, divisor: int = 1) -> ColumnConvert:
+    """Epoch counts to datetimes (or dates, ``unit`` ``"D"``): numpy's datetime64 gives the
+    same naive values as the readers' ``_EPOCH + timedelta(...)``, for the whole column at once."""
+    kind = numpy.dtype(f"datetime64[{unit}]")
+
+    def convert(values: list[Any]) -> list[Any]:
+        counts = numpy.array(values, dtype=numpy.int64)
+        if divisor != 1:
+            counts //= divisor  # floor division, as the reader's ``//``
+        result: list[Any] = counts.astype(kind).tolist()
+        return result
+
+    return convert
+
+
+def _decimal_column(scale: int, reader: Convert) -> ColumnConvert:
+    context, from_bytes = _EXACT, int.from_bytes
+
+    def convert(values: list[Any]) -> list[Any]:
+        # numbers (JSON numbers of 64 bits or finite doubles, as a parser gives them) by the reader
+        if scale:
+            return [
+                Decimal(from_bytes(v, "big", signed=True)).scaleb(-scale, context)
+                if type(v) is bytes
+                else reader(v)
+                for v in values
+            ]
+        return [Decimal(from_bytes(v, "big", signed=True)) if type(v) is bytes else reader(v) for v in values]
+
+    return convert
+
+
+_COLUMN_READERS: dict[Convert, ColumnReader] = {
+    _micros_timestamp: ColumnReader("int", _MICROS, _epoch_column("us")),
+    _millis_timestamp: ColumnReader("int", _MILLIS, _epoch_column("ms")),
+    _nanos_timestamp: ColumnReader("int", (_INT64_MIN, _INT64_MAX), _epoch_column("us", 1000)),
+    _days: ColumnReader("int", _DAYS, _epoch_column("D")),
+}
+
+
+def column_reader(field: ConnectField) -> ColumnReader | None:
+    """The columnar form of a field's reader, when it has one (epoch timestamps and dates,
+    base64 decimals)."""
+    convert = field.convert
+    if convert is None:
+        return None
+    reader = _COLUMN_READERS.get(convert)
+    if reader is None:
+        scale = _BYTES_DECIMAL_SCALES.get(convert)
+        if scale is not None:
+            reader = ColumnReader("base64", None, _decimal_column(scale, convert))
+    return reader
 
 
 def json_input(field: ConnectField) -> str | None:

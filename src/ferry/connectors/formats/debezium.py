@@ -44,6 +44,7 @@ from ferry.connectors.exceptions import DecodeError
 from ferry.connectors.formats import (
     InferredTable,
     bad_record,
+    collection_paused,
     internal_error,
     json_error,
     key_mismatch,
@@ -77,6 +78,7 @@ _ENVELOPE_FIELDS = ("op", "before", "after", "source", "tableChanges")
 _TRUE = ("true", True)
 #: Builds a NamedTuple without its Python-level ``__new__`` (the hot path makes two per record).
 _new = tuple.__new__
+_asdict = msgspec.structs.asdict
 Row = dict[str, Any]
 
 
@@ -119,6 +121,9 @@ class _Plan:
 
 
 _INFER = _Plan(None)
+#: Rows of a typed decoder whose columnar columns are converted together: enough to convert each
+#: column in one call, few enough that the rows are still in the CPU's caches.
+_COLUMN_CHUNK = 64
 #: Times a partition's typed decoder of inferred rows is made again before it is given up (a
 #: table whose values keep changing type).
 _MAX_REBUILDS = 32
@@ -235,8 +240,14 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
         """Per partition without the envelope: the typed decoder of its last table's rows."""
         self._keys_seen: dict[bytes, tuple[tuple[str, ...], Row]] = {}
         """The keys of the batch being decoded that the typed path parsed, by their bytes."""
+        self._columnar: dict[TypedPayloads, list[Row]] = {}
+        """The rows of the batch being decoded whose columnar columns are still to convert."""
 
     def decode(self, records: Sequence[RecordLike]) -> list[Event]:
+        with collection_paused():
+            return self._decode(records)
+
+    def _decode(self, records: Sequence[RecordLike]) -> list[Event]:
         out: list[Event] = []
         append = out.append
         last_plan = self._last_plan
@@ -350,6 +361,10 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
                 append(bad_record(record, e.reason))
             except Exception as e:  # a record must never stop the batch
                 append(bad_record(record, internal_error(e)))
+        if self._columnar:
+            for typed, rows in self._columnar.items():
+                typed.convert_columns(rows)
+            self._columnar.clear()
         return out
 
     # ------------------------------------------------------------------------------- rows
@@ -483,12 +498,20 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
                     if getattr(row_struct, name, value) != value:
                         return False
         after = before = None
-        if after_struct is not None and (after := typed.row(after_struct)) is None:
-            return False
-        if before_struct is not None and (before := typed.row(before_struct)) is None:
-            return False
+        if typed.plain:
+            if after_struct is not None:
+                after = _asdict(after_struct)
+            if before_struct is not None:
+                before = _asdict(before_struct)
+        else:
+            if after_struct is not None and (after := typed.row(after_struct)) is None:
+                return False
+            if before_struct is not None and (before := typed.row(before_struct)) is None:
+                return False
         if plan is not None:
-            schema = plan.schema(names)
+            schema = plan.schemas.get(names)
+            if schema is None:
+                schema = plan.schema(names)
         else:
             inferred = table.inferred
             if names != inferred.keys or inferred.schema is not typed.schema:
@@ -499,6 +522,17 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
                 out.append(SchemaObserved(table.table_id, schema, position))
             table.emitted = schema
         typed.misses = 0
+        if typed.columnar:
+            rows = self._columnar.get(typed)
+            if rows is None:
+                rows = self._columnar[typed] = []
+            if after is not None:
+                rows.append(after)
+            if before is not None:
+                rows.append(before)
+            if len(rows) >= _COLUMN_CHUNK:
+                typed.convert_columns(rows)
+                rows.clear()
         out.append(
             _new(DataChange, (table.table_id, op, before, after, position, source.ts_ms or payload.ts_ms))
         )
