@@ -193,3 +193,10 @@ def test_the_control_plane_does_not_import_the_worker() -> None:
         and "ferry.worker" in set(imported(name, path, known))
     )
     assert found == [], "the control plane runs pipelines as processes: it needs no worker"
+
+
+def test_the_runner_holds_only_the_hot_loop_and_the_checkpoint() -> None:
+    # barrier, lease, routing and history live in the schema operator, partitions and truncates in
+    # their own modules: a runner that grows past this has taken one of them back
+    runner = Path(ferry.__file__).parent / "pipeline" / "runner.py"
+    assert len(runner.read_text(encoding="utf-8").splitlines()) < 400

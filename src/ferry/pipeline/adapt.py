@@ -234,3 +234,26 @@ class RowAdapter:
                 before = self.adapt_row(change.before, self.keys)  # a delete needs only the key
             return change._replace(before=before, after=None)
         return change._replace(before=self.adapt_row(change.before), after=self.adapt_row(change.after))
+
+
+def adapt_to_schema(
+    changes: list[DataChange], old: Schema, new: Schema, refuse: Callable[[str, DataChange], None]
+) -> list[DataChange]:
+    """Rows buffered under ``old`` shaped for ``new``, a schema reached without a barrier (a
+    column added, a type widened). Only a value whose type widened is cast; a column added is left
+    out of the rows, which every sink reads as NULL (as it does for the rows of a partition that
+    has not shown the column yet). A row that cannot be cast goes to ``refuse`` with the reason."""
+    adapter = RowAdapter(old, new, _same_type)
+    if not adapter.casts:
+        return changes
+    adapted = []
+    for change in changes:
+        try:
+            adapted.append(adapter.adapt(change))
+        except CastError as e:
+            refuse(str(e), change)
+    return adapted
+
+
+def _same_type(source_type: DataType) -> DataType:
+    return source_type

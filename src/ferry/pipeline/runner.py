@@ -32,7 +32,7 @@ from typing import TYPE_CHECKING, Any
 from ferry.connectors.base import DeadLetter, KeepingAlive, Rebalancing, Source, Watermarking
 from ferry.exceptions import FerryError
 from ferry.offsets import Offsets, Partition
-from ferry.pipeline.adapt import CastError, RowAdapter
+from ferry.pipeline.adapt import adapt_to_schema
 from ferry.pipeline.bad_records import BadRecords
 from ferry.pipeline.checkpoints import CheckpointStore, now_ms
 from ferry.pipeline.events import BadRecord, DataChange, Event, SchemaHint, SchemaObserved, Tombstone
@@ -50,16 +50,11 @@ from ferry.pipeline.phase import Phase
 from ferry.pipeline.route import TableRouter
 from ferry.pipeline.router import SchemaChangeRouter
 from ferry.pipeline.schema import Schema, TableId
-from ferry.pipeline.schema_operator import (
-    HintSource,
-    SchemaDefinitions,
-    SchemaOperator,
-)
+from ferry.pipeline.schema_operator import HintSource, SchemaDefinitions, SchemaOperator
 from ferry.pipeline.settings import RunnerSettings
 from ferry.pipeline.shaping import RowShaper, in_table_names
 from ferry.pipeline.status import RunnerStatus
 from ferry.pipeline.truncates import OrderOf, TruncateOrder
-from ferry.pipeline.types import DataType
 from ferry.sinks.base import Sink
 
 if TYPE_CHECKING:
@@ -345,24 +340,10 @@ class PipelineRunner:
         self.schemas.saved = schemas
 
     def _adapt_buffered(self, table_id: TableId, old: Schema, new: Schema) -> None:
-        """A table's schema changed without a barrier (a column added, a type widened): the rows
-        buffered with the old schema are adapted to the new one. Only a value whose type widened is
-        cast; a column added is left out of the rows, which every sink reads as NULL (as it does
-        for the rows of a partition that has not shown the column yet)."""
-        buffer = self._buffers.get(table_id)
-        if not buffer:
-            return
-        adapter = RowAdapter(old, new, _same_type)
-        if not adapter.casts:
-            return
-        adapted = []
-        for change in buffer:
-            try:
-                adapted.append(adapter.adapt(change))
-            except CastError as e:
-                self.bad.row(str(e), change)
-        self._buffers[table_id] = adapted
-        self._buffered -= len(buffer) - len(adapted)
+        """A table's schema changed without a barrier: its buffered rows are adapted to it."""
+        if buffer := self._buffers.get(table_id):
+            self._buffers[table_id] = adapted = adapt_to_schema(buffer, old, new, self.bad.row)
+            self._buffered -= len(buffer) - len(adapted)
 
     def _sink_changed(self, source_tables: Collection[TableId]) -> None:
         self.shaper.forget(source_tables)
@@ -416,7 +397,3 @@ class PipelineRunner:
         self._buffers = {t: [] for t in self._buffers if tracker.schema(t) is not None}
         self._buffered = 0
         return written
-
-
-def _same_type(source_type: DataType) -> DataType:
-    return source_type
