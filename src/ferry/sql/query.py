@@ -13,7 +13,7 @@ from ferry.sql.lineage import (
     Relation,
     WindowSpec,
     describe_list,
-    interval_millis,
+    interval_text,
     lineage_list,
     substitute,
 )
@@ -35,6 +35,40 @@ if TYPE_CHECKING:
     from ferry.sql.plan import PlanBuilder
 
 __all__ = ["QueryPlanner"]
+
+
+def _join_aspects(
+    join_type: str,
+    condition_texts: list[str],
+    condition_display: str,
+    left: Relation,
+    right: Relation,
+    *,
+    unique_keys: list[Aspect] | None = None,
+) -> list[Aspect]:
+    """What a join keeps state for: its type and condition, then each input's changelog, unique
+    keys (when given) and filters."""
+    return [
+        Aspect(name="join type", value=join_type, display=join_type),
+        Aspect(
+            name="join condition",
+            value=" AND ".join(sorted(condition_texts)) or "TRUE",
+            display=condition_display,
+        ),
+        changelog_aspect(left, "left"),
+        changelog_aspect(right, "right"),
+        *(unique_keys or []),
+        filters_aspect(left.filters, "left"),
+        filters_aspect(right.filters, "right"),
+    ]
+
+
+def _unique_keys_aspect(relation: Relation, side: str) -> Aspect:
+    return Aspect(
+        name=f"{side} unique keys",
+        value=" ; ".join(lineage_list(k) for k in relation.upsert_keys) or "(none)",
+        display=" ; ".join(describe_list(k) for k in relation.upsert_keys) or "(none)",
+    )
 
 
 class QueryPlanner:
@@ -73,16 +107,7 @@ class QueryPlanner:
 
     def _derived(self, name: str, expression: exp.Expr, scope: Scope) -> Field:
         if isinstance(expression, exp.Column) and not scope.replacements:
-            source = scope.resolve(expression, self.builder.script.path)
-            return Field(
-                name=name,
-                lineage=source.lineage,
-                type=source.type,
-                deps=(source,),
-                time=source.time,
-                window=source.window,
-                window_role=source.window_role,
-            )
+            return scope.resolve(expression, self.builder.script.path).renamed(name)
         text, refs = self.lineage(expression, scope)
         single = refs[0] if len(refs) == 1 and isinstance(expression, exp.Column) else None
         return Field(
@@ -261,15 +286,7 @@ class QueryPlanner:
         mapping: dict[int, Field] = {}
         for index, original in enumerate(relation.fields):
             if index < len(names):
-                made = Field(
-                    name=names[index],
-                    lineage=original.lineage,
-                    type=original.type,
-                    deps=(original,),
-                    time=original.time,
-                    window=original.window,
-                    window_role=original.window_role,
-                )
+                made = original.renamed(names[index])
                 mapping[id(original)] = made
                 renamed.append(made)
             else:
@@ -335,10 +352,7 @@ class QueryPlanner:
             value = named.get(parameter) or (positional.pop(0) if positional else None)
             if value is None:
                 continue
-            millis = interval_millis(value) if isinstance(value, exp.Interval) else None
-            parameters.append(
-                f"{parameter}={millis}ms" if millis is not None else f"{parameter}={render(value)}"
-            )
+            parameters.append(f"{parameter}={interval_text(value)}")
             shown.append(render(value))
         partition: list[Field] = []
         for column in data.args.get("partition_by") or []:
@@ -485,36 +499,14 @@ class QueryPlanner:
                 if interval
                 else "a join keeps the rows of both inputs"
             ),
-            aspects=[
-                Aspect(name="join type", value=join_type, display=join_type),
-                Aspect(
-                    name="join condition",
-                    value=" AND ".join(sorted(condition_texts)) or "TRUE",
-                    display=condition_display,
-                ),
-                Aspect(
-                    name="left changelog",
-                    value=changelog_aspect(left).value,
-                    display=changelog_aspect(left).display,
-                ),
-                Aspect(
-                    name="right changelog",
-                    value=changelog_aspect(right).value,
-                    display=changelog_aspect(right).display,
-                ),
-                Aspect(
-                    name="left unique keys",
-                    value=" ; ".join(lineage_list(k) for k in left.upsert_keys) or "(none)",
-                    display=" ; ".join(describe_list(k) for k in left.upsert_keys) or "(none)",
-                ),
-                Aspect(
-                    name="right unique keys",
-                    value=" ; ".join(lineage_list(k) for k in right.upsert_keys) or "(none)",
-                    display=" ; ".join(describe_list(k) for k in right.upsert_keys) or "(none)",
-                ),
-                filters_aspect(left.filters, "left"),
-                filters_aspect(right.filters, "right"),
-            ],
+            aspects=_join_aspects(
+                join_type,
+                condition_texts,
+                condition_display,
+                left,
+                right,
+                unique_keys=[_unique_keys_aspect(left, "left"), _unique_keys_aspect(right, "right")],
+            ),
             schemas=[("left input schema", left.fields), ("right input schema", right.fields)],
         )
         self.builder.add(operator)
@@ -585,26 +577,9 @@ class QueryPlanner:
                 reason=(
                     "an event-time temporal join keeps the versions of the versioned table and pending rows"
                 ),
-                aspects=[
-                    Aspect(name="join type", value=f"temporal {join_type}", display=f"temporal {join_type}"),
-                    Aspect(
-                        name="join condition",
-                        value=" AND ".join(sorted(condition_texts)) or "TRUE",
-                        display=condition_display,
-                    ),
-                    Aspect(
-                        name="left changelog",
-                        value=changelog_aspect(left).value,
-                        display=changelog_aspect(left).display,
-                    ),
-                    Aspect(
-                        name="right changelog",
-                        value=changelog_aspect(right).value,
-                        display=changelog_aspect(right).display,
-                    ),
-                    filters_aspect(left.filters, "left"),
-                    filters_aspect(right.filters, "right"),
-                ],
+                aspects=_join_aspects(
+                    f"temporal {join_type}", condition_texts, condition_display, left, right
+                ),
                 schemas=[("left input schema", left.fields), ("right input schema", right.fields)],
             )
         )
