@@ -17,7 +17,7 @@ from ferry.sql.lineage import (
     lineage_list,
     substitute,
 )
-from ferry.sql.model import Aspect
+from ferry.sql.model import Aspect, OperatorKind
 from ferry.sql.parser import render
 from ferry.sql.pending import (
     WINDOW_TVFS,
@@ -123,6 +123,23 @@ class QueryPlanner:
     def _operator_id(self, kind: str, path: str) -> str:
         return self.builder.unique_id(f"{self.statement}/{kind}[{path}]")
 
+    def _add_stateless(
+        self, kind: OperatorKind, label: str, tables: frozenset[str], path: str | None = None
+    ) -> None:
+        """Record an operator that keeps no state (its id names ``path`` when there is one)."""
+        self.builder.add(
+            PendingOperator(
+                id=self._operator_id(kind, path)
+                if path is not None
+                else self.builder.unique_id(f"{self.statement}/{kind}"),
+                kind=kind,
+                label=label,
+                stateful=False,
+                statement=self.statement,
+                tables=tuple(sorted(tables)),
+            )
+        )
+
     # ----- queries -------------------------------------------------------------------------------
 
     def plan_root(self, query: exp.Expr) -> Relation:
@@ -175,15 +192,8 @@ class QueryPlanner:
                 updating=left.updating or right.updating,
                 filters=left.filters + right.filters,
             )
-            self.builder.add(
-                PendingOperator(
-                    id=self._operator_id("union", f"{left.path}, {right.path}"),
-                    kind="union",
-                    label="UNION ALL" if not distinct else "UNION",
-                    stateful=False,
-                    statement=self.statement,
-                    tables=tuple(sorted(tables)),
-                )
+            self._add_stateless(
+                "union", "UNION ALL" if not distinct else "UNION", tables, f"{left.path}, {right.path}"
             )
             if distinct:
                 return self._distinct(relation, "UNION (distinct rows)")
@@ -308,16 +318,7 @@ class QueryPlanner:
         names = [c.name for c in alias.columns] if isinstance(alias, exp.TableAlias) and alias.columns else []
         names = names or ["f0"]
         fields = [Field(name=n, lineage=f"{text}.{n}", deps=tuple(refs)) for n in names]
-        self.builder.add(
-            PendingOperator(
-                id=self.builder.unique_id(f"{self.statement}/correlate"),
-                kind="correlate",
-                label=short(f"LATERAL {render(call)}"),
-                stateful=False,
-                statement=self.statement,
-                tables=(),
-            )
-        )
+        self._add_stateless("correlate", short(f"LATERAL {render(call)}"), frozenset())
         return Relation(fields=fields, path="correlate", tables=frozenset())
 
     def _plan_window_tvf(self, call: exp.Anonymous, scope: Scope) -> Relation:
@@ -548,15 +549,11 @@ class QueryPlanner:
         tables = left.tables | right.tables
         at = render(moment) if isinstance(moment, exp.Expr) else "?"
         if proctime:
-            self.builder.add(
-                PendingOperator(
-                    id=self.builder.unique_id(f"{self.statement}/lookup-join[{left.path}, {right.path}]"),
-                    kind="lookup-join",
-                    label=short(f"lookup {join_type} FOR SYSTEM_TIME AS OF {at} ON {condition_display}"),
-                    stateful=False,
-                    statement=self.statement,
-                    tables=tuple(sorted(tables)),
-                )
+            self._add_stateless(
+                "lookup-join",
+                short(f"lookup {join_type} FOR SYSTEM_TIME AS OF {at} ON {condition_display}"),
+                tables,
+                f"{left.path}, {right.path}",
             )
             return Relation(
                 fields=[*left.fields, *right.fields],

@@ -591,15 +591,8 @@ class SelectPlanner:
         where = self.select.args.get("where")
         if not trivial or isinstance(where, exp.Where) or self.select.meta.get("ferry_transform"):
             condition = f" WHERE {render(where.this)}" if isinstance(where, exp.Where) else ""
-            self.builder.add(
-                PendingOperator(
-                    id=self.builder.unique_id(f"{self.statement}/calc"),
-                    kind="calc",
-                    label=short(f"SELECT {render_list(self.select.expressions)}{condition}"),
-                    stateful=False,
-                    statement=self.statement,
-                    tables=tuple(sorted(relation.tables)),
-                )
+            self.planner._add_stateless(
+                "calc", short(f"SELECT {render_list(self.select.expressions)}{condition}"), relation.tables
             )
         return Relation(
             fields=fields,
