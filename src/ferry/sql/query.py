@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
 from sqlglot import exp
@@ -302,16 +303,7 @@ class QueryPlanner:
             else:
                 renamed.append(original)
         keys = tuple(tuple(mapping.get(id(f), f) for f in key) for key in relation.upsert_keys)
-        return Relation(
-            fields=renamed,
-            path=relation.path,
-            tables=relation.tables,
-            updating=relation.updating,
-            upsert_keys=keys,
-            filters=relation.filters,
-            open_table=relation.open_table,
-            pending_window=relation.pending_window,
-        )
+        return dataclasses.replace(relation, fields=renamed, upsert_keys=keys, extra_fields={})
 
     def _plan_correlate(self, call: exp.Expr, alias: exp.Expr | None, scope: Scope) -> Relation:
         text, refs = self.lineage(call, scope)
@@ -548,6 +540,15 @@ class QueryPlanner:
         proctime = any(f.time == "proctime" for f in time_refs)
         tables = left.tables | right.tables
         at = render(moment) if isinstance(moment, exp.Expr) else "?"
+        # Either way the rows are the left input's, each joined with one version of the right table.
+        joined = Relation(
+            fields=[*left.fields, *right.fields],
+            path=left.path,
+            tables=tables,
+            updating=left.updating,
+            upsert_keys=left.upsert_keys,
+            filters=left.filters,
+        )
         if proctime:
             self._add_stateless(
                 "lookup-join",
@@ -555,14 +556,7 @@ class QueryPlanner:
                 tables,
                 f"{left.path}, {right.path}",
             )
-            return Relation(
-                fields=[*left.fields, *right.fields],
-                path=left.path,
-                tables=tables,
-                updating=left.updating,
-                upsert_keys=left.upsert_keys,
-                filters=left.filters,
-            )
+            return joined
         self.builder.add(
             PendingOperator(
                 id=self._operator_id("join", f"{left.path}, {right.path}"),
@@ -580,13 +574,7 @@ class QueryPlanner:
                 schemas=[("left input schema", left.fields), ("right input schema", right.fields)],
             )
         )
-        return Relation(
-            fields=[*left.fields, *right.fields],
-            path=f"join[{left.path}, {right.path}]",
-            tables=tables,
-            updating=left.updating,
-            upsert_keys=left.upsert_keys,
-        )
+        return dataclasses.replace(joined, path=f"join[{left.path}, {right.path}]", filters=())
 
     def _plan_subquery_predicate(self, node: exp.Query, scope: Scope) -> Relation:
         sub = self.plan_query(node, scope.child())

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
@@ -102,17 +103,7 @@ class SelectPlanner:
         return output
 
     def _with_filters(self, relation: Relation, filters: tuple[Filter, ...]) -> Relation:
-        return Relation(
-            fields=relation.fields,
-            path=relation.path,
-            tables=relation.tables,
-            updating=relation.updating,
-            upsert_keys=relation.upsert_keys,
-            filters=filters,
-            open_table=relation.open_table,
-            pending_window=relation.pending_window,
-            extra_fields=relation.extra_fields,
-        )
+        return dataclasses.replace(relation, filters=filters)
 
     def _filters(self, predicates: list[exp.Expr]) -> list[Filter]:
         made: list[Filter] = []
@@ -594,14 +585,9 @@ class SelectPlanner:
             self.planner._add_stateless(
                 "calc", short(f"SELECT {render_list(self.select.expressions)}{condition}"), relation.tables
             )
-        return Relation(
-            fields=fields,
-            path=relation.path,
-            tables=relation.tables,
-            updating=relation.updating,
-            upsert_keys=keys,
-            filters=relation.filters,
-            pending_window=relation.pending_window,
+        # The projection names every column it reads, so it is no longer an open table.
+        return dataclasses.replace(
+            relation, fields=fields, upsert_keys=keys, open_table=None, extra_fields={}
         )
 
     def _sort(self, relation: Relation) -> Relation:
