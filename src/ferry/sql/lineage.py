@@ -26,6 +26,7 @@ __all__ = [
     "WindowSpec",
     "describe_list",
     "interval_millis",
+    "interval_text",
     "is_aggregate_call",
     "lineage_list",
     "substitute",
@@ -119,6 +120,18 @@ class Field:
         """The field's name and, when known, its type."""
         return f"{self.name} {self.type}" if self.type else self.name
 
+    def renamed(self, name: str) -> Field:
+        """This field's value under another name: same lineage, type and time, depending on it."""
+        return Field(
+            name=name,
+            lineage=self.lineage,
+            type=self.type,
+            deps=(self,),
+            time=self.time,
+            window=self.window,
+            window_role=self.window_role,
+        )
+
 
 @dataclass(frozen=True, slots=True)
 class Filter:
@@ -187,6 +200,12 @@ def interval_millis(interval: exp.Interval) -> int | None:
     if millis is None:
         return None
     return round(amount * millis)
+
+
+def interval_text(value: exp.Expr) -> str:
+    """A window parameter for comparison: a fixed-length interval in milliseconds, else as written."""
+    millis = interval_millis(value) if isinstance(value, exp.Interval) else None
+    return f"{millis}ms" if millis is not None else render(value)
 
 
 def is_aggregate_call(node: exp.Expr) -> bool:

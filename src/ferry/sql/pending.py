@@ -102,9 +102,10 @@ def conjuncts(condition: exp.Expr | None) -> list[exp.Expr]:
     return [condition]
 
 
-def changelog_aspect(relation: Relation) -> Aspect:
+def changelog_aspect(relation: Relation, side: str = "") -> Aspect:
+    """Whether an operator's input (``side`` of a join) is a change log or inserts only."""
     return Aspect(
-        name="input changelog",
+        name=f"{side} changelog" if side else "input changelog",
         value="updating" if relation.updating else "insert-only",
         display="updates and deletes" if relation.updating else "inserts only",
     )

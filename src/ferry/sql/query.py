@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 from typing import TYPE_CHECKING
 
 from sqlglot import exp
@@ -13,11 +14,11 @@ from ferry.sql.lineage import (
     Relation,
     WindowSpec,
     describe_list,
-    interval_millis,
+    interval_text,
     lineage_list,
     substitute,
 )
-from ferry.sql.model import Aspect
+from ferry.sql.model import Aspect, OperatorKind
 from ferry.sql.parser import render
 from ferry.sql.pending import (
     WINDOW_TVFS,
@@ -35,6 +36,40 @@ if TYPE_CHECKING:
     from ferry.sql.plan import PlanBuilder
 
 __all__ = ["QueryPlanner"]
+
+
+def _join_aspects(
+    join_type: str,
+    condition_texts: list[str],
+    condition_display: str,
+    left: Relation,
+    right: Relation,
+    *,
+    unique_keys: list[Aspect] | None = None,
+) -> list[Aspect]:
+    """What a join keeps state for: its type and condition, then each input's changelog, unique
+    keys (when given) and filters."""
+    return [
+        Aspect(name="join type", value=join_type, display=join_type),
+        Aspect(
+            name="join condition",
+            value=" AND ".join(sorted(condition_texts)) or "TRUE",
+            display=condition_display,
+        ),
+        changelog_aspect(left, "left"),
+        changelog_aspect(right, "right"),
+        *(unique_keys or []),
+        filters_aspect(left.filters, "left"),
+        filters_aspect(right.filters, "right"),
+    ]
+
+
+def _unique_keys_aspect(relation: Relation, side: str) -> Aspect:
+    return Aspect(
+        name=f"{side} unique keys",
+        value=" ; ".join(lineage_list(k) for k in relation.upsert_keys) or "(none)",
+        display=" ; ".join(describe_list(k) for k in relation.upsert_keys) or "(none)",
+    )
 
 
 class QueryPlanner:
@@ -73,16 +108,7 @@ class QueryPlanner:
 
     def _derived(self, name: str, expression: exp.Expr, scope: Scope) -> Field:
         if isinstance(expression, exp.Column) and not scope.replacements:
-            source = scope.resolve(expression, self.builder.script.path)
-            return Field(
-                name=name,
-                lineage=source.lineage,
-                type=source.type,
-                deps=(source,),
-                time=source.time,
-                window=source.window,
-                window_role=source.window_role,
-            )
+            return scope.resolve(expression, self.builder.script.path).renamed(name)
         text, refs = self.lineage(expression, scope)
         single = refs[0] if len(refs) == 1 and isinstance(expression, exp.Column) else None
         return Field(
@@ -97,6 +123,23 @@ class QueryPlanner:
 
     def _operator_id(self, kind: str, path: str) -> str:
         return self.builder.unique_id(f"{self.statement}/{kind}[{path}]")
+
+    def _add_stateless(
+        self, kind: OperatorKind, label: str, tables: frozenset[str], path: str | None = None
+    ) -> None:
+        """Record an operator that keeps no state (its id names ``path`` when there is one)."""
+        self.builder.add(
+            PendingOperator(
+                id=self._operator_id(kind, path)
+                if path is not None
+                else self.builder.unique_id(f"{self.statement}/{kind}"),
+                kind=kind,
+                label=label,
+                stateful=False,
+                statement=self.statement,
+                tables=tuple(sorted(tables)),
+            )
+        )
 
     # ----- queries -------------------------------------------------------------------------------
 
@@ -150,15 +193,8 @@ class QueryPlanner:
                 updating=left.updating or right.updating,
                 filters=left.filters + right.filters,
             )
-            self.builder.add(
-                PendingOperator(
-                    id=self._operator_id("union", f"{left.path}, {right.path}"),
-                    kind="union",
-                    label="UNION ALL" if not distinct else "UNION",
-                    stateful=False,
-                    statement=self.statement,
-                    tables=tuple(sorted(tables)),
-                )
+            self._add_stateless(
+                "union", "UNION ALL" if not distinct else "UNION", tables, f"{left.path}, {right.path}"
             )
             if distinct:
                 return self._distinct(relation, "UNION (distinct rows)")
@@ -261,46 +297,20 @@ class QueryPlanner:
         mapping: dict[int, Field] = {}
         for index, original in enumerate(relation.fields):
             if index < len(names):
-                made = Field(
-                    name=names[index],
-                    lineage=original.lineage,
-                    type=original.type,
-                    deps=(original,),
-                    time=original.time,
-                    window=original.window,
-                    window_role=original.window_role,
-                )
+                made = original.renamed(names[index])
                 mapping[id(original)] = made
                 renamed.append(made)
             else:
                 renamed.append(original)
         keys = tuple(tuple(mapping.get(id(f), f) for f in key) for key in relation.upsert_keys)
-        return Relation(
-            fields=renamed,
-            path=relation.path,
-            tables=relation.tables,
-            updating=relation.updating,
-            upsert_keys=keys,
-            filters=relation.filters,
-            open_table=relation.open_table,
-            pending_window=relation.pending_window,
-        )
+        return dataclasses.replace(relation, fields=renamed, upsert_keys=keys, extra_fields={})
 
     def _plan_correlate(self, call: exp.Expr, alias: exp.Expr | None, scope: Scope) -> Relation:
         text, refs = self.lineage(call, scope)
         names = [c.name for c in alias.columns] if isinstance(alias, exp.TableAlias) and alias.columns else []
         names = names or ["f0"]
         fields = [Field(name=n, lineage=f"{text}.{n}", deps=tuple(refs)) for n in names]
-        self.builder.add(
-            PendingOperator(
-                id=self.builder.unique_id(f"{self.statement}/correlate"),
-                kind="correlate",
-                label=short(f"LATERAL {render(call)}"),
-                stateful=False,
-                statement=self.statement,
-                tables=(),
-            )
-        )
+        self._add_stateless("correlate", short(f"LATERAL {render(call)}"), frozenset())
         return Relation(fields=fields, path="correlate", tables=frozenset())
 
     def _plan_window_tvf(self, call: exp.Anonymous, scope: Scope) -> Relation:
@@ -335,10 +345,7 @@ class QueryPlanner:
             value = named.get(parameter) or (positional.pop(0) if positional else None)
             if value is None:
                 continue
-            millis = interval_millis(value) if isinstance(value, exp.Interval) else None
-            parameters.append(
-                f"{parameter}={millis}ms" if millis is not None else f"{parameter}={render(value)}"
-            )
+            parameters.append(f"{parameter}={interval_text(value)}")
             shown.append(render(value))
         partition: list[Field] = []
         for column in data.args.get("partition_by") or []:
@@ -485,36 +492,14 @@ class QueryPlanner:
                 if interval
                 else "a join keeps the rows of both inputs"
             ),
-            aspects=[
-                Aspect(name="join type", value=join_type, display=join_type),
-                Aspect(
-                    name="join condition",
-                    value=" AND ".join(sorted(condition_texts)) or "TRUE",
-                    display=condition_display,
-                ),
-                Aspect(
-                    name="left changelog",
-                    value=changelog_aspect(left).value,
-                    display=changelog_aspect(left).display,
-                ),
-                Aspect(
-                    name="right changelog",
-                    value=changelog_aspect(right).value,
-                    display=changelog_aspect(right).display,
-                ),
-                Aspect(
-                    name="left unique keys",
-                    value=" ; ".join(lineage_list(k) for k in left.upsert_keys) or "(none)",
-                    display=" ; ".join(describe_list(k) for k in left.upsert_keys) or "(none)",
-                ),
-                Aspect(
-                    name="right unique keys",
-                    value=" ; ".join(lineage_list(k) for k in right.upsert_keys) or "(none)",
-                    display=" ; ".join(describe_list(k) for k in right.upsert_keys) or "(none)",
-                ),
-                filters_aspect(left.filters, "left"),
-                filters_aspect(right.filters, "right"),
-            ],
+            aspects=_join_aspects(
+                join_type,
+                condition_texts,
+                condition_display,
+                left,
+                right,
+                unique_keys=[_unique_keys_aspect(left, "left"), _unique_keys_aspect(right, "right")],
+            ),
             schemas=[("left input schema", left.fields), ("right input schema", right.fields)],
         )
         self.builder.add(operator)
@@ -555,25 +540,23 @@ class QueryPlanner:
         proctime = any(f.time == "proctime" for f in time_refs)
         tables = left.tables | right.tables
         at = render(moment) if isinstance(moment, exp.Expr) else "?"
+        # Either way the rows are the left input's, each joined with one version of the right table.
+        joined = Relation(
+            fields=[*left.fields, *right.fields],
+            path=left.path,
+            tables=tables,
+            updating=left.updating,
+            upsert_keys=left.upsert_keys,
+            filters=left.filters,
+        )
         if proctime:
-            self.builder.add(
-                PendingOperator(
-                    id=self.builder.unique_id(f"{self.statement}/lookup-join[{left.path}, {right.path}]"),
-                    kind="lookup-join",
-                    label=short(f"lookup {join_type} FOR SYSTEM_TIME AS OF {at} ON {condition_display}"),
-                    stateful=False,
-                    statement=self.statement,
-                    tables=tuple(sorted(tables)),
-                )
+            self._add_stateless(
+                "lookup-join",
+                short(f"lookup {join_type} FOR SYSTEM_TIME AS OF {at} ON {condition_display}"),
+                tables,
+                f"{left.path}, {right.path}",
             )
-            return Relation(
-                fields=[*left.fields, *right.fields],
-                path=left.path,
-                tables=tables,
-                updating=left.updating,
-                upsert_keys=left.upsert_keys,
-                filters=left.filters,
-            )
+            return joined
         self.builder.add(
             PendingOperator(
                 id=self._operator_id("join", f"{left.path}, {right.path}"),
@@ -585,36 +568,13 @@ class QueryPlanner:
                 reason=(
                     "an event-time temporal join keeps the versions of the versioned table and pending rows"
                 ),
-                aspects=[
-                    Aspect(name="join type", value=f"temporal {join_type}", display=f"temporal {join_type}"),
-                    Aspect(
-                        name="join condition",
-                        value=" AND ".join(sorted(condition_texts)) or "TRUE",
-                        display=condition_display,
-                    ),
-                    Aspect(
-                        name="left changelog",
-                        value=changelog_aspect(left).value,
-                        display=changelog_aspect(left).display,
-                    ),
-                    Aspect(
-                        name="right changelog",
-                        value=changelog_aspect(right).value,
-                        display=changelog_aspect(right).display,
-                    ),
-                    filters_aspect(left.filters, "left"),
-                    filters_aspect(right.filters, "right"),
-                ],
+                aspects=_join_aspects(
+                    f"temporal {join_type}", condition_texts, condition_display, left, right
+                ),
                 schemas=[("left input schema", left.fields), ("right input schema", right.fields)],
             )
         )
-        return Relation(
-            fields=[*left.fields, *right.fields],
-            path=f"join[{left.path}, {right.path}]",
-            tables=tables,
-            updating=left.updating,
-            upsert_keys=left.upsert_keys,
-        )
+        return dataclasses.replace(joined, path=f"join[{left.path}, {right.path}]", filters=())
 
     def _plan_subquery_predicate(self, node: exp.Query, scope: Scope) -> Relation:
         sub = self.plan_query(node, scope.child())

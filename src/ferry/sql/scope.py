@@ -42,6 +42,19 @@ class Scope:
         """A scope for a query nested in this one (it sees this scope's CTEs and columns)."""
         return Scope(outer=self, ctes=dict(self.ctes), path=self.path)
 
+    def with_replacements(self, replacements: dict[str, Field], group_map: dict[int, Field] | None) -> Scope:
+        """This block's scope after an aggregation or ``OVER``: the same relations, with
+        ``replacements`` and ``group_map`` saying which fields now hold the computed values."""
+        return Scope(
+            entries=self.entries,
+            outer=self.outer,
+            ctes=self.ctes,
+            aliases=self.aliases,
+            replacements=replacements,
+            group_map=group_map,
+            path=self.path,
+        )
+
     def cte(self, name: str) -> Cte | None:
         """The CTE called ``name``."""
         return self.ctes.get(name)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Iterator, Mapping
 from typing import TYPE_CHECKING
@@ -16,11 +17,11 @@ from ferry.sql.lineage import (
     Relation,
     WindowSpec,
     describe_list,
-    interval_millis,
+    interval_text,
     is_aggregate_call,
     lineage_list,
 )
-from ferry.sql.model import Aspect
+from ferry.sql.model import Aspect, OperatorKind
 from ferry.sql.parser import render
 from ferry.sql.pending import (
     WINDOW_TVFS,
@@ -102,17 +103,7 @@ class SelectPlanner:
         return output
 
     def _with_filters(self, relation: Relation, filters: tuple[Filter, ...]) -> Relation:
-        return Relation(
-            fields=relation.fields,
-            path=relation.path,
-            tables=relation.tables,
-            updating=relation.updating,
-            upsert_keys=relation.upsert_keys,
-            filters=filters,
-            open_table=relation.open_table,
-            pending_window=relation.pending_window,
-            extra_fields=relation.extra_fields,
-        )
+        return dataclasses.replace(relation, filters=filters)
 
     def _filters(self, predicates: list[exp.Expr]) -> list[Filter]:
         made: list[Filter] = []
@@ -261,15 +252,11 @@ class SelectPlanner:
             raise SqlError(f"{kind} in GROUP BY needs a time column: {render(call)}")
         time_field = self.scope.resolve(call.expressions[0], self.scope.path)
         self.builder.anchor([time_field])
-        parameters: list[str] = []
-        for value in call.expressions[1:]:
-            millis = interval_millis(value) if isinstance(value, exp.Interval) else None
-            parameters.append(f"{millis}ms" if millis is not None else render(value))
         return WindowSpec(
             kind=kind,
             time_lineage=time_field.lineage,
             time_display=time_field.name,
-            parameters=tuple(parameters),
+            parameters=tuple(interval_text(v) for v in call.expressions[1:]),
             display_parameters=tuple(render(v) for v in call.expressions[1:]),
         )
 
@@ -289,15 +276,7 @@ class SelectPlanner:
                 spec = self._legacy_window(expression)
                 continue
             source = self._group_source(expression)
-            made = Field(
-                name=source.name,
-                lineage=source.lineage,
-                type=source.type,
-                deps=(source,),
-                time=source.time,
-                window=source.window,
-                window_role=source.window_role,
-            )
+            made = source.renamed(source.name)
             group_map[id(source)] = made
             replacements[render(expression)] = made
             if source.window is not None:
@@ -331,19 +310,13 @@ class SelectPlanner:
                 distinct.append(fingerprint)
                 self.builder.anchor(refs)
                 continue
-            self.builder.add(
-                PendingOperator(
-                    id=f"{aggregate_id}/{text}",
-                    kind="aggregate-call",
-                    label=text,
-                    stateful=True,
-                    statement=self.statement,
-                    tables=tuple(sorted(relation.tables)),
-                    reason="an accumulator per group",
-                    parent=aggregate_id,
-                    fingerprint=fingerprint,
-                    output=made,
-                )
+            self._add_call(
+                relation,
+                aggregate_id,
+                kind="aggregate-call",
+                output=made,
+                fingerprint=fingerprint,
+                reason="an accumulator per group",
             )
         properties: list[Field] = []
         for node in nodes:
@@ -402,15 +375,7 @@ class SelectPlanner:
                 aspects=aspects,
             )
         )
-        self.scope = Scope(
-            entries=scope.entries,
-            outer=scope.outer,
-            ctes=scope.ctes,
-            aliases=scope.aliases,
-            replacements=replacements,
-            group_map=group_map,
-            path=scope.path,
-        )
+        self.scope = scope.with_replacements(replacements, group_map)
         early = any(k.startswith(_EMIT_PREFIX + "early-fire.enabled") for k in self.builder.settings)
         return Relation(
             fields=[*keys, *window_keys, *call_fields, *properties],
@@ -418,6 +383,32 @@ class SelectPlanner:
             tables=relation.tables,
             updating=spec is None or early or relation.updating,
             upsert_keys=(tuple([*keys, *window_keys]),),
+        )
+
+    def _add_call(
+        self,
+        relation: Relation,
+        parent: str,
+        *,
+        kind: OperatorKind,
+        output: Field,
+        fingerprint: str,
+        reason: str,
+    ) -> None:
+        """Record one call computed by the stateful operator ``parent`` (an aggregate or OVER)."""
+        self.builder.add(
+            PendingOperator(
+                id=f"{parent}/{output.name}",
+                kind=kind,
+                label=output.name,
+                stateful=True,
+                statement=self.statement,
+                tables=tuple(sorted(relation.tables)),
+                reason=reason,
+                parent=parent,
+                fingerprint=fingerprint,
+                output=output,
+            )
         )
 
     def _group_source(self, expression: exp.Expr) -> Field:
@@ -534,32 +525,18 @@ class SelectPlanner:
                 replacements[render(node)] = made
                 outputs.append(made)
                 if kind == "over":
-                    self.builder.add(
-                        PendingOperator(
-                            id=f"{operator_id}/{text}",
-                            kind="over-call",
-                            label=text,
-                            stateful=True,
-                            statement=self.statement,
-                            tables=tuple(sorted(relation.tables)),
-                            reason="an accumulator per partition",
-                            parent=operator_id,
-                            fingerprint=fingerprint,
-                            output=made,
-                        )
+                    self._add_call(
+                        relation,
+                        operator_id,
+                        kind="over-call",
+                        output=made,
+                        fingerprint=fingerprint,
+                        reason="an accumulator per partition",
                     )
                 else:
                     updating = True
                     keys = (tuple(d for p in partition for d in p.deps),)
-        self.scope = Scope(
-            entries=self.scope.entries,
-            outer=self.scope.outer,
-            ctes=self.scope.ctes,
-            aliases=self.scope.aliases,
-            replacements=replacements,
-            group_map=self.scope.group_map,
-            path=self.scope.path,
-        )
+        self.scope = self.scope.with_replacements(replacements, self.scope.group_map)
         return Relation(
             fields=[*relation.fields, *outputs],
             path=f"over[{relation.path}]",
@@ -605,24 +582,12 @@ class SelectPlanner:
         where = self.select.args.get("where")
         if not trivial or isinstance(where, exp.Where) or self.select.meta.get("ferry_transform"):
             condition = f" WHERE {render(where.this)}" if isinstance(where, exp.Where) else ""
-            self.builder.add(
-                PendingOperator(
-                    id=self.builder.unique_id(f"{self.statement}/calc"),
-                    kind="calc",
-                    label=short(f"SELECT {render_list(self.select.expressions)}{condition}"),
-                    stateful=False,
-                    statement=self.statement,
-                    tables=tuple(sorted(relation.tables)),
-                )
+            self.planner._add_stateless(
+                "calc", short(f"SELECT {render_list(self.select.expressions)}{condition}"), relation.tables
             )
-        return Relation(
-            fields=fields,
-            path=relation.path,
-            tables=relation.tables,
-            updating=relation.updating,
-            upsert_keys=keys,
-            filters=relation.filters,
-            pending_window=relation.pending_window,
+        # The projection names every column it reads, so it is no longer an open table.
+        return dataclasses.replace(
+            relation, fields=fields, upsert_keys=keys, open_table=None, extra_fields={}
         )
 
     def _sort(self, relation: Relation) -> Relation:
