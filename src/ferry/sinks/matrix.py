@@ -14,6 +14,7 @@ from ferry.pipeline import types as t
 from ferry.pipeline.router import Action, SchemaChangeBehavior, SchemaChangeRouter
 from ferry.pipeline.schema import Column, Schema, TableId
 from ferry.sinks.base import ChangeKind as K
+from ferry.sinks.base import Support
 from ferry.sinks.memory import MemorySink
 from ferry.sinks.registry import DESTINATIONS
 
@@ -66,7 +67,8 @@ def outcome(sink_type: str, change: K, behavior: SchemaChangeBehavior) -> Outcom
     capabilities = DESTINATIONS[sink_type].capabilities
     sample = SAMPLES[change]
     if sample is None:
-        return Outcome.NO_EVENT
+        # never an event; a sink that keeps no schema (Kafka) declares it ignored, as it does others
+        return Outcome.IGNORED if capabilities.support(change) is Support.IGNORED else Outcome.NO_EVENT
     if behavior is SchemaChangeBehavior.TRY_EVOLVE and not capabilities.try_evolve:
         return Outcome.REFUSED_AT_VALIDATION
     sink = MemorySink(capabilities=capabilities, type=sink_type)
