@@ -24,11 +24,12 @@ from ferry.local.kafka_broker import (
 )
 
 pytest_plugins = [
-    # the test services: PostgreSQL, MariaDB, the Fluss cluster, the schema registry
+    # the test services: PostgreSQL, MariaDB, the Fluss cluster, the schema registry, the Hive Metastore
     "tests.support.postgres",
     "tests.support.mariadb",
     "tests.support.fluss",
     "tests.support.registry",
+    "tests.support.hive_metastore",
     # the real Debezium producers (Kafka Connect, the captured databases)
     "tests.support.fixtures",
 ]

@@ -25,9 +25,10 @@ LOCAL_MODULES = {"__init__", "kafka_broker", "jvm", "ports", "debezium"}
 LOCAL_IMPORTS = {"confluent_kafka", "orjson"}
 #: The services only the tests run, in ``tests/support/``: PostgreSQL, MariaDB, the Fluss cluster,
 #: the stand-ins for Stream Load and MaxCompute, the HTTP server under those, Kafka Connect, the
-#: schema registry, the Iceberg REST catalog server.
+#: schema registry, the Iceberg REST catalog server, the Hive Metastore.
 TEST_SERVICES = (
     "iceberg_rest",
+    "hive_metastore",
     "postgres",
     "mariadb",
     "fluss",
