@@ -80,7 +80,7 @@ def orders_table(server: str = "shop") -> dbz.DebeziumTable:
     )
 
 
-def read_all(bootstrap: str, topic: str, expected: int, timeout: float = 20.0) -> list[Any]:
+def read_all(bootstrap: str, topic: str, expected: int, timeout: float = 120.0) -> list[Any]:
     """Every record of ``topic`` (waits until ``expected`` are there or the timeout)."""
     import time
 
@@ -101,6 +101,39 @@ def read_all(bootstrap: str, topic: str, expected: int, timeout: float = 20.0) -
         out += [m for m in consumer.consume(100, timeout=0.5) if m.error() is None]
     consumer.close()
     return out
+
+
+def read_to_end(bootstrap: str, topic: str, timeout: float = 120.0) -> list[Any]:
+    """Every record of ``topic`` up to the end each partition has now (its high watermark)."""
+    import time
+
+    consumer = Consumer(
+        {
+            "bootstrap.servers": bootstrap,
+            "group.id": f"reader-{topic}",
+            "auto.offset.reset": "earliest",
+            "enable.auto.commit": False,
+        }
+    )
+    try:
+        metadata = consumer.list_topics(topic, timeout=30)
+        ends = {}
+        for p in metadata.topics[topic].partitions:
+            _low, high = consumer.get_watermark_offsets(TopicPartition(topic, p), timeout=30)
+            ends[p] = high
+        consumer.assign([TopicPartition(topic, p, 0) for p in ends])
+        out: list[Any] = []
+        read = dict.fromkeys(ends, 0)
+        deadline = time.monotonic() + timeout
+        while any(read[p] < end for p, end in ends.items()):
+            assert time.monotonic() < deadline, f"{topic}: read {read} of {ends} within {timeout:.0f} s"
+            out += [m for m in consumer.consume(100, timeout=0.5) if m.error() is None]
+            # the consumer's position, past transaction markers too (no record reaches them)
+            for tp in consumer.position([TopicPartition(topic, p) for p in ends]):
+                read[tp.partition] = max(read[tp.partition], tp.offset)
+        return out
+    finally:
+        consumer.close()
 
 
 #: The topic the sink tests' changes claim to come from.

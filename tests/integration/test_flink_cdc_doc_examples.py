@@ -33,7 +33,7 @@ from ferry.pipeline.phase import Phase
 from ferry.pipeline.schema import TableId
 from ferry.sinks.base import Sink
 from ferry.worker import build_runner
-from tests.integration.helpers import read_all
+from tests.integration.helpers import read_to_end
 
 #: The Fluss examples get the session's Fluss cluster by name (only when one runs).
 pytestmark = [pytest.mark.integration, pytest.mark.services("fluss_cluster")]
@@ -265,7 +265,7 @@ def kafka_sink(
         counts = dict.fromkeys(tables, 0)
         for topic in sorted(topics):
             of_topic = [t for t in tables if topic_of(t) == topic]
-            for record in read_all(bootstrap, topic, 1_000, timeout=10.0):
+            for record in read_to_end(bootstrap, topic):
                 source = json.loads(record.value())["source"]
                 [table] = [t for t in of_topic if t.table_name == source["table"]]
                 counts[table] += 1

@@ -60,7 +60,7 @@ def stop(process: subprocess.Popen[bytes]) -> int:
         raise AssertionError("the process did not stop within 60 s of SIGTERM") from None
 
 
-def wait_until(probe: object, what: str, timeout: float = 30.0) -> None:
+def wait_until(probe: object, what: str, timeout: float = 180.0) -> None:
     assert callable(probe)
     deadline = time.monotonic() + timeout
     while time.monotonic() < deadline:
