@@ -55,6 +55,8 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 #: How long ``ferry run`` waits for the brokers and for its worker to start before it gives up.
+#: Seconds a worker stopping at its startup deadline may take before its loop is ended.
+STARTUP_STOP_S = 20.0
 DEFAULT_STARTUP_TIMEOUT_S = 60.0
 
 #: Consumer settings that also apply to the other clients of the source's brokers (the client that
@@ -318,6 +320,8 @@ class FerryWorker:
         self.startup_timeout_s = startup_timeout_s
         self._started = threading.Event()
         self._done = threading.Event()
+        #: What bounds a stop after the startup deadline (see :meth:`_startup_deadline`).
+        self._stop_bounds: list[threading.Timer] = []
 
     def _app(self) -> Any:
         import faust  # noqa: PLC0415 - faust is heavy: only a worker needs it
@@ -389,6 +393,9 @@ class FerryWorker:
                 self._failed(e.__context__ or app.crash_reason)
         except Exception as e:  # a crash re-raised once the worker's loop is closed
             self._failed(e)
+        finally:
+            for bound in self._stop_bounds:
+                bound.cancel()
         return 1 if self.error is not None else 0
 
     def _failed(self, reason: BaseException | None) -> None:
@@ -409,3 +416,18 @@ class FerryWorker:
         log.error("%s", self.error)
         # mode's own path for SIGTERM: stop the services and cancel a start still under way
         self._worker._schedule_shutdown(signal.SIGTERM)
+        # a stop while faust's services are still starting can wait forever on one of them; no
+        # pipeline ran, so nothing is lost by ending the loop, and at last the process
+        loop = self._worker.loop
+        self._stop_bounds = [
+            threading.Timer(STARTUP_STOP_S, lambda: loop.call_soon_threadsafe(loop.stop)),
+            threading.Timer(2 * STARTUP_STOP_S, self._exit_now),
+        ]
+        for bound in self._stop_bounds:
+            bound.daemon = True
+            bound.start()
+
+    def _exit_now(self) -> None:
+        log.error("%s; the worker did not stop within %g s: exiting", self.error, 2 * STARTUP_STOP_S)
+        logging.shutdown()
+        os._exit(1)
