@@ -12,21 +12,15 @@ fixture; this module is a plugin of ``tests/conftest.py``).
 from __future__ import annotations
 
 import os
-import shutil
-import subprocess
-import tempfile
-import time
 from collections.abc import Iterator
 from pathlib import Path
-from types import TracebackType
-from typing import Self
 from xml.sax.saxutils import escape
 
 import pytest
 
 from ferry.exceptions import FerryError
 from ferry.local import jvm
-from ferry.process import parent_death_hook
+from tests.support.jvm_server import JvmServer
 
 POM = jvm.POM_FOLDER / "hive-metastore" / "pom.xml"
 LAUNCHER = POM.parent / "TransactionalMetastore.java"
@@ -62,15 +56,17 @@ def site_xml(root: Path, warehouse: Path, port: int) -> str:
     return f'<?xml version="1.0"?>\n<configuration>\n{body}</configuration>\n'
 
 
-class HiveMetastore:
+class HiveMetastore(JvmServer):
     """``with HiveMetastore() as metastore:`` ``metastore.uri`` is its ``thrift://`` address,
     ``metastore.warehouse`` the local folder of its tables."""
 
+    title = "the Hive Metastore"
+    error = HiveMetastoreError
+    folder_prefix = "hive-metastore-"
+    log_name = "metastore.log"
+
     def __init__(self, *, startup_timeout: float = 300.0) -> None:
-        self.startup_timeout = startup_timeout
-        self.port: int | None = None
-        self.root: Path | None = None
-        self._process: subprocess.Popen[bytes] | None = None
+        super().__init__(startup_timeout=startup_timeout)
 
     @property
     def uri(self) -> str:
@@ -78,32 +74,18 @@ class HiveMetastore:
             raise HiveMetastoreError("the Hive Metastore is not started")
         return f"thrift://{jvm.HOST}:{self.port}"
 
-    @property
-    def warehouse(self) -> Path:
-        if self.root is None:
-            raise HiveMetastoreError("the Hive Metastore is not started")
-        return self.root / "warehouse"
-
-    @property
-    def log(self) -> Path:
-        assert self.root is not None
-        return self.root / "metastore.log"
-
-    def start(self) -> Self:
+    def command(self, java: str) -> tuple[list[str], None]:
         lib = JARS.ensure()
         root_of_checkout = JARS.repo_root()
         if root_of_checkout is None:
             raise HiveMetastoreError(f"no checkout holds {LAUNCHER}")
-        java = jvm.find_java("the Hive Metastore", HiveMetastoreError)
-        self.root = Path(tempfile.mkdtemp(prefix="hive-metastore-")).resolve()
-        self.warehouse.mkdir()
+        assert self.root is not None and self.port is not None
         conf = self.root / "conf"
         conf.mkdir()
-        [self.port] = jvm.free_ports(1)
         (conf / "metastore-site.xml").write_text(
             site_xml(self.root, self.warehouse, self.port), encoding="utf-8"
         )
-        command = [
+        return [
             java,
             "-Xmx512m",
             f"-Dderby.stream.error.file={self.root / 'derby.log'}",
@@ -112,40 +94,11 @@ class HiveMetastore:
             str(root_of_checkout / LAUNCHER),
             "-p",
             str(self.port),
-        ]
-        with self.log.open("ab") as out:
-            self._process = subprocess.Popen(
-                command,
-                stdin=subprocess.DEVNULL,
-                stdout=out,
-                stderr=subprocess.STDOUT,
-                cwd=self.root,
-                start_new_session=True,
-                preexec_fn=parent_death_hook(),  # noqa: PLW1509 - PR_SET_PDEATHSIG only
-            )
-        deadline = time.monotonic() + self.startup_timeout
-        while not jvm.port_open(self.port):
-            if self._process.poll() is not None or time.monotonic() > deadline:
-                log = jvm.read_tail(self.log)
-                self.stop()
-                raise HiveMetastoreError(f"the Hive Metastore did not start:\n{log}")
-            time.sleep(0.2)
-        return self
+        ], None
 
-    def stop(self) -> None:
-        if self._process is not None:
-            jvm.stop_process(self._process, timeout=30.0)
-            self._process = None
-        if self.root is not None:
-            shutil.rmtree(self.root, ignore_errors=True)
-
-    def __enter__(self) -> Self:
-        return self.start()
-
-    def __exit__(
-        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
-    ) -> None:
-        self.stop()
+    def ready(self) -> bool:
+        assert self.port is not None
+        return jvm.port_open(self.port)
 
 
 @pytest.fixture(scope="session")
