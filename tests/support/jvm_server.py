@@ -38,6 +38,11 @@ class JvmServer(abc.ABC):
         self._process: subprocess.Popen[bytes] | None = None
 
     @property
+    @abc.abstractmethod
+    def uri(self) -> str:
+        """Where a client reaches the server."""
+
+    @property
     def warehouse(self) -> Path:
         if self.root is None:
             raise self.error(f"{self.title} is not started")
