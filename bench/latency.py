@@ -20,11 +20,8 @@ See ``bench/README.md``.
 from __future__ import annotations
 
 import argparse
-import json
-import shutil
 import statistics
 import sys
-import tempfile
 import threading
 import time
 import uuid
@@ -457,23 +454,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
-    work_dir = Path(args.work_dir) if args.work_dir else Path(tempfile.mkdtemp(prefix="ferry-latency-"))
-    work_dir.mkdir(parents=True, exist_ok=True)
-    try:
-        with lr.broker_at(args.bootstrap, work_dir) as bootstrap:
-            report = run_latency(args, bootstrap, work_dir)
-    finally:
-        if not args.work_dir:
-            shutil.rmtree(work_dir, ignore_errors=True)
-    text = render(report)
-    if args.json:
-        json.dump(report, sys.stdout, indent=2, default=str)
-        print()
-        log("\n" + text)
-    else:
-        print(text)
-    return 0 if report["verified"] else 1
+    return lr.run_reported(parse_args(argv), "ferry-latency-", run_latency, render)
 
 
 if __name__ == "__main__":

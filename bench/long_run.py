@@ -39,7 +39,7 @@ import tempfile
 import threading
 import time
 import uuid
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -609,27 +609,25 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         "--json", action="store_true", help="print the report as JSON (the table goes to stderr)"
     )
     args = parser.parse_args(argv)
-    try:
-        shares = [float(part) for part in args.mix.split("/")]
-    except ValueError:
-        shares = []
-    if len(shares) != 3 or min(shares) < 0 or sum(shares) <= 0 or shares[0] <= 0:
-        parser.error(
-            f"--mix takes three shares such as 70/25/5 (inserts first, more than 0), got {args.mix!r}"
-        )
-    args.mix_shares = tuple(share / sum(shares) for share in shares)
+    args.mix_shares = tp.parse_mix(parser, args.mix)
     if args.events < args.tables * args.segments:
         parser.error("--events must be at least --tables × --segments")
     return args
 
 
-def main(argv: Sequence[str] | None = None) -> int:
-    args = parse_args(argv)
-    work_dir = Path(args.work_dir) if args.work_dir else Path(tempfile.mkdtemp(prefix="ferry-long-"))
+def run_reported(
+    args: argparse.Namespace,
+    prefix: str,
+    run: Callable[[argparse.Namespace, str, Path], dict[str, Any]],
+    render: Callable[[dict[str, Any]], str],
+) -> int:
+    """Run a mode in its work folder (a temporary one unless ``--work-dir``) against the broker,
+    print its report (or JSON, the table then on stderr); 0 when the rows were verified."""
+    work_dir = Path(args.work_dir) if args.work_dir else Path(tempfile.mkdtemp(prefix=prefix))
     work_dir.mkdir(parents=True, exist_ok=True)
     try:
         with broker_at(args.bootstrap, work_dir) as bootstrap:
-            report = run_long(args, bootstrap, work_dir)
+            report = run(args, bootstrap, work_dir)
     finally:
         if not args.work_dir:
             shutil.rmtree(work_dir, ignore_errors=True)
@@ -641,6 +639,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     else:
         print(text)
     return 0 if report["verified"] else 1
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    return run_reported(parse_args(argv), "ferry-long-", run_long, render)
 
 
 if __name__ == "__main__":

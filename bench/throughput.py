@@ -1209,6 +1209,18 @@ def _details(name: str, entry: dict[str, Any]) -> str | None:
     return line
 
 
+def parse_mix(parser: argparse.ArgumentParser, mix: str) -> tuple[float, float, float]:
+    """``--mix`` (insert/update/delete shares such as ``70/25/5``) as fractions of one."""
+    try:
+        shares = [float(part) for part in mix.split("/")]
+    except ValueError:
+        shares = []
+    if len(shares) != 3 or min(shares) < 0 or sum(shares) <= 0 or shares[0] <= 0:
+        parser.error(f"--mix takes three shares such as 70/25/5 (inserts first, more than 0), got {mix!r}")
+    insert, update, delete = (share / sum(shares) for share in shares)
+    return insert, update, delete
+
+
 def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     parser = argparse.ArgumentParser(
         prog="bench/throughput.py", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
@@ -1266,15 +1278,7 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     if unknown:
         parser.error(f"unknown contender {', '.join(unknown)}; known: {', '.join(CONTENDERS)}")
     args.chosen = ["ceiling", *[c for c in CONTENDERS if c in chosen and c != "ceiling"]]
-    try:
-        shares = [float(part) for part in args.mix.split("/")]
-    except ValueError:
-        shares = []
-    if len(shares) != 3 or min(shares) < 0 or sum(shares) <= 0 or shares[0] <= 0:
-        parser.error(
-            f"--mix takes three shares such as 70/25/5 (inserts first, more than 0), got {args.mix!r}"
-        )
-    args.mix_shares = tuple(share / sum(shares) for share in shares)
+    args.mix_shares = parse_mix(parser, args.mix)
     if args.events < args.tables:
         parser.error("--events must be at least --tables")
     if args.pin and (os.cpu_count() or 1) < 2:
