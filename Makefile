@@ -25,6 +25,7 @@ demo: $(STAMP) ## Start a local Kafka, stream Debezium events with schema change
 	$(BIN)/python -m ferry.demo
 
 test: $(STAMP) lint typecheck ## Run the whole test suite (starts its own Kafka broker, PostgreSQL, MariaDB)
+	$(BIN)/python -m tests.support.prefetch
 	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
 
 test-unit: $(STAMP) ## Only the tests that need no service

@@ -3,20 +3,19 @@
 from __future__ import annotations
 
 import threading
-import time
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import timedelta
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import Any
 
 from ferry.control.service import ControlPlane, ControlSettings
 from ferry.control.supervisor import Supervisor
 from ferry.local import debezium as dbz
 from tests.integration.helpers import iceberg_rows
+from tests.support.waiting import wait_for
 
-T = TypeVar("T")
 ENV = "default"
 
 
@@ -72,16 +71,6 @@ def running_control(
         stop.set()
         thread.join(90)
         plane.close()
-
-
-def wait_for(probe: Callable[[], T | None], timeout: float, describe: Callable[[], str]) -> T:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        value = probe()
-        if value is not None and value is not False:
-            return value
-        time.sleep(0.2)
-    raise AssertionError(f"timed out after {timeout:g} s waiting for {describe()}")
 
 
 def events_table() -> dbz.DebeziumTable:

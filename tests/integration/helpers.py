@@ -16,6 +16,7 @@ from ferry.pipeline.schema import Column, Schema, TableId
 from ferry.pipeline.types import BIGINT, DECIMAL, INT, STRING
 from ferry.sinks.base import Sink
 from tests.support.sinks import catalog_not_ready, reading_catalog
+from tests.support.waiting import Deadline
 
 
 def job_yaml(
@@ -82,7 +83,6 @@ def orders_table(server: str = "shop") -> dbz.DebeziumTable:
 
 def read_all(bootstrap: str, topic: str, expected: int, timeout: float = 120.0) -> list[Any]:
     """Every record of ``topic`` (waits until ``expected`` are there or the timeout)."""
-    import time
 
     consumer = Consumer(
         {
@@ -96,8 +96,8 @@ def read_all(bootstrap: str, topic: str, expected: int, timeout: float = 120.0) 
     partitions = [TopicPartition(topic, p, 0) for p in metadata.topics[topic].partitions]
     consumer.assign(partitions)
     out: list[Any] = []
-    deadline = time.monotonic() + timeout
-    while len(out) < expected and time.monotonic() < deadline:
+    deadline = Deadline(timeout)
+    while len(out) < expected and not deadline.expired():
         out += [m for m in consumer.consume(100, timeout=0.5) if m.error() is None]
     consumer.close()
     return out
@@ -105,7 +105,6 @@ def read_all(bootstrap: str, topic: str, expected: int, timeout: float = 120.0) 
 
 def read_to_end(bootstrap: str, topic: str, timeout: float = 120.0) -> list[Any]:
     """Every record of ``topic`` up to the end each partition has now (its high watermark)."""
-    import time
 
     consumer = Consumer(
         {
@@ -124,9 +123,9 @@ def read_to_end(bootstrap: str, topic: str, timeout: float = 120.0) -> list[Any]
         consumer.assign([TopicPartition(topic, p, 0) for p in ends])
         out: list[Any] = []
         read = dict.fromkeys(ends, 0)
-        deadline = time.monotonic() + timeout
+        deadline = Deadline(timeout)
         while any(read[p] < end for p, end in ends.items()):
-            assert time.monotonic() < deadline, f"{topic}: read {read} of {ends} within {timeout:.0f} s"
+            assert not deadline.expired(), f"{topic}: read {read} of {ends} within {timeout:.0f} s"
             out += [m for m in consumer.consume(100, timeout=0.5) if m.error() is None]
             # the consumer's position, past transaction markers too (no record reaches them)
             for tp in consumer.position([TopicPartition(topic, p) for p in ends]):

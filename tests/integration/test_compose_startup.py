@@ -32,7 +32,7 @@ from tests.integration.control_helpers import wait_for, wait_rows
 from tests.integration.helpers import orders_table
 from tests.support.postgres import PostgresServer
 
-pytestmark = [pytest.mark.integration, pytest.mark.timeout(900)]
+pytestmark = [pytest.mark.integration, pytest.mark.timeout(1800)]
 
 ROOT = Path(__file__).resolve().parents[2]
 ENVIRONMENT = {"FERRY_API_TOKEN": "compose-api-token-0123456789", "FERRY_STATE_PASSWORD": "compose-pw-0123"}

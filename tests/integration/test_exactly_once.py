@@ -14,6 +14,7 @@ from ferry.local.kafka_broker import TopicFactory, produce
 from ferry.state import StateStore
 from tests.integration.helpers import iceberg_rows, start_run
 from tests.support.stall import StalledError, wait_unless_stalled
+from tests.support.waiting import Deadline
 
 pytestmark = pytest.mark.integration
 
@@ -74,8 +75,8 @@ pipeline:
     for pause in (0.0, 0.05, 0.13, 0.21):
         seen = progress(state, group_id)
         process = start_run(job, tmp_path, log, "--no-worker")
-        deadline = time.monotonic() + 60
-        while progress(state, group_id) == seen and process.poll() is None and time.monotonic() < deadline:
+        deadline = Deadline(60)
+        while progress(state, group_id) == seen and process.poll() is None and not deadline.expired():
             time.sleep(0.02)
         time.sleep(pause)
         if process.poll() is None:

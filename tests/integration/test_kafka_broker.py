@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import time
 from collections import defaultdict
 
 import pytest
@@ -10,6 +9,7 @@ from confluent_kafka import Consumer
 from confluent_kafka.admin import AdminClient
 
 from ferry.local.kafka_broker import KafkaBroker, TopicFactory, produce
+from tests.support.waiting import Deadline
 
 pytestmark = pytest.mark.integration
 
@@ -47,8 +47,8 @@ def test_produce_and_consume_100_messages_over_3_partitions(
     received: dict[int, list[bytes]] = defaultdict(list)
     try:
         consumer.subscribe([topic])
-        deadline = time.monotonic() + 60
-        while sum(len(v) for v in received.values()) < 100 and time.monotonic() < deadline:
+        deadline = Deadline(60)
+        while sum(len(v) for v in received.values()) < 100 and not deadline.expired():
             message = consumer.poll(1.0)
             if message is None:
                 continue

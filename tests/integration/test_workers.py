@@ -33,6 +33,7 @@ from ferry.sinks.table_format import TableFormatSink
 from ferry.state import StateStore
 from tests.integration.helpers import iceberg_rows, start_run
 from tests.support.postgres import PostgresServer
+from tests.support.waiting import Deadline
 
 pytestmark = pytest.mark.integration
 
@@ -45,11 +46,11 @@ BEFORE, AFTER, EVENTS_PER_SEND = 300, 300, 10
 def wait_for(
     what: str, condition: Callable[[], bool], processes: list[subprocess.Popen[bytes]], timeout: float = 60
 ) -> None:
-    deadline = time.monotonic() + timeout
+    deadline = Deadline(timeout)
     while not condition():
         for process in processes:
             assert process.poll() is None, f"a worker exited ({process.returncode}) while waiting for {what}"
-        assert time.monotonic() < deadline, f"timed out waiting for {what}"
+        assert not deadline.expired(), f"timed out waiting for {what}"
         time.sleep(0.05)
 
 
@@ -373,7 +374,7 @@ def table_rows(sink: TableFormatSink) -> list[dict[str, Any]]:
     return list(builder.new_read().to_arrow(builder.new_scan().plan().splits()).to_pylist())
 
 
-@pytest.mark.timeout(900)
+@pytest.mark.timeout(1800)
 @pytest.mark.parametrize("kind", ["iceberg", "paimon"])
 def test_commits_from_two_processes_keep_every_row_and_each_others_offsets(kind: str, tmp_path: Path) -> None:
     warehouse = str(tmp_path / "lake")

@@ -36,12 +36,14 @@ from typing import Any, Self, TypeVar
 from ferry.exceptions import FerryError
 from ferry.local import jvm
 from ferry.local.ports import HOST
+from tests.support.waiting import Deadline
 
 __all__ = [
     "CACHE_ENV",
     "KafkaConnect",
     "KafkaConnectError",
     "default_cache_dir",
+    "ensure_jars",
     "ensure_plugins",
     "wait_until",
 ]
@@ -83,16 +85,21 @@ def default_cache_dir() -> Path:
     return (root / ".cache" if root is not None else Path.home() / ".cache" / "ferry") / "connect"
 
 
+def ensure_jars(cache_dir: Path | None = None) -> Path:
+    """The worker's jar folder, fetched with Maven when missing (what :meth:`KafkaConnect.start` uses)."""
+    return _JARS.ensure((cache_dir or default_cache_dir()).resolve())
+
+
 def wait_until(condition: Callable[[], _T | None], timeout: float, describe: Callable[[], str]) -> _T:
     """Poll ``condition`` until it returns something other than None or False; raise
     :class:`KafkaConnectError` with ``describe()`` after ``timeout`` seconds."""
-    deadline = time.monotonic() + timeout
+    deadline = Deadline(timeout)
     pause = 0.05
     while True:
         result = condition()
         if result is not None and result is not False:
             return result
-        if time.monotonic() > deadline:
+        if deadline.expired():
             raise KafkaConnectError(f"not within {timeout:.0f} s: {describe()}")
         time.sleep(pause)
         pause = min(pause * 1.5, 0.5)
@@ -238,7 +245,7 @@ class KafkaConnect(jvm.JvmService):
         if self._process is not None:
             raise KafkaConnectError(f"the Kafka Connect worker is already started (pid {self._process.pid})")
         began = time.monotonic()
-        lib = _JARS.ensure(self.cache_dir)
+        lib = ensure_jars(self.cache_dir)
         plugins = ensure_plugins(lib)
         self._start_retrying(lambda: self._start_once(lib, plugins))
         self.startup_seconds = time.monotonic() - began

@@ -43,6 +43,7 @@ import pytest
 from ferry.exceptions import FerryError
 from ferry.local import jvm
 from ferry.local.jvm import HOST, LOG_TAIL_LINES
+from tests.support.waiting import Deadline
 
 __all__ = [
     "FlussCluster",
@@ -319,7 +320,7 @@ class FlussCluster(jvm.JvmService):
         self._processes[name] = jvm.spawn(command, log, self.data_dir)
 
     def _wait(self, ready: Callable[[], bool], what: str) -> None:
-        deadline = time.monotonic() + self.startup_timeout
+        deadline = Deadline(self.startup_timeout)
         while not ready():
             for name, process in self._processes.items():
                 code = process.poll()
@@ -328,7 +329,7 @@ class FlussCluster(jvm.JvmService):
                         f"the Fluss cluster's {name} exited with code {code} while waiting for {what}; "
                         f"end of its log (set {KEEP_DATA_ENV}=1 to keep it):\n{self.log_tail(name)}"
                     )
-            if time.monotonic() > deadline:
+            if deadline.expired():
                 raise FlussClusterError(
                     f"the Fluss cluster was not ready within {self.startup_timeout:.0f} s (waiting for "
                     f"{what}); end of the coordinator's log:\n{self.log_tail('coordinator')}\n"

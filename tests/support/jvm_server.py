@@ -18,6 +18,7 @@ from typing import ClassVar, Self
 from ferry.exceptions import FerryError
 from ferry.local import jvm
 from ferry.process import parent_death_hook
+from tests.support.waiting import Deadline
 
 
 class JvmServer(abc.ABC):
@@ -80,9 +81,9 @@ class JvmServer(abc.ABC):
                     start_new_session=True,
                     preexec_fn=parent_death_hook(),  # noqa: PLW1509 - PR_SET_PDEATHSIG only
                 )
-            deadline = time.monotonic() + self.startup_timeout
+            deadline = Deadline(self.startup_timeout)
             while not self.ready():
-                if self._process.poll() is not None or time.monotonic() > deadline:
+                if self._process.poll() is not None or deadline.expired():
                     raise self.error(f"{self.title} did not start:\n{jvm.read_tail(self.log)}")
                 time.sleep(0.2)
         except BaseException:

@@ -32,6 +32,7 @@ import pytest
 from ferry.exceptions import FerryError
 from ferry.local.ports import HOST, free_ports, port_open
 from tests.support.temporary_server import TemporaryServer
+from tests.support.waiting import Deadline
 
 __all__ = ["BIN_ENV", "MariaDbServer", "MariaDbServerError", "find_binary"]
 
@@ -164,8 +165,8 @@ class MariaDbServer(TemporaryServer):
                 stderr=subprocess.DEVNULL,
                 cwd=directory,
             )
-            deadline = time.monotonic() + self.start_timeout
-            while time.monotonic() < deadline:
+            deadline = Deadline(self.start_timeout)
+            while not deadline.expired():
                 if self._process.poll() is not None:
                     break
                 if self._accepts_connections():

@@ -32,6 +32,7 @@ import pytest
 from ferry.exceptions import FerryError
 from ferry.local import jvm
 from ferry.local.jvm import HOST
+from tests.support.waiting import Deadline
 
 __all__ = ["SchemaRegistry", "SchemaRegistryError", "converter_plugin_path", "ensure_application"]
 
@@ -238,14 +239,14 @@ class SchemaRegistry(jvm.JvmService):
     def _wait_ready(self) -> None:
         """Ready when the Confluent-compatible API lists subjects (the storage is initialised)."""
         assert self._process is not None
-        deadline = time.monotonic() + self.startup_timeout
+        deadline = Deadline(self.startup_timeout)
         last_error = "its port never accepted a connection"
         while True:
             code = self._process.poll()
             if code is not None:
                 message = f"the schema registry exited with code {code} while starting"
                 raise SchemaRegistryError(f"{message}:\n{self.log_tail()}")
-            if time.monotonic() > deadline:
+            if deadline.expired():
                 raise SchemaRegistryError(
                     f"the schema registry was not ready within {self.startup_timeout:.0f} s "
                     f"({last_error}):\n{self.log_tail()}"

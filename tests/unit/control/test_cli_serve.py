@@ -18,6 +18,7 @@ from pathlib import Path
 import httpx
 import pytest
 from click.testing import CliRunner
+from tests.support.waiting import Deadline
 
 from ferry.cli.main import main
 
@@ -62,8 +63,8 @@ def stop(process: subprocess.Popen[bytes]) -> int:
 
 def wait_until(probe: object, what: str, timeout: float = 180.0) -> None:
     assert callable(probe)
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
+    deadline = Deadline(timeout)
+    while not deadline.expired():
         if probe():
             return
         time.sleep(0.1)
