@@ -35,9 +35,7 @@ from __future__ import annotations
 import contextlib
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from itertools import repeat
-from operator import attrgetter, methodcaller
-from typing import Any, ClassVar, Generic, TypeVar, cast
+from typing import Any, ClassVar, Generic, TypeVar
 
 import msgspec
 import orjson
@@ -123,62 +121,6 @@ class _Plan:
 
 
 _INFER = _Plan(None)
-#: Records of a partition decoded together by :meth:`DebeziumJsonDecoder._typed_run`: enough that
-#: each of its steps is one call for many records, few enough that a record that ends a run early
-#: wastes little of what was parsed after it (parsed again by the next run).
-_RUN = 512
-_get_op = attrgetter("op")
-_get_source = attrgetter("source")
-_get_after = attrgetter("after")
-_get_before = attrgetter("before")
-_table_names = attrgetter("db", "schema", "table")
-
-
-_value = methodcaller("value")
-_key = methodcaller("key")
-_topic = methodcaller("topic")
-_partition = methodcaller("partition")
-
-
-def _same_partition(records: list[RecordLike], topic: str, partition: int) -> int:
-    """How many of ``records`` from the first are of the partition."""
-    partitions = list(map(_partition, records))
-    topics = list(map(_topic, records))
-    if partitions.count(partition) == len(records) and topics.count(topic) == len(records):
-        return len(records)
-    return next(i for i, tp in enumerate(zip(topics, partitions, strict=True)) if tp != (topic, partition))
-
-
-def _before(count: int, values: list[Any], refused: Any) -> int:
-    """How many of the first ``count`` values come before the first that is ``refused``."""
-    try:
-        return min(count, values.index(refused, 0, count))
-    except ValueError:
-        return count
-
-
-@dataclass(slots=True, eq=False)
-class _KeyReader:
-    """A typed decoder of record keys of some columns (JSON values of any type), and the getters of
-    a key's values and of a row struct's values of those columns, in the same order."""
-
-    decode: Any
-    values: Any
-    row_values: Any
-
-
-def _key_reader(names: tuple[str, ...]) -> _KeyReader:
-    fields = [f"k{i}" for i in range(len(names))]
-    key = msgspec.defstruct(
-        "Key",
-        [(f, Any) for f in fields],
-        rename=dict(zip(fields, names, strict=True)),
-        forbid_unknown_fields=True,
-        gc=False,
-    )
-    return _KeyReader(msgspec.json.Decoder(key).decode, attrgetter(*fields), attrgetter(*names))
-
-
 #: Rows of a typed decoder whose columnar columns are converted together: enough to convert each
 #: column in one call, few enough that the rows are still in the CPU's caches.
 _COLUMN_CHUNK = 64
@@ -300,8 +242,6 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
         """The keys of the batch being decoded that the typed path parsed, by their bytes."""
         self._columnar: dict[TypedPayloads, list[Row]] = {}
         """The rows of the batch being decoded whose columnar columns are still to convert."""
-        self._key_readers: dict[tuple[str, ...], _KeyReader] = {}
-        """Typed decoders of keys, by their column names (see :meth:`_run_keys`)."""
 
     def decode(self, records: Sequence[RecordLike]) -> list[Event]:
         with collection_paused():
@@ -309,30 +249,11 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
 
     def _decode(self, records: Sequence[RecordLike]) -> list[Event]:
         out: list[Event] = []
-        self._keys_seen.clear()
-        if self._typed_rows:
-            index, count, run, each = 0, len(records), self._typed_run, self._each
-            while index < count:
-                done = run(records, index, out)
-                if done == index:
-                    each(records[index : index + 1], out)
-                    done += 1
-                index = done
-        else:
-            self._each(records, out)
-        if self._columnar:
-            for typed, rows in self._columnar.items():
-                typed.convert_columns(rows)
-            self._columnar.clear()
-        return out
-
-    def _each(self, records: Sequence[RecordLike], out: list[Event]) -> None:
-        """Decode records one at a time: by the partition's typed decoder when it reads them, else
-        the generic way."""
         append = out.append
         last_plan = self._last_plan
         tables = self._tables
         typed_rows, inferred_shapes, typed_change = self._typed_rows, self._inferred, self._typed_change
+        self._keys_seen.clear()
         loads, envelope, ops, new, position_type, delete = (
             orjson.loads,
             _ENVELOPE,
@@ -440,6 +361,11 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
                 append(bad_record(record, e.reason))
             except Exception as e:  # a record must never stop the batch
                 append(bad_record(record, internal_error(e)))
+        if self._columnar:
+            for typed, rows in self._columnar.items():
+                typed.convert_columns(rows)
+            self._columnar.clear()
+        return out
 
     # ------------------------------------------------------------------------------- rows
 
@@ -522,189 +448,6 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
         return defined
 
     # ------------------------------------------------------------------------------ typed rows
-
-    def _typed_run(self, records: Sequence[RecordLike], start: int, out: list[Event]) -> int:
-        """Decode the run of records from ``start`` that the partition's typed decoder reads alike:
-        consecutive records of one partition and one table, with the envelope the same schema
-        prefix, with keys of one shape. Each step (the parse, the op, the table, the rows' images,
-        the key against its row, the conversions) is done for the run's records together. The
-        run ends before the first record that one of them refuses; that record is then decoded
-        on its own (:meth:`_each`), so every record is read as :meth:`_typed_change` would read it.
-        Returns where the run ends: ``start`` when none begins there."""
-        record = records[start]
-        value = record.value()
-        if value is None:
-            return start
-        topic, partition = record.topic(), record.partition()
-        plan: _Plan | None = None
-        expected: _Table | None = None
-        prefix: bytes | None = None
-        if value.startswith(_ENVELOPE):
-            cached = self._last_plan.get((topic, partition))
-            if cached is None or not value.startswith(cached[0]):
-                return start
-            prefix, plan = cached
-            typed = plan.typed
-        else:
-            shape = self._inferred.get((topic, partition))
-            typed = shape.typed if shape is not None else None
-            expected = shape.table if shape is not None else None
-        if typed is None:
-            return start
-        # the run's records and the bytes to parse
-        run = list(records[start : start + _RUN])
-        count = _same_partition(run, topic, partition)
-        values: list[Any] = list(map(_value, run[:count] if count < len(run) else run))
-        count = _before(count, values, None)
-        if prefix is not None:
-            count = _before(count, list(map(bytes.startswith, values[:count], repeat(prefix))), False)
-            count = _before(count, list(map(bytes.endswith, values[:count], repeat(b"}"))), False)
-            cut = len(prefix)
-            data = [value[cut:-1] for value in values[:count]]
-        else:
-            count = _before(count, list(map(bytes.startswith, values[:count], repeat(_ENVELOPE))), True)
-            data = values[:count]
-        del run[count:]
-        payloads: list[Any] = []
-        with contextlib.suppress(msgspec.ValidationError, msgspec.DecodeError):
-            payloads.extend(map(typed.decode, data))  # up to the first record it refuses
-        if not payloads:
-            return start
-        ops: list[Op | None] = [_OPS.get(code) for code in map(_get_op, payloads)]
-        sources = list(map(_get_source, payloads))
-        count = _before(len(payloads), ops, None)
-        count = _before(count, sources, None)
-        if not count:
-            return start
-        # one table
-        names = list(map(_table_names, sources[:count]))
-        first = names[0]
-        if not first[2]:
-            return start
-        if names.count(first) != count:
-            count = next(i for i, n in enumerate(names) if n != first)
-        table = self._tables.get((*first, partition))
-        if table is None or (expected is not None and table is not expected):
-            return start
-        # the images each op needs
-        afters = list(map(_get_after, payloads[:count]))
-        befores = list(map(_get_before, payloads[:count]))
-        needed = [b if op is Op.DELETE else a for op, a, b in zip(ops, afters, befores, strict=False)]
-        count = _before(count, needed, None)
-        if not count:
-            return start
-        # the keys, against their rows' values as read
-        keys = list(map(_key, run[:count]))
-        key_names, count = self._run_keys(
-            keys, count, afters=afters, befores=befores, typed=typed, topic=topic, partition=partition
-        )
-        if key_names is None or not count:
-            return start
-        if plan is not None:
-            schema = plan.schemas.get(key_names)
-            if schema is None:
-                schema = plan.schema(key_names)
-        else:
-            inferred = table.inferred
-            if key_names != inferred.keys or inferred.schema is not typed.schema:
-                return start
-            schema = inferred.schema
-        # the rows
-        after_rows = typed.rows(afters[:count])
-        count = len(after_rows)
-        before_rows = typed.rows(befores[:count])
-        count = len(before_rows)
-        if not count:
-            return start
-        del after_rows[count:]
-        if typed.columnar:
-            typed.convert_columns([r for r in (*after_rows, *before_rows) if r is not None])
-        typed.misses = 0
-        position_type = SourcePosition
-        if table.emitted is not schema:
-            if schema.columns and (table.emitted is None or table.emitted != schema):
-                out.append(
-                    SchemaObserved(
-                        table.table_id, schema, _new(position_type, (topic, partition, run[0].offset()))
-                    )
-                )
-            table.emitted = schema
-        table_id = table.table_id
-        out.extend(
-            [
-                _new(
-                    DataChange,
-                    (
-                        table_id,
-                        op,
-                        before,
-                        after,
-                        _new(position_type, (topic, partition, r.offset())),
-                        source.ts_ms or payload.ts_ms,
-                    ),
-                )
-                for op, before, after, r, source, payload in zip(
-                    ops, before_rows, after_rows, run, sources, payloads, strict=False
-                )
-            ]
-        )
-        return start + count
-
-    def _run_keys(
-        self,
-        keys: list[bytes | None],
-        count: int,
-        *,
-        afters: list[Any],
-        befores: list[Any],
-        typed: TypedPayloads,
-        topic: str,
-        partition: int,
-    ) -> tuple[tuple[str, ...] | None, int]:
-        """The key column names of a run's records, and how many of them from the first have keys
-        of those names whose values are their rows' (after-image, else before-image), as read;
-        None when the first record's key is not of a shape read here."""
-        first = keys[0]
-        if first is None:
-            return ((), count) if keys.count(None) == count else (None, 0)
-        found = self._typed_key(first, topic, partition)
-        if found is None:
-            return None, 0
-        names = found[0]
-        if not names:
-            return None, 0
-        cached = self._last_key.get((topic, partition))
-        if cached is not None and first.startswith(cached[0]) and cached[1] == names:
-            prefix = cached[0]
-        elif len(names) == 1 and not first.startswith(_ENVELOPE):
-            prefix = b""  # a key without the envelope: with one column, its names do not depend on order
-        else:
-            return None, 0
-        if not all(name in typed.columns for name in names):
-            return None, 0
-        reader = self._key_readers.get(names)
-        if reader is None:
-            reader = self._key_readers[names] = _key_reader(names)
-        present = cast("list[bytes]", keys[: _before(count, keys, None)])
-        count = _before(len(present), list(map(bytes.startswith, present, repeat(prefix))), False)
-        if prefix:
-            count = _before(count, list(map(bytes.endswith, present[:count], repeat(b"}"))), False)
-            cut = len(prefix)
-            data = [key[cut:-1] for key in present[:count]]
-        else:
-            data = present[:count]
-        values: list[Any] = []
-        with contextlib.suppress(msgspec.ValidationError, msgspec.DecodeError):
-            values.extend(map(reader.decode, data))
-        count = len(values)
-        key_values = list(map(reader.values, values))
-        row_values = [
-            reader.row_values(a if a is not None else b)
-            for a, b in zip(afters[:count], befores[:count], strict=True)
-        ]
-        if key_values != row_values:
-            count = next(i for i, (k, r) in enumerate(zip(key_values, row_values, strict=True)) if k != r)
-        return names, count
 
     def _typed_change(
         self,

@@ -74,7 +74,6 @@ class TypedPayloads:
         "_optional",
         "_required",
         "columnar",
-        "columns",
         "decode",
         "misses",
         "plain",
@@ -104,8 +103,6 @@ class TypedPayloads:
             gc=False,  # no struct here refers to another object that could refer back to it
         )
         self.decode: Callable[[bytes], Any] = msgspec.json.Decoder(payload).decode
-        self.columns = frozenset(name for name, _ in columns)
-        """The names of the row struct's fields (the columns)."""
         self._required = required
         self._optional = optional
         self._float_columns = float_columns
@@ -220,27 +217,6 @@ class TypedPayloads:
             if type(row[name]) is int:
                 return None
         return row
-
-    def rows(self, structs: list[Any]) -> list[dict[str, Any] | None]:
-        """:meth:`row` of each of ``structs`` (None for None), up to the first that it refuses."""
-        if self.plain:
-            return [struct and _asdict(struct) for struct in structs]
-        if self._required or self._optional:
-            rows: list[dict[str, Any] | None] = []
-            for struct in structs:
-                if struct is None:
-                    rows.append(None)
-                elif (row := self.row(struct)) is not None:
-                    rows.append(row)
-                else:
-                    break
-            return rows
-        count = len(structs)
-        for name in self._float_columns:  # the only check: no integer in a column of floats
-            types = [struct and type(getattr(struct, name)) for struct in structs[:count]]
-            if int in types:
-                count = types.index(int)
-        return [struct and _asdict(struct) for struct in structs[:count]]
 
     def convert_columns(self, rows: list[dict[str, Any]]) -> None:
         """Convert, in place, the :attr:`columnar` columns of rows :meth:`row` made: each column's

@@ -30,8 +30,6 @@ import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import partial
-from itertools import compress, repeat
-from operator import lt, methodcaller
 from typing import Any, TypeVar
 
 from confluent_kafka import (
@@ -49,10 +47,6 @@ from ferry.connectors.kafka.exceptions import SourceError, error_may_pass, may_p
 from ferry.retry import RetryPolicy
 
 log = logging.getLogger(__name__)
-
-_topic, _partition, _offset = methodcaller("topic"), methodcaller("partition"), methodcaller("offset")
-#: The end of a partition without one.
-_UNBOUNDED = 1 << 62
 
 T = TypeVar("T")
 
@@ -173,16 +167,9 @@ class KafkaSource:
             owned = set(self.assigned)
             records = [r for r in records if (r.topic(), r.partition()) in owned]
         if self.end_offsets and records:
-            records = self._before_ends(records)
+            ends = self.end_offsets
+            records = [r for r in records if r.offset() < ends.get((r.topic(), r.partition()), 1 << 62)]
         return records  # type: ignore[no-any-return]
-
-    def _before_ends(self, records: list[Any]) -> list[Any]:
-        """The records before their partitions' bounded ends (each step one call for the batch:
-        every record's offset is compared with its partition's end)."""
-        partitions = zip(map(_topic, records), map(_partition, records), strict=True)
-        ends = list(map(self.end_offsets.get, partitions, repeat(_UNBOUNDED)))
-        before = list(map(lt, map(_offset, records), ends))
-        return records if all(before) else list(compress(records, before))
 
     def keep_alive(self) -> Sequence[Any]:
         """A poll that keeps the group membership while a long batch is processed: the partitions
