@@ -324,3 +324,61 @@ def test_the_typed_decoder_reads_base64_no_more_leniently_than_the_reader(text: 
     except msgspec.ValidationError:
         return
     assert binascii.a2b_base64(text, strict_mode=True) == parsed
+
+
+_KINDS = st.sampled_from(["insert", "update", "delete", "tombstone", "other key", "no key", *sorted(EDITS)])
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(
+    with_schema=st.booleans(),
+    steps=st.lists(st.tuples(st.integers(0, 1), _KINDS), min_size=1, max_size=40),
+)
+def test_two_partitions_of_good_and_odd_records_decode_the_same_typed(
+    with_schema: bool, steps: list[tuple[int, str]]
+) -> None:
+    """Records of two partitions in any order, good ones among odd ones (another shape, a key that
+    is not the row's, no key, tombstones), after each partition's typed decoder is made: the
+    events are the generic path's."""
+    table = _table(with_schema)
+    batch = []
+    for offset, (partition, kind) in enumerate(steps):
+        key = offset + 1
+        if kind == "insert":
+            pair: tuple[bytes | None, bytes | None] = table.insert(_row(key))
+        elif kind == "update":
+            pair = table.update(_row(key), _row(key, 1))
+        elif kind == "delete":
+            pair = table.delete(_row(key))
+        elif kind == "tombstone":
+            pair = (table.insert(_row(key))[0], None)
+        elif kind == "other key":
+            pair = (table.insert(_row(key + 1000))[0], table.insert(_row(key))[1])
+        elif kind == "no key":
+            pair = (None, table.insert(_row(key))[1])
+        else:
+            pair = (table.insert(_row(99))[0], _edited(EDITS[kind], with_schema))
+        batch.append(Record("srv.shop.orders", partition, offset, key=pair[0], value=pair[1]))
+    # a first good record per partition, so that the typed decoders are made before the rest
+    warm = [
+        Record("srv.shop.orders", p, 1000 + p, key=k, value=v)
+        for p, (k, v) in enumerate(_stream(with_schema, 1)[:1] * 2)
+    ]
+    _both([*warm, *batch])
+
+
+@pytest.mark.parametrize("with_schema", [True, False], ids=["envelope", "payload-only"])
+def test_a_long_batch_with_odd_records_inside_decodes_the_same_typed(with_schema: bool) -> None:
+    """Many records of one partition, odd ones among them (near its start, in runs, one with a key
+    that is not its row's), and a second partition's records between them."""
+    table = _table(with_schema)
+    pairs = [table.insert(_row(k)) for k in range(1, 1300)]
+    for index in (1, 2, 511, 512, 513, 700, 1023, 1024, 1200):
+        pairs[index] = (table.insert(_row(99))[0], _edited(EDITS["text for an integer"], with_schema))
+    pairs[900] = (table.insert(_row(5000))[0], pairs[900][1])  # a key that is not its row's
+    batch = [Record("srv.shop.orders", 0, i, key=k, value=v) for i, (k, v) in enumerate(pairs)]
+    batch[800:800] = [Record("srv.shop.orders", 1, i, key=k, value=v) for i, (k, v) in enumerate(pairs[:50])]
+    events = _both(batch)
+    bad = [e for e in events if isinstance(e, BadRecord)]
+    assert [e.position.offset for e in bad if "the record key does not match its row" in e.reason] == [900]
+    assert sum(isinstance(e, DataChange | BadRecord) for e in events) == 1299 + 50
