@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, date, datetime, time
 from decimal import Decimal
 from pathlib import Path
@@ -386,6 +387,17 @@ def test_rows_are_written_by_pypaimons_rust_writer(sink: PaimonSink, monkeypatch
     table = sink.load_table(T)
     assert table is not None
     assert "write.native.enabled" not in table.table_schema.options
+
+
+def test_a_flush_on_another_thread_commits_what_write_buffered(sink: PaimonSink) -> None:
+    create(sink, ORDERS)
+    feed = Feed(T)
+    for i in range(1, 4):
+        sink.write(T, ORDERS, [feed.insert(_order(i, "written", i))])
+        with ThreadPoolExecutor(1) as flusher:
+            flusher.submit(sink.flush, feed.offsets()).result()
+    assert read(sink) == [_order(i, "written", i) for i in range(1, 4)]
+    assert sink.committed_offsets(T) == {(TOPIC, 0): 3}
 
 
 def test_a_table_option_turning_the_rust_writer_off_is_kept(warehouse: Path) -> None:
