@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import logging
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from datetime import UTC, date, datetime, time
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
 import pytest
+from pypaimon.write.native_write import NativeTableWrite
 
 from ferry.pipeline.events import (
     FIRST,
@@ -134,7 +136,11 @@ def test_config_defaults_and_flink_cdc_spelling(tmp_path: Path) -> None:
     assert config.resolved_commit_user("p1") == "loader"
     default = PaimonSinkConfig.model_validate({"type": "paimon"})
     assert default.warehouse_dir() == Path("var/paimon").resolve()
-    assert default.new_table_properties(primary_key=False) == {"bucket": "1"}
+    assert default.new_table_properties(primary_key=True) == {
+        "bucket": "1",
+        "rowkind.field": DEFAULT_ROWKIND_COLUMN,
+    }
+    assert default.new_table_properties(primary_key=False) == {"bucket": "-1"}
     assert default.resolved_commit_user("p1") == "p1"
 
 
@@ -320,6 +326,103 @@ def test_committed_offsets_across_flushes_and_restarts(sink: PaimonSink) -> None
     table = sink.load_table(T)
     assert table is not None
     assert table.snapshot_manager().get_latest_snapshot().commit_user == "p2"
+
+
+def _order(i: int, customer: str, qty: int) -> dict[str, Any]:
+    return {"id": i, "customer": customer, "qty": qty, "price": Decimal("1.25")}
+
+
+def _upserts_over_three_commits(sink: PaimonSink) -> None:
+    """Inserts, updates, deletes, a re-insert and a key change, in one commit and across commits."""
+    create(sink, ORDERS)
+    feed = Feed(T)
+    write(
+        sink,
+        ORDERS,
+        feed,
+        *[feed.insert(_order(i, "first", i)) for i in range(1, 201)],
+        feed.update(_order(1, "first", 1), _order(1, "same commit", 10)),
+        feed.delete(_order(2, "first", 2)),
+    )
+    write(
+        sink,
+        ORDERS,
+        feed,
+        feed.update(_order(1, "same commit", 10), _order(1, "later commit", 11)),
+        feed.insert(_order(2, "again", 20)),
+        feed.delete(_order(3, "first", 3)),
+        feed.update(_order(4, "first", 4), _order(400, "new key", 4)),
+    )
+    write(
+        sink,
+        ORDERS,
+        feed,
+        *[feed.update(_order(i, "first", i), _order(i, "third", -i)) for i in range(100, 201)],
+    )
+
+
+def _expected_upserts() -> list[dict[str, Any]]:
+    rows = {i: _order(i, "first", i) for i in range(5, 100)}
+    rows |= {i: _order(i, "third", -i) for i in range(100, 201)}
+    rows[1] = _order(1, "later commit", 11)
+    rows[2] = _order(2, "again", 20)
+    rows[400] = _order(400, "new key", 4)
+    return [rows[k] for k in sorted(rows)]
+
+
+def test_rows_are_written_by_pypaimons_rust_writer(sink: PaimonSink, monkeypatch: pytest.MonkeyPatch) -> None:
+    batches: list[int] = []
+    write_batch = NativeTableWrite.write_arrow_batch
+
+    def counted(self: NativeTableWrite, data: Any, bucket: int | None = None) -> None:
+        batches.append(data.num_rows)
+        write_batch(self, data, bucket)
+
+    monkeypatch.setattr(NativeTableWrite, "write_arrow_batch", counted)
+    _upserts_over_three_commits(sink)
+    # one Arrow batch per commit, each key's last change once (a key change: a delete and an insert)
+    assert batches == [200, 5, 101]
+    assert read(sink) == _expected_upserts()
+    # the option is set on the copy a commit writes through, not stored in the table
+    table = sink.load_table(T)
+    assert table is not None
+    assert "write.native.enabled" not in table.table_schema.options
+
+
+def test_a_flush_on_another_thread_commits_what_write_buffered(sink: PaimonSink) -> None:
+    create(sink, ORDERS)
+    feed = Feed(T)
+    for i in range(1, 4):
+        sink.write(T, ORDERS, [feed.insert(_order(i, "written", i))])
+        with ThreadPoolExecutor(1) as flusher:
+            flusher.submit(sink.flush, feed.offsets()).result()
+    assert read(sink) == [_order(i, "written", i) for i in range(1, 4)]
+    assert sink.committed_offsets(T) == {(TOPIC, 0): 3}
+
+
+def test_a_table_option_turning_the_rust_writer_off_is_kept(warehouse: Path) -> None:
+    sink = PaimonSink(
+        make_config(warehouse, **{"table.properties.write.native.enabled": "false"}), pipeline="p1"
+    )
+    try:
+        _upserts_over_three_commits(sink)
+        assert read(sink) == _expected_upserts()
+        table = sink.load_table(T)
+        assert table is not None
+        assert table.table_schema.options["write.native.enabled"] == "false"
+    finally:
+        sink.close()
+
+
+def test_a_table_without_primary_key_is_bucket_unaware(sink: PaimonSink) -> None:
+    schema = Schema.of([Column("id", INT()), Column("name", STRING())])
+    create(sink, schema)
+    feed = Feed(T)
+    write(sink, schema, feed, feed.insert({"id": 1, "name": "a"}), feed.insert({"id": 1, "name": "b"}))
+    table = sink.load_table(T)
+    assert table is not None
+    assert table.table_schema.options["bucket"] == "-1"
+    assert read(sink, order_by="name") == [{"id": 1, "name": "a"}, {"id": 1, "name": "b"}]
 
 
 TYPES: list[tuple[DataType, Any]] = [

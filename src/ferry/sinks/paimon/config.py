@@ -8,7 +8,7 @@ This module imports no pypaimon, so a job file validates without the ``paimon`` 
       type: paimon
       catalog.properties.metastore: filesystem           # default
       catalog.properties.warehouse: file:///data/paimon  # default: ./var/paimon
-      table.properties.bucket: "4"                       # default: "1"
+      table.properties.bucket: "4"                       # default: "1" ("-1" without a primary key)
       commit.user: orders-to-lake                        # default: the pipeline's name
       partition.key: app.orders:dt;app.items:region,dt   # partition keys of the tables it creates
 """
@@ -25,8 +25,11 @@ from ferry.options import TableFormatSinkConfigBase, local_dir
 #: The warehouse when ``catalog.properties.warehouse`` is not set (relative to the working directory).
 DEFAULT_WAREHOUSE = Path("var/paimon")
 
-#: Properties of every table the sink creates, unless ``table.properties.*`` sets them.
+#: Properties of every primary-key table the sink creates, unless ``table.properties.*`` sets them.
 DEFAULT_TABLE_PROPERTIES: dict[str, str] = {"bucket": "1"}
+#: Properties of every table without a primary key the sink creates, unless ``table.properties.*``
+#: sets them: Paimon's bucket-unaware append table (a fixed bucket needs a ``bucket-key``).
+DEFAULT_APPEND_TABLE_PROPERTIES: dict[str, str] = {"bucket": "-1"}
 
 #: The column of a primary-key table that holds each row's kind (``+I``, ``+U``, ``-D``), named by
 #: the table option ``rowkind.field``: pypaimon deletes a key only through such a column.
@@ -66,7 +69,8 @@ class PaimonSinkConfig(TableFormatSinkConfigBase):
 
     def new_table_properties(self, *, primary_key: bool) -> dict[str, str]:
         """The options a table the sink creates gets; a primary-key table also names its row-kind column."""
-        props = {**DEFAULT_TABLE_PROPERTIES, **self.table_properties}
+        defaults = DEFAULT_TABLE_PROPERTIES if primary_key else DEFAULT_APPEND_TABLE_PROPERTIES
+        props = {**defaults, **self.table_properties}
         if primary_key:
             props.setdefault("rowkind.field", DEFAULT_ROWKIND_COLUMN)
         else:

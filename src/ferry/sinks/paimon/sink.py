@@ -5,7 +5,9 @@ buffered changes, one Paimon snapshot holding them all, collapsed to the last st
 A primary-key table deduplicates by key (upsert); a delete is a row whose row-kind column (the
 table option ``rowkind.field``, a column the sink adds to the tables it creates and hides from
 the schema it reports) says ``-D``, which is the way pypaimon deletes a key. A table without a
-primary key is append-only: its deletes are counted in :attr:`PaimonSink.skipped_deletes`.
+primary key is append-only: its deletes are counted in :attr:`PaimonSink.skipped_deletes`. A
+commit's rows are one Arrow table, written by pypaimon's Rust writer unless the table's options
+say otherwise (:data:`NATIVE_WRITE_OPTION`).
 
 Each snapshot carries the source offsets it reaches (``ferry.offsets.<pipeline>`` in the snapshot
 properties), which :meth:`PaimonSink.committed_offsets` reads back after a restart. Its commit user
@@ -79,6 +81,10 @@ CAPABILITIES = PAIMON.capabilities
 #: Snapshot property holding a pipeline's offsets: ``{"topic": {"partition": next offset}}``.
 #: The table option naming the row-kind column of a primary-key table.
 ROWKIND_OPTION = "rowkind.field"
+#: The table option that writes through pypaimon's Rust writer (``pypaimon-rust``): it sorts,
+#: deduplicates and buckets the rows and writes the Parquet files off the Python interpreter. A
+#: commit sets it on the table it writes unless the table's own options set it.
+NATIVE_WRITE_OPTION = "write.native.enabled"
 #: Row kind of each operation, in the row-kind column.
 ROW_KINDS: dict[Op, str] = {Op.INSERT: "+I", Op.READ: "+I", Op.UPDATE: "+U", Op.DELETE: "-D"}
 
@@ -256,34 +262,10 @@ class PaimonSink(TableFormatSink):
     def commit(
         self, table_id: TableId, table: Any, changes: list[DataChange], properties: dict[str, str]
     ) -> None:
-        fields = table.table_schema.fields
-        keys = tuple(table.primary_keys)
-        rowkind = table.table_schema.options.get(ROWKIND_OPTION) if keys else None
-        arrow_schema = PyarrowFieldParser.from_paimon_schema(fields)
-        if keys:
-            last = last_changes(changes, key_getter(keys, self.type))
-            state = {k: (ROW_KINDS[op], row) for k, (op, row) in last.items()}
-            if rowkind is None:
-                deletes = sum(1 for kind, _ in state.values() if kind == ROW_KINDS[Op.DELETE])
-                if deletes:
-                    raise SinkTerminalError(
-                        f"{deletes} deletes cannot be applied: the table has no {ROWKIND_OPTION} option",
-                        sink=self.type,
-                        table=str(table_id),
-                    )
-                rows = [row for _, row in state.values()]
-            else:
-                delete = ROW_KINDS[Op.DELETE]
-                rows = [
-                    {**(_fill_not_null(row, arrow_schema) if kind == delete else row), rowkind: kind}
-                    for kind, row in state.values()
-                ]
-        else:
-            rows = self.append_only_rows(table_id, changes)
-        variants = [f.name for f in fields if isinstance(f.type, AtomicType) and f.type.type == "VARIANT"]
-        if variants:
-            rows = [_with_variants(row, variants, table_id) for row in rows]
-        data = rows_to_arrow(arrow_schema, rows, sink=self.type, table_id=table_id)
+        data = self._arrow_rows(table_id, table, changes)
+        if NATIVE_WRITE_OPTION not in table.table_schema.options:
+            # the table's own option, when it sets one, decides; else pypaimon's Rust writer
+            table = table.copy({NATIVE_WRITE_OPTION: "true"})
         builder = table.new_stream_write_builder()
         builder.commit_user = self.commit_user
         writer = builder.new_write()
@@ -296,6 +278,41 @@ class PaimonSink(TableFormatSink):
         finally:
             writer.close()
             commit.close()
+
+    def _arrow_rows(self, table_id: TableId, table: Any, changes: list[DataChange]) -> pa.Table:
+        """The rows a commit writes, as one Arrow table of the table's schema: for a primary-key
+        table the last change of each key, its row kind in the row-kind column."""
+        fields = table.table_schema.fields
+        keys = tuple(table.primary_keys)
+        rowkind = table.table_schema.options.get(ROWKIND_OPTION) if keys else None
+        arrow_schema = PyarrowFieldParser.from_paimon_schema(fields)
+        kinds: list[str] | None = None
+        if keys:
+            last = last_changes(changes, key_getter(keys, self.type)).values()
+            if rowkind is None:
+                deletes = sum(1 for op, _ in last if op is Op.DELETE)
+                if deletes:
+                    raise SinkTerminalError(
+                        f"{deletes} deletes cannot be applied: the table has no {ROWKIND_OPTION} option",
+                        sink=self.type,
+                        table=str(table_id),
+                    )
+                rows = [row for _, row in last]
+            else:
+                required = [f for f in arrow_schema if not f.nullable]
+                rows = [_fill_not_null(row, required) if op is Op.DELETE else row for op, row in last]
+                kinds = [ROW_KINDS[op] for op, _ in last]
+        else:
+            rows = self.append_only_rows(table_id, changes)
+        variants = [f.name for f in fields if isinstance(f.type, AtomicType) and f.type.type == "VARIANT"]
+        if variants:
+            rows = [_with_variants(row, variants, table_id) for row in rows]
+        if kinds is None or rowkind not in arrow_schema.names:
+            return rows_to_arrow(arrow_schema, rows, sink=self.type, table_id=table_id)
+        # the row kinds are a column of their own, not a key added to a copy of every row
+        at = arrow_schema.get_field_index(rowkind)
+        data = rows_to_arrow(arrow_schema.remove(at), rows, sink=self.type, table_id=table_id)
+        return data.add_column(at, arrow_schema.field(at), pa.array(kinds, pa.string()))
 
     def _next_identifier(self) -> int:
         """A commit identifier of its own: the clock in nanoseconds, increasing within this sink."""
@@ -447,10 +464,10 @@ def _with_variants(row: Row, names: list[str], table_id: TableId) -> Row:
     return encoded
 
 
-def _fill_not_null(row: Row, arrow_schema: pa.Schema) -> Row:
-    """A deleted row with a stand-in value in each NOT NULL column it lacks: Paimon needs only its key,
-    but writes every column of the row."""
-    missing = [f for f in arrow_schema if not f.nullable and row.get(f.name) is None]
+def _fill_not_null(row: Row, required: list[pa.Field]) -> Row:
+    """A deleted row with a stand-in value in each NOT NULL column (of ``required``) it lacks: Paimon
+    needs only its key, but writes every column of the row."""
+    missing = [f for f in required if row.get(f.name) is None]
     if not missing:
         return row
     return {**row, **{f.name: _stand_in(f.type) for f in missing}}
