@@ -182,6 +182,7 @@ def build_runner(
         name=pipeline.name,
         batch_size=pipeline.batch_size,
         checkpoint_interval_s=pipeline.checkpoint_interval.total_seconds(),
+        concurrent_checkpoints=pipeline.checkpoint_concurrent,
         schema_change_timeout_s=pipeline.schema_operator_rpc_timeout.total_seconds(),
         fail_on_bad_record=pipeline.on_bad_record == "fail",
         retries=retries,

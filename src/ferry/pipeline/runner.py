@@ -236,7 +236,7 @@ class PipelineRunner:
         self.checkpoints.commits.poll()
         now = time.monotonic()
         if self.checkpoints.due(now, self._buffered):
-            self.checkpoints.take(self._write_buffers)
+            self.begin_checkpoint()
         if now - self.status.updated >= self.settings.status_interval_s:
             self.status.update(now)
         return len(records)
@@ -380,8 +380,12 @@ class PipelineRunner:
     def checkpoint(self, schemas: Mapping[str, Any] | None = None) -> None:
         """A whole checkpoint, waited for: after the commit in flight, the buffered rows written, the
         sink flushed, offsets and schemas (``schemas`` when given) saved, offsets committed."""
-        self.checkpoints.take(self._write_buffers, schemas)
+        self.begin_checkpoint(schemas)
         self.checkpoints.wait()
+
+    def begin_checkpoint(self, schemas: Mapping[str, Any] | None = None) -> None:
+        """After the commit in flight, the buffered rows written; their commit is left running."""
+        self.checkpoints.take(self._write_buffers, schemas)
 
     def _write_buffers(self) -> dict[str, int]:
         written = self.shaper.write(self._buffers)
