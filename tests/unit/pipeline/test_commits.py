@@ -10,6 +10,7 @@ from typing import Any
 
 import pytest
 
+from ferry.config.loader import load_job_text
 from ferry.connectors.memory import MemoryDeadLetter, MemorySource
 from ferry.connectors.record import Record
 from ferry.offsets import Offsets
@@ -27,6 +28,7 @@ from ferry.pipeline.settings import RunnerSettings
 from ferry.sinks.exceptions import SinkTerminalError
 from ferry.sinks.memory import MemorySink
 from ferry.state import StateStore
+from ferry.worker import build_runner
 
 TID = TableId.parse("db.t")
 SCHEMA = Schema.of([Column("id", T.INT().not_null()), Column("y", T.INT())], ["id"])
@@ -281,3 +283,37 @@ def test_a_failed_commit_fails_the_run_with_the_message_of_an_inline_checkpoint(
     assert isinstance(runner.state, StateStore)
     stored = runner.state.get_status("unit")
     assert stored is not None and stored["phase"] == "FAILED" and stored["detail"] == expected
+
+
+JOB = """
+source:
+  type: kafka
+  properties.bootstrap.servers: 127.0.0.1:9
+  topic: shop.inventory.orders
+sink:
+  type: memory
+pipeline:
+  name: orders
+  state.url: {state}
+{extra}"""
+
+
+@pytest.mark.parametrize(
+    ("state", "extra", "concurrent"),
+    [
+        ("sqlite:///{tmp}/state.db", "", True),
+        ("sqlite:///{tmp}/state.db", "  checkpoint.concurrent: false\n", False),
+        # SQLAlchemy gives each thread its own database in memory: the commit stays where it is read
+        ("sqlite://", "", False),
+    ],
+    ids=["default", "switched-off", "state-in-memory"],
+)
+def test_commits_run_beside_the_reading_unless_switched_off_or_the_state_is_in_memory(
+    tmp_path: Path, state: str, extra: str, concurrent: bool
+) -> None:
+    text = JOB.format(state=state.format(tmp=tmp_path), extra=extra)
+    runner = build_runner(load_job_text(text), sink=MemorySink())
+    try:
+        assert runner.checkpoints.commits.background.concurrent is concurrent
+    finally:
+        runner.close()
