@@ -99,11 +99,13 @@ class CheckpointCommit:
         self.details: SimpleQueue[str | None] = SimpleQueue()
         #: Told what a retry waits for: the status itself when the steps run on the consume thread.
         self.on_wait: Callable[[str], None] = self.details.put
-        self._steps: deque[Step] = deque()
+        #: How long each step took, by name, as they ran (seconds).
+        self.took: dict[str, float] = {}
+        self._steps: deque[tuple[str, Step]] = deque()
         self._lock = threading.Lock()
 
-    def add(self, step: Step) -> None:
-        self._steps.append(step)
+    def add(self, name: str, step: Step) -> None:
+        self._steps.append((name, step))
 
     @property
     def done(self) -> bool:
@@ -117,9 +119,11 @@ class CheckpointCommit:
             if not self._steps:
                 self._end()
                 return False
-            step = self._steps.popleft()
+            name, step = self._steps.popleft()
+            began = time.monotonic()
             try:
                 step()
+                self.took[name] = time.monotonic() - began
             except Exception as e:
                 self.error = checkpoint_error(e)
                 self._steps.clear()
@@ -375,8 +379,9 @@ class Checkpoints:
                 transient=state.is_transient,
             )
 
-        for step in (flush_sink, flush_dead_letters, save):  # the order of the module documentation
-            commit.add(step)
+        commit.add("sink flush", flush_sink)  # the order of the module documentation
+        commit.add("dead letters", flush_dead_letters)
+        commit.add("state store", save)
         if self.commits.background.concurrent:
             self.last = started
         self.commits.start(commit, self._finish)
@@ -401,6 +406,12 @@ class Checkpoints:
         metrics.timings.committing_event_ms = commit.newest_event_ms
         ended = commit.ended if commit.ended is not None else time.monotonic()
         metrics.last_checkpoint_duration_ms = int((ended - commit.started) * 1000)
+        log.debug(
+            "checkpoint %d: %.3f s (%s)",
+            metrics.checkpoints,
+            ended - commit.started,
+            ", ".join(f"{name} {took:.3f} s" for name, took in commit.took.items()),
+        )
         if not self.commits.background.concurrent:
             self.last = time.monotonic()
 

@@ -3,6 +3,8 @@ meanwhile, schema changes waiting for it, and its error failing the run as an in
 
 from __future__ import annotations
 
+import logging
+import re
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
@@ -153,8 +155,9 @@ def saved_offsets(runner: PipelineRunner) -> Offsets:
 
 
 def test_the_next_batches_are_read_while_the_sink_commits_and_offsets_are_saved_after_it(
-    sink: JournalSink, journal: Journal, tmp_path: Path
+    sink: JournalSink, journal: Journal, tmp_path: Path, caplog: pytest.LogCaptureFixture
 ) -> None:
+    caplog.set_level(logging.DEBUG, logger="ferry.pipeline.commits")
     source = MemorySource(records(range(6)))
     runner = make_runner(sink, journal, tmp_path, source, batch_size=3, checkpoint_interval_s=0.0)
     try:
@@ -181,6 +184,13 @@ def test_the_next_batches_are_read_while_the_sink_commits_and_offsets_are_saved_
             ("flush", {P: 6}),
             ("save", {P: 6}),
         ]
+        # each checkpoint's steps are timed in the log, in their order
+        timed = [r.getMessage() for r in caplog.records if r.getMessage().startswith("checkpoint ")]
+        assert len(timed) == 2
+        assert re.fullmatch(
+            r"checkpoint 1: [\d.]+ s \(sink flush [\d.]+ s, dead letters [\d.]+ s, state store [\d.]+ s\)",
+            timed[0],
+        )
     finally:
         sink.release.set()
         runner.close()
