@@ -182,6 +182,8 @@ def build_runner(
         name=pipeline.name,
         batch_size=pipeline.batch_size,
         checkpoint_interval_s=pipeline.checkpoint_interval.total_seconds(),
+        # an SQLite database in memory is one per thread: its checkpoints are saved where they are read
+        concurrent_checkpoints=pipeline.checkpoint_concurrent and not _in_memory(pipeline.state_url),
         schema_change_timeout_s=pipeline.schema_operator_rpc_timeout.total_seconds(),
         fail_on_bad_record=pipeline.on_bad_record == "fail",
         retries=retries,
@@ -213,6 +215,11 @@ def build_runner(
     # the times of each batch, for the latency and lag on /metrics
     runner.decode = runner.metrics.timings.watch(runner.decode)
     return runner
+
+
+def _in_memory(state_url: str) -> bool:
+    """Whether the state store is an SQLite database in memory (SQLAlchemy gives each thread its own)."""
+    return state_url.startswith("sqlite") and (state_url.rstrip("/") == "sqlite:" or ":memory:" in state_url)
 
 
 def _wait_for_the_registry(runner: PipelineRunner, retries: RetryPolicy) -> None:

@@ -57,8 +57,8 @@ class Timings:
         self.registry = CollectorRegistry(auto_describe=True)
         self.checkpoint_duration = Histogram(
             "ferry_checkpoint_duration_seconds",
-            "Time a checkpoint took: rows written, sink flushed, schemas and offsets saved, "
-            "offsets committed.",
+            "Time a checkpoint took: rows written, sink flushed, schemas and offsets saved (the "
+            "commit, run beside the reading of the next batches by default).",
             unit="seconds",
             buckets=CHECKPOINT_BUCKETS,
             registry=self.registry,
@@ -83,6 +83,9 @@ class Timings:
         self.newest_event_ms: int | None = None
         #: Kafka timestamp (ms since the epoch) of the last record read.
         self.last_record_ms: int | None = None
+        #: The event time of the newest change read before the checkpoint being reported started
+        #: (its commit ran while later changes were read); None: the newest read.
+        self.committing_event_ms: int | None = None
         self._committed_event_ms: int | None = None
         self._barrier_ms = 0
 
@@ -106,7 +109,7 @@ class Timings:
 
     def checkpointed(self, duration_s: float, at_ms: int) -> None:
         self.checkpoint_duration.observe(duration_s)
-        newest = self.newest_event_ms
+        newest = self.newest_event_ms if self.committing_event_ms is None else self.committing_event_ms
         if newest is not None and newest != self._committed_event_ms:
             self.end_to_end_latency.observe(max(0.0, (at_ms - newest) / 1000))
             self._committed_event_ms = newest

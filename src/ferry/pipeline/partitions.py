@@ -144,6 +144,8 @@ class PartitionHandOver:
             runner.status.detail = f"handing over {describe(partitions)}: checkpointing"
             runner.checkpoint()
             runner.status.detail = "reading"
+        else:
+            runner.checkpoints.wait()
         self._forget(partitions)
 
     def partitions_lost(self, partitions: Sequence[Partition]) -> None:
@@ -158,6 +160,7 @@ class PartitionHandOver:
     def partitions_assigned(self, starts: Offsets) -> None:
         """Partitions read here from now on, from these offsets."""
         runner = self.runner
+        runner.checkpoints.wait()  # the sink's tables are read again
         # another worker may have changed the sink tables and committed rows of these partitions
         runner.schemas.forget_sink_schemas(runner.partitions.checked)
         runner.shaper.forget()

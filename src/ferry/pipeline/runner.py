@@ -7,7 +7,7 @@ Everything else happens per batch or per checkpoint. Schema events go to the
 everything read before the event) only when the sink must change and the rows read before the
 change must reach the sink first; a column added or a type widened only adapts the buffered rows.
 
-The checkpoint order is enforced here and nowhere else:
+The checkpoint order is enforced in one place, :class:`~ferry.pipeline.commits.Checkpoints`:
 
 1. rows buffered since the last checkpoint are shaped to the sink tables and written;
 2. the sink flushes (sinks with transactions record the offsets in their commit);
@@ -15,6 +15,13 @@ The checkpoint order is enforced here and nowhere else:
 4. offsets, the tracked source schemas and the schema-change topic's position are saved in the
    state store;
 5. the offsets are committed to the source (Kafka consumer group).
+
+Steps 2–4 are the checkpoint's *commit*. With ``checkpoint.concurrent`` (the default) it runs on a
+thread of its own while this loop reads and decodes the next batches, one commit in flight at
+most; steps 1 and 5 and everything else stay on the loop's thread. Whatever reads or changes the
+sink's tables or the partitions (a schema change, a barrier, a new table, a hand-over, the end)
+first waits for the commit in flight, and its error fails the run here. :mod:`ferry.pipeline.commits`
+says what each thread touches.
 
 A restart at any point replays from the last checkpoint; rows a transactional sink already
 committed are skipped by their offsets (:mod:`ferry.pipeline.partitions`), and a change the sink
@@ -31,10 +38,11 @@ from typing import TYPE_CHECKING, Any
 
 from ferry.connectors.base import DeadLetter, KeepingAlive, Rebalancing, Source, Watermarking
 from ferry.exceptions import FerryError
-from ferry.offsets import Offsets, Partition
+from ferry.offsets import Partition
 from ferry.pipeline.adapt import adapt_to_schema
 from ferry.pipeline.bad_records import BadRecords
-from ferry.pipeline.checkpoints import CheckpointStore, now_ms
+from ferry.pipeline.checkpoints import CheckpointStore
+from ferry.pipeline.commits import Background, Checkpoints, SerialDeadLetter
 from ferry.pipeline.events import BadRecord, DataChange, Event, SchemaHint, SchemaObserved, Tombstone
 from ferry.pipeline.exceptions import CheckpointError
 from ferry.pipeline.metrics import Decode, Metrics, tune_garbage_collector, worker_name
@@ -81,6 +89,7 @@ class PipelineRunner:
         definitions: SchemaDefinitions | None = None,
         transforms: TableTransforms | None = None,
         source_order: OrderOf | None = None,
+        background: Background | None = None,
     ) -> None:
         self.settings = settings
         self.source = source
@@ -92,7 +101,8 @@ class PipelineRunner:
         self.transforms = transforms
         self.worker = worker_name()
         self.metrics = Metrics(worker=self.worker)
-        self.bad = BadRecords(dead_letter, source, self.metrics, fail=settings.fail_on_bad_record)
+        letters = SerialDeadLetter(dead_letter)  # sent here, flushed by a checkpoint's commit
+        self.bad = BadRecords(letters, source, self.metrics, fail=settings.fail_on_bad_record)
         self.schemas = SchemaOperator(
             settings=settings.schema,
             sink=sink,
@@ -120,6 +130,19 @@ class PipelineRunner:
             schemas=self.schemas,
         )
         self.schemas.on_detail = self.status.set_detail
+        self.checkpoints = Checkpoints(
+            settings=settings,
+            source=source,
+            sink=sink,
+            dead_letter=letters,
+            state=state,
+            schemas=self.schemas,
+            partitions=self.partitions,
+            metrics=self.metrics,
+            status=self.status,
+            background=background,
+        )
+        self.schemas.before_sink = self.checkpoints.wait
         self._buffers: dict[TableId, list[DataChange]] = {}
         self._buffered = 0
         self.shaper = RowShaper(
@@ -134,8 +157,6 @@ class PipelineRunner:
         self._aliases: dict[tuple[TableId, int], dict[str, str]] = {}
         #: The rest of a batch a part of which took the whole poll budget: (events, records)
         self._leftover: tuple[list[Event], list[Any]] | None = None
-        self._last_checkpoint = time.monotonic()
-        self._checkpointed: Offsets = {}
 
     # ------------------------------------------------------------------------------ lifecycle
 
@@ -169,6 +190,7 @@ class PipelineRunner:
                 self.step()
                 if self._leftover is None and self.source.finished():
                     self.status.set(Phase.RUNNING, "bounded read reached its end")
+                    self.checkpoints.wait()  # its rows counted as written
                     self.bad.check_something_written(self._buffered)
                     break
             self.checkpoint()
@@ -183,6 +205,7 @@ class PipelineRunner:
             self.close()
 
     def close(self) -> None:
+        self.checkpoints.commits.close()  # nothing is closed under a commit in flight
         self.schemas.close()
         if self.transforms is not None:
             self.transforms.close()  # the user-defined functions' close()
@@ -194,6 +217,7 @@ class PipelineRunner:
 
     def drop_rows(self, partitions: Collection[Partition]) -> None:
         """Forget the buffered rows of ``partitions`` unwritten (they went to another worker)."""
+        self.checkpoints.wait()
         self._buffers = without_partitions(self._buffers, partitions)
         self._buffered = sum(len(changes) for changes in self._buffers.values())
 
@@ -209,11 +233,10 @@ class PipelineRunner:
             records = self.source.poll(self.settings.batch_size, self.settings.poll_timeout_s)
             if records:
                 self.process(self.decode(records), records)
+        self.checkpoints.commits.poll()
         now = time.monotonic()
-        if self._buffered >= self.settings.flush_rows or (
-            now - self._last_checkpoint >= self.settings.checkpoint_interval_s
-        ):
-            self.checkpoint()
+        if self.checkpoints.due(now, self._buffered):
+            self.begin_checkpoint()
         if now - self.status.updated >= self.settings.status_interval_s:
             self.status.update(now)
         return len(records)
@@ -297,6 +320,7 @@ class PipelineRunner:
                 f"no schema known for table {table_id} (a record without a schema, and no DDL seen)", event
             )
             return None
+        self.checkpoints.wait()  # the sink's tables are read
         self.schemas.ensure_sink_table(table_id, event.position)
         self.partitions.first_seen(table_id)
         return self._buffers.setdefault(table_id, [])
@@ -333,11 +357,7 @@ class PipelineRunner:
         return barrier
 
     def _save_schemas(self, schemas: Mapping[str, Any]) -> None:
-        self._stored(
-            lambda: self.state.save_checkpoint(self.settings.name, self._checkpointed, schemas),
-            "saving the schemas",
-        )
-        self.schemas.saved = schemas
+        self.checkpoints.save_schemas(schemas)
 
     def _adapt_buffered(self, table_id: TableId, old: Schema, new: Schema) -> None:
         """A table's schema changed without a barrier: its buffered rows are adapted to it."""
@@ -358,38 +378,14 @@ class PipelineRunner:
     # ------------------------------------------------------------------------------ checkpoints
 
     def checkpoint(self, schemas: Mapping[str, Any] | None = None) -> None:
-        """Write and flush buffered rows, then save offsets and schemas, then commit offsets."""
-        started = time.monotonic()
-        offsets = dict(self.partitions.offsets)
-        try:
-            written = self._write_buffers()
-            retries, waiting = self.settings.retries, self.status.waiting
-            retries.call(lambda: self.sink.flush(offsets), "flushing the sink", on_wait=waiting)
-            retries.call(self.dead_letter.flush, "storing the dead letters", on_wait=waiting)
-            saved = schemas if schemas is not None else self.schemas.snapshot()
-            self._stored(
-                lambda: self.state.save_checkpoint(self.settings.name, offsets, saved),
-                "saving the checkpoint",
-            )
-            self.source.commit(offsets)
-            self._checkpointed = offsets
-            self.schemas.saved = saved
-            self.status.waited()
-        except FerryError:
-            raise
-        except Exception as e:
-            raise CheckpointError(f"checkpoint failed: {type(e).__name__}: {e}") from e
-        for table, count in written.items():
-            self.metrics.rows_written[table] = self.metrics.rows_written.get(table, 0) + count
-        self.metrics.checkpoints += 1
-        self.metrics.rows_skipped_committed = self.partitions.rows_skipped
-        self.metrics.last_checkpoint_ms = now_ms()
-        self.metrics.last_checkpoint_duration_ms = int((time.monotonic() - started) * 1000)
-        self._last_checkpoint = time.monotonic()
+        """A whole checkpoint, waited for: after the commit in flight, the buffered rows written, the
+        sink flushed, offsets and schemas (``schemas`` when given) saved, offsets committed."""
+        self.begin_checkpoint(schemas)
+        self.checkpoints.wait()
 
-    def _stored(self, work: Callable[[], object], what: str) -> None:
-        """``work`` written to the checkpoint store, retried while its error is transient."""
-        self.settings.retries.call(work, what, on_wait=self.status.waiting, transient=self.state.is_transient)
+    def begin_checkpoint(self, schemas: Mapping[str, Any] | None = None) -> None:
+        """After the commit in flight, the buffered rows written; their commit is left running."""
+        self.checkpoints.take(self._write_buffers, schemas)
 
     def _write_buffers(self) -> dict[str, int]:
         written = self.shaper.write(self._buffers)

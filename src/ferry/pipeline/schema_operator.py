@@ -174,6 +174,9 @@ class SchemaOperator:
         #: Tells the runner that a source table's schema changed without a barrier: the rows it
         #: buffered with the old schema (first) are adapted to the new one (second).
         self.on_adapt: Callable[[TableId, Schema, Schema], None] = lambda table, old, new: None
+        #: Called before the sink is read or changed: the runner waits there for the checkpoint
+        #: commit in flight (:mod:`ferry.pipeline.commits`), so no change meets a flush.
+        self.before_sink: Callable[[], None] = lambda: None
         #: The schemas the state store holds now, beside the offsets of the last checkpoint.
         self.saved: Mapping[str, Any] | None = None
         self._sink_schemas: dict[TableId, Schema | None] = {}
@@ -402,6 +405,7 @@ class SchemaOperator:
         if not changes:
             self.tracker = after
             return
+        self.before_sink()
         if not _need_barrier(changes, self.tracker) and not self._refused(changes):
             self._route_in_place(changes, after=after, sources=sources, position=position)
             return
@@ -472,6 +476,7 @@ class SchemaOperator:
         return self.transforms.schema(source_table, schema)
 
     def sink_schema(self, sink_table: TableId) -> Schema | None:
+        self.before_sink()
         if sink_table not in self._sink_schemas:
             self._sink_schemas[sink_table] = self.settings.retries.call(
                 partial(self.sink.table_schema, sink_table),
@@ -482,6 +487,7 @@ class SchemaOperator:
 
     def forget_sink_schemas(self, source_tables: Collection[TableId]) -> None:
         """Another worker may have changed the sink tables: read them again."""
+        self.before_sink()
         self._sink_schemas.clear()
         if isinstance(self.sink, SchemaCaching):
             for sink_table in {s for t in source_tables for s in self.tables.sink_tables(t)}:
@@ -523,6 +529,7 @@ class SchemaOperator:
         change: SchemaChange,
         position: SourcePosition | None,
     ) -> None:
+        self.before_sink()
         with self._schema_lease(sink_table):
             # another worker may have applied the change already: decide on the sink's schema as is
             self._refresh_sink_schema(sink_table)

@@ -40,6 +40,9 @@ class RunnerSettings:
     #: How transient errors of the sink, the state store and the dead-letter producer are retried
     #: (``pipeline.restart-strategy``).
     retries: RetryPolicy = field(default_factory=RetryPolicy)
+    #: A checkpoint's commit (the sink's flush, dead letters, the state store's save) runs on a
+    #: thread of its own while the next batches are read (``checkpoint.concurrent``).
+    concurrent_checkpoints: bool = True
 
     @property
     def schema(self) -> SchemaSettings:

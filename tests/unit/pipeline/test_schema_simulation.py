@@ -7,9 +7,12 @@ connector writes: a row change goes to partition ``id % P`` of the table's topic
 envelope of the table as it is then; a schema change goes to the schema-change topic, before the
 rows that follow it. Production and consumption interleave as Hypothesis draws them: records are
 produced a few at a time; the runner reads any partition's produced records in any order; the
-schema-change topic is read ahead of or behind the data; checkpoints happen at random; a kill
-abandons the runner (and what the sink had not committed) and a new one starts from the state
-store. At the end everything is read, and the sink must hold exactly the model's tables: the same
+schema-change topic is read ahead of or behind the data; checkpoints happen at random, some of
+them left in flight (their commit's steps taken one by one while reading goes on, as its thread
+would); a kill abandons the runner (and what the sink had not committed, and the rest of a commit
+in flight) and a new one starts from the state store. Throughout, no schema change reaches the
+sink while a commit is in flight, and no offsets are saved that the sink's last flush did not
+commit. At the end everything is read, and the sink must hold exactly the model's tables: the same
 columns (after every add, drop, rename and widening) and the same rows, value for value.
 """
 
@@ -30,11 +33,13 @@ from ferry.connectors.formats.source_order import record_source_order
 from ferry.connectors.memory import MemoryDeadLetter
 from ferry.connectors.record import Record
 from ferry.local import debezium as dbz
-from ferry.pipeline.events import SCHEMA_CHANGE_TAGS, Event
+from ferry.offsets import Offsets
+from ferry.pipeline.commits import SteppedCommits
+from ferry.pipeline.events import SCHEMA_CHANGE_TAGS, Event, SchemaChange
 from ferry.pipeline.route import TableRouter
 from ferry.pipeline.router import SchemaChangeBehavior, SchemaChangeRouter
 from ferry.pipeline.runner import PipelineRunner
-from ferry.pipeline.schema import TableId
+from ferry.pipeline.schema import Schema, TableId
 from ferry.pipeline.settings import RunnerSettings
 from ferry.sinks.memory import MemorySink
 from ferry.state import StateStore
@@ -219,8 +224,36 @@ class SimHints:
         pass
 
 
-def new_runner(log: Log, sink: MemorySink, state: StateStore) -> tuple[PipelineRunner, SimSource, SimHints]:
+class SimSink(MemorySink):
+    """The memory sink, refusing a schema change while a checkpoint's commit is in flight."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.commits = SteppedCommits()
+
+    def apply_schema_change(self, change: SchemaChange, schema_after: Schema | None) -> None:
+        assert not self.commits.in_flight, f"{change} applied while a checkpoint's commit is in flight"
+        super().apply_schema_change(change, schema_after)
+
+
+class SimState(StateStore):
+    """The state store, refusing offsets the sink's last flush did not commit."""
+
+    def __init__(self, url: str, sink: MemorySink) -> None:
+        super().__init__(url)
+        self.sink = sink
+
+    def save_checkpoint(
+        self, pipeline: str, offsets: Offsets, schemas: Mapping[str, Any], *, merge: bool = True
+    ) -> int:
+        flushed = self.sink.flushed_offsets
+        assert offsets.items() <= flushed.items(), f"offsets {offsets} saved, the sink flushed {flushed}"
+        return super().save_checkpoint(pipeline, offsets, schemas, merge=merge)
+
+
+def new_runner(log: Log, sink: SimSink, state: StateStore) -> tuple[PipelineRunner, SimSource, SimHints]:
     source, hints = SimSource(log), SimHints(log)
+    sink.commits = SteppedCommits()  # a commit of a runner killed is never taken further
     runner = PipelineRunner(
         settings=RunnerSettings(name="sim", tune_gc=False),
         source=source,
@@ -232,6 +265,7 @@ def new_runner(log: Log, sink: MemorySink, state: StateStore) -> tuple[PipelineR
         dead_letter=MemoryDeadLetter(),
         hints=hints,
         source_order=record_source_order,
+        background=sink.commits,
     )
     runner.open()
     return runner, source, hints
@@ -252,6 +286,8 @@ actions = st.lists(
         st.tuples(st.just("read"), st.integers(0, 5), st.integers(1, 6)),
         st.tuples(st.just("hints"), st.integers(1, 3)),
         st.tuples(st.just("checkpoint")),
+        st.tuples(st.just("begin")),
+        st.tuples(st.just("commit-step")),
         st.tuples(st.just("kill")),
     ),
     max_size=80,
@@ -269,9 +305,9 @@ def run_simulation(
     for statement in script:
         world.statement(*statement)
     log = Log(world)
-    sink = MemorySink()
+    sink = SimSink()
     with tempfile.TemporaryDirectory(dir=MEMORY_FOLDER) as folder:
-        state = StateStore(f"sqlite:///{folder}/state.db")
+        state = SimState(f"sqlite:///{folder}/state.db", sink)
         runner, source, hints = new_runner(log, sink, state)
 
         def read(index: int, count: int) -> None:
@@ -289,6 +325,10 @@ def run_simulation(
                     hints.fetch(count)
                 case ("checkpoint",):
                     runner.checkpoint()
+                case ("begin",):
+                    runner.begin_checkpoint()  # its commit left in flight
+                case ("commit-step",):
+                    sink.commits.step()
                 case ("kill",):
                     sink.pending.clear()  # written, never committed
                     runner, source, hints = new_runner(log, sink, state)
@@ -481,5 +521,35 @@ def test_changes_without_a_barrier_in_one_partition_then_a_kill_keep_the_other_p
             ("checkpoint",),
             ("read", 0, 1),
             ("kill",),
+        ],
+    )
+
+
+def test_a_kill_after_the_sink_committed_but_before_the_offsets_were_saved_loses_and_repeats_nothing() -> (
+    None
+):
+    # the commit in flight flushed the sink (rows before the drop) and died before saving its offsets
+    run_simulation(
+        2,
+        [("upsert", 1), ("upsert", 2), ("add", 0), ("upsert", 3), ("drop", 0), ("upsert", 4)],
+        [("produce", 3), ("read", 0, 3), ("begin",), ("commit-step",), ("produce", 100), ("kill",)],
+    )
+
+
+def test_schema_changes_read_while_a_commit_is_in_flight_wait_for_it() -> None:
+    run_simulation(
+        2,
+        [("upsert", 1), ("upsert", 2), ("add", 0), ("upsert", 3), ("rename", 1), ("upsert", 4)],
+        [
+            ("produce", 2),
+            ("read", 0, 2),
+            ("read", 1, 2),
+            ("begin",),
+            ("produce", 100),
+            ("hints", 5),
+            ("read", 0, 100),
+            ("begin",),
+            ("commit-step",),
+            ("read", 1, 100),
         ],
     )
