@@ -66,6 +66,8 @@ pipeline:
   name: {group_id}
   state.url: sqlite:///{tmp_path}/state.db
   checkpoint.interval: 100ms
+  # the commit on its own thread: a kill can land while it is in flight
+  checkpoint.concurrent: true
   batch.size: 400
 """)
     log = tmp_path / "ferry.log"

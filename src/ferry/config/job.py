@@ -590,7 +590,7 @@ class PipelineConfig(ConfigModel):
     checkpoint_interval: Duration = Field(default=timedelta(seconds=5), alias="checkpoint.interval")
     #: A checkpoint's commit (the sink's flush, the dead letters, the state store's save) runs on a
     #: thread of its own while the next batches are read and decoded; false: in the reading thread.
-    checkpoint_concurrent: bool = Field(default=True, alias="checkpoint.concurrent")
+    checkpoint_concurrent: bool = Field(default=False, alias="checkpoint.concurrent")
     #: Most records taken from Kafka per consume call.
     batch_size: int = Field(default=10_000, ge=1, alias="batch.size")
     #: SQLAlchemy URL of the state store.

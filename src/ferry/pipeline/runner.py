@@ -16,7 +16,7 @@ The checkpoint order is enforced in one place, :class:`~ferry.pipeline.commits.C
    state store;
 5. the offsets are committed to the source (Kafka consumer group).
 
-Steps 2–4 are the checkpoint's *commit*. With ``checkpoint.concurrent`` (the default) it runs on a
+Steps 2–4 are the checkpoint's *commit*. With ``checkpoint.concurrent`` (off by default) it runs on a
 thread of its own while this loop reads and decodes the next batches, one commit in flight at
 most; steps 1 and 5 and everything else stay on the loop's thread. Whatever reads or changes the
 sink's tables or the partitions (a schema change, a barrier, a new table, a hand-over, the end)

@@ -42,7 +42,7 @@ class RunnerSettings:
     retries: RetryPolicy = field(default_factory=RetryPolicy)
     #: A checkpoint's commit (the sink's flush, dead letters, the state store's save) runs on a
     #: thread of its own while the next batches are read (``checkpoint.concurrent``).
-    concurrent_checkpoints: bool = True
+    concurrent_checkpoints: bool = False
 
     @property
     def schema(self) -> SchemaSettings:

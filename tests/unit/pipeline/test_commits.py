@@ -124,7 +124,7 @@ def make_runner(
     **settings: Any,
 ) -> PipelineRunner:
     runner = PipelineRunner(
-        settings=RunnerSettings(name="unit", tune_gc=False, **settings),
+        settings=RunnerSettings(name="unit", tune_gc=False, **{"concurrent_checkpoints": True, **settings}),
         source=source,
         decode=decode if opened else decode_creating,
         sink=sink,
@@ -311,14 +311,14 @@ pipeline:
 @pytest.mark.parametrize(
     ("state", "extra", "concurrent"),
     [
-        ("sqlite:///{tmp}/state.db", "", True),
-        ("sqlite:///{tmp}/state.db", "  checkpoint.concurrent: false\n", False),
+        ("sqlite:///{tmp}/state.db", "", False),
+        ("sqlite:///{tmp}/state.db", "  checkpoint.concurrent: true\n", True),
         # SQLAlchemy gives each thread its own database in memory: the commit stays where it is read
-        ("sqlite://", "", False),
+        ("sqlite://", "  checkpoint.concurrent: true\n", False),
     ],
-    ids=["default", "switched-off", "state-in-memory"],
+    ids=["default", "switched-on", "state-in-memory"],
 )
-def test_commits_run_beside_the_reading_unless_switched_off_or_the_state_is_in_memory(
+def test_commits_run_beside_the_reading_when_switched_on_unless_the_state_is_in_memory(
     tmp_path: Path, state: str, extra: str, concurrent: bool
 ) -> None:
     text = JOB.format(state=state.format(tmp=tmp_path), extra=extra)

@@ -255,7 +255,7 @@ def new_runner(log: Log, sink: SimSink, state: StateStore) -> tuple[PipelineRunn
     source, hints = SimSource(log), SimHints(log)
     sink.commits = SteppedCommits()  # a commit of a runner killed is never taken further
     runner = PipelineRunner(
-        settings=RunnerSettings(name="sim", tune_gc=False),
+        settings=RunnerSettings(name="sim", tune_gc=False, concurrent_checkpoints=True),
         source=source,
         decode=decoder_for("debezium-json").decode,
         sink=sink,
