@@ -14,8 +14,10 @@ append-only: its deletes cannot be matched and are counted in :attr:`IcebergSink
 
 Upkeep happens in the commits themselves: a commit that takes a table past ``snapshot.retain``
 snapshots also expires the older ones, and every ``sink.compaction.commit-interval`` commits the
-small data files are rewritten into one, so commit latency stays flat as the table's history
-grows.
+small data files of the smallest size tier that has ``sink.compaction.min-input-files`` of them
+are rewritten into one (see :func:`compaction_input`), so commit latency stays flat as the table's
+history grows. What pyiceberg would do more than once per commit (reading the table's metadata,
+staging it) is done once (see :mod:`~ferry.sinks.iceberg.catalog`).
 """
 
 from __future__ import annotations
