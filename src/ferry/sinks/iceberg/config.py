@@ -69,7 +69,8 @@ class IcebergSinkConfig(TableFormatSinkConfigBase):
     compaction_small_file_bytes: int = Field(
         default=32 * 1024 * 1024, ge=1, alias="sink.compaction.small-file-bytes"
     )
-    #: ... once a table has at least this many of them.
+    #: ... once a table has at least this many of them in one size tier (tiers are sizes this
+    #: factor apart: 64 KiB, 64 KiB × N, ...; the smallest such tier is rewritten into one file).
     compaction_min_files: int = Field(default=8, ge=2, alias="sink.compaction.min-input-files")
 
     @field_validator("partition_keys")

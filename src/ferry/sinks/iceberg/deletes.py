@@ -21,14 +21,16 @@ from __future__ import annotations
 
 import itertools
 import uuid
-from collections import defaultdict
 from collections.abc import Hashable, Iterable, Sequence
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
+import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyiceberg.io import FileIO
 from pyiceberg.io.pyarrow import (
+    ParquetFormatModel,
     _read_deletes,
     compute_statistics_plan,
     data_file_statistics_from_parquet_metadata,
@@ -46,7 +48,9 @@ from pyiceberg.manifest import (
     ManifestWriterV2,
 )
 from pyiceberg.schema import Schema as IcebergSchema
+from pyiceberg.schema import sanitize_column_names
 from pyiceberg.table import Table, Transaction
+from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.snapshots import Operation
 from pyiceberg.table.update.snapshot import _MergeAppendFiles, _OverwriteFiles
 from pyiceberg.typedef import Record
@@ -66,6 +70,7 @@ _ARROW_SCHEMA = pa.schema(
 )
 #: Full bounds on ``file_path``: equal lower and upper bounds tell readers the one file it applies to.
 _METRICS = {"write.metadata.metrics.default": "full"}
+_FILE_FORMAT = "write.format.default"
 #: A key's place: the data file's number in :attr:`KeyIndex.files`, shifted, plus the row position.
 _SHIFT = 40
 
@@ -85,16 +90,21 @@ def merges_on_read(table: Table) -> bool:
 
 
 class KeyIndex:
-    """Primary key → where its live row is (data file, position), for one table at one snapshot."""
+    """Primary key → where its live row is (data file, position), for one table at one snapshot.
 
-    __slots__ = ("_numbers", "files", "keys", "rows", "snapshot_id")
+    A key of one integer column (the usual case) is kept in :class:`IntegerPlaces`: 16 bytes per
+    live key in NumPy arrays. Any other key is kept in a dict (about 100 bytes per key, more for
+    composite keys).
+    """
+
+    __slots__ = ("_numbers", "_places", "files", "keys", "snapshot_id")
 
     def __init__(self, keys: tuple[str, ...], snapshot_id: int | None) -> None:
         self.keys = keys
         self.snapshot_id = snapshot_id
         self.files: list[str] = []
         self._numbers: dict[str, int] = {}
-        self.rows: dict[Hashable, int] = {}
+        self._places: IntegerPlaces | dict[Hashable, int] | None = None
 
     @classmethod
     def of_table(cls, table: Table, keys: tuple[str, ...]) -> KeyIndex:
@@ -115,44 +125,168 @@ class KeyIndex:
             index.add_file(path, columns, skip=deleted)
         return index
 
+    def __len__(self) -> int:
+        """How many keys are indexed."""
+        return 0 if self._places is None else len(self._places)
+
     def add_file(
         self, path: str, key_columns: Sequence[pa.ChunkedArray | pa.Array], skip: set[int] | None = None
     ) -> None:
-        """Index the rows of a data file, given its key columns in row order (``skip``: deleted rows)."""
+        """Index the rows of a data file, given its key columns in row order (``skip``: deleted rows).
+        A key indexed already moves to its row in this file."""
         number = self._numbers.get(path)
         if number is None:
             number = self._numbers[path] = len(self.files)
             self.files.append(path)
         base = number << _SHIFT
-        values: Iterable[Hashable]
+        count = len(key_columns[0])
+        places = self._places
+        if places is None:
+            integer = len(key_columns) == 1 and pa.types.is_integer(key_columns[0].type)
+            places = self._places = IntegerPlaces() if integer else {}
+        if isinstance(places, IntegerPlaces):
+            column = key_columns[0]
+            if column.null_count:
+                raise ValueError(f"{path}: a row has no value for its primary key")
+            values = np.asarray(pc.cast(column, pa.int64()).to_numpy(zero_copy_only=False), dtype=np.int64)
+            rows = np.arange(base, base + count, dtype=np.int64)
+            if skip:
+                kept = np.ones(count, dtype=bool)
+                kept[np.fromiter(skip, dtype=np.int64, count=len(skip))] = False
+                values, rows = values[kept], rows[kept]
+            places.add(values, rows)
+            return
+        keys: Iterable[Hashable]
         if len(key_columns) == 1:
-            values = key_columns[0].to_pylist()
+            keys = key_columns[0].to_pylist()
         else:
-            values = zip(*(c.to_pylist() for c in key_columns), strict=True)
-        rows = self.rows
+            keys = zip(*(c.to_pylist() for c in key_columns), strict=True)
         if skip:
-            for position, key in enumerate(values):
+            for position, key in enumerate(keys):
                 if position not in skip:
-                    rows[key] = base | position
+                    places[key] = base | position
         else:
-            rows.update(zip(values, range(base, base + len(key_columns[0])), strict=True))
+            places.update(zip(keys, range(base, base + count), strict=True))
 
-    def take(self, keys: Iterable[Hashable]) -> dict[str, list[int]]:
+    def take(self, keys: Sequence[Hashable]) -> dict[str, list[int]]:
         """Remove these keys from the index: the positions of their rows, by data file."""
-        mask = (1 << _SHIFT) - 1
-        by_file: dict[int, list[int]] = defaultdict(list)
-        pop = self.rows.pop
-        for key in keys:
-            place = pop(key, None)
-            if place is not None:
-                by_file[place >> _SHIFT].append(place & mask)
-        return {self.files[number]: sorted(positions) for number, positions in by_file.items()}
+        places = self._places
+        if places is None or not keys:
+            return {}
+        if isinstance(places, IntegerPlaces):
+            found = places.take(np.fromiter(keys, dtype=np.int64, count=len(keys)))
+        else:
+            pop = places.pop
+            found = np.fromiter(
+                (place for place in (pop(k, None) for k in keys) if place is not None), dtype=np.int64
+            )
+        if not len(found):
+            return {}
+        numbers, positions = found >> _SHIFT, found & ((1 << _SHIFT) - 1)
+        order = np.lexsort((positions, numbers))
+        numbers, positions = numbers[order], positions[order]
+        starts = np.flatnonzero(np.diff(numbers, prepend=-1))
+        return {
+            self.files[int(numbers[start])]: chunk.tolist()
+            for start, chunk in zip(starts, np.split(positions, starts[1:]), strict=True)
+        }
 
     def forget_files(self, paths: set[str]) -> None:
         """Drop the keys whose rows are in these files (a compaction rewrote them)."""
         numbers = {self._numbers[p] for p in paths if p in self._numbers}
-        if numbers:
-            self.rows = {k: v for k, v in self.rows.items() if v >> _SHIFT not in numbers}
+        places = self._places
+        if not numbers or places is None:
+            return
+        if isinstance(places, IntegerPlaces):
+            places.forget(np.fromiter(numbers, dtype=np.int64, count=len(numbers)))
+        else:
+            self._places = {k: v for k, v in places.items() if v >> _SHIFT not in numbers}
+
+
+class IntegerPlaces:
+    """Integer keys → places (file number << 40 | row position), in sorted NumPy runs.
+
+    Written here: neither pyarrow nor NumPy has a mutable integer hash map, and a dict of Python
+    ints costs about 100 bytes per key. Each run holds unique sorted keys and their places; a
+    removed key's place is -1 until its run is merged. New keys make a new run, and a run merges
+    with the one before it while that is not more than twice its size (so there are a logarithm of
+    the key count runs, and each key is merged that many times). A key in a newer run shadows the
+    same key in an older one (the index's "a key moves to its newer row").
+    """
+
+    __slots__ = ("_live", "_runs")
+
+    def __init__(self) -> None:
+        self._runs: list[tuple[np.ndarray, np.ndarray]] = []
+        self._live = 0
+
+    def __len__(self) -> int:
+        return self._live
+
+    def add(self, keys: np.ndarray, places: np.ndarray) -> None:
+        if not len(keys):
+            return
+        order = np.argsort(keys, kind="stable")
+        keys, places = keys[order], places[order]
+        last = np.ones(len(keys), dtype=bool)  # of equal keys, the last row of the file wins
+        last[:-1] = keys[1:] != keys[:-1]
+        keys, places = keys[last], places[last]
+        self._shadow(keys)
+        self._runs.append((keys, places))
+        self._live += len(keys)
+        while len(self._runs) > 1 and len(self._runs[-2][0]) <= 2 * len(self._runs[-1][0]):
+            newer = self._runs.pop()
+            older = self._runs.pop()
+            self._runs.append(_merge(older, newer))
+
+    def _shadow(self, keys: np.ndarray) -> None:
+        """Remove these keys from the runs (they move to a newer run)."""
+        for run_keys, run_places in self._runs:
+            hits = _find(run_keys, run_places, keys)
+            self._live -= len(hits)
+            run_places[hits] = -1
+
+    def take(self, keys: np.ndarray) -> np.ndarray:
+        """Remove these (distinct) keys: the places they had, for those indexed."""
+        found = []
+        for run_keys, run_places in self._runs:
+            hits = _find(run_keys, run_places, keys)
+            if len(hits):
+                found.append(run_places[hits].copy())
+                run_places[hits] = -1
+                self._live -= len(hits)
+        return np.concatenate(found) if found else np.empty(0, dtype=np.int64)
+
+    def forget(self, numbers: np.ndarray) -> None:
+        """Remove the keys whose places are in these files."""
+        for _keys, run_places in self._runs:
+            gone = (run_places >= 0) & np.isin(run_places >> _SHIFT, numbers)
+            self._live -= int(gone.sum())
+            run_places[gone] = -1
+
+
+def _find(run_keys: np.ndarray, run_places: np.ndarray, keys: np.ndarray) -> np.ndarray:
+    """The positions in a run of those of ``keys`` it holds live."""
+    at = np.searchsorted(run_keys, keys)
+    inside = at < len(run_keys)
+    at = at[inside]
+    live: np.ndarray = at[(run_keys[at] == keys[inside]) & (run_places[at] >= 0)]
+    return live
+
+
+def _merge(
+    older: tuple[np.ndarray, np.ndarray], newer: tuple[np.ndarray, np.ndarray]
+) -> tuple[np.ndarray, np.ndarray]:
+    """Two runs as one, removed keys left out (a live key is in at most one of them)."""
+    (old_keys, old_places), (new_keys, new_places) = older, newer
+    live_old, live_new = old_places >= 0, new_places >= 0
+    old_keys, old_places = old_keys[live_old], old_places[live_old]
+    new_keys, new_places = new_keys[live_new], new_places[live_new]
+    if not len(old_keys) or not len(new_keys) or new_keys[0] > old_keys[-1]:
+        return np.concatenate([old_keys, new_keys]), np.concatenate([old_places, new_places])
+    keys = np.concatenate([old_keys, new_keys])
+    order = np.argsort(keys, kind="stable")
+    return keys[order], np.concatenate([old_places, new_places])[order]
 
 
 def referenced_data_file(delete_file: DataFile) -> str | None:
@@ -176,6 +310,53 @@ def read_key_columns(io: FileIO, path: str, field_ids: Sequence[int]) -> list[pa
         names = [by_id[i] for i in field_ids]
         data = parquet.read(columns=names)
     return [data[name] for name in names]
+
+
+def write_data_file(
+    table: Table, metadata: TableMetadata, data: pa.Table, write_uuid: uuid.UUID
+) -> list[DataFile] | None:
+    """The rows as one Parquet data file of an unpartitioned table, written on the calling thread
+    with pyiceberg's Parquet writer (its writer properties and column statistics); ``None`` when
+    pyiceberg's own write is needed (another file format, a partitioned table, column names that
+    Parquet needs sanitized, or rows not in the table's Arrow schema).
+
+    pyiceberg's ``_dataframe_to_data_files`` does the same on its thread pool, after projecting the
+    rows onto the file schema again: twice this one's cost for a commit's few thousand rows, and a
+    thread hand-over per commit on a busy machine.
+    """
+    schema = metadata.schema()
+    arrow_schema = schema.as_arrow()
+    if (
+        metadata.properties.get(_FILE_FORMAT, "parquet").lower() != "parquet"
+        or not metadata.spec().is_unpartitioned()
+        or sanitize_column_names(schema) != schema
+        or not data.schema.equals(arrow_schema)
+    ):
+        return None
+    if not data.schema.equals(arrow_schema, check_metadata=True):  # rows read back: no field ids
+        data = pa.Table.from_arrays(data.columns, schema=arrow_schema)
+    if not data.num_rows:
+        return []
+    location = table.location_provider().new_data_location(f"00000-0-{write_uuid}.parquet")
+    output = table.io.new_output(location)
+    writer = ParquetFormatModel().create_writer(output, schema, metadata.properties)
+    with writer:
+        writer.write(data)
+    statistics = writer.result()
+    return [
+        DataFile.from_args(
+            content=DataFileContent.DATA,
+            file_path=location,
+            file_format=FileFormat.PARQUET,
+            partition=Record(),
+            file_size_in_bytes=len(output),
+            sort_order_id=None,
+            spec_id=metadata.default_spec_id,
+            equality_ids=None,
+            key_metadata=None,
+            **statistics.to_serialized_dict(),
+        )
+    ]
 
 
 def write_position_deletes(

@@ -14,14 +14,19 @@ append-only: its deletes cannot be matched and are counted in :attr:`IcebergSink
 
 Upkeep happens in the commits themselves: a commit that takes a table past ``snapshot.retain``
 snapshots also expires the older ones, and every ``sink.compaction.commit-interval`` commits the
-small data files are rewritten into one, so commit latency stays flat as the table's history
-grows.
+small data files of the smallest size tier that has ``sink.compaction.min-input-files`` of them
+are rewritten into one (see :func:`compaction_input`), so commit latency stays flat as the table's
+history grows. What pyiceberg would do more than once per commit (reading the table's metadata,
+staging it) is done once (see :mod:`~ferry.sinks.iceberg.catalog`).
 """
 
 from __future__ import annotations
 
 import itertools
 import logging
+import math
+import uuid
+from collections import defaultdict
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -53,7 +58,8 @@ from pyiceberg.io.pyarrow import ArrowScan, _dataframe_to_data_files
 from pyiceberg.manifest import DataFile, ManifestEntryStatus
 from pyiceberg.partitioning import PARTITION_FIELD_ID_START, PartitionField, PartitionSpec
 from pyiceberg.schema import Schema as IcebergSchema
-from pyiceberg.table import Table, Transaction
+from pyiceberg.table import FileScanTask, Table, Transaction
+from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.refs import MAIN_BRANCH
 from pyiceberg.table.snapshots import ancestors_of
 from pyiceberg.table.update.snapshot import ExpireSnapshots
@@ -77,6 +83,7 @@ from ferry.sinks.arrow import rows_to_arrow
 from ferry.sinks.base import SinkCapabilities
 from ferry.sinks.exceptions import SinkTerminalError, SinkTransientError, incompatible_table
 from ferry.sinks.iceberg import ICEBERG
+from ferry.sinks.iceberg.catalog import CachingSqlCatalog, StagedTransaction
 from ferry.sinks.iceberg.config import PARTITION_FIELD, IcebergSinkConfig
 from ferry.sinks.iceberg.deletes import (
     KeyIndex,
@@ -86,6 +93,7 @@ from ferry.sinks.iceberg.deletes import (
     positions_of_slices,
     read_key_columns,
     referenced_data_file,
+    write_data_file,
     write_position_deletes,
 )
 from ferry.sinks.iceberg.types import (
@@ -98,7 +106,7 @@ from ferry.sinks.iceberg.types import (
     to_iceberg_schema,
     to_iceberg_type,
 )
-from ferry.sinks.rows import collapse, key_getter
+from ferry.sinks.rows import collapse_by_key
 from ferry.sinks.table_format import TableFormatSink
 
 log = logging.getLogger(__name__)
@@ -120,6 +128,11 @@ _TRANSIENT = (
     TimeoutError,
 )
 _ROW = "__ferry_row"
+#: The Python types whose values an Arrow type reads back unchanged, by the Arrow type's id.
+_AS_READ_BACK: dict[int, set[type]] = {
+    **{t.id: {int} for t in (pa.int8(), pa.int16(), pa.int32(), pa.int64())},
+    **{t.id: {str} for t in (pa.string(), pa.large_string())},
+}
 #: pyiceberg skips files by an ``IN`` only up to this many values.
 _IN_PRUNING_LIMIT = 200
 
@@ -278,7 +291,7 @@ class IcebergSink(TableFormatSink):
         keys = self._key_columns(table_id, schema)
         touched: list[Hashable] = []
         if keys:
-            state = collapse(changes, key_getter(keys, self.type))
+            state = collapse_by_key(changes, keys, self.type)
             rows = [row for row in state.values() if row is not None]
             if table.current_snapshot() is not None:
                 touched = list(state)
@@ -288,7 +301,7 @@ class IcebergSink(TableFormatSink):
         if touched and merges_on_read(table):
             self._commit_row_delta(table_id, table, keys, touched, data, properties)
             return
-        with table.transaction() as tx:
+        with StagedTransaction(table) as tx:
             if touched:
                 delete_keys(table, tx, keys, touched, properties)
             # always an append, even an empty one: the newest snapshot then carries the offsets
@@ -310,15 +323,9 @@ class IcebergSink(TableFormatSink):
         index = self._key_index(table_id, table, keys)
         try:
             positions = index.take(_arrow_keys(table.schema(), keys, touched))
-            with table.transaction() as tx:
+            with StagedTransaction(table) as tx:
                 with RowDelta(tx, table.io, properties) as delta:
-                    added = []
-                    if data.num_rows:
-                        added = list(
-                            _dataframe_to_data_files(
-                                tx.table_metadata, data, table.io, write_uuid=delta.commit_uuid
-                            )
-                        )
+                    added = _data_files(table, tx.table_metadata, data, delta.commit_uuid)
                     for data_file in added:
                         delta.append_data_file(data_file)
                     for delete_file in write_position_deletes(table, tx, positions, delta.commit_uuid):
@@ -416,12 +423,15 @@ class IcebergSink(TableFormatSink):
         table = self.require_table(table_id)
         small = self.config.compaction_small_file_bytes
         row_delta = merges_on_read(table)
-        tasks = [
-            t
-            for t in table.scan().plan_files()
-            if t.file.file_size_in_bytes < small and (row_delta or not t.delete_files)
-        ]
-        if len(tasks) < self.config.compaction_min_files:
+        tasks = compaction_input(
+            [
+                t
+                for t in table.scan().plan_files()
+                if t.file.file_size_in_bytes < small and (row_delta or not t.delete_files)
+            ],
+            self.config.compaction_min_files,
+        )
+        if not tasks:
             return 0
         index = self._key_indexes.pop(table_id, None)
         snapshot = table.current_snapshot()
@@ -430,7 +440,7 @@ class IcebergSink(TableFormatSink):
         # the data files' rows less their deletes; the delete files that only they need go with them
         data = ArrowScan(table.metadata, table.io, table.schema(), AlwaysTrue()).to_table(tasks)
         rewritten = {t.file.file_path for t in tasks}
-        with table.transaction() as tx:
+        with StagedTransaction(table) as tx:
             rewrite = RewriteWithDeletes(tx, table.io, properties or {})
             with rewrite:
                 for task in tasks:
@@ -438,11 +448,7 @@ class IcebergSink(TableFormatSink):
                     for delete_file in task.delete_files:
                         if referenced_data_file(delete_file) in rewritten:
                             rewrite.remove_delete_file(delete_file)
-                added = list(
-                    _dataframe_to_data_files(
-                        tx.table_metadata, data, table.io, write_uuid=rewrite.commit_uuid
-                    )
-                )
+                added = _data_files(table, tx.table_metadata, data, rewrite.commit_uuid)
                 for data_file in added:
                     rewrite.append_data_file(data_file)
             garbage = self._expire_snapshots(table, tx)
@@ -488,8 +494,15 @@ _CATALOG_RACE = RetryPolicy(attempts=3, timeout_s=10.0, initial_s=0.2, max_s=0.4
 def _open_catalog(config: IcebergSinkConfig) -> Catalog:
     """The catalog; a SQL catalog creates its tables when they are missing, and of workers starting
     together all but one lose that race: they open it again, and find the tables."""
+    properties = config.resolved_catalog_properties()
+
+    def open_catalog() -> Catalog:
+        if properties.get("type") == "sql":
+            return CachingSqlCatalog(config.catalog_name, **properties)
+        return load_catalog(config.catalog_name, **properties)
+
     return _CATALOG_RACE.call(
-        lambda: load_catalog(config.catalog_name, **config.resolved_catalog_properties()),
+        open_catalog,
         "opening the catalog",
         transient=lambda e: isinstance(e, sqlalchemy.exc.DBAPIError),
     )
@@ -540,6 +553,45 @@ def partition_spec(schema: IcebergSchema, fields: Iterable[str], table: str) -> 
             )
         parts.append(PartitionField(source.field_id, PARTITION_FIELD_ID_START + i, transform, name))
     return PartitionSpec(*parts)
+
+
+#: Data files under this size are all of the lowest tier compaction merges.
+TIER_BYTES = 64 * 1024
+
+
+def compaction_input(tasks: list[FileScanTask], min_files: int) -> list[FileScanTask]:
+    """The files one compaction rewrites: the lowest tier holding ``min_files`` of them, or none.
+
+    Tiers are sizes a factor ``min_files`` apart (under 64 KiB, then under 64 KiB × ``min_files``,
+    ...), sizes counting only the rows that no delete file removes. So ``min_files`` files of one
+    tier merge into about one file of the next, each row is rewritten once per tier (a logarithm of
+    the table's size), and a compaction reads a bounded share of the table instead of all of it.
+    """
+    tiers: dict[int, list[FileScanTask]] = defaultdict(list)
+    for task in tasks:
+        data = task.file
+        deleted = sum(d.record_count for d in task.delete_files if referenced_data_file(d) == data.file_path)
+        live = 1.0 if not data.record_count else max(0.0, 1 - deleted / data.record_count)
+        size = data.file_size_in_bytes * live
+        tier = 0 if size < TIER_BYTES else 1 + int(math.log(size / TIER_BYTES, min_files))
+        tiers[tier].append(task)
+    for tier in sorted(tiers):
+        if len(tiers[tier]) >= min_files:
+            return tiers[tier]
+    return []
+
+
+def _data_files(
+    table: Table, metadata: TableMetadata, data: pa.Table, write_uuid: uuid.UUID
+) -> list[DataFile]:
+    """The rows as data files of the table: one, written here, when it can be (see
+    :func:`~ferry.sinks.iceberg.deletes.write_data_file`); pyiceberg's write otherwise."""
+    if not data.num_rows:
+        return []
+    written = write_data_file(table, metadata, data, write_uuid)
+    if written is None:
+        written = list(_dataframe_to_data_files(metadata, data, table.io, write_uuid=write_uuid))
+    return written
 
 
 def _read_schema(table: Table) -> Schema:
@@ -614,7 +666,10 @@ def _arrow_keys(schema: IcebergSchema, keys: tuple[str, ...], values: list[Hasha
     """The key values as the table's columns hold them (as Arrow reads them back)."""
     arrow_schema = schema.as_arrow()
     if len(keys) == 1:
-        return list(pa.array(values, type=arrow_schema.field(keys[0]).type).to_pylist())
+        arrow_type = arrow_schema.field(keys[0]).type
+        if set(map(type, values)) <= _AS_READ_BACK.get(arrow_type.id, set()):
+            return values  # read back as they are
+        return list(pa.array(values, type=arrow_type).to_pylist())
     columns = [
         pa.array([_parts(v)[i] for v in values], type=arrow_schema.field(k).type).to_pylist()
         for i, k in enumerate(keys)

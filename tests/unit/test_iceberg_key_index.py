@@ -1,0 +1,73 @@
+"""The Iceberg sink's key index: primary key → (data file, row), kept in NumPy runs for integer keys."""
+
+from __future__ import annotations
+
+import random
+
+import pyarrow as pa
+import pytest
+
+from ferry.sinks.iceberg.deletes import KeyIndex
+
+
+def _model_take(model: dict[object, tuple[str, int]], keys: list[object]) -> dict[str, list[int]]:
+    out: dict[str, list[int]] = {}
+    for key in keys:
+        place = model.pop(key, None)
+        if place is not None:
+            out.setdefault(place[0], []).append(place[1])
+    return {path: sorted(rows) for path, rows in out.items()}
+
+
+@pytest.mark.parametrize("kind", ["int32", "int64", "string"])
+def test_the_index_follows_a_model_through_adds_takes_and_forgotten_files(kind: str) -> None:
+    rng = random.Random(7)
+    index = KeyIndex(("id",), None)
+    model: dict[object, tuple[str, int]] = {}
+    arrow_type = {"int32": pa.int32(), "int64": pa.int64(), "string": pa.string()}[kind]
+
+    def value(key: int) -> object:
+        return f"k{key}" if kind == "string" else key * (1 if kind == "int32" else 1_000_003)
+
+    next_key, files = 0, []
+    for step in range(300):
+        path = f"file-{step}.parquet"
+        # new keys, and keys written again (an update: taken first, then in the new file)
+        fresh = list(range(next_key, next_key + rng.randrange(1, 40)))
+        next_key = fresh[-1] + 1
+        again = rng.sample(sorted(k for k in range(next_key) if value(k) in model), k=min(5, len(model)))
+        assert index.take([value(k) for k in again]) == _model_take(model, [value(k) for k in again])
+        rows = [*fresh, *again]
+        rng.shuffle(rows)
+        skip = {i for i in range(len(rows)) if rng.random() < 0.1}
+        index.add_file(path, [pa.array([value(k) for k in rows], arrow_type)], skip=skip)
+        for position, key in enumerate(rows):
+            if position not in skip:
+                model[value(key)] = (path, position)
+        files.append(path)
+        if step % 7 == 3:  # deletes, some of keys never indexed
+            wanted = [value(rng.randrange(next_key + 10)) for _ in range(20)]
+            wanted = list(dict.fromkeys(wanted))
+            assert index.take(wanted) == _model_take(model, wanted)
+        if step % 50 == 49:  # a compaction rewrote some files
+            gone = set(rng.sample(files, k=5))
+            index.forget_files(gone)
+            model = {k: p for k, p in model.items() if p[0] not in gone}
+        assert len(index) == len(model)
+    everything = list(model)
+    assert index.take(everything) == _model_take(dict(model), everything)
+    assert len(index) == 0
+
+
+def test_a_key_written_twice_in_one_file_is_at_its_last_row() -> None:
+    index = KeyIndex(("id",), None)
+    index.add_file("a", [pa.array([1, 2, 1], pa.int64())])
+    index.add_file("b", [pa.array([2], pa.int64())])  # moves key 2
+    assert index.take([1, 2, 3]) == {"a": [2], "b": [0]}
+    assert len(index) == 0
+
+
+def test_a_null_key_is_refused() -> None:
+    index = KeyIndex(("id",), None)
+    with pytest.raises(ValueError, match="no value for its primary key"):
+        index.add_file("a", [pa.array([1, None], pa.int64())])
