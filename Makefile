@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 # test processes (pytest-xdist), each with its own services; a file's tests stay in one process, and
 # the files sharing a costly service share one (tests/conftest.py), the longest groups first
-TEST_WORKERS ?= 2
+TEST_WORKERS ?= 3
 
 .DEFAULT_GOAL := help
 .PHONY: help install demo test test-unit lint format typecheck bench kafka-start kafka-stop clean
