@@ -343,7 +343,8 @@ def test_schema_change_pending_while_another_alter_runs(
             assert not deadline.expired(), "the ALTER never showed as pending"
             time.sleep(0.05)
         reader.commit()
-        altering.join(timeout=10)
+        altering.join(timeout=600)  # a guard against a hang: the ALTER ends once the lock is released
+        assert not altering.is_alive(), "the ALTER did not end once the metadata lock was released"
         assert not sink.schema_change_pending(t)
     finally:
         reader.close()
