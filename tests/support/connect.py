@@ -36,7 +36,7 @@ from typing import Any, Self, TypeVar
 from ferry.exceptions import FerryError
 from ferry.local import jvm
 from ferry.local.ports import HOST
-from tests.support.waiting import Deadline
+from tests.support.waiting import wait_for
 
 __all__ = [
     "CACHE_ENV",
@@ -92,17 +92,8 @@ def ensure_jars(cache_dir: Path | None = None) -> Path:
 
 def wait_until(condition: Callable[[], _T | None], timeout: float, describe: Callable[[], str]) -> _T:
     """Poll ``condition`` until it returns something other than None or False; raise
-    :class:`KafkaConnectError` with ``describe()`` after ``timeout`` seconds."""
-    deadline = Deadline(timeout)
-    pause = 0.05
-    while True:
-        result = condition()
-        if result is not None and result is not False:
-            return result
-        if deadline.expired():
-            raise KafkaConnectError(f"not within {timeout:.0f} s: {describe()}")
-        time.sleep(pause)
-        pause = min(pause * 1.5, 0.5)
+    :class:`KafkaConnectError` with ``describe()`` once ``timeout`` is spent."""
+    return wait_for(condition, timeout, describe, error=KafkaConnectError)
 
 
 # --------------------------------------------------------------------------------------------------

@@ -66,9 +66,10 @@ def wait_for(
     describe: Callable[[], str],
     *,
     interval: float = 0.05,
+    error: Callable[[str], Exception] = AssertionError,
 ) -> T:
-    """``probe()``'s first value other than None and False; AssertionError naming ``describe()``
-    once ``timeout`` (a :class:`Deadline`) is spent."""
+    """``probe()``'s first value other than None and False; ``error`` (AssertionError by default)
+    naming ``describe()`` once ``timeout`` (a :class:`Deadline`) is spent."""
     deadline = Deadline(timeout)
     pause = interval
     while True:
@@ -76,6 +77,6 @@ def wait_for(
         if value is not None and value is not False:
             return value  # type: ignore[return-value]
         if deadline.expired():
-            raise AssertionError(f"timed out after {deadline} waiting for {describe()}")
+            raise error(f"timed out after {deadline} waiting for {describe()}")
         time.sleep(pause)
         pause = min(pause * 1.5, 0.5)

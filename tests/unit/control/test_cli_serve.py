@@ -11,14 +11,13 @@ import signal
 import socket
 import subprocess
 import sys
-import time
 from collections.abc import Iterator
 from pathlib import Path
 
 import httpx
 import pytest
 from click.testing import CliRunner
-from tests.support.waiting import Deadline
+from tests.support.waiting import wait_for
 
 from ferry.cli.main import main
 
@@ -63,12 +62,7 @@ def stop(process: subprocess.Popen[bytes]) -> int:
 
 def wait_until(probe: object, what: str, timeout: float = 180.0) -> None:
     assert callable(probe)
-    deadline = Deadline(timeout)
-    while not deadline.expired():
-        if probe():
-            return
-        time.sleep(0.1)
-    raise AssertionError(f"timed out waiting for {what}")
+    wait_for(lambda: bool(probe()), timeout, lambda: what)
 
 
 @pytest.fixture
