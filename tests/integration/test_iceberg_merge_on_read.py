@@ -104,6 +104,55 @@ def test_a_new_sink_indexes_the_table_again_and_goes_on(tmp_path: Path) -> None:
         again.close()
 
 
+def _delete_positions(sink: IcebergSink) -> dict[str, list[list[int]]]:
+    """Per live data file, the positions each of its live delete files removes."""
+    table = sink.load_table(T)
+    assert table is not None
+    out: dict[str, list[list[int]]] = {}
+    for task in table.scan().plan_files():
+        files = [pq.read_table(d.file_path.removeprefix("file://")) for d in task.delete_files]
+        out[task.file.file_path] = [f["pos"].to_pylist() for f in files]
+    return out
+
+
+def test_a_data_file_keeps_one_delete_file_with_every_position_deleted_from_it(tmp_path: Path) -> None:
+    warehouse = tmp_path / "warehouse"
+    feed = Feed(T)
+    sink = _sink(warehouse, **{"snapshot.retain": 2})
+    try:
+        create(sink, ORDERS)
+        write(sink, ORDERS, feed, *(feed.insert(order(i)) for i in range(10)))
+        [first] = _files(sink)[0]
+        write(sink, ORDERS, feed, feed.update(order(2), order(2, qty=20)))
+        [replaced] = _files(sink)[1]
+        write(sink, ORDERS, feed, feed.delete(order(7)), feed.update(order(4), order(4, qty=40)))
+        assert _delete_positions(sink)[first] == [[2, 4, 7]]
+    finally:
+        sink.close()
+    again = _sink(warehouse, **{"snapshot.retain": 2})  # a restart: indexed again, its own file found
+    try:
+        write(again, ORDERS, feed, feed.delete(order(0)), feed.update(order(9), order(9, qty=90)))
+        positions = _delete_positions(again)
+        assert positions[first] == [[0, 2, 4, 7, 9]]
+        assert all(len(files) <= 1 for files in positions.values())
+        for i in (10, 11, 12):  # commits without deletes: the older snapshots expire
+            write(again, ORDERS, feed, feed.insert(order(i)))
+        # the first delete file, replaced, went with the last snapshot that listed it
+        assert replaced not in _files(again)[1]
+        assert not Path(replaced.removeprefix("file://")).exists()
+        table = again.load_table(T)
+        assert table is not None
+        snapshot = table.current_snapshot()
+        assert snapshot is not None and snapshot.summary is not None
+        assert snapshot.summary["total-delete-files"] == "1"
+        assert snapshot.summary["total-position-deletes"] == "5"
+        assert [m.content for m in snapshot.manifests(table.io)].count(ManifestContent.DELETES) == 1
+        changed = {2: order(2, qty=20), 4: order(4, qty=40), 9: order(9, qty=90)}
+        assert read(again) == [changed.get(i, order(i)) for i in range(13) if i not in (0, 7)]
+    finally:
+        again.close()
+
+
 def test_a_commit_by_another_writer_is_seen_before_the_next_deletes(tmp_path: Path) -> None:
     warehouse = tmp_path / "warehouse"
     feed = Feed(T)

@@ -24,6 +24,7 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 from datafusion import SessionContext
+from pyiceberg.manifest import ManifestContent
 from pyiceberg_core.datafusion import IcebergDataFusionTable
 
 from ferry.pipeline.events import DataChange
@@ -173,6 +174,17 @@ def read_with_pyiceberg(sink: IcebergSink, table_id: TableId) -> list[dict[str, 
     return rows
 
 
+def deletes_per_data_file(sink: IcebergSink, table_id: TableId) -> tuple[dict[str, int], int]:
+    """How many live delete files apply to each live data file, and how many delete manifests
+    the current snapshot lists."""
+    table = sink.load_table(table_id)
+    assert table is not None
+    snapshot = table.current_snapshot()
+    assert snapshot is not None
+    manifests = [m for m in snapshot.manifests(table.io) if m.content == ManifestContent.DELETES]
+    return {t.file.file_path: len(t.delete_files) for t in table.scan().plan_files()}, len(manifests)
+
+
 def rows_without_deletes(sink: IcebergSink, table_id: TableId) -> tuple[int, list[dict[str, Any]]]:
     """The live delete files and the rows of the live data files, as a reader ignoring deletes sees them."""
     table = sink.load_table(table_id)
@@ -216,6 +228,12 @@ def test_upserts_deletes_and_compactions_read_back_exactly_with_both_readers(
                 assert sorted(read_with_pyiceberg(sink, model.table_id), key=model.key_of) == expected, (
                     f"pyiceberg: {where}"
                 )
+                if mode == "merge-on-read":
+                    # each data file's deletes in one file, replaced as more of its rows go; one
+                    # delete manifest lists them all
+                    per_file, delete_manifests = deletes_per_data_file(sink, model.table_id)
+                    assert max(per_file.values()) <= 1, f"{where}: {per_file}"
+                    assert delete_manifests <= 1, where
 
         for model in models:
             table = sink.load_table(model.table_id)
@@ -227,7 +245,11 @@ def test_upserts_deletes_and_compactions_read_back_exactly_with_both_readers(
                 assert sorted(raw, key=model.key_of) == model.rows()
                 continue
             # a compaction every 4th commit rewrote the data files and dropped the deletes it applied
-            assert sum(1 for s in summaries if "removed-position-delete-files" in s) == 3
+            compactions = [s for s in summaries if "deleted-data-files" in s]
+            assert len(compactions) == 3
+            assert all("removed-position-delete-files" in s for s in compactions)
+            # and every other commit that deleted more rows of a data file replaced its delete file
+            assert any("removed-position-delete-files" in s for s in summaries if s not in compactions)
             # the last checkpoints left position deletes that hide rows still in the data files:
             # a reader that ignored them would have shown rows the source no longer has
             assert delete_files > 0

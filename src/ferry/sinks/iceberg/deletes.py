@@ -12,16 +12,23 @@ files remove) and then kept up to date by the sink's own commits; a table whose 
 is not the one the index was kept for (another writer, a restart) is indexed again. Nothing of it
 is checkpointed: the table is the truth.
 
+A data file has at most one delete file of ferry's: a commit that deletes more of its rows writes
+one file with the positions deleted before and now, and removes the one it replaces in the same
+snapshot (as a format v3 deletion vector is replaced), and the table's delete files are listed in
+one delete manifest, written again when they change. The index keeps each data file's deleted
+positions, so the merge reads no file. A long run therefore does not pile up delete files against
+old data files, nor delete manifests, for readers, the index and compactions to read.
+
 The snapshot producers subclass pyiceberg's own, adding what they lack: a manifest of delete
-files (``content: deletes``) beside the data manifest, and, for a compaction, removing the delete
-files of the data files it rewrites.
+files (``content: deletes``) beside the data manifest, delete files removed (those a merged file
+replaces, and, for a compaction, those of the data files it rewrites).
 """
 
 from __future__ import annotations
 
 import itertools
 import uuid
-from collections.abc import Hashable, Iterable, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any
 
 import numpy as np
@@ -97,7 +104,7 @@ class KeyIndex:
     composite keys).
     """
 
-    __slots__ = ("_numbers", "_places", "files", "keys", "snapshot_id")
+    __slots__ = ("_numbers", "_places", "delete_files", "deleted", "files", "keys", "snapshot_id")
 
     def __init__(self, keys: tuple[str, ...], snapshot_id: int | None) -> None:
         self.keys = keys
@@ -105,6 +112,10 @@ class KeyIndex:
         self.files: list[str] = []
         self._numbers: dict[str, int] = {}
         self._places: IntegerPlaces | dict[Hashable, int] | None = None
+        #: Per data file, the live delete files that apply to it alone (one, once ferry wrote it).
+        self.delete_files: dict[str, list[DataFile]] = {}
+        #: Per data file, the sorted positions those delete files remove.
+        self.deleted: dict[str, np.ndarray] = {}
 
     @classmethod
     def of_table(cls, table: Table, keys: tuple[str, ...]) -> KeyIndex:
@@ -118,11 +129,20 @@ class KeyIndex:
             path = task.file.file_path
             columns = read_key_columns(table.io, path, field_ids)
             deleted: set[int] = set()
+            own: list[DataFile] = []
+            own_positions: list[np.ndarray] = []
             for delete_file in task.delete_files:
                 positions = _read_deletes(table.io, delete_file).get(path)
-                if positions is not None:
-                    deleted.update(positions.to_pylist())
+                if positions is None:
+                    continue
+                deleted.update(positions.to_pylist())
+                if referenced_data_file(delete_file) == path:  # ferry's, or one for this file alone
+                    own.append(delete_file)
+                    own_positions.append(np.asarray(positions.to_numpy(), dtype=np.int64))
             index.add_file(path, columns, skip=deleted)
+            if own:
+                index.delete_files[path] = own
+                index.deleted[path] = np.unique(np.concatenate(own_positions))
         return index
 
     def __len__(self) -> int:
@@ -191,8 +211,31 @@ class KeyIndex:
             for start, chunk in zip(starts, np.split(positions, starts[1:]), strict=True)
         }
 
+    def merged_deletes(self, positions: dict[str, list[int]]) -> tuple[dict[str, np.ndarray], list[DataFile]]:
+        """For each data file with rows deleted now (``positions``), every position deleted from it
+        (before and now, sorted), and the delete files those replace."""
+        merged: dict[str, np.ndarray] = {}
+        replaced: list[DataFile] = []
+        for path, rows in positions.items():
+            new = np.asarray(rows, dtype=np.int64)
+            before = self.deleted.get(path)
+            merged[path] = np.unique(new) if before is None else np.union1d(before, new)
+            replaced.extend(self.delete_files.get(path, ()))
+        return merged, replaced
+
+    def record_deletes(self, merged: dict[str, np.ndarray], written: Sequence[DataFile]) -> None:
+        """After a commit: the delete files written for ``merged`` are each data file's own."""
+        for delete_file in written:
+            path = referenced_data_file(delete_file)
+            assert path is not None and path in merged
+            self.delete_files[path] = [delete_file]
+            self.deleted[path] = merged[path]
+
     def forget_files(self, paths: set[str]) -> None:
         """Drop the keys whose rows are in these files (a compaction rewrote them)."""
+        for path in paths:
+            self.delete_files.pop(path, None)
+            self.deleted.pop(path, None)
         numbers = {self._numbers[p] for p in paths if p in self._numbers}
         places = self._places
         if not numbers or places is None:
@@ -360,16 +403,18 @@ def write_data_file(
 
 
 def write_position_deletes(
-    table: Table, tx: Transaction, positions: dict[str, list[int]], write_uuid: uuid.UUID
+    table: Table, tx: Transaction, positions: Mapping[str, Sequence[int] | np.ndarray], write_uuid: uuid.UUID
 ) -> list[DataFile]:
-    """One position delete file per data file with deleted rows (positions sorted)."""
+    """One position delete file per data file with deleted rows (``positions`` sorted)."""
     provider = table.location_provider()
     stats_plan = compute_statistics_plan(POSITION_DELETE_SCHEMA, _METRICS)
     id_mapping = parquet_path_to_id_mapping(POSITION_DELETE_SCHEMA)
     spec_id = tx.table_metadata.default_spec_id
     out = []
     for number, (path, rows) in enumerate(sorted(positions.items())):
-        data = pa.table({"file_path": pa.array([path] * len(rows)), "pos": pa.array(rows, pa.int64())})
+        indices = pa.array(np.zeros(len(rows), dtype=np.int32))
+        paths = pa.DictionaryArray.from_arrays(indices, pa.array([path])).cast(pa.string())
+        data = pa.table({"file_path": paths, "pos": pa.array(rows, pa.int64())})
         data = data.cast(_ARROW_SCHEMA)
         location = provider.new_data_location(f"{write_uuid}-deletes-{number:05d}.parquet")
         output = table.io.new_output(location)
@@ -379,21 +424,20 @@ def write_position_deletes(
             writer.close()
             metadata = writer.writer.metadata
         statistics = data_file_statistics_from_parquet_metadata(metadata, stats_plan, id_mapping)
-        out.append(
-            DataFile.from_args(
-                content=DataFileContent.POSITION_DELETES,
-                file_path=location,
-                file_format=FileFormat.PARQUET,
-                partition=Record(),
-                file_size_in_bytes=len(output),
-                sort_order_id=None,
-                spec_id=spec_id,
-                equality_ids=None,
-                key_metadata=None,
-                referenced_data_file=path,
-                **statistics.to_serialized_dict(),
-            )
+        delete_file = DataFile.from_args(
+            content=DataFileContent.POSITION_DELETES,
+            file_path=location,
+            file_format=FileFormat.PARQUET,
+            partition=Record(),
+            file_size_in_bytes=len(output),
+            sort_order_id=None,
+            equality_ids=None,
+            key_metadata=None,
+            referenced_data_file=path,
+            **statistics.to_serialized_dict(),
         )
+        delete_file.spec_id = spec_id  # not a field of the struct: pyiceberg sets it apart
+        out.append(delete_file)
     return out
 
 
@@ -426,11 +470,82 @@ def _is_delete(data_file: DataFile) -> bool:
     return bool(data_file.content == DataFileContent.POSITION_DELETES)
 
 
-class RowDelta(_MergeAppendFiles):
-    """Adds data files and position delete files in one snapshot (Iceberg's "row delta")."""
+class _RemovingDeleteFiles:
+    """What both producers below share: delete files removed from the table in their snapshot,
+    counted in its summary as removed."""
+
+    _deleted_data_files: set[DataFile]
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self._removed_delete_files: set[DataFile] = set()
+
+    def remove_delete_file(self, delete_file: DataFile) -> None:
+        self._removed_delete_files.add(delete_file)
+
+    def _summary(self, snapshot_properties: dict[str, str] = {}) -> Any:  # noqa: B006 (pyiceberg's signature)
+        removed = self._deleted_data_files
+        self._deleted_data_files = removed | self._removed_delete_files
+        try:
+            return super()._summary(snapshot_properties)  # type: ignore[misc]
+        finally:
+            self._deleted_data_files = removed
+
+    def _rewritten_delete_manifest(
+        self, entries: Iterable[ManifestEntry], added: Iterable[DataFile] = ()
+    ) -> ManifestFile:
+        """One delete manifest: ``added`` as new, each of ``entries`` as it was, or as deleted in
+        this snapshot when removed (kept as a DELETED entry, so that expiring this snapshot's parent
+        finds its file)."""
+        producer: Any = self
+        snapshot_id = producer.snapshot_id
+        with _delete_manifest_writer(producer) as writer:
+            for delete_file in added:
+                writer.add(
+                    ManifestEntry.from_args(
+                        status=ManifestEntryStatus.ADDED,
+                        snapshot_id=snapshot_id,
+                        sequence_number=None,
+                        file_sequence_number=None,
+                        data_file=delete_file,
+                    )
+                )
+            for entry in entries:
+                removed = entry.data_file in self._removed_delete_files
+                writer.add_entry(
+                    ManifestEntry.from_args(
+                        status=ManifestEntryStatus.DELETED if removed else ManifestEntryStatus.EXISTING,
+                        snapshot_id=snapshot_id if removed else entry.snapshot_id,
+                        sequence_number=entry.sequence_number,
+                        file_sequence_number=entry.file_sequence_number,
+                        data_file=entry.data_file,
+                    )
+                )
+        return writer.to_manifest_file()
+
+    def _parent_delete_manifests(self) -> list[ManifestFile]:
+        producer: Any = self
+        snapshot = producer._transaction.table_metadata.snapshot_by_name(name=producer._target_branch)
+        if snapshot is None:
+            return []
+        return [
+            m
+            for m in snapshot.manifests(io=producer._io)
+            if m.content == ManifestContent.DELETES and (m.has_added_files() or m.has_existing_files())
+        ]
+
+
+class RowDelta(_RemovingDeleteFiles, _MergeAppendFiles):
+    """Adds data files and position delete files in one snapshot (Iceberg's "row delta"), removing
+    the delete files that the added ones replace; the table's delete files are then listed in one
+    delete manifest."""
 
     def __init__(self, tx: Transaction, io: FileIO, snapshot_properties: dict[str, str]) -> None:
         super().__init__(Operation.OVERWRITE, tx, io, snapshot_properties=snapshot_properties)
+
+    def _existing_manifests(self) -> list[ManifestFile]:
+        # the parent's delete manifests are listed again, or merged into one, by _manifests
+        return [m for m in super()._existing_manifests() if m.content == ManifestContent.DATA]
 
     def _manifests(self) -> list[ManifestFile]:
         added = self._added_data_files
@@ -440,69 +555,29 @@ class RowDelta(_MergeAppendFiles):
             manifests = super()._manifests()
         finally:
             self._added_data_files = added  # the summary counts both kinds
-        if not deletes:
-            return manifests
-        with _delete_manifest_writer(self) as writer:
-            for delete_file in deletes:
-                writer.add(
-                    ManifestEntry.from_args(
-                        status=ManifestEntryStatus.ADDED,
-                        snapshot_id=self.snapshot_id,
-                        sequence_number=None,
-                        file_sequence_number=None,
-                        data_file=delete_file,
-                    )
-                )
-        return [writer.to_manifest_file(), *manifests]
+        existing = self._parent_delete_manifests()
+        if not deletes and not self._removed_delete_files and len(existing) <= 1:
+            return [*existing, *manifests]
+        entries = [e for m in existing for e in m.fetch_manifest_entry(io=self._io, discard_deleted=True)]
+        return [self._rewritten_delete_manifest(entries, deletes), *manifests]
 
 
-class RewriteWithDeletes(_OverwriteFiles):
+class RewriteWithDeletes(_RemovingDeleteFiles, _OverwriteFiles):
     """pyiceberg's overwrite, which also drops the delete files of the data files it removes."""
 
     def __init__(self, tx: Transaction, io: FileIO, snapshot_properties: dict[str, str]) -> None:
         super().__init__(Operation.OVERWRITE, tx, io, snapshot_properties=snapshot_properties)
-        self._removed_delete_files: set[DataFile] = set()
-
-    def remove_delete_file(self, delete_file: DataFile) -> None:
-        self._removed_delete_files.add(delete_file)
 
     def _existing_manifests(self) -> list[ManifestFile]:
         data = super()._existing_manifests()
         kept = [m for m in data if m.content == ManifestContent.DATA]
-        snapshot = self._transaction.table_metadata.snapshot_by_name(name=self._target_branch)
-        if snapshot is None:
-            return kept
-        for manifest in snapshot.manifests(io=self._io):
-            if manifest.content != ManifestContent.DELETES:
-                continue
+        for manifest in self._parent_delete_manifests():
             entries = manifest.fetch_manifest_entry(io=self._io, discard_deleted=True)
-            if not any(e.data_file in self._removed_delete_files for e in entries):
+            if any(e.data_file in self._removed_delete_files for e in entries):
+                kept.append(self._rewritten_delete_manifest(entries))
+            else:
                 kept.append(manifest)
-                continue
-            # the removed ones stay as DELETED entries, so that expiring this snapshot's parent
-            # finds their files
-            with _delete_manifest_writer(self) as writer:
-                for entry in entries:
-                    removed = entry.data_file in self._removed_delete_files
-                    writer.add_entry(
-                        ManifestEntry.from_args(
-                            status=ManifestEntryStatus.DELETED if removed else ManifestEntryStatus.EXISTING,
-                            snapshot_id=self.snapshot_id if removed else entry.snapshot_id,
-                            sequence_number=entry.sequence_number,
-                            file_sequence_number=entry.file_sequence_number,
-                            data_file=entry.data_file,
-                        )
-                    )
-            kept.append(writer.to_manifest_file())
         return kept
-
-    def _summary(self, snapshot_properties: dict[str, str] = {}) -> Any:  # noqa: B006 (pyiceberg's signature)
-        removed = self._deleted_data_files
-        self._deleted_data_files = removed | self._removed_delete_files
-        try:
-            return super()._summary(snapshot_properties)
-        finally:
-            self._deleted_data_files = removed
 
 
 def positions_of_slices(record_counts: Sequence[int]) -> list[tuple[int, int]]:
