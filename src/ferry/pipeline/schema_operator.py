@@ -202,11 +202,14 @@ class SchemaOperator:
             # definitions describe every table version: they are read again from the beginning
             self.hints.open({} if self.definitions is not None else self.hint_offsets)
 
-    def snapshot(self) -> dict[str, Any]:
-        """What a checkpoint saves: the tracked schemas and the schema-change topic's position."""
+    def snapshot(self, hint_offsets: Mapping[int, int] | None = None) -> dict[str, Any]:
+        """What a checkpoint saves: the tracked schemas and the schema-change topic's position
+        (``hint_offsets``: the one before the hints being tracked, instead of the one reached)."""
         data = self.tracker.snapshot()
-        if self.hint_offsets:
-            data[SCHEMA_CHANGE_OFFSETS] = {str(p): o for p, o in sorted(self.hint_offsets.items())}
+        if hint_offsets is None:
+            hint_offsets = self.hint_offsets
+        if hint_offsets:
+            data[SCHEMA_CHANGE_OFFSETS] = {str(p): o for p, o in sorted(hint_offsets.items())}
         if self.read_again:
             data[READ_AGAIN] = [[t, p, o] for (t, p), o in sorted(self.read_again.items())]
         if self.truncated:
@@ -268,11 +271,11 @@ class SchemaOperator:
         Returns why the event cannot be tracked (the caller sends it to the dead letter), or None."""
         if not self.may_change(event):
             return None
-        before = self.snapshot()
+        hint_offsets = dict(self.hint_offsets)
         sources = self.transforms.sources(self.tracker) if self.transforms is not None else {}
         started = time.monotonic()
-        # the event is tracked on a copy: rows read before it are written with the schemas before it
-        after = SchemaTracker.restore(before)
+        # the event is tracked on a fork: rows read before it are written with the schemas before it
+        after = self.tracker.fork()
         try:
             changes = (
                 self._take_hints(self._hints_for(event), after) if isinstance(event, SchemaObserved) else []
@@ -282,10 +285,15 @@ class SchemaOperator:
             else:
                 changes += after.hint(event, self.watermarks)
         except FerryError as e:
-            self.hint_offsets = {int(p): o for p, o in before.get(SCHEMA_CHANGE_OFFSETS, {}).items()}
+            self.hint_offsets = hint_offsets
             return f"schema change cannot be applied to {event.table_id}: {e}"
         self._route(
-            changes, after=after, sources=sources, before=before, barrier=barrier, position=event.position
+            changes,
+            after=after,
+            sources=sources,
+            hint_offsets=hint_offsets,
+            barrier=barrier,
+            position=event.position,
         )
         if changes:
             self.wait_ms += int((time.monotonic() - started) * 1000)
@@ -304,11 +312,13 @@ class SchemaOperator:
     def _hinted(self, events: Sequence[Event], barrier: Callable[[Mapping[str, Any]], None]) -> None:
         if not events:
             return
-        before = self.snapshot()
+        hint_offsets = dict(self.hint_offsets)
         sources = self.transforms.sources(self.tracker) if self.transforms is not None else {}
-        after = SchemaTracker.restore(before)
+        after = self.tracker.fork()
         changes = self._take_hints(events, after)
-        self._route(changes, after=after, sources=sources, before=before, barrier=barrier, position=None)
+        self._route(
+            changes, after=after, sources=sources, hint_offsets=hint_offsets, barrier=barrier, position=None
+        )
 
     def _take_hints(self, events: Sequence[Event], tracker: SchemaTracker) -> list[SchemaChange]:
         """Hints read from the schema-change topic, tracked by ``tracker``: columns the DDL adds are
@@ -341,12 +351,18 @@ class SchemaOperator:
         if not self.tracker.has_pending():
             return
         self.sync_hints(barrier)
-        before = self.snapshot()
         sources = self.transforms.sources(self.tracker) if self.transforms is not None else {}
         started = time.monotonic()
-        after = SchemaTracker.restore(before)
+        after = self.tracker.fork()
         changes = after.settle(positions)
-        self._route(changes, after=after, sources=sources, before=before, barrier=barrier, position=None)
+        self._route(
+            changes,
+            after=after,
+            sources=sources,
+            hint_offsets=dict(self.hint_offsets),
+            barrier=barrier,
+            position=None,
+        )
         if changes:
             self.wait_ms += int((time.monotonic() - started) * 1000)
 
@@ -395,13 +411,13 @@ class SchemaOperator:
         *,
         after: SchemaTracker,
         sources: Mapping[TableId, Schema],
-        before: Mapping[str, Any],
+        hint_offsets: Mapping[int, int],
         barrier: Callable[[Mapping[str, Any]], None],
         position: SourcePosition | None,
     ) -> None:
-        """Barrier (rows read so far written with the schemas before), then the tracker moves on
-        to ``after`` and each change goes to the sink; without a barrier when no change needs one
-        (:func:`needs_barrier`)."""
+        """Barrier (rows read so far written with the schemas before, and the schema-change topic's
+        position before: ``hint_offsets``), then the tracker moves on to ``after`` and each change
+        goes to the sink; without a barrier when no change needs one (:func:`needs_barrier`)."""
         if not changes:
             self.tracker = after
             return
@@ -415,7 +431,7 @@ class SchemaOperator:
         try:
             # a checkpoint: its steps wait for the sink, the broker and the state store under the
             # retry policy (pipeline.restart-strategy), not under the bound of one apply
-            barrier(before)
+            barrier(self.snapshot(hint_offsets))  # the tracker as it was before the changes
             self.tracker = after
             if self.transforms is not None:  # the router and the sink see the projected schemas
                 changes = self.transforms.schema_changes(changes, sources)

@@ -98,18 +98,56 @@ class TrackedTable:
     #: read again after a truncate, older than the rename).
     renamed: dict[str, str] = field(default_factory=dict)
 
+    def copy(self) -> TrackedTable:
+        """A copy that changes apart from this one (schemas are immutable, and shared)."""
+        return TrackedTable(
+            self.schema,
+            self.version,
+            dict(self.partitions),
+            list(self.history),
+            {p: dict(a) for p, a in self.aliases.items()},
+            [PendingRemoval(p.change, dict(p.holders)) for p in self.pending],
+            set(self.topics),
+            dict(self.renamed),
+        )
+
 
 class SchemaTracker:
     """Keeps the schema of every source table and turns what it observes into schema changes."""
 
     def __init__(self) -> None:
         self.tables: dict[TableId, TrackedTable] = {}
+        #: The entries shared with a fork (see :meth:`fork`): copied before this tracker changes one.
+        self._shared: dict[TableId, TrackedTable] = {}
         #: Renames named by unordered DDL, waiting for a record to show them.
         self.pending_renames: dict[TableId, list[RenameColumn]] = {}
         #: The last schema DDL described for each table (applied when its first record comes).
         self.descriptions: dict[TableId, Schema] = {}
         #: Tables DDL dropped before their first record was read (their records are older).
         self.dropped: set[TableId] = set()
+
+    def fork(self) -> SchemaTracker:
+        """A tracker that starts as this one and then changes apart from it: the schema operator
+        tracks an event on a fork, so that the rows read before it keep the schemas before it.
+
+        Copy on write, table by table: the two share every table's entry until one of them
+        changes it, and then copies that entry alone. So tracking a table's event costs what that
+        table holds, not what every table holds."""
+        fork = SchemaTracker()
+        fork.tables = dict(self.tables)
+        fork.pending_renames = {t: list(renames) for t, renames in self.pending_renames.items()}
+        fork.descriptions = dict(self.descriptions)
+        fork.dropped = set(self.dropped)
+        self._shared = dict(self.tables)
+        fork._shared = dict(self.tables)
+        return fork
+
+    def _own(self, table_id: TableId) -> TrackedTable | None:
+        """A table's entry, to change: copied first while it is shared with a fork."""
+        tracked = self.tables.get(table_id)
+        if tracked is not None and self._shared.pop(table_id, None) is tracked:
+            tracked = self.tables[table_id] = tracked.copy()
+        return tracked
 
     def schema(self, table_id: TableId) -> Schema | None:
         tracked = self.tables.get(table_id)
@@ -175,7 +213,7 @@ class SchemaTracker:
             # names renames (which the decoder sends as hints)
             return []
         partition = event.position.partition if event.position is not None else -1
-        tracked = self.tables.get(table_id)
+        tracked = self._own(table_id)
         if tracked is None:
             change = CreateTable(table_id, new)
             tracked = self.tables[table_id] = TrackedTable(new, 0)
@@ -239,7 +277,7 @@ class SchemaTracker:
         table_id, new = event.table_id, event.schema
         self.descriptions[table_id] = new
         self.dropped.discard(table_id)
-        tracked = self.tables.get(table_id)
+        tracked = self._own(table_id)
         if tracked is None:
             return []  # the table's records create it, with the types they carry, then this applies
         table = tracked.schema
@@ -296,6 +334,10 @@ class SchemaTracker:
                 # Debezium's schema-change topic covers tables this pipeline may not read; a table
                 # truncated before its first row is read here has nothing of it at the sink yet
                 continue
+            if not event.ordered and not isinstance(change, DropTable):
+                continue
+            tracked = self._own(change.table_id)
+            assert tracked is not None
             if isinstance(change, DropTable):
                 if event.ordered:
                     del self.tables[change.table_id]
@@ -306,8 +348,6 @@ class SchemaTracker:
                     if change.table_id in self.tables:
                         self._record(tracked, settled, event.position)
                     emitted += settled
-                continue
-            if not event.ordered:
                 continue
             if is_applied(tracked.schema, change) or _tightens(tracked.schema, change):
                 continue
@@ -327,24 +367,27 @@ class SchemaTracker:
         """The removals that every holding partition has now passed (``positions``: the next
         offset to read of each partition this pipeline reads)."""
         emitted: list[SchemaChange] = []
-        for table_id, tracked in list(self.tables.items()):
-            if tracked.pending:
-                changes = self._settle(table_id, tracked, positions)
-                if table_id in self.tables:
-                    self._record(tracked, [c for c in changes if not isinstance(c, DropTable)], None)
-                emitted += changes
+        for table_id in [t for t, tracked in self.tables.items() if tracked.pending]:
+            tracked = self._own(table_id)
+            assert tracked is not None
+            changes = self._settle(table_id, tracked, positions)
+            if table_id in self.tables:
+                self._record(tracked, [c for c in changes if not isinstance(c, DropTable)], None)
+            emitted += changes
         return emitted
 
     def forget_partitions(self, partitions: Collection[Partition]) -> None:
         """Partitions another worker reads from now on: their rows are no longer waited for here."""
-        for tracked in self.tables.values():
+        for table_id in [t for t, tracked in self.tables.items() if tracked.pending]:
+            tracked = self._own(table_id)
+            assert tracked is not None
             for pending in tracked.pending:
                 for tp in partitions:
                     pending.holders.pop(tp, None)
 
     def apply(self, change: SchemaChange, position: SourcePosition | None = None) -> None:
         """Record a change that came as an event of its own (a truncate in the data stream)."""
-        tracked = self.tables.get(change.table_id)
+        tracked = self._own(change.table_id)
         if tracked is not None:
             after_change = apply_schema_change(tracked.schema, change)
             if after_change is None:

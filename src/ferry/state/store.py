@@ -31,6 +31,7 @@ from sqlalchemy.exc import DBAPIError, IntegrityError, InterfaceError, Operation
 from ferry.exceptions import TransientError
 from ferry.offsets import decode_offsets, encode_offsets
 from ferry.pipeline.checkpoints import Checkpoint, SchemaHistoryEntry, now_ms
+from ferry.pipeline.schema import TableId
 from ferry.pipeline.tracker import SchemaTracker, TrackedTable
 from ferry.state.tables import WRITER, checkpoints, create_tables, leases, locks, schema_history, status
 
@@ -50,22 +51,26 @@ def merge_schemas(
     :class:`~ferry.pipeline.tracker.SchemaTracker` merges them), ordered as on the side that
     changed the table last, whose version and history are kept. A table only one side tracks is
     kept as it is. Schemas not in the tracker's form are not merged: ``written`` replaces them.
+
+    Only the tables both sides hold, differently, are read and merged: a worker's save over its
+    own last one costs what changed since, not what every table holds.
     """
-    if not stored.get("tables") or stored.get("tables") == written.get("tables"):
+    stored_tables, written_tables = stored.get("tables"), written.get("tables") or {}
+    if not stored_tables or stored_tables == written_tables:
         return dict(written)
     try:
-        merged = SchemaTracker.restore(stored)
-        mine = SchemaTracker.restore(written)
+        differing = {n for n, t in written_tables.items() if stored_tables.get(n, t) != t}
+        merged = SchemaTracker.restore({**stored, "tables": {n: stored_tables[n] for n in differing}})
+        mine = SchemaTracker.restore({**written, "tables": {n: written_tables[n] for n in differing}})
+        tracked_by_writer = [TableId.parse(n) for n in written_tables]
     except (KeyError, TypeError, ValueError, AttributeError):
         return dict(written)
     for table_id, renames in mine.pending_renames.items():
         merged.pending_renames[table_id] = renames  # the writer's, for tables it does not track yet too
-    for table_id, ours in mine.tables.items():
-        theirs = merged.tables.get(table_id)
+    for table_id in tracked_by_writer:
         merged.pending_renames[table_id] = mine.pending_renames.get(table_id, [])
-        if theirs is None:
-            merged.tables[table_id] = ours
-            continue
+    for table_id, ours in mine.tables.items():
+        theirs = merged.tables[table_id]
         # the stored schemas of partitions another worker reads (or this one has not seen yet)
         kept = {
             p: s
@@ -89,6 +94,8 @@ def merge_schemas(
             {**theirs.renamed, **ours.renamed},
         )
     out = merged.snapshot()
+    # a table one side holds alone, or both alike, is kept as it was written
+    out["tables"] = {**stored_tables, **written_tables, **out["tables"]}
     for key in set(written) - {"tables", "pending_renames"}:
         out[key] = written[key]  # the writer's position in the schema-change topic, with its hints
     return out

@@ -134,6 +134,30 @@ def test_a_new_table_checkpoints_no_other_table(tmp_path: Path) -> None:
     assert sink.rows(TID) == [{"id": 1}] and sink.rows(other) == [{"id": 9}]
 
 
+def test_a_new_tables_schema_event_copies_no_other_tables_schemas(tmp_path: Path) -> None:
+    sink = MemorySink()
+    runner = runner_for(sink, tmp_path)
+    tables = [TableId.parse(f"db.t{i}") for i in range(20)]
+    runner.process([E.SchemaObserved(t, SCHEMA, E.SourcePosition(str(t), 0, 0)) for t in tables], [])
+    tracked = dict(runner.schemas.tracker.tables)
+    new = TableId.parse("db.new")
+    runner.process(
+        [
+            E.SchemaObserved(new, SCHEMA, E.SourcePosition("new", 0, 0)),
+            E.DataChange(new, E.Op.INSERT, None, {"id": 1}, E.SourcePosition("new", 0, 0)),
+            # a table's second partition: that table's entry changes, and only it
+            E.SchemaObserved(tables[0], SCHEMA, E.SourcePosition(str(tables[0]), 1, 0)),
+        ],
+        [],
+    )
+    now = runner.schemas.tracker.tables
+    assert [t for t in tables if now[t] is not tracked[t]] == [tables[0]]
+    assert sorted(now[tables[0]].partitions) == [0, 1] and sorted(tracked[tables[0]].partitions) == [0]
+    assert new in now and [c.table_id for c in sink.applied][-1] == new
+    runner.checkpoint()
+    assert sink.rows(new) == [{"id": 1}]
+
+
 def test_a_partition_reaching_a_schema_the_sink_has_costs_no_checkpoint(tmp_path: Path) -> None:
     sink = MemorySink()
     runner = runner_for(sink, tmp_path)

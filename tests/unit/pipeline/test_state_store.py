@@ -6,6 +6,7 @@ PostgreSQL server is in tests/integration/test_workers.py.
 
 from __future__ import annotations
 
+import copy
 import threading
 import time
 from pathlib import Path
@@ -14,6 +15,7 @@ from typing import Any
 import pytest
 
 from ferry.pipeline import events as E
+from ferry.pipeline import tracker as tracker_module
 from ferry.pipeline import types as T
 from ferry.pipeline.checkpoints import now_ms
 from ferry.pipeline.schema import Column, Schema, TableId
@@ -132,6 +134,40 @@ def test_schemas_of_a_table_only_one_worker_tracks_are_kept() -> None:
     tracker.observe(E.SchemaObserved(other, schema("z"), E.SourcePosition("topic", 1, 0)))
     merged = SchemaTracker.restore(merge_schemas(stored, tracker.snapshot(), partitions={1}))
     assert merged.schema(TID) == schema("a") and merged.schema(other) == schema("z")
+
+
+def test_a_save_merges_only_the_tables_that_differ_from_the_stored_ones(
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # worker B (partition 1) saves over worker A's checkpoint: B saw table t's column b, A column a;
+    # the other tables B tracks as they are stored, one table is new
+    others, new = [TableId.parse(f"db.o{i}") for i in range(30)], TableId.parse("db.new")
+    tracker = SchemaTracker()
+    for table_id in others:
+        tracker.observe(E.SchemaObserved(table_id, schema("x"), E.SourcePosition("topic", 1, 0)))
+    alike = tracker.snapshot()["tables"]
+    tracker.observe(E.SchemaObserved(new, schema("z"), E.SourcePosition("topic", 1, 0)))
+    stored = tracked((0, schema()), (0, schema("a")), changed_ms=1_000)
+    stored["tables"] = {**stored["tables"], **copy.deepcopy(alike)}
+    written = tracked((1, schema()), (1, schema("b")), changed_ms=2_000)
+    written["tables"] = {**written["tables"], **tracker.snapshot()["tables"]}
+
+    parsed: list[dict[str, object]] = []
+    parse = tracker_module.schema_from_dict
+
+    def counted(data: dict[str, object]) -> Schema:
+        parsed.append(data)
+        return parse(data)
+
+    monkeypatch.setattr(tracker_module, "schema_from_dict", counted)
+    merged = merge_schemas(stored, written, partitions={1})
+    assert len(parsed) == 4  # table t's schema and its partition's, on each side: nothing else is read
+    monkeypatch.undo()
+    restored = SchemaTracker.restore(merged)
+    assert restored.tables[TID].partitions == {0: schema("a"), 1: schema("b")}
+    assert restored.tables[TID].schema.names == ("id", "b", "a")
+    assert restored.schema(new) == schema("z")
+    assert all(merged["tables"][str(t)] == alike[str(t)] for t in others)
 
 
 def test_a_lease_is_held_by_one_worker_until_released_or_expired(store: StateStore) -> None:

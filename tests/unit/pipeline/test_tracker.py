@@ -185,3 +185,63 @@ def test_ddl_that_tightens_a_column_to_not_null_is_not_an_event() -> None:
         tracker.hint(E.SchemaHint(TID, (tighten,), "ALTER TABLE t MODIFY a INT NOT NULL", ordered=True)) == []
     )
     assert tracker.schema(TID) == schema(ID, ("a", T.INT()))
+
+
+def test_a_fork_changes_apart_and_shares_only_the_tables_it_did_not_change() -> None:
+    tracker = SchemaTracker()
+    others = [TableId.parse(f"db.o{i}") for i in range(5)]
+    for table_id in [TID, *others]:
+        tracker.observe(E.SchemaObserved(table_id, schema(ID, ("a", T.INT())), at(0)))
+        tracker.observe(E.SchemaObserved(table_id, schema(ID, ("a", T.INT())), at(0, partition=1)))
+    tracker.hint(E.SchemaHint(TID, (E.RenameColumn(TID, "a", "b"),), "RENAME a TO b", ordered=False))
+    before = tracker.snapshot()
+    entries = dict(tracker.tables)
+
+    fork = tracker.fork()
+    # partition 0 shows the rename, partition 1 not yet: the rename waits there, with aliases
+    assert fork.observe(E.SchemaObserved(TID, schema(ID, ("b", T.INT())), at(1))) == []
+    new = TableId.parse("db.new")
+    assert fork.observe(E.SchemaObserved(new, schema(ID), at(0))) == [E.CreateTable(new, schema(ID))]
+    fork.forget_partitions([("topic", 0)])
+    fork.hint(E.SchemaHint(others[0], (E.RenameColumn(others[0], "a", "c"),), "RENAME a TO c", ordered=False))
+
+    assert tracker.snapshot() == before  # the original as it was
+    assert fork.aliases(TID, 0) == {"b": "a"} and tracker.aliases(TID, 0) == {}
+    assert fork.renames(others[0]) == {"a": "c"} and tracker.renames(others[0]) == {}
+    # the table the fork changed is its own copy; every other table's entry is shared, not copied
+    assert fork.tables[TID] is not entries[TID] and tracker.tables[TID] is entries[TID]
+    assert all(fork.tables[t] is entries[t] for t in others)
+    assert new not in tracker.tables
+
+    # the original changes apart from the fork too
+    tracker.observe(E.SchemaObserved(others[1], schema(ID, ("a", T.BIGINT())), at(2)))
+    assert fork.schema(others[1]) == schema(ID, ("a", T.INT()))
+    assert tracker.schema(others[1]) == schema(ID, ("a", T.BIGINT()))
+
+
+def test_a_fork_tracks_as_the_tracker_restored_from_its_snapshot_does() -> None:
+    tracker = SchemaTracker()
+    tracker.observe(E.SchemaObserved(TID, schema(ID, ("a", T.INT()), ("x", T.INT())), at(0)))
+    tracker.observe(E.SchemaObserved(TID, schema(ID, ("a", T.INT()), ("x", T.INT())), at(0, partition=1)))
+    events = [
+        E.SchemaObserved(TID, schema(ID, ("a", T.BIGINT())), at(1)),  # x gone here, not on partition 1
+        E.SchemaObserved(TID, schema(ID, ("a", T.INT())), at(1, partition=1)),  # x gone there too
+    ]
+    for event in events:
+        fork, restored = tracker.fork(), SchemaTracker.restore(tracker.snapshot())
+        assert fork.observe(event) == restored.observe(event)
+        assert _without_times(fork.snapshot()) == _without_times(restored.snapshot())
+        tracker = fork
+    assert tracker.schema(TID) == schema(ID, ("a", T.BIGINT()))
+
+
+def _without_times(snapshot: dict[str, object]) -> dict[str, object]:
+    tables = snapshot["tables"]
+    assert isinstance(tables, dict)
+    return {
+        **snapshot,
+        "tables": {
+            name: {**table, "history": [[v, c, p] for v, c, _, p in table["history"]]}
+            for name, table in tables.items()
+        },
+    }

@@ -305,11 +305,17 @@ class KafkaSource:
         consumer = self.consumer
         assert consumer is not None
         topics = {t for t, _ in self.assigned} | {t for t in self.subscription if not t.startswith("^")}
+        if not topics:
+            return set()
+        # one metadata request, whatever the number of topics: each takes the client about as long
+        # (half a second here), and a pipeline may read hundreds of topics
+        only = next(iter(topics)) if len(topics) == 1 else None
+        listed = self._ask(
+            partial(consumer.list_topics, only, timeout=10),
+            f"listing the partitions of {only or f'{len(topics)} topics'}",
+        )
         out: set[tuple[str, int]] = set()
         for topic in topics:
-            listed = self._ask(
-                partial(consumer.list_topics, topic, timeout=10), f"listing the partitions of {topic}"
-            )
             metadata = listed.topics.get(topic)
             if metadata is not None and metadata.error is None:
                 out |= {(topic, p) for p in metadata.partitions}
