@@ -10,6 +10,7 @@ import pytest
 from pyiceberg.manifest import DataFileContent, ManifestContent
 
 from ferry.pipeline.schema import TableId
+from ferry.sinks.iceberg.compaction import live_bytes
 from ferry.sinks.iceberg.deletes import FILE_PATH_ID, POS_ID
 from ferry.sinks.iceberg.sink import IcebergSink
 from tests.integration.helpers import ORDERS, Feed, create, write
@@ -196,3 +197,42 @@ def test_compaction_applies_the_deletes_and_drops_their_files(tmp_path: Path) ->
         assert read(sink) == [order(0, qty=99), *(order(i) for i in range(1, 8) if i != 3)]
     finally:
         sink.close()
+
+
+def test_a_compaction_rewrites_at_most_its_bound_of_the_smallest_files(tmp_path: Path) -> None:
+    warehouse = tmp_path / "warehouse"
+    feed = Feed(T)
+    sink = _sink(warehouse)
+    try:
+        create(sink, ORDERS)
+        write(sink, ORDERS, feed, *(feed.insert(order(i)) for i in range(40)))
+        for i in range(7):  # small files, the first one losing rows to each commit's updates
+            write(sink, ORDERS, feed, feed.insert(order(100 + i)), feed.update(order(i), order(i, qty=i)))
+    finally:
+        sink.close()
+    table_files = _files(sink)[0]
+    table = sink.load_table(T)
+    assert table is not None
+    sizes = sorted(live_bytes(t) for t in table.scan().plan_files())
+    bound = int(sum(sizes[:3])) + 1  # the three smallest fit, not four
+    assert sum(sizes[:4]) > bound
+    compacting = _sink(
+        warehouse, **{"sink.compaction.small-file-bytes": bound, "sink.compaction.min-input-files": 2}
+    )
+    try:
+        assert compacting.compact(T) == 3
+        data_files, delete_files = _files(compacting)
+        assert len(data_files) == len(table_files) - 2
+        assert len(delete_files) <= 1  # the first file's, unless it was among the three
+        expected = {i: order(i) for i in range(40)} | {100 + i: order(100 + i) for i in range(7)}
+        expected |= {i: order(i, qty=i) for i in range(7)}
+        assert read(compacting) == [expected[k] for k in sorted(expected)]
+        # the key index kept by the compaction places the next updates right
+        write(
+            compacting, ORDERS, feed, feed.update(order(100), order(100, qty=9)), feed.delete(order(1, qty=1))
+        )
+        expected[100] = order(100, qty=9)
+        del expected[1]
+        assert read(compacting) == [expected[k] for k in sorted(expected)]
+    finally:
+        compacting.close()

@@ -37,6 +37,7 @@ import pyarrow.compute as pc
 import pyarrow.parquet as pq
 from pyiceberg.io import FileIO
 from pyiceberg.io.pyarrow import (
+    DataFileStatistics,
     ParquetFormatModel,
     _read_deletes,
     compute_statistics_plan,
@@ -369,12 +370,7 @@ def write_data_file(
     """
     schema = metadata.schema()
     arrow_schema = schema.as_arrow()
-    if (
-        metadata.properties.get(_FILE_FORMAT, "parquet").lower() != "parquet"
-        or not metadata.spec().is_unpartitioned()
-        or sanitize_column_names(schema) != schema
-        or not data.schema.equals(arrow_schema)
-    ):
+    if not writes_parquet_here(metadata) or not data.schema.equals(arrow_schema):
         return None
     if not data.schema.equals(arrow_schema, check_metadata=True):  # rows read back: no field ids
         data = pa.Table.from_arrays(data.columns, schema=arrow_schema)
@@ -385,21 +381,44 @@ def write_data_file(
     writer = ParquetFormatModel().create_writer(output, schema, metadata.properties)
     with writer:
         writer.write(data)
-    statistics = writer.result()
-    return [
-        DataFile.from_args(
-            content=DataFileContent.DATA,
-            file_path=location,
-            file_format=FileFormat.PARQUET,
-            partition=Record(),
-            file_size_in_bytes=len(output),
-            sort_order_id=None,
-            spec_id=metadata.default_spec_id,
-            equality_ids=None,
-            key_metadata=None,
-            **statistics.to_serialized_dict(),
-        )
-    ]
+    return [parquet_file(location, len(output), writer.result(), metadata.default_spec_id)]
+
+
+def writes_parquet_here(metadata: TableMetadata) -> bool:
+    """Whether ferry writes the table's data files itself: Parquet, unpartitioned, and column names
+    that Parquet takes as they are."""
+    schema = metadata.schema()
+    return (
+        metadata.properties.get(_FILE_FORMAT, "parquet").lower() == "parquet"
+        and metadata.spec().is_unpartitioned()
+        and sanitize_column_names(schema) == schema
+    )
+
+
+def parquet_file(
+    location: str,
+    size: int,
+    statistics: DataFileStatistics,
+    spec_id: int,
+    *,
+    referenced_data_file: str | None = None,
+) -> DataFile:
+    """The manifest's description of a Parquet file written here: a data file, or the position
+    delete file of ``referenced_data_file``."""
+    data_file = DataFile.from_args(
+        content=DataFileContent.DATA if referenced_data_file is None else DataFileContent.POSITION_DELETES,
+        file_path=location,
+        file_format=FileFormat.PARQUET,
+        partition=Record(),
+        file_size_in_bytes=size,
+        sort_order_id=None,
+        equality_ids=None,
+        key_metadata=None,
+        referenced_data_file=referenced_data_file,
+        **statistics.to_serialized_dict(),
+    )
+    data_file.spec_id = spec_id  # not a field of the struct: pyiceberg sets it apart
+    return data_file
 
 
 def write_position_deletes(
@@ -424,20 +443,7 @@ def write_position_deletes(
             writer.close()
             metadata = writer.writer.metadata
         statistics = data_file_statistics_from_parquet_metadata(metadata, stats_plan, id_mapping)
-        delete_file = DataFile.from_args(
-            content=DataFileContent.POSITION_DELETES,
-            file_path=location,
-            file_format=FileFormat.PARQUET,
-            partition=Record(),
-            file_size_in_bytes=len(output),
-            sort_order_id=None,
-            equality_ids=None,
-            key_metadata=None,
-            referenced_data_file=path,
-            **statistics.to_serialized_dict(),
-        )
-        delete_file.spec_id = spec_id  # not a field of the struct: pyiceberg sets it apart
-        out.append(delete_file)
+        out.append(parquet_file(location, len(output), statistics, spec_id, referenced_data_file=path))
     return out
 
 

@@ -24,9 +24,7 @@ from __future__ import annotations
 
 import itertools
 import logging
-import math
 import uuid
-from collections import defaultdict
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from datetime import UTC, datetime
 from typing import Any
@@ -58,7 +56,7 @@ from pyiceberg.io.pyarrow import ArrowScan, _dataframe_to_data_files
 from pyiceberg.manifest import DataFile, ManifestEntryStatus
 from pyiceberg.partitioning import PARTITION_FIELD_ID_START, PartitionField, PartitionSpec
 from pyiceberg.schema import Schema as IcebergSchema
-from pyiceberg.table import FileScanTask, Table, Transaction
+from pyiceberg.table import Table, Transaction
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.refs import MAIN_BRANCH
 from pyiceberg.table.snapshots import ancestors_of
@@ -84,6 +82,7 @@ from ferry.sinks.base import SinkCapabilities
 from ferry.sinks.exceptions import SinkTerminalError, SinkTransientError, incompatible_table
 from ferry.sinks.iceberg import ICEBERG
 from ferry.sinks.iceberg.catalog import CachingSqlCatalog, StagedTransaction
+from ferry.sinks.iceberg.compaction import compaction_input, write_compacted
 from ferry.sinks.iceberg.config import PARTITION_FIELD, IcebergSinkConfig
 from ferry.sinks.iceberg.deletes import (
     KeyIndex,
@@ -437,6 +436,7 @@ class IcebergSink(TableFormatSink):
                 if t.file.file_size_in_bytes < small and (row_delta or not t.delete_files)
             ],
             self.config.compaction_min_files,
+            small,
         )
         if not tasks:
             return 0
@@ -444,8 +444,7 @@ class IcebergSink(TableFormatSink):
         snapshot = table.current_snapshot()
         if index is not None and (snapshot is None or index.snapshot_id != snapshot.snapshot_id):
             index = None
-        # the data files' rows less their deletes; the delete files that only they need go with them
-        data = ArrowScan(table.metadata, table.io, table.schema(), AlwaysTrue()).to_table(tasks)
+        keys = self._key_columns(table_id, table.schema())
         rewritten = {t.file.file_path for t in tasks}
         with StagedTransaction(table) as tx:
             rewrite = RewriteWithDeletes(tx, table.io, properties or {})
@@ -455,17 +454,17 @@ class IcebergSink(TableFormatSink):
                     for delete_file in task.delete_files:
                         if referenced_data_file(delete_file) in rewritten:
                             rewrite.remove_delete_file(delete_file)
-                added = _data_files(table, tx.table_metadata, data, rewrite.commit_uuid)
+                # the data files' rows less their deletes; the delete files only they need go with them
+                added, key_rows = write_compacted(table, tx.table_metadata, tasks, keys, rewrite.commit_uuid)
                 for data_file in added:
                     rewrite.append_data_file(data_file)
             garbage = self._expire_snapshots(table, tx)
-        keys = self._key_columns(table_id, table.schema())
-        if index is not None and keys == index.keys:
+        if index is not None and keys and keys == index.keys:
             index.forget_files(rewritten)
-            self._index_new_files(index, table, keys, data, added)
+            self._index_new_files(index, table, keys, key_rows, added)
             self._key_indexes[table_id] = index
         self._delete_files(table, garbage)
-        log.debug("%s: compacted %d small files (%d rows)", table_id, len(tasks), data.num_rows)
+        log.debug("%s: compacted %d small files (%d rows)", table_id, len(tasks), key_rows.num_rows)
         return len(tasks)
 
     # ------------------------------------------------------------------------------- offsets
@@ -560,32 +559,6 @@ def partition_spec(schema: IcebergSchema, fields: Iterable[str], table: str) -> 
             )
         parts.append(PartitionField(source.field_id, PARTITION_FIELD_ID_START + i, transform, name))
     return PartitionSpec(*parts)
-
-
-#: Data files under this size are all of the lowest tier compaction merges.
-TIER_BYTES = 64 * 1024
-
-
-def compaction_input(tasks: list[FileScanTask], min_files: int) -> list[FileScanTask]:
-    """The files one compaction rewrites: the lowest tier holding ``min_files`` of them, or none.
-
-    Tiers are sizes a factor ``min_files`` apart (under 64 KiB, then under 64 KiB × ``min_files``,
-    ...), sizes counting only the rows that no delete file removes. So ``min_files`` files of one
-    tier merge into about one file of the next, each row is rewritten once per tier (a logarithm of
-    the table's size), and a compaction reads a bounded share of the table instead of all of it.
-    """
-    tiers: dict[int, list[FileScanTask]] = defaultdict(list)
-    for task in tasks:
-        data = task.file
-        deleted = sum(d.record_count for d in task.delete_files if referenced_data_file(d) == data.file_path)
-        live = 1.0 if not data.record_count else max(0.0, 1 - deleted / data.record_count)
-        size = data.file_size_in_bytes * live
-        tier = 0 if size < TIER_BYTES else 1 + int(math.log(size / TIER_BYTES, min_files))
-        tiers[tier].append(task)
-    for tier in sorted(tiers):
-        if len(tiers[tier]) >= min_files:
-            return tiers[tier]
-    return []
 
 
 def _data_files(
