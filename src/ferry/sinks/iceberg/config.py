@@ -65,7 +65,8 @@ class IcebergSinkConfig(TableFormatSinkConfigBase):
     compaction_enabled: bool = Field(default=True, alias="sink.compaction.enabled")
     #: Look for small files to compact every N commits of a table.
     compaction_commit_interval: int = Field(default=10, ge=1, alias="sink.compaction.commit-interval")
-    #: Data files smaller than this are the ones compacted ...
+    #: Data files smaller than this are the ones compacted, and a compaction reads at most this
+    #: much of their live rows ...
     compaction_small_file_bytes: int = Field(
         default=32 * 1024 * 1024, ge=1, alias="sink.compaction.small-file-bytes"
     )
