@@ -8,6 +8,7 @@ from typing import Any
 import pyarrow.parquet as pq
 import pytest
 from pyiceberg.manifest import DataFileContent, ManifestContent
+from pyiceberg.table import FileScanTask
 
 from ferry.pipeline.schema import TableId
 from ferry.sinks.iceberg.compaction import live_bytes
@@ -21,6 +22,12 @@ pytestmark = pytest.mark.integration
 
 def _sink(warehouse: Path, **options: Any) -> IcebergSink:
     return IcebergSink(make_config(warehouse, **{"sink.compaction.enabled": False, **options}), pipeline="p1")
+
+
+def _tasks(sink: IcebergSink, table_id: TableId = T) -> list[FileScanTask]:
+    table = sink.load_table(table_id)
+    assert table is not None
+    return list(table.scan().plan_files())
 
 
 def _files(sink: IcebergSink, table_id: TableId = T) -> tuple[set[str], set[str]]:
@@ -236,3 +243,51 @@ def test_a_compaction_rewrites_at_most_its_bound_of_the_smallest_files(tmp_path:
         assert read(compacting) == [expected[k] for k in sorted(expected)]
     finally:
         compacting.close()
+
+
+def _compactions(sink: IcebergSink, table_id: TableId) -> int:
+    """How many of the table's snapshots are compactions (they remove data files)."""
+    table = sink.load_table(table_id)
+    assert table is not None
+    return sum(
+        1 for s in table.snapshots() if s.summary and "deleted-data-files" in s.summary.additional_properties
+    )
+
+
+def test_tables_due_at_one_checkpoint_take_turns_at_compacting(tmp_path: Path) -> None:
+    warehouse = tmp_path / "warehouse"
+    first, second = T, TableId(None, "shop", "returns")
+    feeds = {first: Feed(first), second: Feed(second, partition=1)}
+
+    def checkpoint(sink: IcebergSink, number: int) -> None:
+        for table_id, feed in feeds.items():
+            sink.write(table_id, ORDERS, [feed.insert(order(number))])
+        sink.flush({tp: o for feed in feeds.values() for tp, o in feed.offsets().items()})
+
+    sink = _sink(warehouse)
+    try:
+        for table_id in feeds:
+            create(sink, ORDERS, table_id)
+        checkpoint(sink, 0)
+        sizes = [live_bytes(t) for table_id in feeds for t in _tasks(sink, table_id)]
+    finally:
+        sink.close()
+    # one table's two files fit in a checkpoint's share, both tables' do not
+    share = int(2 * max(sizes) + min(sizes) / 2)
+    options = {
+        "sink.compaction.enabled": True,
+        "sink.compaction.commit-interval": 2,
+        "sink.compaction.min-input-files": 2,
+        "sink.compaction.small-file-bytes": share,
+    }
+    sink = _sink(warehouse, **options)
+    try:
+        checkpoint(sink, 1)  # the first commit of this sink: none is due
+        checkpoint(sink, 2)  # both due: the first table compacts, the second waits
+        assert (_compactions(sink, first), _compactions(sink, second)) == (1, 0)
+        checkpoint(sink, 3)  # the second's turn (the first is not due)
+        assert (_compactions(sink, first), _compactions(sink, second)) == (1, 1)
+        for table_id in feeds:
+            assert read(sink, table_id) == [order(i) for i in range(4)]
+    finally:
+        sink.close()

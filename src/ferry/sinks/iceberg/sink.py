@@ -56,7 +56,7 @@ from pyiceberg.io.pyarrow import ArrowScan, _dataframe_to_data_files
 from pyiceberg.manifest import DataFile, ManifestEntryStatus
 from pyiceberg.partitioning import PARTITION_FIELD_ID_START, PartitionField, PartitionSpec
 from pyiceberg.schema import Schema as IcebergSchema
-from pyiceberg.table import Table, Transaction
+from pyiceberg.table import FileScanTask, Table, Transaction
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.refs import MAIN_BRANCH
 from pyiceberg.table.snapshots import ancestors_of
@@ -72,6 +72,7 @@ from pyiceberg.transforms import (
     YearTransform,
 )
 
+from ferry.offsets import Offsets
 from ferry.pipeline import events as E
 from ferry.pipeline.events import ColumnPositionKind, DataChange, SchemaChange
 from ferry.pipeline.schema import Schema, TableId
@@ -82,7 +83,7 @@ from ferry.sinks.base import SinkCapabilities
 from ferry.sinks.exceptions import SinkTerminalError, SinkTransientError, incompatible_table
 from ferry.sinks.iceberg import ICEBERG
 from ferry.sinks.iceberg.catalog import CachingSqlCatalog, StagedTransaction
-from ferry.sinks.iceberg.compaction import compaction_input, write_compacted
+from ferry.sinks.iceberg.compaction import compaction_input, live_bytes, write_compacted
 from ferry.sinks.iceberg.config import PARTITION_FIELD, IcebergSinkConfig
 from ferry.sinks.iceberg.deletes import (
     KeyIndex,
@@ -148,6 +149,9 @@ class IcebergSink(TableFormatSink):
         super().__init__(pipeline=pipeline)
         self.config = config
         self._commits_since_compaction: dict[TableId, int] = {}
+        #: Live bytes the compactions of the checkpoint being flushed read so far: once they reach
+        #: ``sink.compaction.small-file-bytes``, the other tables due wait for the next checkpoint.
+        self._compacted_bytes = 0.0
         self._key_indexes: dict[TableId, KeyIndex] = {}
         self.catalog: Catalog = self.open_catalog(
             config.warehouse_dir(), f"catalog {config.catalog_name!r}", lambda: _open_catalog(config)
@@ -404,6 +408,10 @@ class IcebergSink(TableFormatSink):
             except OSError as e:  # already gone, or not ours to delete: it stays an orphan
                 log.debug("could not delete %s: %s", path, e)
 
+    def flush(self, offsets: Offsets) -> None:
+        self._compacted_bytes = 0.0
+        super().flush(offsets)
+
     def after_commit(self, table_id: TableId, properties: dict[str, str]) -> None:
         if not self.config.compaction_enabled:
             return
@@ -411,10 +419,18 @@ class IcebergSink(TableFormatSink):
         self._commits_since_compaction[table_id] = count
         if count < self.config.compaction_commit_interval:
             return
-        self._commits_since_compaction[table_id] = 0
         try:
             with self.errors(table_id, "compacting small files"):
-                self.compact(table_id, properties)
+                table = self.require_table(table_id)
+                tasks = self._compaction_input(table)
+                size = sum(live_bytes(t) for t in tasks)
+                share = self.config.compaction_small_file_bytes
+                if self._compacted_bytes and self._compacted_bytes + size > share:
+                    return  # the checkpoint's compactions read their share: the table stays due
+                self._commits_since_compaction[table_id] = 0
+                self._compacted_bytes += size
+                if tasks:
+                    self._rewrite(table_id, table, tasks, properties)
         except SinkTransientError as e:
             # the rows are committed; a compaction that lost a race is tried again later
             log.warning("%s", e)
@@ -423,13 +439,21 @@ class IcebergSink(TableFormatSink):
         """Rewrite the table's small data files into one; returns how many files were replaced.
 
         Runs when the table has at least ``sink.compaction.min-input-files`` files smaller than
-        ``sink.compaction.small-file-bytes``. The rows do not change, so the snapshot carries the
-        same offsets as the commit before it.
+        ``sink.compaction.small-file-bytes`` in one size tier (:mod:`~ferry.sinks.iceberg.compaction`).
+        The rows do not change, so the snapshot carries the same offsets as the commit before it.
+        A checkpoint's compactions together read at most ``small-file-bytes`` (the first one
+        always runs): tables due at the same checkpoint take turns.
         """
         table = self.require_table(table_id)
+        tasks = self._compaction_input(table)
+        if tasks:
+            self._rewrite(table_id, table, tasks, properties or {})
+        return len(tasks)
+
+    def _compaction_input(self, table: Table) -> list[FileScanTask]:
         small = self.config.compaction_small_file_bytes
         row_delta = merges_on_read(table)
-        tasks = compaction_input(
+        return compaction_input(
             [
                 t
                 for t in table.scan().plan_files()
@@ -438,8 +462,10 @@ class IcebergSink(TableFormatSink):
             self.config.compaction_min_files,
             small,
         )
-        if not tasks:
-            return 0
+
+    def _rewrite(
+        self, table_id: TableId, table: Table, tasks: list[FileScanTask], properties: dict[str, str]
+    ) -> None:
         index = self._key_indexes.pop(table_id, None)
         snapshot = table.current_snapshot()
         if index is not None and (snapshot is None or index.snapshot_id != snapshot.snapshot_id):
@@ -447,7 +473,7 @@ class IcebergSink(TableFormatSink):
         keys = self._key_columns(table_id, table.schema())
         rewritten = {t.file.file_path for t in tasks}
         with StagedTransaction(table) as tx:
-            rewrite = RewriteWithDeletes(tx, table.io, properties or {})
+            rewrite = RewriteWithDeletes(tx, table.io, properties)
             with rewrite:
                 for task in tasks:
                     rewrite.delete_data_file(task.file)
@@ -465,7 +491,6 @@ class IcebergSink(TableFormatSink):
             self._key_indexes[table_id] = index
         self._delete_files(table, garbage)
         log.debug("%s: compacted %d small files (%d rows)", table_id, len(tasks), key_rows.num_rows)
-        return len(tasks)
 
     # ------------------------------------------------------------------------------- offsets
 
