@@ -12,7 +12,7 @@ from pyiceberg.table import FileScanTask
 
 from ferry.pipeline.schema import TableId
 from ferry.sinks.iceberg.compaction import live_bytes
-from ferry.sinks.iceberg.deletes import FILE_PATH_ID, POS_ID
+from ferry.sinks.iceberg.deletes import DELETE_FILES_PER_DATA_FILE, FILE_PATH_ID, POS_ID
 from ferry.sinks.iceberg.sink import IcebergSink
 from tests.integration.helpers import ORDERS, Feed, create, write
 from tests.integration.test_iceberg_sink import T, make_config, order, read
@@ -123,40 +123,46 @@ def _delete_positions(sink: IcebergSink) -> dict[str, list[list[int]]]:
     return out
 
 
-def test_a_data_file_keeps_one_delete_file_with_every_position_deleted_from_it(tmp_path: Path) -> None:
+def test_a_data_file_keeps_a_few_delete_files_then_one_with_every_position_deleted_from_it(
+    tmp_path: Path,
+) -> None:
     warehouse = tmp_path / "warehouse"
     feed = Feed(T)
+    limit = DELETE_FILES_PER_DATA_FILE
+    updated = list(range(limit + 1))  # one row of the first file updated per commit
     sink = _sink(warehouse, **{"snapshot.retain": 2})
     try:
         create(sink, ORDERS)
         write(sink, ORDERS, feed, *(feed.insert(order(i)) for i in range(10)))
         [first] = _files(sink)[0]
-        write(sink, ORDERS, feed, feed.update(order(2), order(2, qty=20)))
-        [replaced] = _files(sink)[1]
-        write(sink, ORDERS, feed, feed.delete(order(7)), feed.update(order(4), order(4, qty=40)))
-        assert _delete_positions(sink)[first] == [[2, 4, 7]]
+        for i in updated[:2]:
+            write(sink, ORDERS, feed, feed.update(order(i), order(i, qty=10 + i)))
+        assert sorted(_delete_positions(sink)[first]) == [[0], [1]]
+        replaced = _files(sink)[1]
     finally:
         sink.close()
-    again = _sink(warehouse, **{"snapshot.retain": 2})  # a restart: indexed again, its own file found
+    again = _sink(warehouse, **{"snapshot.retain": 2})  # a restart: indexed again, its own files found
     try:
-        write(again, ORDERS, feed, feed.delete(order(0)), feed.update(order(9), order(9, qty=90)))
-        positions = _delete_positions(again)
-        assert positions[first] == [[0, 2, 4, 7, 9]]
-        assert all(len(files) <= 1 for files in positions.values())
+        for i in updated[2:limit]:
+            write(again, ORDERS, feed, feed.update(order(i), order(i, qty=10 + i)))
+        assert sorted(_delete_positions(again)[first]) == [[i] for i in updated[:limit]]
+        # one more: one file with every position deleted from the data file, the others removed
+        write(again, ORDERS, feed, feed.update(order(limit), order(limit, qty=10 + limit)))
+        assert _delete_positions(again)[first] == [updated]
         for i in (10, 11, 12):  # commits without deletes: the older snapshots expire
             write(again, ORDERS, feed, feed.insert(order(i)))
-        # the first delete file, replaced, went with the last snapshot that listed it
-        assert replaced not in _files(again)[1]
-        assert not Path(replaced.removeprefix("file://")).exists()
+        # the replaced delete files went with the last snapshots that listed them
+        assert not replaced & _files(again)[1]
+        assert not any(Path(f.removeprefix("file://")).exists() for f in replaced)
         table = again.load_table(T)
         assert table is not None
         snapshot = table.current_snapshot()
         assert snapshot is not None and snapshot.summary is not None
         assert snapshot.summary["total-delete-files"] == "1"
-        assert snapshot.summary["total-position-deletes"] == "5"
+        assert snapshot.summary["total-position-deletes"] == str(len(updated))
         assert [m.content for m in snapshot.manifests(table.io)].count(ManifestContent.DELETES) == 1
-        changed = {2: order(2, qty=20), 4: order(4, qty=40), 9: order(9, qty=90)}
-        assert read(again) == [changed.get(i, order(i)) for i in range(13) if i not in (0, 7)]
+        changed = {i: order(i, qty=10 + i) for i in updated}
+        assert read(again) == [changed.get(i, order(i)) for i in range(13)]
     finally:
         again.close()
 

@@ -30,6 +30,7 @@ from pyiceberg_core.datafusion import IcebergDataFusionTable
 from ferry.pipeline.events import DataChange
 from ferry.pipeline.schema import Column, Schema, TableId
 from ferry.pipeline.types import DATE, DECIMAL, INT, STRING, TIMESTAMP_LTZ
+from ferry.sinks.iceberg.deletes import DELETE_FILES_PER_DATA_FILE, DELETE_MANIFESTS
 from ferry.sinks.iceberg.sink import IcebergSink
 from tests.integration.helpers import ORDERS, Feed, create
 from tests.integration.test_iceberg_sink import make_config, order
@@ -205,7 +206,8 @@ def test_upserts_deletes_and_compactions_read_back_exactly_with_both_readers(
         "table.properties.write.update.mode": mode,
         "table.properties.write.delete.mode": mode,
         "sink.compaction.enabled": True,
-        "sink.compaction.commit-interval": 4,
+        # a data file's deletes reach their most files, and are merged, before a compaction
+        "sink.compaction.commit-interval": 6,
         "sink.compaction.min-input-files": 3,
     }
     sink = IcebergSink(make_config(warehouse, **options), pipeline="p1")
@@ -214,6 +216,7 @@ def test_upserts_deletes_and_compactions_read_back_exactly_with_both_readers(
     try:
         for model in models:
             create(sink, model.schema, model.table_id)
+        most_delete_files = 0
         for checkpoint in range(14):
             for model in models:
                 changes = [model.insert() for _ in range(40)] if checkpoint == 0 else model.batch(rng, 25)
@@ -229,11 +232,12 @@ def test_upserts_deletes_and_compactions_read_back_exactly_with_both_readers(
                     f"pyiceberg: {where}"
                 )
                 if mode == "merge-on-read":
-                    # each data file's deletes in one file, replaced as more of its rows go; one
-                    # delete manifest lists them all
+                    # a few delete files per data file at most, then one with all its positions;
+                    # a few delete manifests at most, then one listing them all
                     per_file, delete_manifests = deletes_per_data_file(sink, model.table_id)
-                    assert max(per_file.values()) <= 1, f"{where}: {per_file}"
-                    assert delete_manifests <= 1, where
+                    assert max(per_file.values()) <= DELETE_FILES_PER_DATA_FILE, f"{where}: {per_file}"
+                    assert delete_manifests <= DELETE_MANIFESTS, where
+                    most_delete_files = max(most_delete_files, *per_file.values())
 
         for model in models:
             table = sink.load_table(model.table_id)
@@ -244,11 +248,12 @@ def test_upserts_deletes_and_compactions_read_back_exactly_with_both_readers(
                 assert all(s["total-delete-files"] == "0" for s in summaries)
                 assert sorted(raw, key=model.key_of) == model.rows()
                 continue
-            # a compaction every 4th commit rewrote the data files and dropped the deletes it applied
+            # a compaction every 6th commit rewrote the data files and dropped the deletes it applied
             compactions = [s for s in summaries if "deleted-data-files" in s]
-            assert len(compactions) == 3
+            assert len(compactions) == 2
             assert all("removed-position-delete-files" in s for s in compactions)
-            # and every other commit that deleted more rows of a data file replaced its delete file
+            # the data files reached their most delete files, and then a commit merged them
+            assert most_delete_files == DELETE_FILES_PER_DATA_FILE
             assert any("removed-position-delete-files" in s for s in summaries if s not in compactions)
             # the last checkpoints left position deletes that hide rows still in the data files:
             # a reader that ignored them would have shown rows the source no longer has

@@ -12,12 +12,13 @@ files remove) and then kept up to date by the sink's own commits; a table whose 
 is not the one the index was kept for (another writer, a restart) is indexed again. Nothing of it
 is checkpointed: the table is the truth.
 
-A data file has at most one delete file of ferry's: a commit that deletes more of its rows writes
-one file with the positions deleted before and now, and removes the one it replaces in the same
-snapshot (as a format v3 deletion vector is replaced), and the table's delete files are listed in
-one delete manifest, written again when they change. The index keeps each data file's deleted
-positions, so the merge reads no file. A long run therefore does not pile up delete files against
-old data files, nor delete manifests, for readers, the index and compactions to read.
+Delete files do not pile up against old data files: a data file has at most
+:data:`DELETE_FILES_PER_DATA_FILE` of ferry's, and the commit that would write one more writes one
+file with every position deleted from it (before and now) and removes the others in the same
+snapshot; the index keeps each data file's deleted positions, so the merge reads no file. Nor do
+delete manifests: a table has at most :data:`DELETE_MANIFESTS`, and the commit that would make one
+more lists every delete file in one. A commit rewrites a data file's positions only every few
+times it deletes from it, so its cost does not grow with every position deleted before.
 
 The snapshot producers subclass pyiceberg's own, adding what they lack: a manifest of delete
 files (``content: deletes``) beside the data manifest, delete files removed (those a merged file
@@ -82,6 +83,13 @@ _FILE_FORMAT = "write.format.default"
 #: A key's place: the data file's number in :attr:`KeyIndex.files`, shifted, plus the row position.
 _SHIFT = 40
 
+
+#: A data file has at most this many delete files of ferry's: the commit that would write one more
+#: writes one with every position deleted from it instead, and removes the others.
+DELETE_FILES_PER_DATA_FILE = 4
+#: The delete manifests a table has at most: the commit that would make one more lists every
+#: delete file in one (as does a commit that removes delete files).
+DELETE_MANIFESTS = 8
 
 #: The table properties that choose between copy-on-write and merge-on-read (Iceberg's names).
 UPDATE_MODE, DELETE_MODE = "write.update.mode", "write.delete.mode"
@@ -212,25 +220,38 @@ class KeyIndex:
             for start, chunk in zip(starts, np.split(positions, starts[1:]), strict=True)
         }
 
-    def merged_deletes(self, positions: dict[str, list[int]]) -> tuple[dict[str, np.ndarray], list[DataFile]]:
-        """For each data file with rows deleted now (``positions``), every position deleted from it
-        (before and now, sorted), and the delete files those replace."""
-        merged: dict[str, np.ndarray] = {}
+    def planned_deletes(
+        self, positions: dict[str, list[int]]
+    ) -> tuple[dict[str, np.ndarray], list[DataFile]]:
+        """What a commit that deletes ``positions`` (by data file) writes: for each data file, the
+        sorted positions of its new delete file (those deleted now; or, when the data file has
+        :data:`DELETE_FILES_PER_DATA_FILE` delete files already, every position deleted from it),
+        and the delete files that the merged ones replace."""
+        planned: dict[str, np.ndarray] = {}
         replaced: list[DataFile] = []
         for path, rows in positions.items():
-            new = np.asarray(rows, dtype=np.int64)
-            before = self.deleted.get(path)
-            merged[path] = np.unique(new) if before is None else np.union1d(before, new)
-            replaced.extend(self.delete_files.get(path, ()))
-        return merged, replaced
+            new = np.unique(np.asarray(rows, dtype=np.int64))
+            own = self.delete_files.get(path, [])
+            if len(own) >= DELETE_FILES_PER_DATA_FILE:
+                planned[path] = np.union1d(self.deleted[path], new)
+                replaced.extend(own)
+            else:
+                planned[path] = new
+        return planned, replaced
 
-    def record_deletes(self, merged: dict[str, np.ndarray], written: Sequence[DataFile]) -> None:
-        """After a commit: the delete files written for ``merged`` are each data file's own."""
+    def record_deletes(
+        self, planned: dict[str, np.ndarray], written: Sequence[DataFile], replaced: Sequence[DataFile]
+    ) -> None:
+        """After a commit: the delete files written for ``planned`` join their data files' own, in
+        place of those ``replaced``."""
+        removed = set(replaced)
         for delete_file in written:
             path = referenced_data_file(delete_file)
-            assert path is not None and path in merged
-            self.delete_files[path] = [delete_file]
-            self.deleted[path] = merged[path]
+            assert path is not None and path in planned
+            kept = [f for f in self.delete_files.get(path, []) if f not in removed]
+            self.delete_files[path] = [*kept, delete_file]
+            before = self.deleted.get(path)
+            self.deleted[path] = planned[path] if before is None else np.union1d(before, planned[path])
 
     def forget_files(self, paths: set[str]) -> None:
         """Drop the keys whose rows are in these files (a compaction rewrote them)."""
@@ -562,8 +583,9 @@ class RowDelta(_RemovingDeleteFiles, _MergeAppendFiles):
         finally:
             self._added_data_files = added  # the summary counts both kinds
         existing = self._parent_delete_manifests()
-        if not deletes and not self._removed_delete_files and len(existing) <= 1:
-            return [*existing, *manifests]
+        if not self._removed_delete_files and len(existing) + bool(deletes) <= DELETE_MANIFESTS:
+            new = [self._rewritten_delete_manifest((), deletes)] if deletes else []
+            return [*new, *existing, *manifests]
         entries = [e for m in existing for e in m.fetch_manifest_entry(io=self._io, discard_deleted=True)]
         return [self._rewritten_delete_manifest(entries, deletes), *manifests]
 

@@ -326,21 +326,21 @@ class IcebergSink(TableFormatSink):
         index = self._key_index(table_id, table, keys)
         try:
             positions = index.take(_arrow_keys(table.schema(), keys, touched))
-            # each data file's deleted positions, before and now, in one file that replaces its last
-            merged, replaced = index.merged_deletes(positions)
+            # a delete file per data file of the positions deleted now, or of all of them (see deletes)
+            planned, replaced = index.planned_deletes(positions)
             with StagedTransaction(table) as tx:
                 delta = RowDelta(tx, table.io, properties)
                 with delta:
                     added = _data_files(table, tx.table_metadata, data, delta.commit_uuid)
                     for data_file in added:
                         delta.append_data_file(data_file)
-                    written = write_position_deletes(table, tx, merged, delta.commit_uuid)
+                    written = write_position_deletes(table, tx, planned, delta.commit_uuid)
                     for delete_file in written:
                         delta.append_data_file(delete_file)
                     for delete_file in replaced:
                         delta.remove_delete_file(delete_file)
                 garbage = self._expire_snapshots(table, tx)
-            index.record_deletes(merged, written)
+            index.record_deletes(planned, written, replaced)
             self._index_new_files(index, table, keys, data, added)
         except BaseException:
             self._key_indexes.pop(table_id, None)  # the table is the truth: indexed again next time
