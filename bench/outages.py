@@ -29,9 +29,15 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
+from pathlib import Path
 from typing import Any
 
 import psycopg
+
+# the PostgreSQL servers and the run helper are the test suite's (tests/ is not in the wheel): the
+# repository's root on the path lets `.venv/bin/python bench/outages.py` find them
+sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
+
 from tests.integration.outages import running as running_for
 from tests.support.postgres import PostgresServer
 
