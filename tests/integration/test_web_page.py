@@ -11,9 +11,10 @@ import os
 import shutil
 import socket
 import threading
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from contextlib import contextmanager
 from pathlib import Path
+from typing import Any
 
 import pytest
 import uvicorn
@@ -76,6 +77,12 @@ def browser_page() -> Iterator[Page]:
             browser.close()
 
 
+def rows_written(status: Mapping[str, Any] | None) -> int:
+    """The rows a runner's saved status counts as written, over its tables."""
+    written = ((status or {}).get("metrics") or {}).get("rows_written") or {}
+    return sum(int(n) for n in written.values())
+
+
 def test_the_page_shows_a_running_pipeline_its_schema_change_dead_letters_and_savepoints(
     kafka_bootstrap: str, topic_factory: TopicFactory, tmp_path: Path
 ) -> None:
@@ -114,6 +121,12 @@ def test_the_page_shows_a_running_pipeline_its_schema_change_dead_letters_and_sa
             30,
             lambda: f"a sample after the change: {control.plane.store.samples(ENV, 'orders')}",
         )
+
+        # the page shows the runner's status as last saved (every second): it counts every row
+        def status() -> Mapping[str, Any] | None:
+            return control.plane.state.get_status(runtime_name(ENV, "orders"))
+
+        wait_for(lambda: rows_written(status()) == 25, 30, lambda: f"the status counting 25 rows: {status()}")
 
         page.goto(url + "/")
         expect(page.locator("form.login")).to_be_visible()
