@@ -156,15 +156,25 @@ class PipelineProcess:
             memory, times = self._psutil.memory_info(), self._psutil.cpu_times()
         except psutil.Error:  # it has just exited
             return
+        self._record(time.time(), memory.rss / 2**20, times.user + times.system)
+
+    def _last_look(self, cpu_s: float) -> None:
+        """Once the process has exited: its final status row, at its end, with its whole CPU time
+        and the last RSS seen (a run shorter than one look still has a sample of its end)."""
+        assert self.ended_at is not None
+        rss = self.samples[-1].rss_mib if self.samples else self.peak_rss_mib or 0.0
+        self._record(self.ended_at, rss, cpu_s)
+
+    def _record(self, at: float, rss_mib: float, cpu_s: float) -> None:
         status = self.status()
         metrics = status["metrics"] if status else {}
         sample = Sample(
-            time.time(),
+            at,
             int(metrics.get("records_read", 0)),
             int(metrics.get("checkpoints", 0)),
             metrics.get("last_checkpoint_duration_ms"),
-            memory.rss / 2**20,
-            times.user + times.system,
+            rss_mib,
+            cpu_s,
         )
         previous = self.samples[-1] if self.samples else None
         self.samples.append(sample)
@@ -189,6 +199,7 @@ class PipelineProcess:
                 self._process.returncode = self.exit_code
                 self.cpu_s = usage.ru_utime + usage.ru_stime
                 self.peak_rss_mib = usage.ru_maxrss / 1024
+                self._last_look(self.cpu_s)
                 return
             self._look()
             if self._stop.wait(self.every):
