@@ -99,7 +99,7 @@ def write_compacted(
         rows = scan.to_table([task])
         if not rows.num_rows:
             continue
-        rows = pa.Table.from_arrays(rows.cast(arrow_schema).columns, schema=arrow_schema)
+        rows = rows.cast(arrow_schema)  # the table's field ids, which rows read back lack
         writer.write(rows)
         key_parts.append(rows.select(list(keys)))
     if not key_parts:  # every row deleted: no file (the writer creates it at its first rows)

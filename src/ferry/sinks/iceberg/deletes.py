@@ -113,7 +113,7 @@ class KeyIndex:
     composite keys).
     """
 
-    __slots__ = ("_numbers", "_places", "delete_files", "deleted", "files", "keys", "snapshot_id")
+    __slots__ = ("_numbers", "_places", "deletes", "files", "keys", "snapshot_id")
 
     def __init__(self, keys: tuple[str, ...], snapshot_id: int | None) -> None:
         self.keys = keys
@@ -121,10 +121,9 @@ class KeyIndex:
         self.files: list[str] = []
         self._numbers: dict[str, int] = {}
         self._places: IntegerPlaces | dict[Hashable, int] | None = None
-        #: Per data file, the live delete files that apply to it alone (one, once ferry wrote it).
-        self.delete_files: dict[str, list[DataFile]] = {}
-        #: Per data file, the sorted positions those delete files remove.
-        self.deleted: dict[str, np.ndarray] = {}
+        #: Per data file, the live delete files that apply to it alone (at most
+        #: :data:`DELETE_FILES_PER_DATA_FILE` once ferry wrote them), each with the positions it removes.
+        self.deletes: dict[str, list[tuple[DataFile, np.ndarray]]] = {}
 
     @classmethod
     def of_table(cls, table: Table, keys: tuple[str, ...]) -> KeyIndex:
@@ -138,20 +137,17 @@ class KeyIndex:
             path = task.file.file_path
             columns = read_key_columns(table.io, path, field_ids)
             deleted: set[int] = set()
-            own: list[DataFile] = []
-            own_positions: list[np.ndarray] = []
+            own: list[tuple[DataFile, np.ndarray]] = []
             for delete_file in task.delete_files:
                 positions = _read_deletes(table.io, delete_file).get(path)
                 if positions is None:
                     continue
                 deleted.update(positions.to_pylist())
                 if referenced_data_file(delete_file) == path:  # ferry's, or one for this file alone
-                    own.append(delete_file)
-                    own_positions.append(np.asarray(positions.to_numpy(), dtype=np.int64))
+                    own.append((delete_file, np.asarray(positions.to_numpy(), dtype=np.int64)))
             index.add_file(path, columns, skip=deleted)
             if own:
-                index.delete_files[path] = own
-                index.deleted[path] = np.unique(np.concatenate(own_positions))
+                index.deletes[path] = own
         return index
 
     def __len__(self) -> int:
@@ -230,13 +226,13 @@ class KeyIndex:
         planned: dict[str, np.ndarray] = {}
         replaced: list[DataFile] = []
         for path, rows in positions.items():
-            new = np.unique(np.asarray(rows, dtype=np.int64))
-            own = self.delete_files.get(path, [])
+            new = np.asarray(rows, dtype=np.int64)
+            own = self.deletes.get(path, [])
             if len(own) >= DELETE_FILES_PER_DATA_FILE:
-                planned[path] = np.union1d(self.deleted[path], new)
-                replaced.extend(own)
+                planned[path] = np.unique(np.concatenate([*(p for _, p in own), new]))
+                replaced.extend(f for f, _ in own)
             else:
-                planned[path] = new
+                planned[path] = np.unique(new)
         return planned, replaced
 
     def record_deletes(
@@ -248,16 +244,13 @@ class KeyIndex:
         for delete_file in written:
             path = referenced_data_file(delete_file)
             assert path is not None and path in planned
-            kept = [f for f in self.delete_files.get(path, []) if f not in removed]
-            self.delete_files[path] = [*kept, delete_file]
-            before = self.deleted.get(path)
-            self.deleted[path] = planned[path] if before is None else np.union1d(before, planned[path])
+            kept = [(f, p) for f, p in self.deletes.get(path, []) if f not in removed]
+            self.deletes[path] = [*kept, (delete_file, planned[path])]
 
     def forget_files(self, paths: set[str]) -> None:
         """Drop the keys whose rows are in these files (a compaction rewrote them)."""
         for path in paths:
-            self.delete_files.pop(path, None)
-            self.deleted.pop(path, None)
+            self.deletes.pop(path, None)
         numbers = {self._numbers[p] for p in paths if p in self._numbers}
         places = self._places
         if not numbers or places is None:
@@ -564,8 +557,8 @@ class _RemovingDeleteFiles:
 
 class RowDelta(_RemovingDeleteFiles, _MergeAppendFiles):
     """Adds data files and position delete files in one snapshot (Iceberg's "row delta"), removing
-    the delete files that the added ones replace; the table's delete files are then listed in one
-    delete manifest."""
+    the delete files that the added ones replace; past :data:`DELETE_MANIFESTS` delete manifests,
+    or when it removes delete files, it lists the table's delete files in one."""
 
     def __init__(self, tx: Transaction, io: FileIO, snapshot_properties: dict[str, str]) -> None:
         super().__init__(Operation.OVERWRITE, tx, io, snapshot_properties=snapshot_properties)

@@ -413,6 +413,10 @@ class IcebergSink(TableFormatSink):
         super().flush(offsets)
 
     def after_commit(self, table_id: TableId, properties: dict[str, str]) -> None:
+        """Every ``sink.compaction.commit-interval`` commits of a table, its compaction
+        (:meth:`compact`). A checkpoint's compactions together read at most
+        ``sink.compaction.small-file-bytes`` (the first one always runs): tables due at the same
+        checkpoint take turns, a table whose turn has not come staying due."""
         if not self.config.compaction_enabled:
             return
         count = self._commits_since_compaction.get(table_id, 0) + 1
@@ -441,8 +445,6 @@ class IcebergSink(TableFormatSink):
         Runs when the table has at least ``sink.compaction.min-input-files`` files smaller than
         ``sink.compaction.small-file-bytes`` in one size tier (:mod:`~ferry.sinks.iceberg.compaction`).
         The rows do not change, so the snapshot carries the same offsets as the commit before it.
-        A checkpoint's compactions together read at most ``small-file-bytes`` (the first one
-        always runs): tables due at the same checkpoint take turns.
         """
         table = self.require_table(table_id)
         tasks = self._compaction_input(table)
