@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import binascii
 import decimal
+import itertools
 import json
 from datetime import UTC, datetime
 from typing import Any
@@ -14,7 +15,7 @@ import msgspec
 import orjson
 import pytest
 from format_fixtures import records
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from test_debezium import FIXTURES
 
@@ -105,18 +106,27 @@ def _records(pairs: list[tuple[bytes | None, bytes | None]]) -> list[Record]:
 def test_a_stream_of_changes_decodes_the_same_typed(with_schema: bool) -> None:
     batch = _records(_stream(with_schema))
     decoder = DebeziumJsonDecoder()
-    read, typed = decoder._typed_change, []
+    read, one_by_one, typed = decoder._typed_change, decoder._decode_record, []
+    singly: list[Record] = []
 
     def counted(*args: Any, **kwargs: Any) -> bool:
         typed.append(read(*args, **kwargs))
         return typed[-1]
 
+    def counted_record(record: Any, out: list[Event]) -> None:
+        singly.append(record)
+        one_by_one(record, out)
+
     decoder._typed_change = counted  # type: ignore[method-assign]
+    decoder._decode_record = counted_record  # type: ignore[method-assign]
     events = decoder.decode(batch)
     _same(events, _generic().decode(batch))
     changes = [e for e in events if isinstance(e, DataChange)]
     assert len(changes) == 30 + 10 + 4
-    assert typed.count(True) == len(changes) - 1  # all but the partition's first record
+    # all but the partition's first record are read typed, the first of them one by one and
+    # the others by the partition's run
+    assert len(singly) - typed.count(True) == 1
+    assert len(singly) == 2
     if with_schema:
         first = changes[0].after
         assert first is not None
@@ -382,3 +392,73 @@ def test_a_long_batch_with_odd_records_inside_decodes_the_same_typed(with_schema
     bad = [e for e in events if isinstance(e, BadRecord)]
     assert [e.position.offset for e in bad if "the record key does not match its row" in e.reason] == [900]
     assert sum(isinstance(e, DataChange | BadRecord) for e in events) == 1299 + 50
+
+
+_STREAM_STEPS = st.lists(
+    st.tuples(
+        st.integers(0, 2),  # topic and partition
+        st.integers(0, 1),  # table
+        st.sampled_from(
+            ["insert", "update", "delete", "add column", "drop column", "odd", "other key", "tombstone"]
+        ),
+    ),
+    min_size=1,
+    max_size=60,
+)
+
+
+@settings(max_examples=80, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(with_schema=st.booleans(), steps=_STREAM_STEPS, cuts=st.lists(st.integers(0, 60), max_size=6))
+# a table's schema changed in another topic, then back in this one: the earlier record schema again
+@example(
+    with_schema=True,
+    steps=[(0, 0, "insert"), (0, 0, "insert"), (2, 0, "add column"), (0, 0, "drop column")],
+    cuts=[],
+)
+def test_a_stream_cut_into_batches_decodes_the_same_typed_as_it_goes(
+    with_schema: bool, steps: list[tuple[int, int, str]], cuts: list[int]
+) -> None:
+    """Two tables in the partitions of two topics, their schemas changing on the way (a column
+    added or dropped: records of another schema, or of an earlier one again), odd records among good ones, the stream cut into batches
+    anywhere: one decoder that keeps what each partition's records have been from batch to batch
+    gives, batch by batch, the generic path's events. (Partition 0 of both topics holds records
+    of the same tables, as when a table's topic is renamed.)"""
+    tables = [_table(with_schema), _table(with_schema)]
+    tables[1].table = "invoices"
+    added = [0, 0]
+    batch: list[Record] = []
+    for offset, (place, which, kind) in enumerate(steps):
+        table, key = tables[which], offset + 1
+        row = _row(key)
+        for n in range(added[which]):
+            row[f"extra_{n}"] = key + n
+        if kind == "add column":
+            table.add_column(f"extra_{added[which]}", dbz.INT64)
+            added[which] += 1
+            pair: tuple[bytes | None, bytes | None] = table.insert({**row, f"extra_{added[which] - 1}": 7})
+        elif kind == "drop column" and added[which]:
+            added[which] -= 1
+            table.drop_column(f"extra_{added[which]}")
+            del row[f"extra_{added[which]}"]
+            pair = table.insert(row)
+        elif kind in ("insert", "drop column"):
+            pair = table.insert(row)
+        elif kind == "update":
+            pair = table.update(row, {**row, "qty": -key})
+        elif kind == "delete":
+            pair = table.delete(row)
+        elif kind == "odd":
+            key_bytes, value = table.insert(row)
+            payload = _payload(value, with_schema)
+            payload["after"]["qty"] = "12"
+            pair = (key_bytes, _with_payload(value, payload, with_schema))
+        elif kind == "other key":
+            pair = (table.insert({**row, "id": key + 1000})[0], table.insert(row)[1])
+        else:
+            pair = (table.insert(row)[0], None)
+        topic, partition = ("srv.shop.orders", place) if place < 2 else ("srv.shop.orders_v2", 0)
+        batch.append(Record(topic, partition, offset, key=pair[0], value=pair[1]))
+    typed, generic = DebeziumJsonDecoder(), _generic()
+    bounds = sorted({0, len(batch), *(c for c in cuts if c < len(batch))})
+    for start, end in itertools.pairwise(bounds):
+        _same(typed.decode(batch[start:end]), generic.decode(batch[start:end]))

@@ -141,6 +141,34 @@ class _InferredShape:
 
 
 @dataclass(slots=True, eq=False)
+class _Run:
+    """What a partition's records have been, as long as they keep to it: the record schema (its
+    bytes before the payload), the typed decoder of its payloads, the table and its schema, and
+    the key's schema and columns. The records of a partition that match its run are decoded by
+    :meth:`DebeziumJsonDecoder._decode_runs` with a few comparisons each; the first that does not
+    match takes the per-record path, which makes the partition's run again.
+
+    A run only ever accepts what :meth:`DebeziumJsonDecoder._typed_change` would accept, and gives
+    the same events."""
+
+    topic: str
+    partition: int
+    prefix: bytes
+    """The bytes before the payload (``b""`` for records without the envelope)."""
+    typed: TypedPayloads
+    plan: _Plan | None
+    """The envelope's plan (None for rows whose types are inferred)."""
+    table: _Table
+    source: tuple[str | None, str | None, str]
+    """The ``source`` block's database, schema and table."""
+    key_prefix: bytes | None
+    """The key's bytes before its payload (``b""`` for a key without the envelope, None for
+    records without a key)."""
+    key_names: tuple[str, ...]
+    schema: Schema
+
+
+@dataclass(slots=True, eq=False)
 class _Table:
     """Per (table, partition) state."""
 
@@ -242,6 +270,8 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
         """The keys of the batch being decoded that the typed path parsed, by their bytes."""
         self._columnar: dict[TypedPayloads, list[Row]] = {}
         """The rows of the batch being decoded whose columnar columns are still to convert."""
+        self._runs: dict[tuple[str, int], _Run] = {}
+        """Per partition: the shape its last record had, when the typed decoder read it."""
 
     def decode(self, records: Sequence[RecordLike]) -> list[Event]:
         with collection_paused():
@@ -249,11 +279,163 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
 
     def _decode(self, records: Sequence[RecordLike]) -> list[Event]:
         out: list[Event] = []
-        append = out.append
-        last_plan = self._last_plan
-        tables = self._tables
-        typed_rows, inferred_shapes, typed_change = self._typed_rows, self._inferred, self._typed_change
         self._keys_seen.clear()
+        index, count = 0, len(records)
+        record_path = self._decode_record
+        while index < count:
+            if self._runs:
+                index = self._decode_runs(records, index, out)
+                if index == count:
+                    break
+            record_path(records[index], out)
+            index += 1
+        if self._columnar:
+            for typed, rows in self._columnar.items():
+                typed.convert_columns(rows)
+            self._columnar.clear()
+        return out
+
+    def _decode_runs(self, records: Sequence[RecordLike], index: int, out: list[Event]) -> int:
+        """Decode the records from ``index`` on as long as each matches its partition's run (see
+        :class:`_Run`): the index of the first that does not (or of the end)."""
+        append, runs, columnar, loads, count = (
+            out.append,
+            self._runs,
+            self._columnar,
+            orjson.loads,
+            len(records),
+        )
+        new, position_type, data_change, ops, delete, envelope = (
+            _new,
+            SourcePosition,
+            DataChange,
+            _OPS,
+            Op.DELETE,
+            _ENVELOPE,
+        )
+        decode_errors = (msgspec.ValidationError, msgspec.DecodeError)
+        run: _Run | None = None
+        entered = index
+        while index < count:
+            record = records[index]
+            topic = record.topic()
+            partition = record.partition()
+            if run is None or partition != run.partition or topic != run.topic:
+                if run is not None and index > entered:
+                    run.typed.misses = 0
+                run = runs.get((topic, partition))
+                if run is None or (run.plan is not None and run.plan.typed is not run.typed):
+                    return index
+                entered = index
+                typed, prefix, table, schema = run.typed, run.prefix, run.table, run.schema
+                decode, plain, row_of, rows = typed.decode, typed.plain, typed.row, None
+                start = len(prefix)
+                db, schema_name, name = run.source
+                key_prefix, key_names = run.key_prefix, run.key_names
+                key_start = len(key_prefix) if key_prefix else 0
+                table_id = table.table_id
+                if typed.columnar:
+                    rows = columnar.get(typed)
+                    if rows is None:
+                        rows = columnar[typed] = []
+            value = record.value()
+            if value is None:
+                break
+            try:
+                if start:
+                    if not value.startswith(prefix) or not value.endswith(b"}"):
+                        break
+                    payload = decode(value[start:-1])
+                else:
+                    if value.startswith(envelope):
+                        break
+                    payload = decode(value)
+            except decode_errors:
+                break
+            op = ops.get(payload.op)
+            source = payload.source
+            if (
+                op is None
+                or source is None
+                or source.table != name
+                or source.db != db
+                or source.schema != schema_name
+            ):
+                break
+            after_struct, before_struct = payload.after, payload.before
+            row_struct = before_struct if op is delete else after_struct
+            if row_struct is None:
+                break
+            key = record.key()
+            if key_prefix is None:
+                if key is not None:
+                    break
+            else:
+                if key is None:
+                    break
+                try:
+                    if key_start:
+                        if not key.startswith(key_prefix):
+                            break
+                        document = loads(key[key_start : key.rfind(b"}")])
+                    else:
+                        document = loads(key)
+                except orjson.JSONDecodeError:
+                    break
+                if type(document) is not dict or (not key_start and tuple(document) != key_names):
+                    break
+                if key_names:
+                    row_struct = after_struct if after_struct is not None else before_struct
+                    mismatch = False
+                    for column, key_value in document.items():
+                        if getattr(row_struct, column, key_value) != key_value:
+                            mismatch = True
+                            break
+                    if mismatch:
+                        break
+            if plain:
+                after = None if after_struct is None else _asdict(after_struct)
+                before = None if before_struct is None else _asdict(before_struct)
+            else:
+                after = before = None
+                if after_struct is not None and (after := row_of(after_struct)) is None:
+                    break
+                if before_struct is not None and (before := row_of(before_struct)) is None:
+                    break
+            if table.emitted is not schema:
+                break
+            if rows is not None:
+                if after is not None:
+                    rows.append(after)
+                if before is not None:
+                    rows.append(before)
+                if len(rows) >= _COLUMN_CHUNK:
+                    typed.convert_columns(rows)
+                    rows.clear()
+            append(
+                new(
+                    data_change,
+                    (
+                        table_id,
+                        op,
+                        before,
+                        after,
+                        new(position_type, (topic, partition, record.offset())),
+                        source.ts_ms or payload.ts_ms,
+                    ),
+                )
+            )
+            index += 1
+        if run is not None and index > entered:
+            run.typed.misses = 0
+        return index
+
+    def _decode_record(self, record: RecordLike, out: list[Event]) -> None:
+        """Decode one record the general way (and make its partition's run when it has one)."""
+        append = out.append
+        tables = self._tables
+        last_plan, inferred_shapes = self._last_plan, self._inferred
+        typed_rows, typed_change = self._typed_rows, self._typed_change
         loads, envelope, ops, new, position_type, delete = (
             orjson.loads,
             _ENVELOPE,
@@ -262,110 +444,108 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
             SourcePosition,
             Op.DELETE,
         )
-        for record in records:
-            try:
-                value = record.value()
-                topic = record.topic()
-                partition = record.partition()
-                position = new(position_type, (topic, partition, record.offset()))
-                if value is None:
-                    append(Tombstone(position, record.key()))
-                    continue
-                plan = _INFER
-                payload: Any = None
-                if value.startswith(envelope):
-                    cached = last_plan.get((topic, partition))
-                    if cached is not None and value.startswith(cached[0]):
-                        end = value.rfind(b"}")
-                        if end == len(value) - 1 or not value[end + 1 :].strip():
-                            typed = cached[1].typed
-                            if typed is not None and typed_rows:
-                                data = value[len(cached[0]) : end]
-                                if typed_change(typed, data, record, position, out, plan=cached[1]):
-                                    continue
-                            try:
-                                payload = loads(value[len(cached[0]) : end])
-                                plan = cached[1]
-                            except orjson.JSONDecodeError:
-                                plan = _INFER
-                    if plan is _INFER:
-                        payload, plan = self._envelope(_parse(value), value, topic, partition)
-                else:
-                    shape = inferred_shapes.get((topic, partition)) if typed_rows else None
-                    if (
-                        shape is not None
-                        and shape.typed is not None
-                        and typed_change(shape.typed, value, record, position, out, expected=shape.table)
-                    ):
-                        continue
-                    try:
-                        payload = loads(value)
-                    except orjson.JSONDecodeError as e:
-                        raise DecodeError(json_error(e)) from None
-                    if type(payload) is dict and "payload" in payload and "schema" in payload:
-                        payload, plan = self._envelope(payload, value, topic, partition)
-                if type(payload) is not dict:
-                    raise DecodeError("not a Debezium change event: the payload is not a JSON object")
-                code = payload.get("op")
-                op = ops.get(code)  # type: ignore[arg-type]
-                source = payload.get("source")
-                if op is None and code is None and not any(f in payload for f in _ENVELOPE_FIELDS):
-                    self._flattened(payload, plan, record, position, out)
-                    continue
-                if type(source) is dict and (name := source.get("table")):
-                    table = tables.get((source.get("db"), source.get("schema"), name, partition))
-                    if table is None:
-                        table = self._new_table(source, partition)
-                else:
-                    table = self._topic_table(topic, partition)
-                if op is None:
-                    self._no_row_op(payload, table.table_id, record, position, out)
-                    continue
-                if plan.error is not None:
-                    raise DecodeError(plan.error)
-                before: Row | None = payload.get("before")
-                after: Row | None = payload.get("after")
-                if (before is not None and type(before) is not dict) or (
-                    after is not None and type(after) is not dict
-                ):
-                    raise DecodeError("'before' and 'after' must be JSON objects or null")
-                key = record.key()
-                keys, key_row = ((), None) if key is None else self._key_names(key, topic, partition)
-                converter, schema = self._convert(table, plan, keys, after, before)
-                if keys:
-                    self._check_key(
-                        key,
-                        after if after is not None else before,
-                        topic,
-                        partition,
-                        key_row,
-                        converter=converter,
-                        table=table,
+        try:
+            value = record.value()
+            topic = record.topic()
+            partition = record.partition()
+            position = new(position_type, (topic, partition, record.offset()))
+            if self._runs:
+                self._runs.pop((topic, partition), None)
+            if value is None:
+                append(Tombstone(position, record.key()))
+                return
+            plan = _INFER
+            payload: Any = None
+            if value.startswith(envelope):
+                cached = last_plan.get((topic, partition))
+                if cached is not None and value.startswith(cached[0]):
+                    end = value.rfind(b"}")
+                    if end == len(value) - 1 or not value[end + 1 :].strip():
+                        typed = cached[1].typed
+                        if typed is not None and typed_rows:
+                            data = value[len(cached[0]) : end]
+                            if typed_change(
+                                typed, data, record, position, out, plan=cached[1], prefix=cached[0]
+                            ):
+                                return
+                        try:
+                            payload = loads(value[len(cached[0]) : end])
+                            plan = cached[1]
+                        except orjson.JSONDecodeError:
+                            plan = _INFER
+                if plan is _INFER:
+                    payload, plan = self._envelope(_parse(value), value, topic, partition)
+            else:
+                shape = inferred_shapes.get((topic, partition)) if typed_rows else None
+                if (
+                    shape is not None
+                    and shape.typed is not None
+                    and typed_change(
+                        shape.typed, value, record, position, out, expected=shape.table, prefix=b""
                     )
-                if op is delete:
-                    if before is None:
-                        before = self._key_row(key, converter, table)
-                elif after is None:
-                    raise DecodeError(f"op {payload['op']!r} without an 'after' row")
-                if table.emitted is not schema:
-                    if schema.columns and (table.emitted is None or table.emitted != schema):
-                        append(SchemaObserved(table.table_id, schema, position))
-                    table.emitted = schema
-                ts = source.get("ts_ms") if type(source) is dict else None
-                append(
-                    new(DataChange, (table.table_id, op, before, after, position, ts or payload.get("ts_ms")))
+                ):
+                    return
+                try:
+                    payload = loads(value)
+                except orjson.JSONDecodeError as e:
+                    raise DecodeError(json_error(e)) from None
+                if type(payload) is dict and "payload" in payload and "schema" in payload:
+                    payload, plan = self._envelope(payload, value, topic, partition)
+            if type(payload) is not dict:
+                raise DecodeError("not a Debezium change event: the payload is not a JSON object")
+            code = payload.get("op")
+            op = ops.get(code)  # type: ignore[arg-type]
+            source = payload.get("source")
+            if op is None and code is None and not any(f in payload for f in _ENVELOPE_FIELDS):
+                self._flattened(payload, plan, record, position, out)
+                return
+            if type(source) is dict and (name := source.get("table")):
+                table = tables.get((source.get("db"), source.get("schema"), name, partition))
+                if table is None:
+                    table = self._new_table(source, partition)
+            else:
+                table = self._topic_table(topic, partition)
+            if op is None:
+                self._no_row_op(payload, table.table_id, record, position, out)
+                return
+            if plan.error is not None:
+                raise DecodeError(plan.error)
+            before: Row | None = payload.get("before")
+            after: Row | None = payload.get("after")
+            if (before is not None and type(before) is not dict) or (
+                after is not None and type(after) is not dict
+            ):
+                raise DecodeError("'before' and 'after' must be JSON objects or null")
+            key = record.key()
+            keys, key_row = ((), None) if key is None else self._key_names(key, topic, partition)
+            converter, schema = self._convert(table, plan, keys, after, before)
+            if keys:
+                self._check_key(
+                    key,
+                    after if after is not None else before,
+                    topic,
+                    partition,
+                    key_row,
+                    converter=converter,
+                    table=table,
                 )
-                if plan is _INFER and typed_rows:
-                    self._learned(topic, partition, table)
-            except DecodeError as e:
-                append(bad_record(record, e.reason))
-            except Exception as e:  # a record must never stop the batch
-                append(bad_record(record, internal_error(e)))
-        if self._columnar:
-            for typed, rows in self._columnar.items():
-                typed.convert_columns(rows)
-            self._columnar.clear()
-        return out
+            if op is delete:
+                if before is None:
+                    before = self._key_row(key, converter, table)
+            elif after is None:
+                raise DecodeError(f"op {payload['op']!r} without an 'after' row")
+            if table.emitted is not schema:
+                if schema.columns and (table.emitted is None or table.emitted != schema):
+                    append(SchemaObserved(table.table_id, schema, position))
+                table.emitted = schema
+            ts = source.get("ts_ms") if type(source) is dict else None
+            append(new(DataChange, (table.table_id, op, before, after, position, ts or payload.get("ts_ms"))))
+            if plan is _INFER and typed_rows:
+                self._learned(topic, partition, table)
+        except DecodeError as e:
+            append(bad_record(record, e.reason))
+        except Exception as e:  # a record must never stop the batch
+            append(bad_record(record, internal_error(e)))
 
     # ------------------------------------------------------------------------------- rows
 
@@ -459,10 +639,13 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
         *,
         plan: _Plan | None = None,
         expected: _Table | None = None,
+        prefix: bytes | None = None,
     ) -> bool:
         """Decode one change event with a typed decoder (see :mod:`debezium_typed`): True when its
         events are appended, False, with nothing appended, when the generic path must decode it.
-        ``plan`` is the envelope's, None for rows whose types are inferred for ``expected``."""
+        ``plan`` is the envelope's, None for rows whose types are inferred for ``expected``. With
+        ``prefix`` (the record's bytes before ``data``), a change appended makes the run of its
+        partition (:class:`_Run`)."""
         try:
             payload = typed.decode(data)
         except (msgspec.ValidationError, msgspec.DecodeError):
@@ -536,7 +719,25 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
         out.append(
             _new(DataChange, (table.table_id, op, before, after, position, source.ts_ms or payload.ts_ms))
         )
+        if prefix is not None:
+            self._runs[(position.topic, position.partition)] = _Run(
+                position.topic,
+                position.partition,
+                prefix,
+                typed,
+                plan,
+                table,
+                (source.db, source.schema, source.table),
+                None if key is None else self._key_prefix(key, position.topic, position.partition),
+                names,
+                schema,
+            )
         return True
+
+    def _key_prefix(self, key: bytes, topic: str, partition: int) -> bytes:
+        """The bytes before a key's payload that :meth:`_typed_key` found (``b""``: none)."""
+        cached = self._last_key.get((topic, partition))
+        return cached[0] if cached is not None and key.startswith(cached[0]) else b""
 
     def _typed_key(self, key: bytes, topic: str, partition: int) -> tuple[tuple[str, ...], Row] | None:
         """A key's column names and JSON values, or None when the generic path must read it."""
