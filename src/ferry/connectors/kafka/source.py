@@ -166,10 +166,19 @@ class KafkaSource:
             self._rebalanced = False
             owned = set(self.assigned)
             records = [r for r in records if (r.topic(), r.partition()) in owned]
-        if self.end_offsets and records:
+        if self.end_offsets and records and self._past_the_end():
             ends = self.end_offsets
             records = [r for r in records if r.offset() < ends.get((r.topic(), r.partition()), 1 << 62)]
         return records  # type: ignore[no-any-return]
+
+    def _past_the_end(self) -> bool:
+        """Whether the records just consumed may reach beyond a partition's end: the consumer's
+        position (past its last record handed out) is past the end in one of them. Asked once per
+        poll, so that the records are looked at one by one only in the polls that need it."""
+        assert self.consumer is not None
+        ends = self.end_offsets
+        positions = self.consumer.position([TopicPartition(t, p) for t, p in self.assigned])
+        return any(tp.offset > ends.get((tp.topic, tp.partition), 1 << 62) for tp in positions)
 
     def keep_alive(self) -> Sequence[Any]:
         """A poll that keeps the group membership while a long batch is processed: the partitions
