@@ -79,6 +79,7 @@ _TRUE = ("true", True)
 #: Builds a NamedTuple without its Python-level ``__new__`` (the hot path makes two per record).
 _new = tuple.__new__
 _asdict = msgspec.structs.asdict
+_encode = msgspec.json.encode
 Row = dict[str, Any]
 
 
@@ -140,6 +141,28 @@ class _InferredShape:
     rebuilt: int = 0
 
 
+def _parsed_key_matches(key: bytes, prefix: bytes, names: tuple[str, ...], row: Any) -> bool:
+    """Whether a key's JSON values are its row struct's (as :meth:`DebeziumJsonDecoder._typed_key`
+    and :meth:`~DebeziumJsonDecoder._typed_change` read them): the key after ``prefix`` (the bytes
+    before its payload; ``b""``: the whole key, whose columns must be ``names``)."""
+    try:
+        if prefix:
+            if not key.startswith(prefix):
+                return False
+            document = orjson.loads(key[len(prefix) : key.rfind(b"}")])
+        else:
+            document = orjson.loads(key)
+    except orjson.JSONDecodeError:
+        return False
+    if type(document) is not dict or (not prefix and tuple(document) != names):
+        return False
+    if names:
+        for column, value in document.items():
+            if getattr(row, column, value) != value:
+                return False
+    return True
+
+
 @dataclass(slots=True, eq=False)
 class _Run:
     """What a partition's records have been, as long as they keep to it: the record schema (its
@@ -166,6 +189,12 @@ class _Run:
     records without a key)."""
     key_names: tuple[str, ...]
     schema: Schema
+    key_column: str | None = None
+    """The key's one column, when its keys are written as ``key_head``, the column's value as
+    msgspec writes it, and ``key_tail`` (compact JSON, such as Kafka Connect's): such a key is
+    compared with its row's value by its bytes, without parsing it."""
+    key_head: bytes = b""
+    key_tail: bytes = b""
 
 
 @dataclass(slots=True, eq=False)
@@ -298,13 +327,7 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
     def _decode_runs(self, records: Sequence[RecordLike], index: int, out: list[Event]) -> int:
         """Decode the records from ``index`` on as long as each matches its partition's run (see
         :class:`_Run`): the index of the first that does not (or of the end)."""
-        append, runs, columnar, loads, count = (
-            out.append,
-            self._runs,
-            self._columnar,
-            orjson.loads,
-            len(records),
-        )
+        append, runs, columnar, encode, count = out.append, self._runs, self._columnar, _encode, len(records)
         new, position_type, data_change, ops, delete, envelope = (
             _new,
             SourcePosition,
@@ -332,7 +355,8 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
                 start = len(prefix)
                 db, schema_name, name = run.source
                 key_prefix, key_names = run.key_prefix, run.key_names
-                key_start = len(key_prefix) if key_prefix else 0
+                key_column, key_head, key_tail = run.key_column, run.key_head, run.key_tail
+                head_end, tail_start = len(key_head), -len(key_tail)
                 table_id = table.table_id
                 if typed.columnar:
                     rows = columnar.get(typed)
@@ -370,29 +394,18 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
             if key_prefix is None:
                 if key is not None:
                     break
+            elif key is None:
+                break
             else:
-                if key is None:
+                row_struct = after_struct if after_struct is not None else before_struct
+                if not (
+                    key_column is not None
+                    and (type(key_value := getattr(row_struct, key_column)) is int or type(key_value) is str)
+                    and key.startswith(key_head)
+                    and key.endswith(key_tail)
+                    and key[head_end:tail_start] == encode(key_value)
+                ) and not _parsed_key_matches(key, key_prefix, key_names, row_struct):
                     break
-                try:
-                    if key_start:
-                        if not key.startswith(key_prefix):
-                            break
-                        document = loads(key[key_start : key.rfind(b"}")])
-                    else:
-                        document = loads(key)
-                except orjson.JSONDecodeError:
-                    break
-                if type(document) is not dict or (not key_start and tuple(document) != key_names):
-                    break
-                if key_names:
-                    row_struct = after_struct if after_struct is not None else before_struct
-                    mismatch = False
-                    for column, key_value in document.items():
-                        if getattr(row_struct, column, key_value) != key_value:
-                            mismatch = True
-                            break
-                    if mismatch:
-                        break
             if plain:
                 after = None if after_struct is None else _asdict(after_struct)
                 before = None if before_struct is None else _asdict(before_struct)
@@ -720,7 +733,7 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
             _new(DataChange, (table.table_id, op, before, after, position, source.ts_ms or payload.ts_ms))
         )
         if prefix is not None:
-            self._runs[(position.topic, position.partition)] = _Run(
+            run = self._runs[(position.topic, position.partition)] = _Run(
                 position.topic,
                 position.partition,
                 prefix,
@@ -732,12 +745,28 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
                 names,
                 schema,
             )
+            if key is not None and len(names) == 1:
+                self._key_form(run, key, after_struct if after_struct is not None else before_struct)
         return True
 
     def _key_prefix(self, key: bytes, topic: str, partition: int) -> bytes:
         """The bytes before a key's payload that :meth:`_typed_key` found (``b""``: none)."""
         cached = self._last_key.get((topic, partition))
         return cached[0] if cached is not None and key.startswith(cached[0]) else b""
+
+    @staticmethod
+    def _key_form(run: _Run, key: bytes, row: Any) -> None:
+        """The bytes around the value of a one-column key (see :attr:`_Run.key_column`), when the
+        run's first key is written that way."""
+        assert run.key_prefix is not None
+        column = run.key_names[0]
+        value = getattr(row, column, None)
+        if type(value) is not int and type(value) is not str:
+            return
+        head = run.key_prefix + b"{" + _encode(column) + b":"
+        tail = b"}}" if run.key_prefix else b"}"
+        if key == head + _encode(value) + tail:
+            run.key_column, run.key_head, run.key_tail = column, head, tail
 
     def _typed_key(self, key: bytes, topic: str, partition: int) -> tuple[tuple[str, ...], Row] | None:
         """A key's column names and JSON values, or None when the generic path must read it."""
