@@ -30,6 +30,7 @@ already shows is not applied again.
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import threading
 import time
@@ -45,7 +46,7 @@ from ferry.pipeline.checkpoints import CheckpointStore
 from ferry.pipeline.commits import Background, Checkpoints, SerialDeadLetter
 from ferry.pipeline.events import BadRecord, DataChange, Event, SchemaHint, SchemaObserved, Tombstone
 from ferry.pipeline.exceptions import CheckpointError
-from ferry.pipeline.metrics import Decode, Metrics, tune_garbage_collector, worker_name
+from ferry.pipeline.metrics import Decode, GarbageCollection, Metrics, worker_name
 from ferry.pipeline.partitions import (
     PartitionHandOver,
     PartitionOffsets,
@@ -157,6 +158,7 @@ class PipelineRunner:
         self._aliases: dict[tuple[TableId, int], dict[str, str]] = {}
         #: The rest of a batch a part of which took the whole poll budget: (events, records)
         self._leftover: tuple[list[Event], list[Any]] | None = None
+        self.garbage = GarbageCollection()
 
     # ------------------------------------------------------------------------------ lifecycle
 
@@ -184,16 +186,15 @@ class PipelineRunner:
         stop = stop or threading.Event()
         try:
             self.open()
-            if self.settings.tune_gc:
-                tune_garbage_collector()
-            while not stop.is_set():
-                self.step()
-                if self._leftover is None and self.source.finished():
-                    self.status.set(Phase.RUNNING, "bounded read reached its end")
-                    self.checkpoints.wait()  # its rows counted as written
-                    self.bad.check_something_written(self._buffered)
-                    break
-            self.checkpoint()
+            with self.garbage.running() if self.settings.tune_gc else contextlib.nullcontext():
+                while not stop.is_set():
+                    self.step()
+                    if self._leftover is None and self.source.finished():
+                        self.status.set(Phase.RUNNING, "bounded read reached its end")
+                        self.checkpoints.wait()  # its rows counted as written
+                        self.bad.check_something_written(self._buffered)
+                        break
+                self.checkpoint()
             self.status.set(Phase.STOPPED, "stopped after a final checkpoint")
         except FerryError as e:
             self.status.set(Phase.FAILED, str(e))
@@ -237,6 +238,9 @@ class PipelineRunner:
         now = time.monotonic()
         if self.checkpoints.due(now, self._buffered):
             self.begin_checkpoint()
+            self.garbage.collect(now, checkpoint=True)
+        else:
+            self.garbage.collect(now, checkpoint=False)
         if now - self.status.updated >= self.settings.status_interval_s:
             self.status.update(now)
         return len(records)

@@ -32,7 +32,8 @@ class RunnerSettings:
     status_interval_s: float = 1.0
     #: How often a background schema change at the sink is polled.
     schema_change_poll_s: float = 0.2
-    #: Raise the garbage collector's thresholds while running (see :func:`tune_garbage_collector`).
+    #: Collect garbage at checkpoints instead of every so many allocations (see
+    #: :class:`~ferry.pipeline.metrics.GarbageCollection`).
     tune_gc: bool = True
     #: A batch dense in schema changes is processed in parts of about this long, the consumer polled
     #: in between, so that it keeps its group membership (well below ``max.poll.interval.ms``).
