@@ -66,6 +66,10 @@ class CheckpointStore(Protocol):
 
     def add_schema_history(self, pipeline: str, entries: Iterable[SchemaHistoryEntry]) -> None: ...
 
+    def schema_history(self, pipeline: str, sink_table: str | None = None) -> list[SchemaHistoryEntry]:
+        """The pipeline's schema-change history, oldest first (of one sink table when given)."""
+        ...
+
     def take_lease(self, pipeline: str, name: str, holder: str, ttl_s: float) -> str | None:
         """Take or renew a lease: None when ``holder`` has it now, else who has it."""
         ...

@@ -40,6 +40,7 @@ from ferry.pipeline.events import (
     AlterTableComment,
     BadRecord,
     CreateTable,
+    DropTable,
     Event,
     SchemaChange,
     SchemaHint,
@@ -281,6 +282,7 @@ class SchemaOperator:
                 self._take_hints(self._hints_for(event), after) if isinstance(event, SchemaObserved) else []
             )
             if isinstance(event, SchemaObserved):
+                changes += self._resume(event, after)
                 changes += after.observe(event, self.watermarks)
             else:
                 changes += after.hint(event, self.watermarks)
@@ -393,6 +395,56 @@ class SchemaOperator:
             del self.read_again[tp]
         return bool(passed)
 
+    def _resume(self, event: SchemaObserved, tracker: SchemaTracker) -> list[SchemaChange]:
+        """A record of a table ``tracker`` does not know, whose sink table exists already with
+        other columns: the table is tracked from the sink table's columns
+        (:meth:`SchemaTracker.resume`), not created anew from this record, which may come from a
+        partition ahead of the others (past a rename or a drop the sink table does not show yet).
+
+        A sink table this pipeline created (after its last checkpoint, before a restart) is the
+        source table as it was; of one created elsewhere only the columns DDL shows to be the
+        source's under an older name are taken. Only where the sink table is this source table's
+        alone and untransformed (its columns are then the source's)."""
+        table_id = event.table_id
+        if event.ddl is not None or table_id in tracker.tables or table_id in tracker.dropped:
+            return []
+        if self.transforms is not None and self.transforms.rule_for(table_id) is not None:
+            return []
+        sink_tables = self.tables.sink_tables(table_id)
+        if len(sink_tables) != 1 or any(s != table_id for s in self.tables.sources_of(sink_tables[0])):
+            return []
+        sink_schema = self.sink_schema(sink_tables[0])
+        if sink_schema is None or {n.lower() for n in sink_schema.names} == {
+            n.lower() for n in event.schema.names
+        }:
+            return []  # no table yet, or the columns the record has: created from the record
+        own = self._created_here(table_id, sink_tables[0])
+        changes = tracker.resume(event, sink_schema, own=own, watermarks=self.watermarks)
+        if changes is None:
+            return []
+        log.info("%s: tracked from the columns of sink table %s", table_id, sink_tables[0])
+        return changes
+
+    def _created_here(self, source_table: TableId, sink_table: TableId) -> bool:
+        """Whether the schema history says that this pipeline created ``sink_table`` for
+        ``source_table`` (and has not dropped it since), and that no other source table changed it."""
+        history = self.settings.retries.call(
+            partial(self.state.schema_history, self.settings.pipeline, str(sink_table)),
+            f"reading the schema history of {sink_table}",
+            on_wait=self.on_detail,
+            transient=self.state.is_transient,
+        )
+        created = False
+        for entry in history:
+            if entry.outcome != Action.APPLY.value:
+                continue
+            tag = entry.change.split(" ", 1)[0]
+            if tag == CreateTable.tag:
+                created = entry.source_table == str(source_table)
+            elif tag == DropTable.tag or entry.source_table != str(source_table):
+                created = False
+        return created
+
     def _hints_for(self, event: SchemaObserved) -> list[Event]:
         """Every DDL hint written so far (Debezium writes the DDL before the rows that follow it),
         before a record with other columns is diffed: a column gone may be a rename, a column
@@ -478,7 +530,7 @@ class SchemaOperator:
         finally:
             self._barrier_started = None
         if not all(isinstance(c, CreateTable) for c in changes):
-            # a table created only needs no saving: a replay creates it again over the sink's
+            # a table created only needs no saving: a replay meets the sink's again (``_resume``)
             self.on_applied(self.ahead_of_checkpoint())
         self.on_detail("reading")
 

@@ -269,6 +269,53 @@ class SchemaTracker:
         self._record(tracked, changes, event.position)
         return changes
 
+    def resume(
+        self, event: SchemaObserved, existing: Schema, *, own: bool, watermarks: Watermarks | None = None
+    ) -> list[SchemaChange] | None:
+        """A table not tracked yet whose sink table has other columns (``existing``) starts with
+        those, as a checkpoint would have kept it, not with those of ``event``, its first record
+        read here, which may be past a rename or a drop the sink table does not show: observed
+        next, the record makes such a change a removal waiting for every partition to pass it.
+
+        ``own``: this pipeline created the sink table, so each of its columns is the source's (one
+        the record lacks was dropped since). Otherwise only the columns the record has are taken,
+        under the sink's name (an older one DDL renamed), and only when DDL names such a rename
+        (else None: nothing is tracked). The record's types (and spelling, for a name spelt in
+        another case) are taken; what DDL read so far says of the table applies then."""
+        table_id, record = event.table_id, event.schema
+        # a name of the record → the sink table's name of that column, where DDL renamed it
+        renamed = _rename_aliases(self.pending_renames.get(table_id, []), existing, record, {})
+        if not own and not renamed:
+            return None
+        record_names = {sink_name: name for name, sink_name in renamed.items()}
+        unmatched = {
+            c.name.lower(): c for c in record.columns if c.name not in renamed and c.name not in existing
+        }
+        columns = []
+        for column in existing.columns:
+            if column.name in record_names:
+                columns.append(replace(record.column(record_names[column.name]), name=column.name))
+            elif column.name in record:
+                columns.append(record.column(column.name))
+            elif column.name.lower() in unmatched:  # spelt otherwise at the sink
+                columns.append(unmatched.pop(column.name.lower()))
+            elif own:  # a column the source dropped since
+                columns.append(column)
+        names = {c.name.lower(): c.name for c in columns}
+        schema = Schema(
+            tuple(columns),
+            tuple(names[k.lower()] for k in record.primary_keys if k.lower() in names),
+            tuple(names[k.lower()] for k in record.partition_keys if k.lower() in names),
+            record.comment,
+        )
+        tracked = self.tables[table_id] = TrackedTable(schema, 0)
+        self._seen(tracked, event.position)
+        self._record(tracked, [CreateTable(table_id, schema)], event.position)
+        described = self.descriptions.get(table_id)
+        if described is None:
+            return []
+        return self.described(SchemaObserved(table_id, described, None, "DDL"), watermarks)
+
     def described(self, event: SchemaObserved, watermarks: Watermarks | None = None) -> list[SchemaChange]:
         """A table as a DDL statement left it (Debezium's ``tableChanges``), in statement order but
         not in order with the rows: a column it adds is added now (rows without it fit); a column

@@ -314,13 +314,12 @@ class StateStore:
             with self.engine.begin() as conn:
                 conn.execute(insert(schema_history), rows)
 
-    def schema_history(self, pipeline: str) -> list[SchemaHistoryEntry]:
+    def schema_history(self, pipeline: str, sink_table: str | None = None) -> list[SchemaHistoryEntry]:
+        query = select(schema_history).where(schema_history.c.pipeline == pipeline)
+        if sink_table is not None:
+            query = query.where(schema_history.c.sink_table == sink_table)
         with self.engine.connect() as conn:
-            rows = conn.execute(
-                select(schema_history)
-                .where(schema_history.c.pipeline == pipeline)
-                .order_by(schema_history.c.id)
-            ).all()
+            rows = conn.execute(query.order_by(schema_history.c.id)).all()
         return [
             SchemaHistoryEntry(
                 r.source_table, r.sink_table, r.change, r.outcome, r.reason, r.position, r.at_ms, r.barrier_ms
