@@ -9,21 +9,18 @@ took, how old a change was when it was committed, how far behind the newest reco
 
 from __future__ import annotations
 
-import gc
 import logging
 import os
 import socket
 import time
 import uuid
-from collections.abc import Callable, Iterator, Sequence
-from contextlib import contextmanager
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from prometheus_client import CollectorRegistry, Histogram
 
 from ferry.connectors.base import RetentionReporting, Source
-from ferry.connectors.formats import collection_paused
 from ferry.offsets import encode_offsets
 from ferry.pipeline.catch_up import CatchUpLog, RecentRate, catch_up_line, eta_seconds
 from ferry.pipeline.checkpoints import now_ms
@@ -240,46 +237,3 @@ def worker_name() -> str:
     """How a runner is known to the other workers of its pipeline: ``host:pid:random`` (a process
     may run more than one)."""
     return f"{socket.gethostname()}:{os.getpid()}:{uuid.uuid4().hex[:6]}"
-
-
-#: Seconds between two collections of the young objects when no checkpoint has come to do it.
-COLLECT_EVERY_S = 30.0
-#: A collection of the whole heap every so many collections of the young objects.
-FULL_COLLECTION_EVERY = 20
-
-
-class GarbageCollection:
-    """Python's cyclic garbage collector while a runner runs.
-
-    Buffered rows are many small objects that live until the next checkpoint and form no cycles
-    (each event is two tuples the collector tracks). Collected every so many allocations, they
-    are walked again and again while they wait: about 5 % of the CPU of a pipeline into the null
-    sink, with a young generation of 100,000 objects. While the runner runs, automatic collection
-    is off (:func:`~ferry.connectors.formats.collection_paused`, held for the whole run). The
-    young objects are collected right after each checkpoint has written its rows and let them go,
-    when little is left to walk, or after :data:`COLLECT_EVERY_S` without a checkpoint (a stalled
-    sink), and the whole heap every :data:`FULL_COLLECTION_EVERY` of those. Objects alive when
-    the run starts are frozen out of every collection."""
-
-    def __init__(self) -> None:
-        self.active = False
-        self.collections = 0
-        self._last = 0.0
-
-    @contextmanager
-    def running(self) -> Iterator[None]:
-        gc.freeze()
-        with collection_paused():
-            self.active, self._last = True, time.monotonic()
-            try:
-                yield
-            finally:
-                self.active = False
-
-    def collect(self, now: float, *, checkpoint: bool) -> None:
-        """After a checkpoint began, or at any step (only when the last collection is long ago)."""
-        if not self.active or (not checkpoint and now - self._last < COLLECT_EVERY_S):
-            return
-        self.collections += 1
-        gc.collect(2 if self.collections % FULL_COLLECTION_EVERY == 0 else 1)
-        self._last = now

@@ -43,10 +43,11 @@ from ferry.offsets import Partition
 from ferry.pipeline.adapt import adapt_to_schema
 from ferry.pipeline.bad_records import BadRecords
 from ferry.pipeline.checkpoints import CheckpointStore
+from ferry.pipeline.collector import GarbageCollection
 from ferry.pipeline.commits import Background, Checkpoints, SerialDeadLetter
 from ferry.pipeline.events import BadRecord, DataChange, Event, SchemaHint, SchemaObserved, Tombstone
 from ferry.pipeline.exceptions import CheckpointError
-from ferry.pipeline.metrics import Decode, GarbageCollection, Metrics, worker_name
+from ferry.pipeline.metrics import Decode, Metrics, worker_name
 from ferry.pipeline.partitions import (
     PartitionHandOver,
     PartitionOffsets,
@@ -236,11 +237,10 @@ class PipelineRunner:
                 self.process(self.decode(records), records)
         self.checkpoints.commits.poll()
         now = time.monotonic()
-        if self.checkpoints.due(now, self._buffered):
+        due = self.checkpoints.due(now, self._buffered)
+        if due:
             self.begin_checkpoint()
-            self.garbage.collect(now, checkpoint=True)
-        else:
-            self.garbage.collect(now, checkpoint=False)
+        self.garbage.collect(now, checkpoint=due)  # after a checkpoint: its rows are gone
         if now - self.status.updated >= self.settings.status_interval_s:
             self.status.update(now)
         return len(records)

@@ -8,9 +8,9 @@ import threading
 import pytest
 from format_fixtures import records
 
-from ferry.connectors.formats import collection_paused
 from ferry.connectors.formats.debezium import DebeziumJsonDecoder
 from ferry.connectors.record import Record
+from ferry.pipeline.collector import collection_paused
 
 
 def test_the_collector_is_paused_inside_and_resumed_after_even_on_an_error() -> None:

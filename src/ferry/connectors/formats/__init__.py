@@ -14,12 +14,9 @@ for a bad record and never drops one silently.
 
 from __future__ import annotations
 
-import gc
 import importlib
 import inspect
-import threading
-from collections.abc import Iterator, Sequence
-from contextlib import AbstractContextManager, contextmanager
+from collections.abc import Sequence
 from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any, ClassVar, Protocol
@@ -131,47 +128,6 @@ def json_key(key: bytes | None) -> Any:
         return orjson.loads(key)
     except orjson.JSONDecodeError:
         return None
-
-
-class _CollectorPause:
-    """Pauses Python's cyclic garbage collector while a thread decodes a batch (see
-    :func:`collection_paused`), and resumes it when the last such thread is done, unless it was
-    off before."""
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._holders = 0
-        self._resume = False
-
-    @contextmanager
-    def paused(self) -> Iterator[None]:
-        with self._lock:
-            if self._holders == 0:
-                self._resume = gc.isenabled()
-                gc.disable()
-            self._holders += 1
-        try:
-            yield
-        finally:
-            with self._lock:
-                self._holders -= 1
-                if self._holders == 0 and self._resume:
-                    gc.enable()
-
-
-_COLLECTOR = _CollectorPause()
-
-
-def collection_paused() -> AbstractContextManager[None]:
-    """A context in which the cyclic garbage collector does not run.
-
-    A batch's decoding allocates tens of thousands of tuples and dicts that form no reference
-    cycles, and every 700 of them would start a collection, which walks the young objects again
-    and again, and the whole heap (the rows buffered until the next checkpoint) every so often:
-    about a quarter of the decoder's CPU. Paused, the objects allocated meanwhile are collected once,
-    by the first collection after the batch. Reference counting frees objects as usual.
-    """
-    return _COLLECTOR.paused()
 
 
 class JsonMessageDecoder:

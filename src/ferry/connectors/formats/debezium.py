@@ -44,7 +44,6 @@ from ferry.connectors.exceptions import DecodeError
 from ferry.connectors.formats import (
     InferredTable,
     bad_record,
-    collection_paused,
     internal_error,
     json_error,
     key_mismatch,
@@ -55,6 +54,7 @@ from ferry.connectors.formats.debezium_typed import MAX_MISSES, TypedPayloads
 from ferry.connectors.formats.definitions import TableDefinitions
 from ferry.connectors.formats.source_order import source_order
 from ferry.connectors.record import RecordLike
+from ferry.pipeline.collector import collection_paused
 from ferry.pipeline.events import (
     DataChange,
     Event,
