@@ -277,12 +277,15 @@ class SchemaOperator:
         started = time.monotonic()
         # the event is tracked on a fork: rows read before it are written with the schemas before it
         after = self.tracker.fork()
+        # read from the sink and the state store out of the try: their errors are theirs, not the event's
+        resume = self._resume_point(event) if isinstance(event, SchemaObserved) else None
         try:
             changes = (
                 self._take_hints(self._hints_for(event), after) if isinstance(event, SchemaObserved) else []
             )
             if isinstance(event, SchemaObserved):
-                changes += self._resume(event, after)
+                if resume is not None:
+                    changes += self._resume(event, after, *resume)
                 changes += after.observe(event, self.watermarks)
             else:
                 changes += after.hint(event, self.watermarks)
@@ -395,34 +398,44 @@ class SchemaOperator:
             del self.read_again[tp]
         return bool(passed)
 
-    def _resume(self, event: SchemaObserved, tracker: SchemaTracker) -> list[SchemaChange]:
-        """A record of a table ``tracker`` does not know, whose sink table exists already with
-        other columns: the table is tracked from the sink table's columns
-        (:meth:`SchemaTracker.resume`), not created anew from this record, which may come from a
-        partition ahead of the others (past a rename or a drop the sink table does not show yet).
-
-        A sink table this pipeline created (after its last checkpoint, before a restart) is the
-        source table as it was; of one created elsewhere only the columns DDL shows to be the
-        source's under an older name are taken. Only where the sink table is this source table's
-        alone and untransformed (its columns are then the source's)."""
+    def _resume_point(self, event: SchemaObserved) -> tuple[Schema, bool] | None:
+        """For a record of a table not tracked yet whose sink table exists already with other
+        columns: the sink table's schema, and whether this pipeline created it (see :meth:`_resume`).
+        None when the table is tracked, or its sink table is missing or has the record's columns."""
         table_id = event.table_id
-        if event.ddl is not None or table_id in tracker.tables or table_id in tracker.dropped:
-            return []
+        if event.ddl is not None or table_id in self.tracker.tables or table_id in self.tracker.dropped:
+            return None
         if self.transforms is not None and self.transforms.rule_for(table_id) is not None:
-            return []
+            return None
         sink_tables = self.tables.sink_tables(table_id)
         if len(sink_tables) != 1 or any(s != table_id for s in self.tables.sources_of(sink_tables[0])):
-            return []
+            return None
         sink_schema = self.sink_schema(sink_tables[0])
         if sink_schema is None or {n.lower() for n in sink_schema.names} == {
             n.lower() for n in event.schema.names
         }:
-            return []  # no table yet, or the columns the record has: created from the record
-        own = self._created_here(table_id, sink_tables[0])
+            return None  # no table yet, or the columns the record has: created from the record
+        return sink_schema, self._created_here(table_id, sink_tables[0])
+
+    def _resume(
+        self, event: SchemaObserved, tracker: SchemaTracker, sink_schema: Schema, own: bool
+    ) -> list[SchemaChange]:
+        """A record of a table ``tracker`` does not know, whose sink table exists already with
+        other columns (``sink_schema``, see :meth:`_resume_point`): the table is tracked from the
+        sink table's columns (:meth:`SchemaTracker.resume`), not created anew from this record,
+        which may come from a partition ahead of the others (past a rename or a drop the sink
+        table does not show yet).
+
+        A sink table this pipeline created (``own``: after its last checkpoint, before a restart)
+        is the source table as it was; of one created elsewhere only the columns DDL shows to be
+        the source's under an older name are taken. Only where the sink table is this source
+        table's alone and untransformed (its columns are then the source's)."""
+        if event.table_id in tracker.tables or event.table_id in tracker.dropped:
+            return []  # DDL read just now created it
         changes = tracker.resume(event, sink_schema, own=own, watermarks=self.watermarks)
         if changes is None:
             return []
-        log.info("%s: tracked from the columns of sink table %s", table_id, sink_tables[0])
+        log.info("%s: tracked from the columns of its sink table", event.table_id)
         return changes
 
     def _created_here(self, source_table: TableId, sink_table: TableId) -> bool:

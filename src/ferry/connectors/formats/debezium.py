@@ -417,7 +417,7 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
                     break
             if table.emitted is not schema:
                 break
-            if rows is not None:
+            if rows is not None:  # as _typed_change keeps them, written out here: no call per record
                 if after is not None:
                     rows.append(after)
                 if before is not None:
