@@ -3,7 +3,7 @@
 :func:`apply_schema_change` is what every part of ferry uses to know the schema after a change
 (the schema tracker, the memory sink, the check that a change is already applied at a sink).
 :func:`is_applied` tells whether a sink's schema already reflects a change, which makes replays
-and restarts idempotent.
+and restarts idempotent; :func:`diff_schemas` gives the changes from one schema to another.
 """
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from functools import singledispatch
 from ferry.pipeline import events as E
 from ferry.pipeline.events import ColumnPositionKind, SchemaChange
 from ferry.pipeline.exceptions import SchemaError
-from ferry.pipeline.schema import Column, Schema
+from ferry.pipeline.schema import Column, Schema, TableId
 
 
 def apply_schema_change(schema: Schema | None, change: SchemaChange) -> Schema | None:
@@ -145,3 +145,37 @@ def is_applied(schema: Schema | None, change: SchemaChange) -> bool:
         case E.AlterTableComment(comment=comment):
             return schema is not None and schema.comment == comment
     raise TypeError(f"no rule for {type(change).__name__}")
+
+
+def diff_schemas(table_id: TableId, old: Schema, new: Schema) -> list[SchemaChange]:
+    """The changes that turn ``old`` into ``new``: drops, then adds (positioned), then type changes.
+
+    A column that is gone and a column that appeared are a drop and an add: only DDL can say that
+    they are a rename. Nullability tightening is not a change (it never reaches the sink).
+    """
+    changes: list[SchemaChange] = [E.DropColumn(table_id, c.name) for c in old.columns if c.name not in new]
+    names = [c.name for c in old.columns if c.name in new]
+    for index, col in enumerate(new.columns):
+        if col.name in old:
+            continue
+        if index == len(new.columns) - 1 or all(c.name not in old for c in new.columns[index:]):
+            position = E.LAST
+        elif index == 0:
+            position = E.FIRST
+        else:
+            position = E.after(new.columns[index - 1].name)
+        changes.append(E.AddColumn(table_id, col, position))
+        names.insert(index, col.name)
+    for col in old.columns:
+        new_col = new.find(col.name)
+        if new_col is None:
+            continue
+        if new_col.type != col.type and not (
+            new_col.type.same_ignoring_nullability(col.type) and not new_col.type.nullable
+        ):
+            changes.append(E.AlterColumnType(table_id, col.name, new_col.type, col.type))
+        if new_col.comment != col.comment and new_col.comment is not None:
+            changes.append(E.AlterColumnComment(table_id, col.name, new_col.comment))
+    if new.comment != old.comment and new.comment is not None:
+        changes.append(E.AlterTableComment(table_id, new.comment))
+    return changes

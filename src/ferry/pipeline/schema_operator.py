@@ -31,7 +31,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ferry.exceptions import FerryError, TerminalError
 from ferry.offsets import Partition
-from ferry.pipeline.apply import apply_schema_change
+from ferry.pipeline.apply import apply_schema_change, diff_schemas
 from ferry.pipeline.checkpoints import CheckpointStore, SchemaHistoryEntry, now_ms
 from ferry.pipeline.events import (
     AddColumn,
@@ -52,7 +52,7 @@ from ferry.pipeline.route import TableRouter
 from ferry.pipeline.router import Action, Decision, SchemaChangeRouter
 from ferry.pipeline.schema import Schema, TableId, widen_schemas
 from ferry.pipeline.settings import SchemaSettings
-from ferry.pipeline.tracker import SchemaTracker, Watermarks, diff_schemas
+from ferry.pipeline.tracker import SchemaTracker, Watermarks
 from ferry.pipeline.types import can_widen
 from ferry.sinks.base import AsyncSchemaChanges, SchemaCaching, Sink
 from ferry.sinks.exceptions import SinkTerminalError

@@ -31,14 +31,10 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 from ferry.offsets import Partition
-from ferry.pipeline.apply import apply_schema_change, is_applied
+from ferry.pipeline.apply import apply_schema_change, diff_schemas, is_applied
 from ferry.pipeline.events import (
-    FIRST,
-    LAST,
     AddColumn,
-    AlterColumnComment,
     AlterColumnType,
-    AlterTableComment,
     CreateTable,
     DropColumn,
     DropTable,
@@ -48,7 +44,6 @@ from ferry.pipeline.events import (
     SchemaObserved,
     SourcePosition,
     TruncateTable,
-    after,
 )
 from ferry.pipeline.exceptions import SchemaError
 from ferry.pipeline.schema import Column, Schema, TableId, schema_from_dict, schema_to_dict
@@ -752,40 +747,6 @@ def _renamed_columns(schema: Schema, aliases: Mapping[str, str]) -> Schema:
         tuple(aliases.get(k, k) for k in schema.partition_keys),
         schema.comment,
     )
-
-
-def diff_schemas(table_id: TableId, old: Schema, new: Schema) -> list[SchemaChange]:
-    """The changes that turn ``old`` into ``new``: drops, then adds (positioned), then type changes.
-
-    A column that is gone and a column that appeared are a drop and an add: only DDL can say that
-    they are a rename. Nullability tightening is not a change (it never reaches the sink).
-    """
-    changes: list[SchemaChange] = [DropColumn(table_id, c.name) for c in old.columns if c.name not in new]
-    names = [c.name for c in old.columns if c.name in new]
-    for index, col in enumerate(new.columns):
-        if col.name in old:
-            continue
-        if index == len(new.columns) - 1 or all(c.name not in old for c in new.columns[index:]):
-            position = LAST
-        elif index == 0:
-            position = FIRST
-        else:
-            position = after(new.columns[index - 1].name)
-        changes.append(AddColumn(table_id, col, position))
-        names.insert(index, col.name)
-    for col in old.columns:
-        new_col = new.find(col.name)
-        if new_col is None:
-            continue
-        if new_col.type != col.type and not (
-            new_col.type.same_ignoring_nullability(col.type) and not new_col.type.nullable
-        ):
-            changes.append(AlterColumnType(table_id, col.name, new_col.type, col.type))
-        if new_col.comment != col.comment and new_col.comment is not None:
-            changes.append(AlterColumnComment(table_id, col.name, new_col.comment))
-    if new.comment != old.comment and new.comment is not None:
-        changes.append(AlterTableComment(table_id, new.comment))
-    return changes
 
 
 def _tightens(schema: Schema, change: SchemaChange) -> bool:

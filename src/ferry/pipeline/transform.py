@@ -39,7 +39,7 @@ from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokenizer_core import TokenType
 
 from ferry.exceptions import TerminalError
-from ferry.pipeline.apply import apply_schema_change
+from ferry.pipeline.apply import apply_schema_change, diff_schemas
 from ferry.pipeline.compiled import CompileError, Fn, RowKind, Session
 from ferry.pipeline.events import (
     CreateTable,
@@ -54,7 +54,7 @@ from ferry.pipeline.expressions import DIALECT, SUPPORTED, Compiler, unsupported
 from ferry.pipeline.function_catalog import dialect_for
 from ferry.pipeline.schema import Column, Schema, TableId
 from ferry.pipeline.sqlvalues import ROW_ERRORS, ExpressionError
-from ferry.pipeline.tracker import SchemaTracker, diff_schemas
+from ferry.pipeline.tracker import SchemaTracker
 from ferry.pipeline.types import STRING
 from ferry.pipeline.udf import UserFunction
 from ferry.sql import is_stateless

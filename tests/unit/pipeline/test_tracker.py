@@ -1,7 +1,8 @@
 from ferry.pipeline import events as E
 from ferry.pipeline import types as T
+from ferry.pipeline.apply import diff_schemas
 from ferry.pipeline.schema import Column, Schema, TableId
-from ferry.pipeline.tracker import SchemaTracker, diff_schemas
+from ferry.pipeline.tracker import SchemaTracker
 
 TID = TableId.parse("db.t")
 
