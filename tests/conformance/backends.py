@@ -221,6 +221,10 @@ def fluss_backend(context: Context) -> Backend:
             "type": "fluss",
             "bootstrap.servers": cluster.bootstrap_servers,
             "alter-table.classpath": [str(jar) for jar in client_classpath()],
+            # a call left without an answer is given up (the connection made again) and retried
+            # sooner than the default 60 s, so that the runner's retry policy (120 s) tries more
+            # than twice: a write to the cluster once hung for two whole timeouts in a full suite
+            "request.timeout": 20,
         }
     )
     drop_database(cluster.bootstrap_servers, "db")
