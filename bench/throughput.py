@@ -513,6 +513,8 @@ class RunSpec:
     live_versions: dict[str, dict[int, int]] = field(default_factory=dict)
 
     segments: int = 5
+    concurrent: bool = False
+    """ferry's lanes with ``checkpoint.concurrent: true`` (a checkpoint's commit on a thread of its own)."""
 
     def clock(self, label: str) -> Clock:
         return Clock(label, self.expected, max(1, int(self.expected * self.warmup)), segments=self.segments)
@@ -656,6 +658,7 @@ pipeline:
   name: {name}
   state.url: sqlite:///{spec.work_dir}/{name}-state.db
   checkpoint.interval: 5s
+  checkpoint.concurrent: {str(spec.concurrent).lower()}
   batch.size: {spec.batch_size}
 """
 
@@ -1261,6 +1264,11 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
     )
     parser.add_argument("--batch-size", type=int, default=10_000, help="records per consume call")
     parser.add_argument(
+        "--concurrent-checkpoints",
+        action="store_true",
+        help="run ferry's lanes with checkpoint.concurrent: true (commits on a thread of their own)",
+    )
+    parser.add_argument(
         "--pin",
         action="store_true",
         help="pin the broker to CPU 0 and each contender to CPU 1 (needs 2 CPUs; broker started here)",
@@ -1344,6 +1352,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             live_rows=produced.live_rows,
             live_versions=produced.live_versions,
             segments=args.segments,
+            concurrent=args.concurrent_checkpoints,
         )
         runs: dict[str, list[dict[str, Any]]] = {name: [] for name in args.chosen}
         for round_ in range(1, args.repeat + 1):
