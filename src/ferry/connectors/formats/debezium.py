@@ -141,26 +141,31 @@ class _InferredShape:
     rebuilt: int = 0
 
 
+def _key_payload(key: bytes, prefix: bytes) -> Any:
+    """The JSON of a key's payload: after ``prefix`` (its schema's bytes, up to ``"payload":``),
+    or the whole key when ``prefix`` is empty. Raises ``orjson.JSONDecodeError``."""
+    return orjson.loads(key[len(prefix) : key.rfind(b"}")] if prefix else key)
+
+
+def _key_is_rows(values: Row, row: Any) -> bool:
+    """Whether a key's JSON values are those of its row struct, both as read (before any
+    conversion); a key column the row does not have is not compared."""
+    return all(getattr(row, column, value) == value for column, value in values.items())
+
+
 def _parsed_key_matches(key: bytes, prefix: bytes, names: tuple[str, ...], row: Any) -> bool:
-    """Whether a key's JSON values are its row struct's (as :meth:`DebeziumJsonDecoder._typed_key`
-    and :meth:`~DebeziumJsonDecoder._typed_change` read them): the key after ``prefix`` (the bytes
-    before its payload; ``b""``: the whole key, whose columns must be ``names``)."""
+    """Whether a key's JSON values are its row struct's, as :meth:`DebeziumJsonDecoder._typed_key`
+    and :meth:`~DebeziumJsonDecoder._typed_change` read them: the key after ``prefix`` (``b""``:
+    the whole key, whose columns must be ``names``)."""
+    if prefix and not key.startswith(prefix):
+        return False
     try:
-        if prefix:
-            if not key.startswith(prefix):
-                return False
-            document = orjson.loads(key[len(prefix) : key.rfind(b"}")])
-        else:
-            document = orjson.loads(key)
+        document = _key_payload(key, prefix)
     except orjson.JSONDecodeError:
         return False
     if type(document) is not dict or (not prefix and tuple(document) != names):
         return False
-    if names:
-        for column, value in document.items():
-            if getattr(row, column, value) != value:
-                return False
-    return True
+    return not names or _key_is_rows(document, row)
 
 
 @dataclass(slots=True, eq=False)
@@ -687,12 +692,10 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
                     return False
                 self._keys_seen[key] = found
             names, key_values = found
-            if names:
-                # the key's JSON values against the row's, both as read (before any conversion)
-                row_struct = after_struct if after_struct is not None else before_struct
-                for name, value in key_values.items():
-                    if getattr(row_struct, name, value) != value:
-                        return False
+            if names and not _key_is_rows(
+                key_values, after_struct if after_struct is not None else before_struct
+            ):
+                return False
         after = before = None
         if typed.plain:
             if after_struct is not None:
@@ -751,8 +754,14 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
 
     def _key_prefix(self, key: bytes, topic: str, partition: int) -> bytes:
         """The bytes before a key's payload that :meth:`_typed_key` found (``b""``: none)."""
+        schema = self._key_schema(key, topic, partition)
+        return b"" if schema is None else schema[0]
+
+    def _key_schema(self, key: bytes, topic: str, partition: int) -> tuple[bytes, tuple[str, ...]] | None:
+        """The partition's last key schema (its bytes up to ``"payload":``, its columns), when
+        ``key`` has it."""
         cached = self._last_key.get((topic, partition))
-        return cached[0] if cached is not None and key.startswith(cached[0]) else b""
+        return cached if cached is not None and key.startswith(cached[0]) else None
 
     @staticmethod
     def _key_form(run: _Run, key: bytes, row: Any) -> None:
@@ -770,19 +779,18 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
 
     def _typed_key(self, key: bytes, topic: str, partition: int) -> tuple[tuple[str, ...], Row] | None:
         """A key's column names and JSON values, or None when the generic path must read it."""
-        cached = self._last_key.get((topic, partition))
+        schema = self._key_schema(key, topic, partition)
         try:
-            if cached is not None and key.startswith(cached[0]):
-                document = orjson.loads(key[len(cached[0]) : key.rfind(b"}")])
-                names = cached[1]
-            else:
-                document = orjson.loads(key)
-                if type(document) is not dict or ("schema" in document and "payload" in document):
-                    return None
-                names = tuple(document)
+            document = _key_payload(key, b"" if schema is None else schema[0])
         except orjson.JSONDecodeError:
             return None
-        return (names, document) if type(document) is dict else None
+        if type(document) is not dict:
+            return None
+        if schema is not None:
+            return schema[1], document
+        if "schema" in document and "payload" in document:
+            return None
+        return tuple(document), document
 
     def _learned(self, topic: str, partition: int, table: _Table) -> None:
         """After the generic path read a row without the envelope: the partition's typed decoder
@@ -900,9 +908,9 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
     def _key_names(self, key: bytes, topic: str, partition: int) -> tuple[tuple[str, ...], Row | None]:
         """The key's column names, and its values when finding the names parsed them (a key
         without the envelope): :meth:`_check_key` then does not parse the key again."""
-        cached = self._last_key.get((topic, partition))
-        if cached is not None and key.startswith(cached[0]):
-            return cached[1], None
+        schema = self._key_schema(key, topic, partition)
+        if schema is not None:
+            return schema[1], None
         try:
             document = orjson.loads(key)
         except orjson.JSONDecodeError:
@@ -940,14 +948,16 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
         if key is None or row is None:
             return
         if document is None:
-            cached = self._last_key.get((topic, partition))
+            schema = self._key_schema(key, topic, partition)
             try:
-                if cached is not None and key.startswith(cached[0]):
-                    document = orjson.loads(key[len(cached[0]) : key.rfind(b"}")])
-                else:
-                    document = orjson.loads(key)
-                    if type(document) is dict and "schema" in document and "payload" in document:
-                        document = document["payload"]
+                document = _key_payload(key, b"" if schema is None else schema[0])
+                if (
+                    schema is None
+                    and type(document) is dict
+                    and "schema" in document
+                    and "payload" in document
+                ):
+                    document = document["payload"]
             except orjson.JSONDecodeError:
                 return  # a key that is not JSON names no columns
             if type(document) is not dict:
