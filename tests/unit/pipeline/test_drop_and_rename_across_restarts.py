@@ -24,13 +24,14 @@ from __future__ import annotations
 import itertools
 import os
 import tempfile
-from collections.abc import Collection, Iterator, Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from tests.support.partition_log import PartitionLogSource
 
 from ferry.connectors.formats import decoder_for
 from ferry.connectors.formats.source_order import record_source_order
@@ -190,49 +191,6 @@ def debezium_log(layout: Layout, statements: Sequence[Statement]) -> dict[tuple[
     return topics
 
 
-class LogSource:
-    """The data partitions, read where the test says (a Source, with watermarks)."""
-
-    def __init__(
-        self, topics: Mapping[tuple[str, int], list[Record]], data: Sequence[tuple[str, int]]
-    ) -> None:
-        self.topics = topics
-        self.data = list(data)
-        self.next: dict[tuple[str, int], int] = {}
-
-    def open(self, start_offsets: Mapping[tuple[str, int], int]) -> None:
-        self.next = {tp: start_offsets.get(tp, 0) for tp in self.data}
-
-    def take(self, partition: tuple[str, int], count: int) -> list[Record]:
-        records = self.topics[partition][self.next[partition] : self.next[partition] + count]
-        self.next[partition] += len(records)
-        return records
-
-    def left(self, partition: tuple[str, int]) -> int:
-        return len(self.topics[partition]) - self.next[partition]
-
-    def poll(self, max_records: int, timeout: float) -> Sequence[Record]:
-        return []
-
-    def commit(self, offsets: Mapping[tuple[str, int], int]) -> None:
-        pass
-
-    def lag(self) -> dict[tuple[str, int], int]:
-        return {}
-
-    def finished(self) -> bool:
-        return False
-
-    def high_watermarks(self, topics: Collection[str]) -> dict[tuple[str, int], int]:
-        return {tp: len(self.topics[tp]) for tp in self.data if tp[0] in topics}
-
-    def read_from(self, partition: tuple[str, int], offset: int, count: int) -> list[Record]:
-        return self.topics[partition][offset : offset + count]
-
-    def close(self) -> None:
-        pass
-
-
 class LogHints:
     """The schema-change topic, fetched ahead of the data or only when the runner asks for it."""
 
@@ -293,7 +251,7 @@ class Run:
         self.start()
 
     def start(self) -> None:
-        self.source = LogSource(self.topics, self.layout.partitions())
+        self.source = PartitionLogSource(self.topics, self.layout.partitions())
         self.hints = LogHints(self.topics[(SERVER, 0)])
         self.runner = PipelineRunner(
             settings=RunnerSettings(name=self.name, tune_gc=False),

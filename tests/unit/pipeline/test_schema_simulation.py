@@ -20,13 +20,14 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from tests.support.partition_log import PartitionLogSource
 
 from ferry.connectors.formats import decoder_for
 from ferry.connectors.formats.source_order import record_source_order
@@ -157,45 +158,6 @@ class Log:
         self.produced = min(len(self.world.writes), self.produced + count)
 
 
-class SimSource:
-    """The data topics' partitions, read where the test says (a Source, with watermarks)."""
-
-    def __init__(self, log: Log) -> None:
-        self.log = log
-        self.next: dict[tuple[str, int], int] = {}
-
-    def open(self, start_offsets: Mapping[tuple[str, int], int]) -> None:
-        self.next = {tp: start_offsets.get(tp, 0) for tp in self.log.data}
-
-    def take(self, index: int, count: int) -> list[Record]:
-        """``count`` records of the ``index``-th partition (the first table's partitions first)."""
-        key = self.log.data[index % len(self.log.data)]
-        records = self.log.topics[key][self.next[key] : self.next[key] + count]
-        self.next[key] += len(records)
-        return records
-
-    def poll(self, max_records: int, timeout: float) -> Sequence[Record]:
-        return []
-
-    def commit(self, offsets: Mapping[tuple[str, int], int]) -> None:
-        pass
-
-    def lag(self) -> dict[tuple[str, int], int]:
-        return {}
-
-    def finished(self) -> bool:
-        return False
-
-    def high_watermarks(self, topics: Collection[str]) -> dict[tuple[str, int], int]:
-        return {tp: len(records) for tp, records in self.log.topics.items() if tp[0] in topics}
-
-    def read_from(self, partition: tuple[str, int], offset: int, count: int) -> list[Record]:
-        return self.log.topics[partition][offset : offset + count]
-
-    def close(self) -> None:
-        pass
-
-
 class SimHints:
     """The schema-change topic, fetched by its reader ahead of or behind the data."""
 
@@ -251,8 +213,10 @@ class SimState(StateStore):
         return super().save_checkpoint(pipeline, offsets, schemas, merge=merge)
 
 
-def new_runner(log: Log, sink: SimSink, state: StateStore) -> tuple[PipelineRunner, SimSource, SimHints]:
-    source, hints = SimSource(log), SimHints(log)
+def new_runner(
+    log: Log, sink: SimSink, state: StateStore
+) -> tuple[PipelineRunner, PartitionLogSource, SimHints]:
+    source, hints = PartitionLogSource(log.topics, log.data), SimHints(log)
     sink.commits = SteppedCommits()  # a commit of a runner killed is never taken further
     runner = PipelineRunner(
         settings=RunnerSettings(name="sim", tune_gc=False, concurrent_checkpoints=True),
@@ -311,7 +275,8 @@ def run_simulation(
         runner, source, hints = new_runner(log, sink, state)
 
         def read(index: int, count: int) -> None:
-            records = source.take(index, count)
+            # the index-th partition (the first table's partitions first)
+            records = source.take(log.data[index % len(log.data)], count)
             runner.read_hints()
             runner.process(runner.decode(records), records)
 
