@@ -450,61 +450,49 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
 
     def _decode_record(self, record: RecordLike, out: list[Event]) -> None:
         """Decode one record the general way (and make its partition's run when it has one)."""
-        append = out.append
-        tables = self._tables
-        last_plan, inferred_shapes = self._last_plan, self._inferred
-        typed_rows, typed_change = self._typed_rows, self._typed_change
-        loads, envelope, ops, new, position_type, delete = (
-            orjson.loads,
-            _ENVELOPE,
-            _OPS,
-            _new,
-            SourcePosition,
-            Op.DELETE,
-        )
         try:
             value = record.value()
             topic = record.topic()
             partition = record.partition()
-            position = new(position_type, (topic, partition, record.offset()))
+            position = _new(SourcePosition, (topic, partition, record.offset()))
             if self._runs:
                 self._runs.pop((topic, partition), None)
             if value is None:
-                append(Tombstone(position, record.key()))
+                out.append(Tombstone(position, record.key()))
                 return
             plan = _INFER
             payload: Any = None
-            if value.startswith(envelope):
-                cached = last_plan.get((topic, partition))
+            if value.startswith(_ENVELOPE):
+                cached = self._last_plan.get((topic, partition))
                 if cached is not None and value.startswith(cached[0]):
                     end = value.rfind(b"}")
                     if end == len(value) - 1 or not value[end + 1 :].strip():
                         typed = cached[1].typed
-                        if typed is not None and typed_rows:
+                        if typed is not None and self._typed_rows:
                             data = value[len(cached[0]) : end]
-                            if typed_change(
+                            if self._typed_change(
                                 typed, data, record, position, out, plan=cached[1], prefix=cached[0]
                             ):
                                 return
                         try:
-                            payload = loads(value[len(cached[0]) : end])
+                            payload = orjson.loads(value[len(cached[0]) : end])
                             plan = cached[1]
                         except orjson.JSONDecodeError:
                             plan = _INFER
                 if plan is _INFER:
                     payload, plan = self._envelope(_parse(value), value, topic, partition)
             else:
-                shape = inferred_shapes.get((topic, partition)) if typed_rows else None
+                shape = self._inferred.get((topic, partition)) if self._typed_rows else None
                 if (
                     shape is not None
                     and shape.typed is not None
-                    and typed_change(
+                    and self._typed_change(
                         shape.typed, value, record, position, out, expected=shape.table, prefix=b""
                     )
                 ):
                     return
                 try:
-                    payload = loads(value)
+                    payload = orjson.loads(value)
                 except orjson.JSONDecodeError as e:
                     raise DecodeError(json_error(e)) from None
                 if type(payload) is dict and "payload" in payload and "schema" in payload:
@@ -512,13 +500,13 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
             if type(payload) is not dict:
                 raise DecodeError("not a Debezium change event: the payload is not a JSON object")
             code = payload.get("op")
-            op = ops.get(code)  # type: ignore[arg-type]
+            op = _OPS.get(code)  # type: ignore[arg-type]
             source = payload.get("source")
             if op is None and code is None and not any(f in payload for f in _ENVELOPE_FIELDS):
                 self._flattened(payload, plan, record, position, out)
                 return
             if type(source) is dict and (name := source.get("table")):
-                table = tables.get((source.get("db"), source.get("schema"), name, partition))
+                table = self._tables.get((source.get("db"), source.get("schema"), name, partition))
                 if table is None:
                     table = self._new_table(source, partition)
             else:
@@ -547,23 +535,25 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
                     converter=converter,
                     table=table,
                 )
-            if op is delete:
+            if op is Op.DELETE:
                 if before is None:
                     before = self._key_row(key, converter, table)
             elif after is None:
                 raise DecodeError(f"op {payload['op']!r} without an 'after' row")
             if table.emitted is not schema:
                 if schema.columns and (table.emitted is None or table.emitted != schema):
-                    append(SchemaObserved(table.table_id, schema, position))
+                    out.append(SchemaObserved(table.table_id, schema, position))
                 table.emitted = schema
             ts = source.get("ts_ms") if type(source) is dict else None
-            append(new(DataChange, (table.table_id, op, before, after, position, ts or payload.get("ts_ms"))))
-            if plan is _INFER and typed_rows:
+            out.append(
+                _new(DataChange, (table.table_id, op, before, after, position, ts or payload.get("ts_ms")))
+            )
+            if plan is _INFER and self._typed_rows:
                 self._learned(topic, partition, table)
         except DecodeError as e:
-            append(bad_record(record, e.reason))
+            out.append(bad_record(record, e.reason))
         except Exception as e:  # a record must never stop the batch
-            append(bad_record(record, internal_error(e)))
+            out.append(bad_record(record, internal_error(e)))
 
     # ------------------------------------------------------------------------------- rows
 
