@@ -1,12 +1,15 @@
-"""A source over Kafka partitions held in memory, read where a test says: the deterministic
-simulations of the runner take records from the partition of their choice, in the order they
-choose, and hand them to the runner themselves."""
+"""A source and a schema-change topic over Kafka partitions held in memory, read where a test
+says: the deterministic simulations of the runner take records from the partition of their
+choice, in the order they choose, and hand them to the runner themselves; the schema-change topic
+is fetched ahead of the data or only when the runner asks for it."""
 
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 
+from ferry.connectors.formats import decoder_for
 from ferry.connectors.record import Record
+from ferry.pipeline.events import Event
 
 
 class PartitionLogSource:
@@ -50,6 +53,35 @@ class PartitionLogSource:
 
     def read_from(self, partition: tuple[str, int], offset: int, count: int) -> list[Record]:
         return self.topics[partition][offset : offset + count]
+
+    def close(self) -> None:
+        pass
+
+
+class PartitionLogHints:
+    """The schema-change topic ``records`` (which may grow while it is read), fetched where the
+    test says (:meth:`fetch`) or to its end when the runner asks for it (:meth:`sync`)."""
+
+    def __init__(self, records: list[Record]) -> None:
+        self.records = records
+        self.decoder = decoder_for("debezium-schema-change")
+        self.position = 0
+        self.fetched = 0
+
+    def open(self, start: Mapping[int, int]) -> None:
+        self.position = self.fetched = start.get(0, 0)
+
+    def fetch(self, count: int) -> None:
+        self.fetched = min(len(self.records), self.fetched + count)
+
+    def drain(self) -> list[Event]:
+        records = self.records[self.position : self.fetched]
+        self.position = max(self.position, self.fetched)
+        return self.decoder.decode(records)
+
+    def sync(self, timeout: float) -> list[Event]:
+        self.fetch(len(self.records))
+        return self.drain()
 
     def close(self) -> None:
         pass

@@ -31,14 +31,14 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from tests.support.partition_log import PartitionLogSource
+from tests.support.partition_log import PartitionLogHints, PartitionLogSource
 
 from ferry.connectors.formats import decoder_for
 from ferry.connectors.formats.source_order import record_source_order
 from ferry.connectors.memory import MemoryDeadLetter
 from ferry.connectors.record import Record
 from ferry.local import debezium as dbz
-from ferry.pipeline.events import SCHEMA_CHANGE_TAGS, CreateTable, Event
+from ferry.pipeline.events import SCHEMA_CHANGE_TAGS, CreateTable
 from ferry.pipeline.route import TableRouter
 from ferry.pipeline.router import SchemaChangeBehavior, SchemaChangeRouter
 from ferry.pipeline.runner import PipelineRunner
@@ -191,34 +191,6 @@ def debezium_log(layout: Layout, statements: Sequence[Statement]) -> dict[tuple[
     return topics
 
 
-class LogHints:
-    """The schema-change topic, fetched ahead of the data or only when the runner asks for it."""
-
-    def __init__(self, records: list[Record]) -> None:
-        self.records = records
-        self.decoder = decoder_for("debezium-schema-change")
-        self.position = 0
-        self.fetched = 0
-
-    def open(self, start: Mapping[int, int]) -> None:
-        self.position = self.fetched = start.get(0, 0)
-
-    def fetch(self, count: int) -> None:
-        self.fetched = min(len(self.records), self.fetched + count)
-
-    def drain(self) -> list[Event]:
-        records = self.records[self.position : self.fetched]
-        self.position = max(self.position, self.fetched)
-        return self.decoder.decode(records)
-
-    def sync(self, timeout: float) -> list[Event]:
-        self.fetch(len(self.records))
-        return self.drain()
-
-    def close(self) -> None:
-        pass
-
-
 # ---------------------------------------------------------------------------------- the run
 
 #: Numbers the runs: each is a pipeline of its own in the module's state store.
@@ -252,7 +224,7 @@ class Run:
 
     def start(self) -> None:
         self.source = PartitionLogSource(self.topics, self.layout.partitions())
-        self.hints = LogHints(self.topics[(SERVER, 0)])
+        self.hints = PartitionLogHints(self.topics[(SERVER, 0)])
         self.runner = PipelineRunner(
             settings=RunnerSettings(name=self.name, tune_gc=False),
             source=self.source,

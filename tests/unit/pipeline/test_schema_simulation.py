@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.support.partition_log import PartitionLogSource
+from tests.support.partition_log import PartitionLogHints, PartitionLogSource
 
 from ferry.connectors.formats import decoder_for
 from ferry.connectors.formats.source_order import record_source_order
@@ -36,7 +36,7 @@ from ferry.connectors.record import Record
 from ferry.local import debezium as dbz
 from ferry.offsets import Offsets
 from ferry.pipeline.commits import SteppedCommits
-from ferry.pipeline.events import SCHEMA_CHANGE_TAGS, Event, SchemaChange
+from ferry.pipeline.events import SCHEMA_CHANGE_TAGS, SchemaChange
 from ferry.pipeline.route import TableRouter
 from ferry.pipeline.router import SchemaChangeBehavior, SchemaChangeRouter
 from ferry.pipeline.runner import PipelineRunner
@@ -158,34 +158,6 @@ class Log:
         self.produced = min(len(self.world.writes), self.produced + count)
 
 
-class SimHints:
-    """The schema-change topic, fetched by its reader ahead of or behind the data."""
-
-    def __init__(self, log: Log) -> None:
-        self.log = log
-        self.decoder = decoder_for("debezium-schema-change")
-        self.position = 0
-        self.fetched = 0
-
-    def open(self, start: Mapping[int, int]) -> None:
-        self.position = self.fetched = start.get(0, 0)
-
-    def fetch(self, count: int) -> None:
-        self.fetched = min(len(self.log.topics[(SERVER, 0)]), self.fetched + count)
-
-    def drain(self) -> list[Event]:
-        records = self.log.topics[(SERVER, 0)][self.position : self.fetched]
-        self.position = max(self.position, self.fetched)
-        return self.decoder.decode(records)
-
-    def sync(self, timeout: float) -> list[Event]:
-        self.fetch(len(self.log.topics[(SERVER, 0)]))
-        return self.drain()
-
-    def close(self) -> None:
-        pass
-
-
 class SimSink(MemorySink):
     """The memory sink, refusing a schema change while a checkpoint's commit is in flight."""
 
@@ -215,8 +187,8 @@ class SimState(StateStore):
 
 def new_runner(
     log: Log, sink: SimSink, state: StateStore
-) -> tuple[PipelineRunner, PartitionLogSource, SimHints]:
-    source, hints = PartitionLogSource(log.topics, log.data), SimHints(log)
+) -> tuple[PipelineRunner, PartitionLogSource, PartitionLogHints]:
+    source, hints = PartitionLogSource(log.topics, log.data), PartitionLogHints(log.topics[(SERVER, 0)])
     sink.commits = SteppedCommits()  # a commit of a runner killed is never taken further
     runner = PipelineRunner(
         settings=RunnerSettings(name="sim", tune_gc=False, concurrent_checkpoints=True),
