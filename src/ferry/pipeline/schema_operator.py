@@ -230,8 +230,10 @@ class SchemaOperator:
         tables = dict(saved.get("tables") or {})
         for name, table in self.tracker.snapshot()["tables"].items():
             kept = tables.get(name)
-            if kept is None:  # a table new since: no partition has shown it yet
-                tables[name] = {**table, "partitions": {}, "aliases": {}, "pending": []}
+            if kept is None:
+                # a table new since: no partition has shown it yet, but the removals waiting for
+                # its partitions stay (DDL read before the checkpoint named them: not read again)
+                tables[name] = {**table, "partitions": {}, "aliases": {}}
             elif kept["schema"] != table["schema"]:
                 tables[name] = {
                     **kept,

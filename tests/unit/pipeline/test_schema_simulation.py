@@ -435,6 +435,16 @@ def test_a_column_added_without_a_barrier_then_killed_and_dropped_by_later_ddl_i
     )
 
 
+def test_a_drop_named_before_its_table_is_read_survives_a_kill_after_its_add() -> None:
+    # the DDL (add c1, drop a) is read ahead, before the checkpoint; t's first row then creates
+    # the table and adds c1 without a barrier, and the drop waits for t's partitions when it dies
+    run_simulation(
+        3,
+        [("upsert", 0, "t"), ("add", 0, "t"), ("drop", 0, "t")],
+        [("produce", 5), ("read", 3, 1), ("checkpoint",), ("read", 0, 1), ("kill",)],
+    )
+
+
 def test_changes_without_a_barrier_in_one_partition_then_a_kill_keep_the_other_partitions_rows() -> None:
     # partition 0 shows the add and the widening; its rows and partition 1's older ones are
     # buffered when the runner dies, and read again with the schemas the sink has
