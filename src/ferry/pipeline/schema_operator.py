@@ -221,28 +221,32 @@ class SchemaOperator:
         return data
 
     def ahead_of_checkpoint(self) -> dict[str, Any]:
-        """The schemas saved after a change applied without a barrier: those of the last checkpoint
-        (what each partition showed up to its offset there, the schema-change topic's position, the
-        removals pending), with each table's own schema as the sink has it now. A restart reads the
-        rows after the checkpoint again: their schemas explain nothing the sink does not show, and a
-        column the sink has is not taken for one a later DDL statement dropped before it came."""
+        """The schemas saved after a change applied without a barrier, beside the last checkpoint's
+        offsets: what the tracker knows now (each table's schema as the sink has it, the removals
+        waiting, what DDL described and named, the schema-change topic's position reached), with
+        what belongs to the data partitions' positions taken from the last checkpoint (the schema
+        each partition showed up to its offset there, with its aliases; the removals of a truncate
+        pending; the partitions read again). A restart reads the rows after the checkpoint again,
+        as rows behind the DDL already read: their schemas explain nothing the sink does not show.
+        The DDL read since the checkpoint is not read again: it would describe the tables as they
+        were before what the sink has now (a column added, then renamed, added anew)."""
         saved = self.saved if self.saved is not None else SchemaTracker().snapshot()
-        tables = dict(saved.get("tables") or {})
-        for name, table in self.tracker.snapshot()["tables"].items():
-            kept = tables.get(name)
-            if kept is None:
-                # a table new since: no partition has shown it yet, but the removals waiting for
-                # its partitions stay (DDL read before the checkpoint named them: not read again)
-                tables[name] = {**table, "partitions": {}, "aliases": {}}
-            elif kept["schema"] != table["schema"]:
-                tables[name] = {
-                    **kept,
-                    "schema": table["schema"],
-                    "version": table["version"],
-                    "history": table["history"],
-                    "topics": table["topics"],
-                }
-        return {**saved, "tables": tables}
+        kept_tables = saved.get("tables") or {}
+        now = self.snapshot()
+        tables = {}
+        for name, table in now["tables"].items():
+            kept = kept_tables.get(name) or {}  # none: a table new since, no partition showed it
+            tables[name] = {
+                **table,
+                "partitions": kept.get("partitions", {}),
+                "aliases": kept.get("aliases", {}),
+            }
+        data = {**now, "tables": tables}
+        for key in (TRUNCATED, READ_AGAIN):
+            data.pop(key, None)
+            if key in saved:
+                data[key] = saved[key]
+        return data
 
     def close(self) -> None:
         self._executor.shutdown(wait=False)

@@ -445,6 +445,16 @@ def test_a_drop_named_before_its_table_is_read_survives_a_kill_after_its_add() -
     )
 
 
+def test_a_column_added_then_renamed_before_its_table_is_read_keeps_its_values_after_a_kill() -> None:
+    # the first row of u reads the DDL (add c1, rename it c1_r) to its end: c1_r reaches the sink
+    # without a barrier; after the kill the DDL read again must not add c1 anew beside c1_r
+    run_simulation(
+        3,
+        [("add", 0, "u"), ("upsert", 1, "u"), ("rename", 1, "u")],
+        [("produce", 5), ("read", 3, 1), ("kill",)],
+    )
+
+
 def test_changes_without_a_barrier_in_one_partition_then_a_kill_keep_the_other_partitions_rows() -> None:
     # partition 0 shows the add and the widening; its rows and partition 1's older ones are
     # buffered when the runner dies, and read again with the schemas the sink has
