@@ -212,13 +212,25 @@ def mysql_protocol_backend(kind: str) -> Callable[[Context], Backend]:
 
 
 def fluss_backend(context: Context) -> Backend:
-    """A real Fluss cluster (the session's, started on first use); each test starts from no database
-    ``db``. Columns are added through the Java client the cluster's jars include."""
+    """A real Fluss cluster (the session's, started on first use). Each case writes its table
+    ``db.t`` into a database of its own (dropped afterwards): in full suites, a write to a ``db.t``
+    just dropped and created again sometimes got no answer for minutes, whatever the connection,
+    while cases with databases of their own never did. Columns are added through the Java client
+    the cluster's jars include."""
     from ferry.sinks.fluss.config import FlussSinkConfig
     from ferry.sinks.fluss.sink import FlussSink
     from tests.support.fluss import client_classpath, drop_database, read_rows, shared_cluster
 
     cluster = shared_cluster()
+    database = f"case_{uuid.uuid4().hex[:12]}"
+
+    class CaseFlussSink(FlussSink):
+        """The real sink, with the case's database in place of ``db`` in every table path."""
+
+        def table_path(self, table_id: TableId) -> Any:
+            path = super().table_path(table_id)
+            return type(path)(database if path.database_name == "db" else path.database_name, path.table_name)
+
     config = FlussSinkConfig.model_validate(
         {
             "type": "fluss",
@@ -229,17 +241,14 @@ def fluss_backend(context: Context) -> Backend:
             "request.timeout": 20,
         }
     )
-    drop_database(cluster.bootstrap_servers, "db")
-    sink = FlussSink(config, pipeline=context.pipeline)
+    sink = CaseFlussSink(config, pipeline=context.pipeline)
+    context.cleanup(lambda: drop_database(cluster.bootstrap_servers, database))
     context.cleanup(sink.close)
 
     def rows(table_id: TableId) -> list[dict[str, Any]]:
         path = sink.table_path(table_id)
         return read_rows(cluster.bootstrap_servers, path.database_name, path.table_name)
 
-    # In full suites (several workers, every service up) a write to a table this case had just
-    # created again got no answer for two minutes, twice in about eight suites, whatever the
-    # connection; alone the cases never did. The runner waits up to 10 minutes for the cluster.
     return Backend("fluss", sink, rows, real=True, retries=RetryPolicy(timeout_s=600.0))
 
 
