@@ -151,6 +151,9 @@ def build_runner(
         # payload-only records are typed by the table definitions the schema-change topic carries
         definitions = TableDefinitions()
         options = {**options, "definitions": definitions}
+    if source_config.value_format.value == "debezium-json":
+        # epoch and decimal columns stay raw until a sink that takes them converts them (Arrow)
+        options = {**options, "raw_values": True}
     decoder = decoder_for(source_config.value_format.value, **options)
     if hints is None and source_config.schema_change_topic:
         hints = SchemaChangeReader(

@@ -13,6 +13,7 @@ from dataclasses import dataclass, fields
 from enum import StrEnum
 from typing import Any, ClassVar, NamedTuple, get_args
 
+from ferry.pipeline.raw_values import RawValues
 from ferry.pipeline.schema import Column, Schema, TableId
 from ferry.pipeline.types import DataType
 
@@ -267,4 +268,5 @@ class Tombstone:
     key: bytes | None
 
 
-Event = DataChange | BadRecord | SchemaObserved | SchemaHint | Tombstone
+#: Everything a decoder gives (RawValues: see :mod:`ferry.pipeline.raw_values`).
+Event = DataChange | BadRecord | SchemaObserved | SchemaHint | Tombstone | RawValues

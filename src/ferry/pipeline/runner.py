@@ -40,8 +40,8 @@ from typing import TYPE_CHECKING, Any
 from ferry.connectors.base import DeadLetter, KeepingAlive, Rebalancing, Source, Watermarking
 from ferry.exceptions import FerryError
 from ferry.offsets import Partition
-from ferry.pipeline.adapt import adapt_to_schema
 from ferry.pipeline.bad_records import BadRecords
+from ferry.pipeline.buffers import RowBuffers
 from ferry.pipeline.checkpoints import CheckpointStore
 from ferry.pipeline.collector import GarbageCollection
 from ferry.pipeline.commits import Background, Checkpoints, SerialDeadLetter
@@ -54,12 +54,12 @@ from ferry.pipeline.partitions import (
     partition_of,
     read_before,
     records_before,
-    without_partitions,
 )
 from ferry.pipeline.phase import Phase
+from ferry.pipeline.raw_values import RawValues
 from ferry.pipeline.route import TableRouter
 from ferry.pipeline.router import SchemaChangeRouter
-from ferry.pipeline.schema import Schema, TableId
+from ferry.pipeline.schema import TableId
 from ferry.pipeline.schema_operator import HintSource, SchemaDefinitions, SchemaOperator
 from ferry.pipeline.settings import RunnerSettings
 from ferry.pipeline.shaping import RowShaper, in_table_names
@@ -119,7 +119,7 @@ class PipelineRunner:
         )
         self.schemas.on_sink_changed = self._sink_changed
         self.schemas.on_applied = self._save_schemas
-        self.schemas.on_adapt = self._adapt_buffered
+        self.schemas.on_adapt = lambda table_id, old, new: self.rows.adapt(table_id, old, new, self.bad.row)
         self.partitions = PartitionOffsets(sink, tables)
         self.truncates = TruncateOrder(source, source_order, self.schemas, self.partitions)
         self.status = RunnerStatus(
@@ -145,8 +145,7 @@ class PipelineRunner:
             background=background,
         )
         self.schemas.before_sink = self.checkpoints.wait
-        self._buffers: dict[TableId, list[DataChange]] = {}
-        self._buffered = 0
+        self.rows = RowBuffers()
         self.shaper = RowShaper(
             schemas=self.schemas,
             tables=tables,
@@ -193,7 +192,7 @@ class PipelineRunner:
                     if self._leftover is None and self.source.finished():
                         self.status.set(Phase.RUNNING, "bounded read reached its end")
                         self.checkpoints.wait()  # its rows counted as written
-                        self.bad.check_something_written(self._buffered)
+                        self.bad.check_something_written(self.rows.count)
                         break
                 self.checkpoint()
             self.status.set(Phase.STOPPED, "stopped after a final checkpoint")
@@ -220,8 +219,7 @@ class PipelineRunner:
     def drop_rows(self, partitions: Collection[Partition]) -> None:
         """Forget the buffered rows of ``partitions`` unwritten (they went to another worker)."""
         self.checkpoints.wait()
-        self._buffers = without_partitions(self._buffers, partitions)
-        self._buffered = sum(len(changes) for changes in self._buffers.values())
+        self.rows.drop_partitions(partitions)
 
     # ------------------------------------------------------------------------------ hot path
 
@@ -237,7 +235,7 @@ class PipelineRunner:
                 self.process(self.decode(records), records)
         self.checkpoints.commits.poll()
         now = time.monotonic()
-        due = self.checkpoints.due(now, self._buffered)
+        due = self.checkpoints.due(now, self.rows.count)
         if due:
             self.begin_checkpoint()
         self.garbage.collect(now, checkpoint=due)  # after a checkpoint: its rows are gone
@@ -255,7 +253,11 @@ class PipelineRunner:
 
     def process(self, events: list[Event], records: Sequence[Any]) -> None:
         """Route a decoded batch; ``records`` are the raw records it came from (for offsets)."""
-        buffers = self._buffers
+        with self.rows.raw.batch():
+            self._process(events, records)
+
+    def _process(self, events: list[Event], records: Sequence[Any]) -> None:
+        buffers = self.rows.tables
         skip = self.partitions.skip
         aliases = self._aliases
         buffered = 0
@@ -273,6 +275,7 @@ class PipelineRunner:
                 if aliases and event.position is not None:
                     renamed = aliases.get((table_id, event.position.partition))
                     if renamed:
+                        self.rows.raw.materialize(table_id)  # the row is copied under other names
                         buffer.append(in_table_names(event, renamed))
                         buffered += 1
                         continue
@@ -280,10 +283,12 @@ class PipelineRunner:
                 buffered += 1
             elif type(event) is Tombstone:
                 self.metrics.tombstones += 1
+            elif type(event) is RawValues:
+                self.rows.raw.add(event)
             elif isinstance(event, BadRecord):
                 self.bad.record(event.reason, event.position, event.key, event.value)
             elif isinstance(event, SchemaObserved | SchemaHint):
-                self._buffered += buffered
+                self.rows.count += buffered
                 buffered = 0
                 if index and time.monotonic() - started > self.settings.poll_budget_s:
                     done = records_before(records, event)
@@ -292,8 +297,8 @@ class PipelineRunner:
                         records = records[:done]
                         break
                 self._schema_event(event, events[:index])
-                buffers, skip, aliases = self._buffers, self.partitions.skip, self._aliases
-        self._buffered += buffered
+                buffers, skip, aliases = self.rows.tables, self.partitions.skip, self._aliases
+        self.rows.count += buffered
         self.partitions.advance(records)
         self.metrics.records_read += len(records)
         if self.schemas.read_again and self.schemas.passed_read_again(self.partitions.offsets):
@@ -307,12 +312,13 @@ class PipelineRunner:
         assert self._leftover is not None
         events, records = self._leftover
         self._leftover = None
-        arrived = self.source.keep_alive() if isinstance(self.source, KeepingAlive) else []
-        if isinstance(self.source, Rebalancing):  # partitions may have moved during that poll
-            owned = set(self.partitions.offsets)
-            records = [r for r in records if (r.topic(), r.partition()) in owned]
-            events = [e for e in events if partition_of(e) in owned or partition_of(e) is None]
-        self.process(events, records)
+        with self.rows.raw.batch():  # the rest of a batch: its rows' raw values came with its first part
+            arrived = self.source.keep_alive() if isinstance(self.source, KeepingAlive) else []
+            if isinstance(self.source, Rebalancing):  # partitions may have moved during that poll
+                owned = set(self.partitions.offsets)
+                records = [r for r in records if (r.topic(), r.partition()) in owned]
+                events = [e for e in events if partition_of(e) in owned or partition_of(e) is None]
+            self.process(events, records)
         if arrived:
             self.process(self.decode(arrived), arrived)
         return [*records, *arrived]
@@ -320,6 +326,7 @@ class PipelineRunner:
     def _open_table(self, table_id: TableId, event: DataChange) -> list[DataChange] | None:
         if self.schemas.tracker.schema(table_id) is None:
             assert event.position is not None
+            self.rows.raw.materialize(table_id)
             self.bad.row(
                 f"no schema known for table {table_id} (a record without a schema, and no DDL seen)", event
             )
@@ -327,7 +334,7 @@ class PipelineRunner:
         self.checkpoints.wait()  # the sink's tables are read
         self.schemas.ensure_sink_table(table_id, event.position)
         self.partitions.first_seen(table_id)
-        return self._buffers.setdefault(table_id, [])
+        return self.rows.tables.setdefault(table_id, [])
 
     # ------------------------------------------------------------------------------ schema changes
 
@@ -363,17 +370,11 @@ class PipelineRunner:
     def _save_schemas(self, schemas: Mapping[str, Any]) -> None:
         self.checkpoints.save_schemas(schemas)
 
-    def _adapt_buffered(self, table_id: TableId, old: Schema, new: Schema) -> None:
-        """A table's schema changed without a barrier: its buffered rows are adapted to it."""
-        if buffer := self._buffers.get(table_id):
-            self._buffers[table_id] = adapted = adapt_to_schema(buffer, old, new, self.bad.row)
-            self._buffered -= len(buffer) - len(adapted)
-
     def _sink_changed(self, source_tables: Collection[TableId]) -> None:
         self.shaper.forget(source_tables)
         for source in source_tables:
             if self.schemas.tracker.schema(source) is None:
-                self._buffers.pop(source, None)
+                self.rows.forget(source)
         self.metrics.schema_changes = self.schemas.changes_routed
 
     def _refresh_aliases(self) -> None:
@@ -392,8 +393,5 @@ class PipelineRunner:
         self.checkpoints.take(self._write_buffers, schemas)
 
     def _write_buffers(self) -> dict[str, int]:
-        written = self.shaper.write(self._buffers)
-        tracker = self.schemas.tracker
-        self._buffers = {t: [] for t in self._buffers if tracker.schema(t) is not None}
-        self._buffered = 0
-        return written
+        schemas, within = self.schemas, self._leftover is not None  # within a batch: see RowBuffers
+        return self.rows.write(self.shaper.write, lambda t: schemas.tracker.schema(t) is not None, within)

@@ -6,7 +6,7 @@ dead-letter destination (``bad_row``); the others are grouped per sink table, in
 
 from __future__ import annotations
 
-from collections.abc import Callable, Collection, Mapping
+from collections.abc import Callable, Collection, Mapping, Sequence
 from typing import TYPE_CHECKING
 
 import orjson
@@ -14,10 +14,11 @@ import orjson
 from ferry.pipeline.adapt import CastError, RowAdapter
 from ferry.pipeline.events import DataChange
 from ferry.pipeline.metrics import Metrics
+from ferry.pipeline.raw_values import RawForms, RawValues, materialize_all, merged_forms
 from ferry.pipeline.route import TableRouter
 from ferry.pipeline.schema import Schema, TableId
 from ferry.pipeline.schema_operator import SchemaOperator
-from ferry.sinks.base import Sink
+from ferry.sinks.base import RawValuesWriting, Sink
 
 if TYPE_CHECKING:
     from ferry.pipeline.transform import TableTransforms
@@ -54,16 +55,57 @@ class RowShaper:
         for key in [k for k in self._adapters if k[0] in sources]:
             del self._adapters[key]
 
-    def write(self, buffers: Mapping[TableId, list[DataChange]]) -> dict[str, int]:
-        """Shape the buffered rows and write them, per sink table; returns the rows written per table."""
+    def write(
+        self,
+        buffers: Mapping[TableId, list[DataChange]],
+        raw: Mapping[TableId, Sequence[RawValues]] | None = None,
+    ) -> dict[str, int]:
+        """Shape the buffered rows and write them, per sink table; returns the rows written per
+        table. ``raw``: per source table, its rows whose columns are raw (see
+        :mod:`ferry.pipeline.raw_values`): converted first unless they reach a sink that takes them
+        as they are, unchanged."""
         written: dict[str, int] = {}
+        forms = self._raw_forms(buffers, raw or {})
         for sink_table, changes in self.shape(buffers).items():
             sink_schema = self.schemas.sink_schema(sink_table)
             assert sink_schema is not None
             if changes:
-                self.sink.write(sink_table, sink_schema, changes)
+                table_forms = forms.get(sink_table)
+                if table_forms:
+                    assert isinstance(self.sink, RawValuesWriting)
+                    self.sink.write_raw(sink_table, sink_schema, changes, table_forms)
+                else:
+                    self.sink.write(sink_table, sink_schema, changes)
                 written[str(sink_table)] = len(changes)
         return written
+
+    def _raw_forms(
+        self, buffers: Mapping[TableId, list[DataChange]], raw: Mapping[TableId, Sequence[RawValues]]
+    ) -> dict[TableId, RawForms]:
+        """Per sink table, the forms of its rows' raw columns, where they reach it as they are
+        (its only source table's rows, neither transformed nor adapted, into a sink that takes
+        them); the other raw rows are converted here."""
+        forms: dict[TableId, RawForms] = {}
+        for source_table, events in raw.items():
+            merged = merged_forms(events) if isinstance(self.sink, RawValuesWriting) else None
+            if merged and buffers.get(source_table) and self._as_they_are(source_table):
+                for sink_table in self.tables.sink_tables(source_table):
+                    forms[sink_table] = merged
+            else:
+                materialize_all(events)
+        return forms
+
+    def _as_they_are(self, source_table: TableId) -> bool:
+        """Whether a source table's rows reach each of its sink tables unchanged, and alone."""
+        if self.transforms is not None:
+            return False
+        for sink_table in self.tables.sink_tables(source_table):
+            sink_schema = self.schemas.sink_schema(sink_table)
+            if sink_schema is None or self.tables.sources_of(sink_table) != [source_table]:
+                return False
+            if not self._adapter(source_table, sink_table, sink_schema).identity:
+                return False
+        return True
 
     def shape(self, buffers: Mapping[TableId, list[DataChange]]) -> dict[TableId, list[DataChange]]:
         """The buffered rows of each source table, shaped, per sink table."""
@@ -96,15 +138,19 @@ class RowShaper:
     def _transform_failed(self, change: DataChange, reason: str) -> None:
         self.bad_row(reason, change)
 
-    def _adapt(
-        self, source_table: TableId, sink_table: TableId, sink_schema: Schema, changes: list[DataChange]
-    ) -> list[DataChange]:
+    def _adapter(self, source_table: TableId, sink_table: TableId, sink_schema: Schema) -> RowAdapter:
         adapter = self._adapters.get((source_table, sink_table))
         if adapter is None:
             source_schema = self.schemas.source_schema(source_table) or sink_schema
             adapter = self._adapters[(source_table, sink_table)] = RowAdapter(
                 source_schema, sink_schema, self.sink.sink_type, self.schemas.tracker.renames(source_table)
             )
+        return adapter
+
+    def _adapt(
+        self, source_table: TableId, sink_table: TableId, sink_schema: Schema, changes: list[DataChange]
+    ) -> list[DataChange]:
+        adapter = self._adapter(source_table, sink_table, sink_schema)
         if adapter.identity:
             return changes
         if adapter.dropped:

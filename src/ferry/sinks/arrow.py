@@ -10,21 +10,48 @@ from typing import Any
 import pyarrow as pa
 
 from ferry.pipeline.events import Row
+from ferry.pipeline.raw_values import RAW_TYPES, ColumnForm, RawForms, materialize_column
 from ferry.pipeline.schema import TableId
 from ferry.sinks.exceptions import SinkTerminalError
 
 _VALUE_ERRORS = (pa.ArrowException, TypeError, ValueError, OverflowError)
+#: An epoch count's unit → the Arrow type of the same counts.
+_EPOCH_TYPES = {"us": pa.timestamp("us"), "ms": pa.timestamp("ms"), "D": pa.date32()}
 
 
-def rows_to_arrow(arrow_schema: pa.Schema, rows: list[Row], *, sink: str, table_id: TableId) -> pa.Table:
+def rows_to_arrow(
+    arrow_schema: pa.Schema,
+    rows: list[Row],
+    *,
+    sink: str,
+    table_id: TableId,
+    raw: RawForms | None = None,
+) -> pa.Table:
     """The rows as an Arrow table of the sink table's schema; a value that does not fit its column,
-    or a missing value of a NOT NULL column, is a terminal error naming the column."""
+    or a missing value of a NOT NULL column, is a terminal error naming the column.
+
+    ``raw``: columns whose values may be raw in some rows (see :mod:`ferry.pipeline.raw_values`),
+    each in its form; such a column is built from the raw values at once where its Arrow type
+    holds them as they are (an epoch count as a timestamp or a date, a decimal's unscaled
+    integer), and converted to Python values first otherwise, with the same result."""
+    deferred = {f.name: raw[f.name] for f in arrow_schema if f.name in raw} if raw else {}
     try:
-        # one struct array from the row dicts (each key looked up in C++): half the cost of
-        # ``Table.from_pylist``, which builds a Python list per column first; same values
-        structs = pa.array(rows, type=pa.struct(list(arrow_schema)))
-        data = pa.Table.from_arrays(structs.flatten(), schema=arrow_schema)
+        if not deferred:
+            # one struct array from the row dicts (each key looked up in C++): half the cost of
+            # ``Table.from_pylist``, which builds a Python list per column first; same values
+            structs = pa.array(rows, type=pa.struct(list(arrow_schema)))
+            data = pa.Table.from_arrays(structs.flatten(), schema=arrow_schema)
+        else:
+            plain = [f for f in arrow_schema if f.name not in deferred]
+            columns = dict(
+                zip([f.name for f in plain], pa.array(rows, type=pa.struct(plain)).flatten(), strict=True)
+            )
+            for name, form in deferred.items():
+                columns[name] = _raw_column(rows, name, form, arrow_schema.field(name).type)
+            data = pa.Table.from_arrays([columns[f.name] for f in arrow_schema], schema=arrow_schema)
     except _VALUE_ERRORS as e:
+        for name, form in deferred.items():  # the message names the value the source sent
+            materialize_column(rows, name, form)
         raise SinkTerminalError(
             _explain_bad_value(arrow_schema, rows, e), sink=sink, table=str(table_id)
         ) from e
@@ -36,6 +63,58 @@ def rows_to_arrow(arrow_schema: pa.Schema, rows: list[Row], *, sink: str, table_
                 table=str(table_id),
             )
     return data
+
+
+def _raw_column(rows: list[Row], name: str, form: ColumnForm, arrow_type: pa.DataType) -> pa.Array:
+    """Column ``name`` of ``rows`` as an array of ``arrow_type``, its values raw in ``form`` in
+    some rows (of their raw type) and converted in the others."""
+    values = [row.get(name) for row in rows]
+    raw_types = RAW_TYPES[form.input]
+    if all(value is None or type(value) in raw_types for value in values):
+        built = _from_raw(values, form, arrow_type)
+        if built is not None:
+            return built
+    materialize_column(rows, name, form)
+    return pa.array([row.get(name) for row in rows], type=arrow_type)
+
+
+def _from_raw(values: list[Any], form: ColumnForm, arrow_type: pa.DataType) -> pa.Array | None:
+    """An array of ``arrow_type`` from raw values (or None), where Arrow holds them as they are:
+    the same values the decoder's conversion gives, written by pyarrow. None when it does not (the
+    caller converts them first)."""
+    if form.input == "int":
+        epoch = _EPOCH_TYPES.get(form.unit)
+        if form.divisor != 1 or epoch is None:
+            return None
+        if pa.types.is_timestamp(arrow_type) and form.unit != "D" and arrow_type.unit == "us":
+            # a naive datetime is written as its count of μs since the epoch (whatever the zone)
+            return pa.array(values, type=pa.int64()).cast(epoch).cast(arrow_type)
+        if form.unit == "D" and pa.types.is_date32(arrow_type):
+            return pa.array(values, type=pa.int32()).cast(pa.date32())
+        return None
+    if (
+        not pa.types.is_decimal128(arrow_type)
+        or arrow_type.scale != form.scale
+        or any(type(value) is not bytes for value in values if value is not None)
+    ):
+        return None
+    return _unscaled_decimals(values, arrow_type)
+
+
+def _unscaled_decimals(values: list[bytes | None], arrow_type: pa.Decimal128Type) -> pa.Array | None:
+    """Decimal128 values from the big-endian two's complement bytes of their unscaled integers
+    (Debezium's form of a decimal), or None when one has more digits than the type's precision
+    (the caller's conversion then names it). pyarrow builds decimals only from Python ``Decimal``
+    objects or text: the 16 little-endian bytes of each value are laid out here."""
+    from_bytes, limit = int.from_bytes, 10**arrow_type.precision
+    unscaled = [0 if value is None else from_bytes(value, "big", signed=True) for value in values]
+    if any(not -limit < number < limit for number in unscaled):
+        return None
+    data = pa.py_buffer(b"".join(number.to_bytes(16, "little", signed=True) for number in unscaled))
+    validity = None
+    if None in values:
+        validity = pa.array([value is not None for value in values], type=pa.bool_()).buffers()[1]
+    return pa.Array.from_buffers(arrow_type, len(values), [validity, data])
 
 
 def _explain_bad_value(arrow_schema: Any, rows: list[Row], error: Exception) -> str:

@@ -24,6 +24,7 @@ from typing import Protocol, runtime_checkable
 
 from ferry.offsets import Offsets
 from ferry.pipeline.events import DataChange, SchemaChange, SchemaChangeType
+from ferry.pipeline.raw_values import RawForms
 from ferry.pipeline.schema import Schema, TableId
 from ferry.pipeline.types import DataType
 
@@ -176,12 +177,26 @@ class AsyncSchemaChanges(Protocol):
         ...
 
 
+@runtime_checkable
+class RawValuesWriting(Protocol):
+    """A sink that takes rows whose epoch and decimal columns are as the source wrote them (see
+    :mod:`ferry.pipeline.raw_values`) and converts them itself, a column at a time."""
+
+    def write_raw(
+        self, table_id: TableId, schema: Schema, changes: Sequence[DataChange], forms: RawForms
+    ) -> None:
+        """:meth:`Sink.write`, the values of the columns of ``forms`` raw (in that form) in some
+        rows (those of another type are converted already)."""
+        ...
+
+
 __all__ = [
     "COMMENTS_NOT_SYNCED",
     "TABLE_FORMAT_CHANGES",
     "AsyncSchemaChanges",
     "ChangeKind",
     "OffsetCommitting",
+    "RawValuesWriting",
     "SchemaCaching",
     "Sink",
     "SinkCapabilities",

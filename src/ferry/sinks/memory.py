@@ -15,6 +15,7 @@ from ferry.offsets import Offsets
 from ferry.options import SinkConfigBase
 from ferry.pipeline.apply import apply_schema_change
 from ferry.pipeline.events import DataChange, Op, RenameColumn, SchemaChange
+from ferry.pipeline.raw_values import RawForms
 from ferry.pipeline.router import change_kind
 from ferry.pipeline.schema import Schema, TableId
 from ferry.pipeline.types import DataType
@@ -185,6 +186,12 @@ class NullSink(Sink):
             self.schemas[change.table_id] = schema_after
 
     def write(self, table_id: TableId, schema: Schema, changes: Sequence[DataChange]) -> None:
+        self.rows_written += len(changes)
+
+    def write_raw(
+        self, table_id: TableId, schema: Schema, changes: Sequence[DataChange], forms: RawForms
+    ) -> None:
+        """Rows with raw columns (:mod:`ferry.pipeline.raw_values`): discarded unconverted."""
         self.rows_written += len(changes)
 
     def flush(self, offsets: Offsets) -> None:

@@ -25,6 +25,7 @@ from typing import Any, ClassVar, TypeVar
 from ferry.offsets import Offsets, decode_offsets, encode_offsets
 from ferry.pipeline.apply import is_applied
 from ferry.pipeline.events import CreateTable, DataChange, DropTable, Op, Row, SchemaChange, TruncateTable
+from ferry.pipeline.raw_values import ColumnForm, RawForms, materialize_column, same_form
 from ferry.pipeline.schema import Schema, TableId
 from ferry.retry import RetryPolicy
 from ferry.sinks.base import Sink
@@ -63,6 +64,8 @@ class TableFormatSink(Sink):
         self._schemas: dict[TableId, Schema | None] = {}
         self._buffers: dict[TableId, list[DataChange]] = {}
         self._written_schemas: dict[TableId, Schema] = {}
+        #: Per table, the forms of the raw columns of its buffered rows (see :meth:`write_raw`)
+        self._raw_forms: dict[TableId, dict[str, ColumnForm]] = {}
 
     def open_catalog(self, warehouse: Path | None, catalog: str, opener: Callable[[], _Catalog]) -> _Catalog:
         """The catalog ``opener`` opens, the local ``warehouse`` directory created first; a failure
@@ -187,6 +190,28 @@ class TableFormatSink(Sink):
             buffer.extend(changes)
         self._written_schemas[table_id] = schema
 
+    def write_raw(
+        self, table_id: TableId, schema: Schema, changes: Sequence[DataChange], forms: RawForms
+    ) -> None:
+        """:meth:`write`, with columns whose values are raw in some rows (see
+        :mod:`ferry.pipeline.raw_values`): converted when the table builds its Arrow data
+        (:meth:`raw_forms`), but for key columns (rows are matched by them) and a column whose
+        form differs from that of the rows buffered before, converted here."""
+        keys = set(schema.primary_keys)
+        kept = self._raw_forms.setdefault(table_id, {})
+        for name, form in forms.items():
+            known = kept.get(name)
+            if name in keys or (known is not None and not same_form(known, form)):
+                for change in changes:
+                    materialize_column((change.before, change.after), name, form)
+            else:
+                kept[name] = form
+        self.write(table_id, schema, changes)
+
+    def raw_forms(self, table_id: TableId) -> RawForms | None:
+        """The forms of the raw columns of a table's buffered rows (None: no column is raw)."""
+        return self._raw_forms.get(table_id)
+
     def append_only_rows(self, table_id: TableId, changes: Sequence[DataChange]) -> list[Row]:
         """The rows a table without a primary key gets: the new rows of inserts and updates. Its
         deletes cannot be matched to a row: they are counted in :attr:`skipped_deletes`."""
@@ -201,8 +226,10 @@ class TableFormatSink(Sink):
         for table_id in [t for t, changes in self._buffers.items() if changes]:
             properties = self._commit_merged(table_id, self._buffers[table_id], offsets)
             del self._buffers[table_id]
+            self._raw_forms.pop(table_id, None)
             self.after_commit(table_id, properties)
         self._buffers.clear()
+        self._raw_forms.clear()
 
     def _commit_merged(
         self, table_id: TableId, changes: list[DataChange], offsets: Offsets

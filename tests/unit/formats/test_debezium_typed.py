@@ -22,7 +22,8 @@ from test_debezium import FIXTURES
 from ferry.connectors.formats.debezium import DebeziumJsonDecoder
 from ferry.connectors.record import Record
 from ferry.local import debezium as dbz
-from ferry.pipeline.events import BadRecord, DataChange, Event
+from ferry.pipeline.events import BadRecord, DataChange, Event, SchemaObserved
+from ferry.pipeline.raw_values import RawValues
 
 
 def _generic() -> DebeziumJsonDecoder:
@@ -42,9 +43,26 @@ def _same(typed: list[Event], generic: list[Event]) -> None:
                     assert [type(v) for v in x.values()] == [type(v) for v in y.values()]
 
 
+def _materialized(events: list[Event]) -> list[Event]:
+    """A raw-values decoder's events with the raw values converted (and their events left out);
+    no raw column is a key column of its rows (they are matched by those)."""
+    keys = {e.table_id: set(e.schema.primary_keys) for e in events if isinstance(e, SchemaObserved)}
+    out = []
+    for event in events:
+        if isinstance(event, RawValues):
+            assert not {name for name, _ in event.columns} & keys.get(event.table_id, set())
+            event.materialize()
+        else:
+            out.append(event)
+    return out
+
+
 def _both(batch: list[Record]) -> list[Event]:
     typed = DebeziumJsonDecoder().decode(batch)
-    _same(typed, _generic().decode(batch))
+    generic = _generic().decode(batch)
+    _same(typed, generic)
+    raw = DebeziumJsonDecoder(raw_values=True).decode(batch)
+    _same(_materialized(raw), generic)
     return typed
 
 
@@ -462,3 +480,27 @@ def test_a_stream_cut_into_batches_decodes_the_same_typed_as_it_goes(
     bounds = sorted({0, len(batch), *(c for c in cuts if c < len(batch))})
     for start, end in itertools.pairwise(bounds):
         _same(typed.decode(batch[start:end]), generic.decode(batch[start:end]))
+
+
+@pytest.mark.parametrize("with_schema", [True, False], ids=["envelope", "payload-only"])
+def test_a_raw_values_decoder_leaves_epoch_and_decimal_columns_raw_but_keys(with_schema: bool) -> None:
+    """The rows hold what Debezium wrote for the timestamp, the date and the decimal (their event
+    ahead of the rows says so), but a key column of those kinds is converted."""
+    table = _table(with_schema)
+    table.key = ("id", "created_at")
+    pairs = [table.insert(_row(key)) for key in range(1, 6)]
+    events = DebeziumJsonDecoder(raw_values=True).decode(_records(pairs))
+    raw = [e for e in events if isinstance(e, RawValues)]
+    changes = [e for e in events if isinstance(e, DataChange)]
+    if not with_schema:  # payload-only rows are typed by what they show: no epoch or decimal
+        assert raw == []
+        return
+    assert events[: len(raw)] == raw and len(raw) == 1
+    assert sorted(name for name, _ in raw[0].columns) == ["price", "ship_date"]
+    rows = [c.after for c in changes if c.after is not None]
+    assert raw[0].rows == rows[1:]  # the first record is read by the generic path (converted)
+    second = rows[1]
+    assert type(second["price"]) is bytes and type(second["ship_date"]) is int
+    assert isinstance(second["created_at"], datetime)
+    raw[0].materialize()
+    assert second["price"] == decimal.Decimal("2.00") and raw[0].rows == []

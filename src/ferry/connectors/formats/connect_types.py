@@ -437,12 +437,17 @@ class ColumnReader:
     between ``bounds`` (inclusive), or ``"base64"``, the bytes of base64 text (decoded by the
     parser) or a number (an integer of 64 bits or a finite double). ``convert`` turns a list of
     such values into what the field's reader gives for each of them, in one call, and never fails
-    on them.
+    on them. ``unit`` and ``divisor`` (an epoch count's unit, ``"us"``, ``"ms"`` or ``"D"``, once
+    divided by ``divisor``) or ``scale`` (a decimal's) say what the values are to a writer that
+    converts them itself (a :class:`~ferry.pipeline.raw_values.ColumnForm`).
     """
 
     input: str
     bounds: tuple[int, int] | None
     convert: ColumnConvert
+    unit: str = "decimal"
+    divisor: int = 1
+    scale: int = 0
 
 
 def _micros(moment: datetime) -> int:
@@ -486,10 +491,10 @@ def _decimal_column(scale: int, reader: Convert) -> ColumnConvert:
 
 
 _COLUMN_READERS: dict[Convert, ColumnReader] = {
-    _micros_timestamp: ColumnReader("int", _MICROS, _epoch_column("us")),
-    _millis_timestamp: ColumnReader("int", _MILLIS, _epoch_column("ms")),
-    _nanos_timestamp: ColumnReader("int", (_INT64_MIN, _INT64_MAX), _epoch_column("us", 1000)),
-    _days: ColumnReader("int", _DAYS, _epoch_column("D")),
+    _micros_timestamp: ColumnReader("int", _MICROS, _epoch_column("us"), "us"),
+    _millis_timestamp: ColumnReader("int", _MILLIS, _epoch_column("ms"), "ms"),
+    _nanos_timestamp: ColumnReader("int", (_INT64_MIN, _INT64_MAX), _epoch_column("us", 1000), "us", 1000),
+    _days: ColumnReader("int", _DAYS, _epoch_column("D"), "D"),
 }
 
 
@@ -503,7 +508,7 @@ def column_reader(field: ConnectField) -> ColumnReader | None:
     if reader is None:
         scale = _BYTES_DECIMAL_SCALES.get(convert)
         if scale is not None:
-            reader = ColumnReader("base64", None, _decimal_column(scale, convert))
+            reader = ColumnReader("base64", None, _decimal_column(scale, convert), scale=scale)
     return reader
 
 

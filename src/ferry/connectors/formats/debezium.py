@@ -33,6 +33,7 @@ Other shapes of the same topics:
 from __future__ import annotations
 
 import contextlib
+import sys
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, ClassVar, Generic, TypeVar
@@ -65,6 +66,7 @@ from ferry.pipeline.events import (
     Tombstone,
     TruncateTable,
 )
+from ferry.pipeline.raw_values import RawValues
 from ferry.pipeline.schema import Schema, TableId
 
 _OPS = {"c": Op.INSERT, "u": Op.UPDATE, "d": Op.DELETE, "r": Op.READ}
@@ -290,8 +292,12 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
     ddl_field = "ddl"
     ddl_format = "debezium-schema-change"
 
-    def __init__(self, definitions: TableDefinitions | None = None) -> None:
+    def __init__(self, definitions: TableDefinitions | None = None, raw_values: bool = False) -> None:
         self._definitions = definitions
+        self._raw_values = raw_values
+        """Whether typed rows keep their epoch and decimal columns raw (:mod:`ferry.pipeline.raw_values`)."""
+        #: Rows of a typed decoder converted together (chunk by chunk), unless they stay raw.
+        self._column_chunk = sys.maxsize if raw_values else _COLUMN_CHUNK
         self._tables: dict[tuple[Any, ...], _Table] = {}
         self._plans: dict[bytes, _Plan] = {}
         self._last_plan: dict[tuple[str, int], tuple[bytes, _Plan]] = {}
@@ -302,8 +308,11 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
         """Per partition without the envelope: the typed decoder of its last table's rows."""
         self._keys_seen: dict[bytes, tuple[tuple[str, ...], Row]] = {}
         """The keys of the batch being decoded that the typed path parsed, by their bytes."""
-        self._columnar: dict[TypedPayloads, list[Row]] = {}
-        """The rows of the batch being decoded whose columnar columns are still to convert."""
+        self._columnar: dict[tuple[TypedPayloads, TableId], list[Row]] = {}
+        """The rows of the batch being decoded whose columnar columns are still to convert, by
+        typed decoder and table."""
+        self._columnar_tables: dict[tuple[TypedPayloads, TableId], _Table] = {}
+        """The table state (of one of its partitions) of each entry of :attr:`_columnar`."""
         self._runs: dict[tuple[str, int], _Run] = {}
         """Per partition: the shape its last record had, when the typed decoder read it."""
 
@@ -324,15 +333,36 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
             record_path(records[index], out)
             index += 1
         if self._columnar:
-            for typed, rows in self._columnar.items():
-                typed.convert_columns(rows)
+            if self._raw_values:
+                out[:0] = self._raw_rows()
+            else:
+                for (typed, _), rows in self._columnar.items():
+                    typed.convert_columns(rows)
             self._columnar.clear()
+            self._columnar_tables.clear()
         return out
+
+    def _raw_rows(self) -> list[Event]:
+        """The batch's typed rows with their epoch and decimal columns raw, one event per typed
+        decoder (their key columns converted: rows are matched by them)."""
+        events: list[Event] = []
+        for entry, rows in self._columnar.items():
+            if not rows:
+                continue
+            typed, table = entry[0], self._columnar_tables[entry]
+            keys = set(table.emitted.primary_keys) if table.emitted is not None else set()
+            raw = tuple(c for c in typed.columnar if c[0] not in keys)
+            if len(raw) < len(typed.columnar):
+                typed.convert_columns(rows, tuple(c for c in typed.columnar if c[0] in keys))
+            if raw:
+                events.append(RawValues(table.table_id, raw, rows))
+        return events
 
     def _decode_runs(self, records: Sequence[RecordLike], index: int, out: list[Event]) -> int:
         """Decode the records from ``index`` on as long as each matches its partition's run (see
         :class:`_Run`): the index of the first that does not (or of the end)."""
         append, runs, columnar, encode, count = out.append, self._runs, self._columnar, _encode, len(records)
+        chunk = self._column_chunk
         new, position_type, data_change, ops, delete, envelope = (
             _new,
             SourcePosition,
@@ -364,9 +394,10 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
                 head_end, tail_start = len(key_head), -len(key_tail)
                 table_id = table.table_id
                 if typed.columnar:
-                    rows = columnar.get(typed)
+                    rows = columnar.get((typed, table_id))
                     if rows is None:
-                        rows = columnar[typed] = []
+                        rows = columnar[(typed, table_id)] = []
+                        self._columnar_tables[(typed, table_id)] = table
             value = record.value()
             if value is None:
                 break
@@ -427,7 +458,7 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
                     rows.append(after)
                 if before is not None:
                     rows.append(before)
-                if len(rows) >= _COLUMN_CHUNK:
+                if len(rows) >= chunk:
                     typed.convert_columns(rows)
                     rows.clear()
             append(
@@ -712,14 +743,16 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
             table.emitted = schema
         typed.misses = 0
         if typed.columnar:
-            rows = self._columnar.get(typed)
+            entry = (typed, table.table_id)
+            rows = self._columnar.get(entry)
             if rows is None:
-                rows = self._columnar[typed] = []
+                rows = self._columnar[entry] = []
+                self._columnar_tables[entry] = table
             if after is not None:
                 rows.append(after)
             if before is not None:
                 rows.append(before)
-            if len(rows) >= _COLUMN_CHUNK:
+            if len(rows) >= self._column_chunk:
                 typed.convert_columns(rows)
                 rows.clear()
         out.append(

@@ -31,12 +31,13 @@ import msgspec
 
 from ferry.connectors.formats import InferredTable
 from ferry.connectors.formats.connect_types import (
-    ColumnConvert,
+    ColumnReader,
     ConnectField,
     RowConverter,
     column_reader,
     json_input,
 )
+from ferry.pipeline.raw_values import convert_columns
 from ferry.pipeline.schema import Schema
 
 #: Integers of 64 bits (orjson reads integers beyond 64 bits as floats; those, and those between
@@ -88,7 +89,7 @@ class TypedPayloads:
         optional: tuple[tuple[str, Convert], ...] = (),
         float_columns: tuple[str, ...] = (),
         schema: Schema | None = None,
-        columnar: tuple[tuple[str, ColumnConvert], ...] = (),
+        columnar: tuple[tuple[str, ColumnReader], ...] = (),
     ) -> None:
         row = msgspec.defstruct("Row", columns, forbid_unknown_fields=True, gc=False)
         payload = msgspec.defstruct(
@@ -121,7 +122,7 @@ class TypedPayloads:
         columns: list[tuple[str, Any]] = []
         required: list[tuple[str, Convert]] = []
         optional: list[tuple[str, Convert]] = []
-        columnar: list[tuple[str, ColumnConvert]] = []
+        columnar: list[tuple[str, ColumnReader]] = []
         field: ConnectField
         for name, field in converter.fields.items():
             kind = json_input(field)
@@ -135,12 +136,12 @@ class TypedPayloads:
             elif reader is not None and reader.input == "int" and reader.bounds is not None:
                 low, high = reader.bounds
                 value_type = Annotated[int, msgspec.Meta(ge=low, le=high)]
-                columnar.append((name, reader.convert))
+                columnar.append((name, reader))
             elif reader is not None and reader.input == "base64" and kind == "decimal":
                 # base64 text is decoded by the parser (no more leniently than the reader:
                 # tests/unit/formats/test_debezium_typed.py), which refuses numbers beyond doubles
                 value_type = bytes | Int | float
-                columnar.append((name, reader.convert))
+                columnar.append((name, reader))
             else:
                 assert field.convert is not None
                 value_type = _INPUT_TYPES[kind]
@@ -180,7 +181,7 @@ class TypedPayloads:
         float_columns: tuple[str, ...] = (),
         schema: Schema | None = None,
         *,
-        columnar: tuple[tuple[str, ColumnConvert], ...] = (),
+        columnar: tuple[tuple[str, ColumnReader], ...] = (),
     ) -> TypedPayloads | None:
         if not columns or any(not n.isidentifier() or keyword.iskeyword(n) for n, _ in columns):
             return None  # a struct's fields are Python names; other rows take the generic path
@@ -218,16 +219,10 @@ class TypedPayloads:
                 return None
         return row
 
-    def convert_columns(self, rows: list[dict[str, Any]]) -> None:
-        """Convert, in place, the :attr:`columnar` columns of rows :meth:`row` made: each column's
-        values of all the rows in one call. Their values were checked while parsing, so this
-        does not fail."""
-        for name, convert in self.columnar:
-            values = [row[name] for row in rows]
-            if None in values:
-                present = [i for i, value in enumerate(values) if value is not None]
-                for i, value in zip(present, convert([values[i] for i in present]), strict=True):
-                    rows[i][name] = value
-            else:
-                for row, value in zip(rows, convert(values), strict=True):
-                    row[name] = value
+    def convert_columns(
+        self, rows: list[dict[str, Any]], columns: tuple[tuple[str, ColumnReader], ...] | None = None
+    ) -> None:
+        """Convert, in place, the :attr:`columnar` columns (or those of them in ``columns``) of rows
+        :meth:`row` made: each column's values of all the rows in one call. Their values were
+        checked while parsing, so this does not fail."""
+        convert_columns(rows, self.columnar if columns is None else columns)

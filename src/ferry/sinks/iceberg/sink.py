@@ -300,7 +300,9 @@ class IcebergSink(TableFormatSink):
                 touched = list(state)
         else:
             rows = self.append_only_rows(table_id, changes)
-        data = rows_to_arrow(schema.as_arrow(), rows, sink=self.type, table_id=table_id)
+        data = rows_to_arrow(
+            schema.as_arrow(), rows, sink=self.type, table_id=table_id, raw=self.raw_forms(table_id)
+        )
         if touched and merges_on_read(table):
             self._commit_row_delta(table_id, table, keys, touched, data, properties)
             return

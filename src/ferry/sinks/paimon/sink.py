@@ -307,11 +307,12 @@ class PaimonSink(TableFormatSink):
         variants = [f.name for f in fields if isinstance(f.type, AtomicType) and f.type.type == "VARIANT"]
         if variants:
             rows = [_with_variants(row, variants, table_id) for row in rows]
+        raw = self.raw_forms(table_id)
         if kinds is None or rowkind not in arrow_schema.names:
-            return rows_to_arrow(arrow_schema, rows, sink=self.type, table_id=table_id)
+            return rows_to_arrow(arrow_schema, rows, sink=self.type, table_id=table_id, raw=raw)
         # the row kinds are a column of their own, not a key added to a copy of every row
         at = arrow_schema.get_field_index(rowkind)
-        data = rows_to_arrow(arrow_schema.remove(at), rows, sink=self.type, table_id=table_id)
+        data = rows_to_arrow(arrow_schema.remove(at), rows, sink=self.type, table_id=table_id, raw=raw)
         return data.add_column(at, arrow_schema.field(at), pa.array(kinds, pa.string()))
 
     def _next_identifier(self) -> int:

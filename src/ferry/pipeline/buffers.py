@@ -1,0 +1,60 @@
+"""The rows a runner has read and not written yet: per source table, in order, with the raw values
+among them (:mod:`ferry.pipeline.raw_values`)."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Collection
+from typing import TypeVar
+
+from ferry.offsets import Partition
+from ferry.pipeline.adapt import adapt_to_schema
+from ferry.pipeline.events import DataChange
+from ferry.pipeline.partitions import without_partitions
+from ferry.pipeline.raw_values import BufferedRawValues, RawValues
+from ferry.pipeline.schema import Schema, TableId
+
+_T = TypeVar("_T")
+
+
+class RowBuffers:
+    """Buffered row changes per source table (the runner's hot loop appends to :attr:`tables`
+    directly and adds to :attr:`count`), and the raw values of their rows (:attr:`raw`)."""
+
+    def __init__(self) -> None:
+        self.tables: dict[TableId, list[DataChange]] = {}
+        self.count = 0
+        self.raw = BufferedRawValues()
+
+    def drop_partitions(self, partitions: Collection[Partition]) -> None:
+        """Forget the rows of ``partitions`` (they went to another worker)."""
+        self.tables = without_partitions(self.tables, partitions)
+        self.count = sum(len(changes) for changes in self.tables.values())
+
+    def adapt(
+        self, table_id: TableId, old: Schema, new: Schema, bad_row: Callable[[str, DataChange], None]
+    ) -> None:
+        """A table's schema changed from ``old`` to ``new`` without a barrier: its rows follow."""
+        if buffer := self.tables.get(table_id):
+            self.raw.materialize(table_id)
+            self.tables[table_id] = adapted = adapt_to_schema(buffer, old, new, bad_row)
+            self.count -= len(buffer) - len(adapted)
+
+    def forget(self, table_id: TableId) -> None:
+        """A table gone (dropped): its rows are not written."""
+        self.tables.pop(table_id, None)
+        self.raw.forget(table_id)
+
+    def write(
+        self,
+        write: Callable[[dict[TableId, list[DataChange]], dict[TableId, list[RawValues]]], _T],
+        keep: Callable[[TableId], bool],
+        within_batch: bool,
+    ) -> _T:
+        """``write(rows, their raw values)`` (see :meth:`BufferedRawValues.written`: ``within_batch``
+        says the rest of a batch is left for later), then the buffers are empty (a buffer stays
+        for each table ``keep`` says)."""
+        result = write(self.tables, self.raw.written(within_batch=within_batch))
+        self.raw.tables = {}
+        self.tables = {t: [] for t in self.tables if keep(t)}
+        self.count = 0
+        return result

@@ -1,0 +1,138 @@
+"""Rows whose epoch and decimal columns are raw (as Debezium wrote them) build the same Arrow table
+as the same rows converted first, for every Arrow type such a column may have at the sink; a value
+that does not fit fails the same way, naming the value the source sent."""
+
+from __future__ import annotations
+
+import copy
+from decimal import Decimal
+from typing import Any
+
+import pyarrow as pa
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from ferry.connectors.formats.connect_types import column_reader, connect_field
+from ferry.local import debezium as dbz
+from ferry.pipeline.raw_values import materialize_column
+from ferry.pipeline.schema import TableId
+from ferry.sinks.arrow import rows_to_arrow
+from ferry.sinks.exceptions import SinkTerminalError
+
+TABLE = TableId(None, "db", "t")
+MILLIS_TIMESTAMP = {"type": "int64", "name": "io.debezium.time.Timestamp", "version": 1}
+NANOS_TIMESTAMP = {"type": "int64", "name": "io.debezium.time.NanoTimestamp", "version": 1}
+
+
+def form_of(spec: dict[str, Any]) -> Any:
+    reader = column_reader(connect_field({**spec, "optional": True, "field": "v"}))
+    assert reader is not None
+    return reader
+
+
+#: Connect schema → the raw values its reader takes (within the bounds the parser checks)
+MICROS = st.integers(-62_135_596_800_000_000, 253_402_300_799_999_999)
+EPOCHS = {
+    "micros": (dbz.TIMESTAMP_MICROS, MICROS),
+    "millis": (MILLIS_TIMESTAMP, st.integers(-62_135_596_800_000, 253_402_300_799_999)),
+    "nanos": (NANOS_TIMESTAMP, st.integers(-(2**63), 2**63 - 1)),
+    "days": (dbz.DATE, st.integers(-719_162, 2_932_896)),
+}
+TIMESTAMP_TYPES = [pa.timestamp("us"), pa.timestamp("us", tz="UTC"), pa.timestamp("ms"), pa.timestamp("ns")]
+
+
+def unscaled_bytes(number: int) -> bytes:
+    return number.to_bytes(max(1, (number.bit_length() + 8) // 8), "big", signed=True)
+
+
+def build(arrow_type: pa.DataType, rows: list[dict[str, Any]], raw: dict[str, Any] | None) -> pa.Table | str:
+    """The table, or the error's message."""
+    schema = pa.schema([pa.field("id", pa.int64(), nullable=False), pa.field("v", arrow_type)])
+    try:
+        return rows_to_arrow(schema, rows, sink="test", table_id=TABLE, raw=raw)
+    except SinkTerminalError as e:
+        return str(e)
+
+
+def assert_same_as_converted(arrow_type: pa.DataType, values: list[Any], form: Any) -> None:
+    rows = [{"id": i, "v": v} for i, v in enumerate(values)]
+    converted = copy.deepcopy(rows)
+    materialize_column(converted, "v", form)
+    expected = build(arrow_type, converted, None)
+    got = build(arrow_type, copy.deepcopy(rows), {"v": form})
+    if isinstance(expected, str):
+        assert got == expected
+    else:
+        assert isinstance(got, pa.Table) and got.equals(expected), (got, expected)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    kind=st.sampled_from(sorted(EPOCHS)),
+    arrow_type=st.sampled_from([*TIMESTAMP_TYPES, pa.date32(), pa.string()]),
+    data=st.data(),
+)
+def test_raw_epoch_counts_build_what_their_converted_values_build(
+    kind: str, arrow_type: pa.DataType, data: st.DataObject
+) -> None:
+    spec, counts = EPOCHS[kind]
+    form = form_of(spec)
+    values = data.draw(st.lists(st.none() | counts, max_size=8))
+    # some rows converted already (the decoder's generic path), the others raw
+    converted_at = data.draw(st.sets(st.integers(0, max(0, len(values) - 1))))
+    for i in converted_at:
+        if i < len(values) and values[i] is not None:
+            values[i] = form.convert([values[i]])[0]
+    assert_same_as_converted(arrow_type, values, form)
+
+
+@settings(max_examples=300, deadline=None)
+@given(
+    precision=st.integers(1, 38),
+    target_scale=st.integers(0, 10),
+    data=st.data(),
+)
+def test_raw_decimals_build_what_their_converted_values_build(
+    precision: int, target_scale: int, data: st.DataObject
+) -> None:
+    scale = data.draw(st.integers(0, min(precision, 10)))
+    form = form_of(dbz.DECIMAL(precision, scale))
+    target_precision = data.draw(st.integers(max(1, target_scale), 38))
+    arrow_type = pa.decimal128(target_precision, target_scale)
+    # unscaled integers within and beyond the precision; a few JSON numbers (Debezium's numeric mode)
+    unscaled = st.integers(-(10 ** (precision + 1)), 10 ** (precision + 1))
+    values = data.draw(
+        st.lists(st.none() | unscaled.map(unscaled_bytes) | st.integers(-999, 999), max_size=8)
+    )
+    assert_same_as_converted(arrow_type, values, form)
+
+
+def test_a_raw_decimal_beyond_the_precision_is_named_as_the_decimal_it_is() -> None:
+    form = form_of(dbz.DECIMAL(10, 2))
+    message = build(pa.decimal128(4, 2), [{"id": 1, "v": unscaled_bytes(123456)}], {"v": form})
+    assert isinstance(message, str) and "column v" in message and "1234.56" in message
+
+
+def test_raw_values_are_built_without_being_converted_first() -> None:
+    # the rows keep their raw values: the column was built from them as they are
+    form = form_of(dbz.TIMESTAMP_MICROS)
+    rows: list[dict[str, Any]] = [{"id": 1, "v": 1_700_000_000_000_000}, {"id": 2, "v": None}]
+    table = build(pa.timestamp("us"), rows, {"v": form})
+    assert isinstance(table, pa.Table)
+    assert rows[0]["v"] == 1_700_000_000_000_000
+    assert table.column("v").to_pylist()[0] == form.convert([1_700_000_000_000_000])[0]
+    decimals: list[dict[str, Any]] = [{"id": 1, "v": unscaled_bytes(-12345)}]
+    table = build(pa.decimal128(10, 2), decimals, {"v": form_of(dbz.DECIMAL(10, 2))})
+    assert isinstance(table, pa.Table) and table.column("v").to_pylist() == [Decimal("-123.45")]
+    assert type(decimals[0]["v"]) is bytes
+
+
+@pytest.mark.parametrize("arrow_type", [pa.timestamp("us"), pa.date32()])
+def test_a_required_column_left_empty_is_named(arrow_type: pa.DataType) -> None:
+    spec = dbz.TIMESTAMP_MICROS if pa.types.is_timestamp(arrow_type) else dbz.DATE
+    schema = pa.schema(
+        [pa.field("id", pa.int64(), nullable=False), pa.field("v", arrow_type, nullable=False)]
+    )
+    with pytest.raises(SinkTerminalError, match="column v is required"):
+        rows_to_arrow(schema, [{"id": 1, "v": None}], sink="test", table_id=TABLE, raw={"v": form_of(spec)})
