@@ -5,9 +5,11 @@ It holds the :class:`~ferry.pipeline.tracker.SchemaTracker` and the position rea
 schema-change topic (Debezium's DDL hints), and saves both in each checkpoint, so that a restart
 neither reads a hint twice as new nor misses one. For each schema event the runner hands it, it
 decides whether the sink must change; only then does it raise a barrier (the runner checkpoints
-everything read before the event, with the schemas as they were before it), and then it routes
-each change: under a lease of the sink table (one worker at a time), against the sink's actual
-schema (a replay never applies a change twice), through the router's decision, into the history.
+everything read before the event, with the schemas as they were before it; or, on a sink that
+records offsets per table, commits the changed tables alone: :mod:`ferry.pipeline.barriers`),
+and then it routes each change: under a lease of the sink table (one worker at a time), against the
+sink's actual schema (a replay never applies a change twice), through the router's decision, into
+the history.
 
 A partition that only catches up with a schema the table already has costs nothing: no barrier,
 no checkpoint. Nor does a change every row read before it fits once adapted (a new table, a
@@ -46,6 +48,7 @@ from ferry.pipeline.events import (
     SchemaHint,
     SchemaObserved,
     SourcePosition,
+    TruncateTable,
 )
 from ferry.pipeline.exceptions import SchemaChangeRefusedError
 from ferry.pipeline.route import TableRouter
@@ -70,6 +73,9 @@ SCHEMA_CHANGE_OFFSETS = "schema_change_offsets"
 TRUNCATED = "truncated_before"
 #: The key of the partitions read again after a truncate (their records' schemas are not news).
 READ_AGAIN = "read_again_to"
+#: The key of the offsets, per partition, below which every schema event is in the schemas saved
+#: (a table barrier's: the rows read again after a restart are older than the schemas).
+KNOWN_TO = "schemas_known_to"
 
 
 class HintSource(Protocol):
@@ -88,6 +94,25 @@ class HintSource(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+class Barrier(Protocol):
+    """What a schema change waits for when the rows read before it must reach the sink first
+    (:mod:`ferry.pipeline.barriers`)."""
+
+    def __call__(self, schemas: Mapping[str, Any]) -> None:
+        """The full barrier: a checkpoint of everything read before the change, with ``schemas``."""
+        ...
+
+    @property
+    def per_table(self) -> bool:
+        """Whether the table barrier can be taken."""
+        ...
+
+    def flush_tables(self, source_tables: Collection[TableId]) -> dict[Partition, int]:
+        """The table barrier: the rows of these tables read so far committed, alone. Returns the
+        offsets, per partition, below which every schema event is tracked."""
+        ...
 
 
 class SchemaDefinitions(Protocol):
@@ -110,6 +135,13 @@ def needs_barrier(change: SchemaChange, schema: Schema | None) -> bool:
         column = None if schema is None else schema.find(change.column_name)
         return column is None or not can_widen(column.type, change.new_type)
     return True
+
+
+def allows_table_barrier(change: SchemaChange) -> bool:
+    """Whether the barrier before ``change`` may commit only its tables (sinks that record offsets
+    per table): not for a truncate (it reads partitions again from before the position reached,
+    which only a checkpoint records), nor for a table dropped (its offsets go with it)."""
+    return not isinstance(change, TruncateTable | DropTable)
 
 
 def _need_barrier(changes: Sequence[SchemaChange], tracker: SchemaTracker) -> bool:
@@ -163,6 +195,9 @@ class SchemaOperator:
         self.truncated: dict[TableId, dict[Partition, int]] = {}
         #: Partitions read again after a truncate, up to this offset: their schemas are known already.
         self.read_again: dict[Partition, int] = {}
+        #: Partitions read again after a table barrier, up to this offset: their schema events are
+        #: in the schemas restored already.
+        self.known_to: dict[Partition, int] = {}
         self.changes_routed = 0
         self.wait_ms = 0
         #: Tells the runner what it shows: a detail line while a change waits.
@@ -198,6 +233,7 @@ class SchemaOperator:
                 for table, marks in (schemas.get(TRUNCATED) or {}).items()
             }
             self.read_again = {(t, int(p)): int(o) for t, p, o in schemas.get(READ_AGAIN) or []}
+            self.known_to = {(t, int(p)): int(o) for t, p, o in schemas.get(KNOWN_TO) or []}
         self.saved = schemas
         if self.hints is not None:
             # definitions describe every table version: they are read again from the beginning
@@ -213,6 +249,8 @@ class SchemaOperator:
             data[SCHEMA_CHANGE_OFFSETS] = {str(p): o for p, o in sorted(hint_offsets.items())}
         if self.read_again:
             data[READ_AGAIN] = [[t, p, o] for (t, p), o in sorted(self.read_again.items())]
+        if self.known_to:
+            data[KNOWN_TO] = [[t, p, o] for (t, p), o in sorted(self.known_to.items())]
         if self.truncated:
             data[TRUNCATED] = {
                 str(table): [[t, p, o] for (t, p), o in sorted(marks.items())]
@@ -244,6 +282,25 @@ class SchemaOperator:
                 }
         return {**saved, "tables": tables}
 
+    def after_table_barrier(self, known: Mapping[Partition, int]) -> dict[str, Any]:
+        """The schemas saved after changes applied behind a table barrier, beside the last
+        checkpoint's offsets: the tracker as it is now, and the offsets below which every schema
+        event is in it (``known``, merged with those saved since that checkpoint). A restart reads
+        again from that checkpoint: the rows the tables committed are skipped by their offsets,
+        the other tables' rows are read again into the schemas they have now (as after a change
+        applied in place), and their schema events are not news."""
+        marks = dict(self.known_to)
+        saved = self.saved or {}
+        for topic, partition, offset in saved.get(KNOWN_TO) or []:
+            tp = (topic, int(partition))
+            marks[tp] = max(int(offset), marks.get(tp, 0))
+        for tp, offset in known.items():
+            marks[tp] = max(offset, marks.get(tp, 0))
+        data = self.snapshot()
+        if marks:
+            data[KNOWN_TO] = [[t, p, o] for (t, p), o in sorted(marks.items())]
+        return data
+
     def close(self) -> None:
         self._executor.shutdown(wait=False)
         if self.hints is not None:
@@ -254,11 +311,15 @@ class SchemaOperator:
     def may_change(self, event: Event) -> bool:
         """False for a record schema the tracker already has for that partition (after a restart),
         and for the whole-table schemas of the schema-change topic (they only type records)."""
+        position = event.position
+        if self.known_to and position is not None:
+            until = self.known_to.get((position.topic, position.partition))
+            if until is not None and position.offset < until:
+                return False  # tracked before a table barrier the restart went back behind
         if not isinstance(event, SchemaObserved):
             return True
         if event.ddl is not None:
             return False
-        position = event.position
         if self.read_again and position is not None:
             until = self.read_again.get((position.topic, position.partition))
             if until is not None and position.offset < until:
@@ -267,9 +328,7 @@ class SchemaOperator:
         partition = event.position.partition if event.position is not None else -1
         return tracked is None or tracked.partitions.get(partition) != event.schema
 
-    def handle(
-        self, event: SchemaObserved | SchemaHint, barrier: Callable[[Mapping[str, Any]], None]
-    ) -> str | None:
+    def handle(self, event: SchemaObserved | SchemaHint, barrier: Barrier) -> str | None:
         """Track one schema event; when the sink must change, ``barrier(schemas before it)`` first.
         Returns why the event cannot be tracked (the caller sends it to the dead letter), or None."""
         if not self.may_change(event):
@@ -306,17 +365,17 @@ class SchemaOperator:
             self.wait_ms += int((time.monotonic() - started) * 1000)
         return None
 
-    def drain_hints(self, barrier: Callable[[Mapping[str, Any]], None]) -> None:
+    def drain_hints(self, barrier: Barrier) -> None:
         """The hints read since the last call; a column the DDL adds reaches the sink at once."""
         if self.hints is not None:
             self._hinted(self.hints.drain(), barrier)
 
-    def sync_hints(self, barrier: Callable[[Mapping[str, Any]], None]) -> None:
+    def sync_hints(self, barrier: Barrier) -> None:
         """Read the schema-change topic to its current end."""
         if self.hints is not None:
             self._hinted(self.hints.sync(self.settings.timeout_s), barrier)
 
-    def _hinted(self, events: Sequence[Event], barrier: Callable[[Mapping[str, Any]], None]) -> None:
+    def _hinted(self, events: Sequence[Event], barrier: Barrier) -> None:
         if not events:
             return
         hint_offsets = dict(self.hint_offsets)
@@ -350,9 +409,7 @@ class SchemaOperator:
                 changes += tracker.hint(event, self.watermarks)
         return changes
 
-    def settle(
-        self, positions: Mapping[Partition, int], barrier: Callable[[Mapping[str, Any]], None]
-    ) -> None:
+    def settle(self, positions: Mapping[Partition, int], barrier: Barrier) -> None:
         """Drops and renames every partition has passed by now reach the sink (the DDL read to its
         end first: a later statement may add the column back)."""
         if not self.tracker.has_pending():
@@ -375,6 +432,8 @@ class SchemaOperator:
 
     def forget_partitions(self, partitions: Collection[Partition]) -> None:
         self.tracker.forget_partitions(partitions)
+        for tp in partitions:
+            self.known_to.pop(tp, None)
 
     def aliases(self, offsets: Mapping[Partition, int]) -> dict[tuple[TableId, int], dict[str, str]]:
         """(table, partition) → renamed keys, for the partitions whose rows carry a rename not final
@@ -392,9 +451,16 @@ class SchemaOperator:
                     aliases[key] = {**older, **aliases.get(key, {})}
         return aliases
 
+    @property
+    def reading_again(self) -> bool:
+        """Whether partitions are read again (after a truncate, or a restart behind a table barrier)."""
+        return bool(self.read_again or self.known_to)
+
     def passed_read_again(self, offsets: Mapping[Partition, int]) -> bool:
-        """Forget the partitions read again after a truncate that are read past it by now; True
-        when there was one (the aliases change)."""
+        """Forget the partitions read again that are read past it by now; True when one read again
+        after a truncate was (the aliases change)."""
+        for tp in [tp for tp, until in self.known_to.items() if offsets.get(tp, 0) >= until]:
+            del self.known_to[tp]
         passed = [tp for tp, until in self.read_again.items() if offsets.get(tp, 0) >= until]
         for tp in passed:
             del self.read_again[tp]
@@ -479,7 +545,7 @@ class SchemaOperator:
         after: SchemaTracker,
         sources: Mapping[TableId, Schema],
         hint_offsets: Mapping[int, int],
-        barrier: Callable[[Mapping[str, Any]], None],
+        barrier: Barrier,
         position: SourcePosition | None,
     ) -> None:
         """Barrier (rows read so far written with the schemas before, and the schema-change topic's
@@ -489,8 +555,14 @@ class SchemaOperator:
             self.tracker = after
             return
         self.before_sink()
-        if not _need_barrier(changes, self.tracker) and not self._refused(changes):
+        refused = self._refused(changes)
+        if not _need_barrier(changes, self.tracker) and not refused:
             self._route_in_place(changes, after=after, sources=sources, position=position)
+            return
+        if not refused and barrier.per_table and all(allows_table_barrier(c) for c in changes):
+            self._route_behind_table_barrier(
+                changes, after=after, sources=sources, barrier=barrier, position=position
+            )
             return
         table_id = changes[0].table_id
         self.on_detail(f"schema change on {table_id}: flushing rows read before it")
@@ -507,6 +579,32 @@ class SchemaOperator:
         finally:
             self._barrier_started = None
         self.on_applied(self.snapshot())
+        self.on_detail("reading")
+
+    def _route_behind_table_barrier(
+        self,
+        changes: list[SchemaChange],
+        *,
+        after: SchemaTracker,
+        sources: Mapping[TableId, Schema],
+        barrier: Barrier,
+        position: SourcePosition | None,
+    ) -> None:
+        """The rows of the changes' tables read so far committed alone (the others stay buffered),
+        then each change goes to the sink and the schemas are saved (:meth:`after_table_barrier`)."""
+        tables = list(dict.fromkeys(c.table_id for c in changes))
+        self.on_detail(f"schema change on {tables[0]}: committing its rows read before it")
+        self._barrier_started = time.monotonic()
+        try:
+            known = barrier.flush_tables(tables)
+            self.tracker = after
+            if self.transforms is not None:  # the router and the sink see the projected schemas
+                changes = self.transforms.schema_changes(changes, sources)
+            for change in changes:
+                self.route_change(change.table_id, change, position)
+        finally:
+            self._barrier_started = None
+        self.on_applied(self.after_table_barrier(known))
         self.on_detail("reading")
 
     def _refused(self, changes: Sequence[SchemaChange]) -> bool:

@@ -42,7 +42,7 @@ from ferry.pipeline.router import SchemaChangeBehavior, SchemaChangeRouter
 from ferry.pipeline.runner import PipelineRunner
 from ferry.pipeline.schema import Schema, TableId
 from ferry.pipeline.settings import RunnerSettings
-from ferry.sinks.memory import MemorySink
+from ferry.sinks.memory import MemorySink, OffsetCommittingMemorySink
 from ferry.state import StateStore
 
 SERVER = "sim"
@@ -170,6 +170,15 @@ class SimSink(MemorySink):
         super().apply_schema_change(change, schema_after)
 
 
+class SimCommittingSink(SimSink, OffsetCommittingMemorySink):
+    """The same, recording the offsets of each table's commits (as Iceberg and Paimon): rows a
+    table committed are skipped after a kill, and a barrier commits only the changed tables."""
+
+    def flush_tables(self, table_ids: Collection[TableId], offsets: Offsets) -> None:
+        assert not self.commits.in_flight, f"{table_ids} committed while a checkpoint's commit is in flight"
+        super().flush_tables(table_ids, offsets)
+
+
 class SimState(StateStore):
     """The state store, refusing offsets the sink's last flush did not commit."""
 
@@ -231,17 +240,21 @@ actions = st.lists(
 
 
 def run_simulation(
-    partitions: int, script: Sequence[tuple[Any, ...]], schedule: list[tuple[Any, ...]]
+    partitions: int,
+    script: Sequence[tuple[Any, ...]],
+    schedule: list[tuple[Any, ...]],
+    committing: bool = False,
 ) -> None:
     """Run ``script`` (statements: kind, n and the table, the first one by default) through
-    Debezium and ferry as ``schedule`` interleaves them, then compare every table with the model."""
+    Debezium and ferry as ``schedule`` interleaves them, then compare every table with the model.
+    ``committing``: the sink records offsets per table (barriers commit only the changed tables)."""
     world = World(partitions)
     for table in TABLES:
         world.statement("upsert", 0, table)  # the tables exist from their first row on
     for statement in script:
         world.statement(*statement)
     log = Log(world)
-    sink = SimSink()
+    sink = SimCommittingSink() if committing else SimSink()
     with tempfile.TemporaryDirectory(dir=MEMORY_FOLDER) as folder:
         state = SimState(f"sqlite:///{folder}/state.db", sink)
         runner, source, hints = new_runner(log, sink, state)
@@ -291,11 +304,11 @@ def run_simulation(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
-@given(partitions=st.integers(1, 3), script=statements, schedule=actions)
+@given(partitions=st.integers(1, 3), script=statements, schedule=actions, committing=st.booleans())
 def test_every_interleaving_of_partitions_hints_and_kills_ends_with_the_source_table(
-    partitions: int, script: list[tuple[Any, ...]], schedule: list[tuple[Any, ...]]
+    partitions: int, script: list[tuple[Any, ...]], schedule: list[tuple[Any, ...]], committing: bool
 ) -> None:
-    run_simulation(partitions, script, schedule)
+    run_simulation(partitions, script, schedule, committing)
 
 
 def test_a_rename_seen_first_in_one_partition_keeps_the_values_of_the_others() -> None:
@@ -418,11 +431,11 @@ in_place_statements = st.lists(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
-@given(partitions=st.integers(2, 3), script=in_place_statements, schedule=actions)
+@given(partitions=st.integers(2, 3), script=in_place_statements, schedule=actions, committing=st.booleans())
 def test_every_interleaving_of_changes_without_a_barrier_and_kills_ends_with_the_source_table(
-    partitions: int, script: list[tuple[Any, ...]], schedule: list[tuple[Any, ...]]
+    partitions: int, script: list[tuple[Any, ...]], schedule: list[tuple[Any, ...]], committing: bool
 ) -> None:
-    run_simulation(partitions, script, schedule)
+    run_simulation(partitions, script, schedule, committing)
 
 
 def test_a_column_added_without_a_barrier_then_killed_and_dropped_by_later_ddl_is_dropped() -> None:
