@@ -20,6 +20,9 @@ Two kinds:
   the barrier as known (the tracker saved has them), so the change is neither undone nor applied
   twice. The other tables' rows stay buffered until the next checkpoint.
 
+With several workers (a partition of the pipeline's topics assigned to another) every barrier is a
+full one (:func:`reads_alone`).
+
 A truncate keeps the full barrier: it reads partitions again from before the position reached
 (:mod:`ferry.pipeline.truncates`), which its checkpoint records. So does a table dropped (its sink
 table's offsets go with it) and a change the router would fail on.
@@ -27,11 +30,12 @@ table's offsets go with it) and a change the router would fail on.
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ferry.connectors.base import ReadingAlone, Rebalancing, Source
 from ferry.offsets import Partition
-from ferry.pipeline.events import Event
+from ferry.pipeline.events import DropTable, Event, SchemaChange, TruncateTable
 from ferry.pipeline.partitions import read_before
 from ferry.pipeline.route import TableRouter
 from ferry.pipeline.schema import TableId
@@ -67,9 +71,16 @@ class Barrier:
 
     @property
     def per_table(self) -> bool:
-        """Whether the sink can take the table barrier (and no partition is to be read again)."""
-        sink = self.runner.sink
-        return isinstance(sink, TableFlushing) and isinstance(sink, OffsetCommitting) and not self.read_again
+        """Whether the table barrier can be taken: the sink records offsets per table and commits
+        tables alone, no partition is to be read again, and this worker reads every partition."""
+        runner = self.runner
+        sink = runner.sink
+        return (
+            isinstance(sink, TableFlushing)
+            and isinstance(sink, OffsetCommitting)
+            and not self.read_again
+            and reads_alone(runner.source)
+        )
 
     def flush_tables(self, source_tables: Collection[TableId]) -> dict[Partition, int]:
         """The table barrier for changes of ``source_tables``: their rows read so far committed,
@@ -88,6 +99,43 @@ class Barrier:
                 tp = (position.topic, position.partition)
                 known[tp] = max(known.get(tp, 0), position.offset + 1)
         return known
+
+
+def allows_table_barrier(change: SchemaChange) -> bool:
+    """Whether the barrier before ``change`` may commit only its tables (sinks that record offsets
+    per table): not for a truncate (it reads partitions again from before the position reached,
+    which only a checkpoint records), nor for a table dropped (its offsets go with it)."""
+    return not isinstance(change, TruncateTable | DropTable)
+
+
+def known_marks(
+    restored: Mapping[Partition, int], saved: Iterable[Sequence[Any]], known: Mapping[Partition, int]
+) -> list[list[Any]]:
+    """The offsets below which every schema event is in the schemas saved after a table barrier,
+    as saved: per partition the highest of those ``restored`` at the start, those ``saved`` by an
+    earlier table barrier since the last checkpoint (``[topic, partition, offset]``), and this
+    barrier's ``known``."""
+    marks = dict(restored)
+    for topic, partition, offset in saved:
+        tp = (topic, int(partition))
+        marks[tp] = max(int(offset), marks.get(tp, 0))
+    for tp, offset in known.items():
+        marks[tp] = max(offset, marks.get(tp, 0))
+    return [[t, p, o] for (t, p), o in sorted(marks.items())]
+
+
+def reads_alone(source: Source) -> bool:
+    """Whether no other worker of the pipeline reads a partition of its topics now.
+
+    The table barrier needs it: its marks (the schemas saved after the change, the offsets below
+    which their events are known) are this worker's, and the checkpoint's offsets stay behind the
+    change. A worker taking over a partition lost by another (without the checkpoint a hand-over
+    takes) would read that partition again from behind the change without those marks, and a
+    checkpoint of another worker would save its schemas over them. With several workers every
+    barrier is a full one, whose checkpoint moves the offsets past the change."""
+    if not isinstance(source, Rebalancing):
+        return True  # a source no other worker shares
+    return isinstance(source, ReadingAlone) and source.reads_alone()
 
 
 def fed_together(

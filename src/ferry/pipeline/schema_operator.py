@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ferry.exceptions import FerryError, TerminalError
 from ferry.offsets import Partition
 from ferry.pipeline.apply import apply_schema_change, diff_schemas
+from ferry.pipeline.barriers import Barrier, allows_table_barrier, known_marks
 from ferry.pipeline.checkpoints import CheckpointStore, SchemaHistoryEntry, now_ms
 from ferry.pipeline.events import (
     AddColumn,
@@ -48,7 +49,6 @@ from ferry.pipeline.events import (
     SchemaHint,
     SchemaObserved,
     SourcePosition,
-    TruncateTable,
 )
 from ferry.pipeline.exceptions import SchemaChangeRefusedError
 from ferry.pipeline.route import TableRouter
@@ -96,25 +96,6 @@ class HintSource(Protocol):
     def close(self) -> None: ...
 
 
-class Barrier(Protocol):
-    """What a schema change waits for when the rows read before it must reach the sink first
-    (:mod:`ferry.pipeline.barriers`)."""
-
-    def __call__(self, schemas: Mapping[str, Any]) -> None:
-        """The full barrier: a checkpoint of everything read before the change, with ``schemas``."""
-        ...
-
-    @property
-    def per_table(self) -> bool:
-        """Whether the table barrier can be taken."""
-        ...
-
-    def flush_tables(self, source_tables: Collection[TableId]) -> dict[Partition, int]:
-        """The table barrier: the rows of these tables read so far committed, alone. Returns the
-        offsets, per partition, below which every schema event is tracked."""
-        ...
-
-
 class SchemaDefinitions(Protocol):
     """Whole-table schemas the schema-change topic describes (payload-only records are typed by them)."""
 
@@ -135,13 +116,6 @@ def needs_barrier(change: SchemaChange, schema: Schema | None) -> bool:
         column = None if schema is None else schema.find(change.column_name)
         return column is None or not can_widen(column.type, change.new_type)
     return True
-
-
-def allows_table_barrier(change: SchemaChange) -> bool:
-    """Whether the barrier before ``change`` may commit only its tables (sinks that record offsets
-    per table): not for a truncate (it reads partitions again from before the position reached,
-    which only a checkpoint records), nor for a table dropped (its offsets go with it)."""
-    return not isinstance(change, TruncateTable | DropTable)
 
 
 def _need_barrier(changes: Sequence[SchemaChange], tracker: SchemaTracker) -> bool:
@@ -289,16 +263,10 @@ class SchemaOperator:
         again from that checkpoint: the rows the tables committed are skipped by their offsets,
         the other tables' rows are read again into the schemas they have now (as after a change
         applied in place), and their schema events are not news."""
-        marks = dict(self.known_to)
-        saved = self.saved or {}
-        for topic, partition, offset in saved.get(KNOWN_TO) or []:
-            tp = (topic, int(partition))
-            marks[tp] = max(int(offset), marks.get(tp, 0))
-        for tp, offset in known.items():
-            marks[tp] = max(offset, marks.get(tp, 0))
         data = self.snapshot()
+        marks = known_marks(self.known_to, (self.saved or {}).get(KNOWN_TO) or [], known)
         if marks:
-            data[KNOWN_TO] = [[t, p, o] for (t, p), o in sorted(marks.items())]
+            data[KNOWN_TO] = marks
         return data
 
     def close(self) -> None:
@@ -559,44 +527,20 @@ class SchemaOperator:
         if not _need_barrier(changes, self.tracker) and not refused:
             self._route_in_place(changes, after=after, sources=sources, position=position)
             return
-        if not refused and barrier.per_table and all(allows_table_barrier(c) for c in changes):
-            self._route_behind_table_barrier(
-                changes, after=after, sources=sources, barrier=barrier, position=position
-            )
-            return
-        table_id = changes[0].table_id
-        self.on_detail(f"schema change on {table_id}: flushing rows read before it")
-        self._barrier_started = time.monotonic()
-        try:
-            # a checkpoint: its steps wait for the sink, the broker and the state store under the
-            # retry policy (pipeline.restart-strategy), not under the bound of one apply
-            barrier(self.snapshot(hint_offsets))  # the tracker as it was before the changes
-            self.tracker = after
-            if self.transforms is not None:  # the router and the sink see the projected schemas
-                changes = self.transforms.schema_changes(changes, sources)
-            for change in changes:
-                self.route_change(change.table_id, change, position)
-        finally:
-            self._barrier_started = None
-        self.on_applied(self.snapshot())
-        self.on_detail("reading")
-
-    def _route_behind_table_barrier(
-        self,
-        changes: list[SchemaChange],
-        *,
-        after: SchemaTracker,
-        sources: Mapping[TableId, Schema],
-        barrier: Barrier,
-        position: SourcePosition | None,
-    ) -> None:
-        """The rows of the changes' tables read so far committed alone (the others stay buffered),
-        then each change goes to the sink and the schemas are saved (:meth:`after_table_barrier`)."""
+        # the table barrier commits only the changes' tables (ferry.pipeline.barriers); the full one
+        # is a checkpoint, whose steps wait for the sink, the broker and the state store under the
+        # retry policy (pipeline.restart-strategy), not under the bound of one apply
+        per_table = not refused and barrier.per_table and all(allows_table_barrier(c) for c in changes)
         tables = list(dict.fromkeys(c.table_id for c in changes))
-        self.on_detail(f"schema change on {tables[0]}: committing its rows read before it")
+        waiting = "committing its rows" if per_table else "flushing rows"
+        self.on_detail(f"schema change on {tables[0]}: {waiting} read before it")
         self._barrier_started = time.monotonic()
+        known: dict[Partition, int] = {}
         try:
-            known = barrier.flush_tables(tables)
+            if per_table:
+                known = barrier.flush_tables(tables)
+            else:
+                barrier(self.snapshot(hint_offsets))  # the tracker as it was before the changes
             self.tracker = after
             if self.transforms is not None:  # the router and the sink see the projected schemas
                 changes = self.transforms.schema_changes(changes, sources)
@@ -604,7 +548,7 @@ class SchemaOperator:
                 self.route_change(change.table_id, change, position)
         finally:
             self._barrier_started = None
-        self.on_applied(self.after_table_barrier(known))
+        self.on_applied(self.after_table_barrier(known) if per_table else self.snapshot())
         self.on_detail("reading")
 
     def _refused(self, changes: Sequence[SchemaChange]) -> bool:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from ferry.connectors.base import RebalanceListener
 from ferry.connectors.memory import MemoryDeadLetter, MemorySource
 from ferry.pipeline import events as E
 from ferry.pipeline import types as T
@@ -24,10 +25,28 @@ WITH_Y = Schema.of([Column("id", T.INT().not_null()), Column("y", T.INT())], ["i
 WITHOUT_Y = Schema.of([Column("id", T.INT().not_null())], ["id"])
 
 
-def runner_for(sink: MemorySink, state: StateStore, tables: TableRouter | None = None) -> PipelineRunner:
+class SharedSource(MemorySource):
+    """A source whose partitions are shared with other workers; whether this one reads them all
+    is the test's to say."""
+
+    def __init__(self, alone: bool) -> None:
+        super().__init__()
+        self.alone = alone
+        self.listener: RebalanceListener | None = None
+
+    def set_rebalance_listener(self, listener: RebalanceListener | None) -> None:
+        self.listener = listener
+
+    def reads_alone(self) -> bool:
+        return self.alone
+
+
+def runner_for(
+    sink: MemorySink, state: StateStore, tables: TableRouter | None = None, source: MemorySource | None = None
+) -> PipelineRunner:
     runner = PipelineRunner(
         settings=RunnerSettings(name="unit", tune_gc=False),
-        source=MemorySource(),
+        source=source or MemorySource(),
         decode=lambda records: [],
         sink=sink,
         state=state,
@@ -152,3 +171,27 @@ def test_tables_routed_together_are_committed_together(tmp_path: Path) -> None:
     runner.process(three_tables_then_a_drop_on_t(), [])
     assert sorted(map(str, sink.flushed_tables[0])) == ["all.tu", "copy.u"]
     assert len(sink.rows("copy.u")) == 2 and sink.rows("all.v") == []
+
+
+def test_a_drop_while_another_worker_reads_partitions_of_the_pipeline_is_a_whole_checkpoint(
+    tmp_path: Path,
+) -> None:
+    # the marks a table barrier saves are this worker's: a worker taking a partition it loses would
+    # read it again from behind the drop without them, so the checkpoint moves past the drop
+    sink = OffsetCommittingMemorySink()
+    state = StateStore(f"sqlite:///{tmp_path}/state.db")
+    runner = runner_for(sink, state, source=SharedSource(alone=False))
+    runner.process(three_tables_then_a_drop_on_t(), [])
+
+    assert sink.flushed_tables == [] and sink.flush_count == 1 and runner.metrics.checkpoints == 1
+    assert sink.rows(U_ID) == sink.rows(V_ID) == [{"id": 1, "y": 1}, {"id": 2, "y": 2}]
+    checkpoint = state.latest_checkpoint("unit")
+    assert checkpoint is not None and checkpoint.offsets[("t", 0)] == 3
+    assert KNOWN_TO not in checkpoint.schemas
+
+
+def test_a_drop_on_a_shared_source_this_worker_reads_alone_commits_its_table_alone(tmp_path: Path) -> None:
+    sink = OffsetCommittingMemorySink()
+    runner = runner_for(sink, StateStore(f"sqlite:///{tmp_path}/state.db"), source=SharedSource(alone=True))
+    runner.process(three_tables_then_a_drop_on_t(), [])
+    assert sink.flushed_tables == [[T_ID]] and sink.flush_count == 0 and runner.metrics.checkpoints == 0

@@ -357,9 +357,7 @@ table_barrier_statements = st.lists(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
-@given(
-    partitions=st.integers(1, 3), script=table_barrier_statements, schedule=actions, copy=st.booleans()
-)
+@given(partitions=st.integers(1, 3), script=table_barrier_statements, schedule=actions, copy=st.booleans())
 def test_every_interleaving_of_table_barriers_and_kills_ends_with_the_source_table(
     partitions: int, script: list[tuple[Any, ...]], schedule: list[tuple[Any, ...]], copy: bool
 ) -> None:
