@@ -22,7 +22,7 @@ from ferry.pipeline.settings import RunnerSettings
 from ferry.sinks.iceberg.config import IcebergSinkConfig
 from ferry.sinks.iceberg.sink import IcebergSink
 from ferry.state import StateStore
-from tests.support.partition_log import PartitionLogHints, PartitionLogSource
+from tests.support.partition_log import PartitionLogHints, PartitionLogSource, hand_over
 
 pytestmark = pytest.mark.integration
 
@@ -105,9 +105,7 @@ class Pipeline:
 
     def read(self, partition: tuple[str, int], count: int) -> None:
         """Up to ``count`` more records of ``partition``, processed as one batch."""
-        records = self.reader.take(partition, count)
-        self.runner.read_hints()
-        self.runner.process(self.runner.decode(records), records)
+        hand_over(self.runner, self.reader.take(partition, count))
 
     def read_all(self) -> None:
         for partition in self.source.topics:

@@ -27,7 +27,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.support.partition_log import PartitionLogHints, PartitionLogSource
+from tests.support.partition_log import PartitionLogHints, PartitionLogSource, hand_over
 
 from ferry.connectors.formats import decoder_for
 from ferry.connectors.formats.source_order import record_source_order
@@ -227,15 +227,16 @@ def new_runner(
     return runner, source, hints
 
 
-statements = st.lists(
-    st.tuples(
-        st.sampled_from(["upsert"] * 6 + ["delete", "add", "drop", "rename", "widen", "truncate"]),
-        st.integers(0, 1000),
-        st.sampled_from(TABLES),
-    ),
-    min_size=1,
-    max_size=60,
-)
+def statements_of(kinds: list[str], max_size: int) -> st.SearchStrategy[list[tuple[str, int, str]]]:
+    """Scripts of statements of these kinds (a kind listed twice drawn twice as often)."""
+    return st.lists(
+        st.tuples(st.sampled_from(kinds), st.integers(0, 1000), st.sampled_from(TABLES)),
+        min_size=1,
+        max_size=max_size,
+    )
+
+
+statements = statements_of(["upsert"] * 6 + ["delete", "add", "drop", "rename", "widen", "truncate"], 60)
 actions = st.lists(
     st.one_of(
         st.tuples(st.just("produce"), st.integers(1, 8)),
@@ -248,6 +249,9 @@ actions = st.lists(
     ),
     max_size=80,
 )
+
+#: The sink: recording offsets per table or not, with the first table copied into a second sink table or not.
+sinks = st.fixed_dictionaries({"committing": st.booleans(), "copy": st.booleans()})
 
 
 def run_simulation(
@@ -274,9 +278,7 @@ def run_simulation(
 
         def read(index: int, count: int) -> None:
             # the index-th partition (the first table's partitions first)
-            records = source.take(log.data[index % len(log.data)], count)
-            runner.read_hints()
-            runner.process(runner.decode(records), records)
+            hand_over(runner, source.take(log.data[index % len(log.data)], count))
 
         for action in schedule:
             match action:
@@ -321,34 +323,16 @@ def run_simulation(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
-@given(
-    partitions=st.integers(1, 3),
-    script=statements,
-    schedule=actions,
-    committing=st.booleans(),
-    copy=st.booleans(),
-)
+@given(partitions=st.integers(1, 3), script=statements, schedule=actions, sink=sinks)
 def test_every_interleaving_of_partitions_hints_and_kills_ends_with_the_source_table(
-    partitions: int,
-    script: list[tuple[Any, ...]],
-    schedule: list[tuple[Any, ...]],
-    committing: bool,
-    copy: bool,
+    partitions: int, script: list[tuple[Any, ...]], schedule: list[tuple[Any, ...]], sink: dict[str, bool]
 ) -> None:
-    run_simulation(partitions, script, schedule, committing, copy)
+    run_simulation(partitions, script, schedule, **sink)
 
 
 # drops and renames into a sink recording offsets per table: each barrier commits only the tables
 # it concerns, and kills come between it and the next checkpoint
-table_barrier_statements = st.lists(
-    st.tuples(
-        st.sampled_from(["upsert"] * 5 + ["delete", "drop", "rename", "rename"]),
-        st.integers(0, 1000),
-        st.sampled_from(TABLES),
-    ),
-    min_size=1,
-    max_size=40,
-)
+table_barrier_statements = statements_of(["upsert"] * 5 + ["delete", "drop", "rename", "rename"], 40)
 
 
 @pytest.mark.timeout(1800)
@@ -467,15 +451,7 @@ def test_rows_read_again_after_a_truncate_carry_the_name_of_a_column_renamed_aft
 
 # columns added and types widened reach the sink without a barrier: the rows read before them wait
 # in the buffers, adapted; a kill then loses them and what the state store saved must explain it
-in_place_statements = st.lists(
-    st.tuples(
-        st.sampled_from(["upsert"] * 4 + ["delete", "add", "add", "widen", "widen", "drop"]),
-        st.integers(0, 1000),
-        st.sampled_from(TABLES),
-    ),
-    min_size=1,
-    max_size=40,
-)
+in_place_statements = statements_of(["upsert"] * 4 + ["delete", "add", "add", "widen", "widen", "drop"], 40)
 
 
 @pytest.mark.timeout(1800)
@@ -484,21 +460,11 @@ in_place_statements = st.lists(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
-@given(
-    partitions=st.integers(2, 3),
-    script=in_place_statements,
-    schedule=actions,
-    committing=st.booleans(),
-    copy=st.booleans(),
-)
+@given(partitions=st.integers(2, 3), script=in_place_statements, schedule=actions, sink=sinks)
 def test_every_interleaving_of_changes_without_a_barrier_and_kills_ends_with_the_source_table(
-    partitions: int,
-    script: list[tuple[Any, ...]],
-    schedule: list[tuple[Any, ...]],
-    committing: bool,
-    copy: bool,
+    partitions: int, script: list[tuple[Any, ...]], schedule: list[tuple[Any, ...]], sink: dict[str, bool]
 ) -> None:
-    run_simulation(partitions, script, schedule, committing, copy)
+    run_simulation(partitions, script, schedule, **sink)
 
 
 def test_a_column_added_without_a_barrier_then_killed_and_dropped_by_later_ddl_is_dropped() -> None:
