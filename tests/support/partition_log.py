@@ -6,10 +6,14 @@ is fetched ahead of the data or only when the runner asks for it."""
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
+from typing import TYPE_CHECKING
 
 from ferry.connectors.formats import decoder_for
 from ferry.connectors.record import Record
 from ferry.pipeline.events import Event
+
+if TYPE_CHECKING:
+    from ferry.pipeline.runner import PipelineRunner
 
 
 class PartitionLogSource:
@@ -85,3 +89,10 @@ class PartitionLogHints:
 
     def close(self) -> None:
         pass
+
+
+def hand_over(runner: PipelineRunner, records: Sequence[Record]) -> None:
+    """Records taken from a partition, processed by ``runner`` as one batch after the DDL hints
+    fetched so far (as its loop does)."""
+    runner.read_hints()
+    runner.process(runner.decode(records), records)

@@ -125,6 +125,14 @@ class Rebalancing(Protocol):
     def set_rebalance_listener(self, listener: RebalanceListener | None) -> None: ...
 
 
+@runtime_checkable
+class ReadingAlone(Protocol):
+    """A :class:`Rebalancing` source that can tell whether it reads every partition of its topics
+    now (no other worker of the pipeline reads any)."""
+
+    def reads_alone(self) -> bool: ...
+
+
 class DeadLetter(Protocol):
     """Where records that cannot be processed go, with the reason."""
 

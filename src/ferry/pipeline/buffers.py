@@ -49,12 +49,22 @@ class RowBuffers:
         write: Callable[[dict[TableId, list[DataChange]], dict[TableId, list[RawValues]]], _T],
         keep: Callable[[TableId], bool],
         within_batch: bool,
+        source_tables: Collection[TableId] | None = None,
     ) -> _T:
-        """``write(rows, their raw values)`` (see :meth:`BufferedRawValues.written`: ``within_batch``
-        says the rest of a batch is left for later), then the buffers are empty (a buffer stays
-        for each table ``keep`` says)."""
-        result = write(self.tables, self.raw.written(within_batch=within_batch))
-        self.raw.tables = {}
-        self.tables = {t: [] for t in self.tables if keep(t)}
-        self.count = 0
+        """``write(rows, their raw values)`` for every table (or those of ``source_tables``; see
+        :meth:`BufferedRawValues.written`: ``within_batch`` says the rest of a batch is left for
+        later); then their buffers are empty (gone for a table ``keep`` does not keep)."""
+        tables = (
+            self.tables
+            if source_tables is None
+            else {t: self.tables[t] for t in source_tables if t in self.tables}
+        )
+        result = write(tables, self.raw.written(list(tables), within_batch=within_batch))
+        for table_id in list(tables):
+            self.raw.forget(table_id)
+            if keep(table_id):
+                self.tables[table_id] = []
+            else:
+                del self.tables[table_id]
+        self.count = sum(len(changes) for changes in self.tables.values())
         return result

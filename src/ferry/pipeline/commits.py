@@ -46,7 +46,7 @@ import logging
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Collection, Mapping
 from queue import Empty, SimpleQueue
 from typing import TYPE_CHECKING, Any, Protocol
 
@@ -56,9 +56,10 @@ from ferry.offsets import Offsets
 from ferry.pipeline.checkpoints import CheckpointStore, now_ms
 from ferry.pipeline.exceptions import CheckpointError
 from ferry.pipeline.metrics import Metrics
+from ferry.pipeline.schema import TableId
 from ferry.pipeline.settings import RunnerSettings
 from ferry.pipeline.status import RunnerStatus
-from ferry.sinks.base import Sink
+from ferry.sinks.base import Sink, TableFlushing
 
 if TYPE_CHECKING:
     from ferry.pipeline.partitions import PartitionOffsets
@@ -414,6 +415,23 @@ class Checkpoints:
         )
         if not self.commits.background.concurrent:
             self.last = time.monotonic()
+
+    def commit_tables(
+        self, sink_tables: Collection[TableId], offsets: Offsets, written: dict[str, int]
+    ) -> None:
+        """A barrier's commit of some sink tables alone, on the consume thread (no commit in flight):
+        the dead letters sent so far stored, then the tables' rows (``written`` per table) committed
+        with ``offsets``. Nothing is saved in the state store: a restart skips these rows by offset."""
+        sink = self.sink
+        assert isinstance(sink, TableFlushing)
+        self.commits.wait()
+        retries, on_wait = self.settings.retries, self.status.waiting
+        # first: a row of these tables sent to the dead letter is not read again after a restart
+        retries.call(self.dead_letter.flush, "storing the dead letters", on_wait=on_wait)
+        retries.call(lambda: sink.flush_tables(sink_tables, offsets), "flushing the sink", on_wait=on_wait)
+        self.status.waited()
+        for table, count in written.items():
+            self.metrics.rows_written[table] = self.metrics.rows_written.get(table, 0) + count
 
     def save_schemas(self, schemas: Mapping[str, Any]) -> None:
         """Save ``schemas`` beside the last checkpoint's offsets (after the commit in flight)."""

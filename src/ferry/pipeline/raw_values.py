@@ -17,7 +17,7 @@ gets the forms beside the rows and converts each column at once, in Arrow
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, NamedTuple, Protocol
 
@@ -125,14 +125,15 @@ class BufferedRawValues:
     def forget(self, table_id: TableId) -> None:
         self.tables.pop(table_id, None)
 
-    def written(self, *, within_batch: bool = False) -> dict[TableId, list[RawValues]]:
-        """The raw values of the rows a checkpoint writes now (the caller forgets them once they
-        are written); within a batch (``within_batch``: the rest of one is left for later) none:
-        they are converted, as the batch's rows not buffered yet are written by a later checkpoint."""
-        if self._open or within_batch:
-            for table_id in list(self.tables):
+    def written(self, tables: Collection[TableId], *, within_batch: bool) -> dict[TableId, list[RawValues]]:
+        """The raw values of the rows of ``tables`` a checkpoint writes now (the caller forgets
+        them once they are written); within a batch (``within_batch``: the rest of one is left for
+        later) none: they are converted, as the batch's rows not buffered yet are written later."""
+        if within_batch or self._open:
+            for table_id in tables:
                 self.materialize(table_id)
-        return self.tables
+            return {}
+        return {t: self.tables[t] for t in tables if t in self.tables}
 
 
 def merged_forms(events: Sequence[RawValues]) -> dict[str, ColumnForm] | None:

@@ -3,9 +3,11 @@
 One loop takes whole batches from the source, decodes them in one call, and appends each row
 change to its table's buffer: the per-event cost is a type check, a dict look-up and an append.
 Everything else happens per batch or per checkpoint. Schema events go to the
-:class:`~ferry.pipeline.schema_operator.SchemaOperator`, which raises a barrier (a checkpoint of
-everything read before the event) only when the sink must change and the rows read before the
-change must reach the sink first; a column added or a type widened only adapts the buffered rows.
+:class:`~ferry.pipeline.schema_operator.SchemaOperator`, which raises a barrier only when the sink
+must change and the rows read before the change must reach the sink first
+(:mod:`ferry.pipeline.barriers`: the changed tables' commit on a sink recording offsets per table,
+else a checkpoint of everything read before the event); a column added or a type widened only
+adapts the buffered rows.
 
 The checkpoint order is enforced in one place, :class:`~ferry.pipeline.commits.Checkpoints`:
 
@@ -34,13 +36,14 @@ import contextlib
 import logging
 import threading
 import time
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ferry.connectors.base import DeadLetter, KeepingAlive, Rebalancing, Source, Watermarking
 from ferry.exceptions import FerryError
 from ferry.offsets import Partition
 from ferry.pipeline.bad_records import BadRecords
+from ferry.pipeline.barriers import Barrier
 from ferry.pipeline.buffers import RowBuffers
 from ferry.pipeline.checkpoints import CheckpointStore
 from ferry.pipeline.collector import GarbageCollection
@@ -52,7 +55,6 @@ from ferry.pipeline.partitions import (
     PartitionHandOver,
     PartitionOffsets,
     partition_of,
-    read_before,
     records_before,
 )
 from ferry.pipeline.phase import Phase
@@ -245,11 +247,11 @@ class PipelineRunner:
 
     def read_hints(self) -> None:
         """Take the DDL hints read since the last call (between batches: nothing is in flight)."""
-        self.schemas.drain_hints(self._barrier_at(()))
+        self.schemas.drain_hints(Barrier(self, ()))
 
     def sync_hints(self) -> None:
         """Read the schema-change topic to its end (a decoder met a record no definition describes)."""
-        self.schemas.sync_hints(self._barrier_at(()))
+        self.schemas.sync_hints(Barrier(self, ()))
 
     def process(self, events: list[Event], records: Sequence[Any]) -> None:
         """Route a decoded batch; ``records`` are the raw records it came from (for offsets)."""
@@ -301,10 +303,10 @@ class PipelineRunner:
         self.rows.count += buffered
         self.partitions.advance(records)
         self.metrics.records_read += len(records)
-        if self.schemas.read_again and self.schemas.passed_read_again(self.partitions.offsets):
+        if self.schemas.reading_again and self.schemas.passed_read_again(self.partitions.offsets):
             self._refresh_aliases()
         if self.schemas.tracker.has_pending():
-            self.schemas.settle(self.partitions.offsets, self._barrier_at(()))
+            self.schemas.settle(self.partitions.offsets, Barrier(self, ()))
             self._refresh_aliases()
 
     def _resume(self) -> list[Any]:
@@ -340,7 +342,9 @@ class PipelineRunner:
 
     def _schema_event(self, event: SchemaObserved | SchemaHint, before: Sequence[Event]) -> None:
         plan = self.truncates.plan(event, before) if isinstance(event, SchemaHint) else None
-        reason = self.schemas.handle(event, self._barrier_at(before, plan.starts if plan is not None else {}))
+        reason = self.schemas.handle(
+            event, Barrier(self, before, plan.starts if plan is not None else {}, event)
+        )
         if reason is not None:
             if event.position is None:
                 raise CheckpointError(reason)
@@ -352,20 +356,6 @@ class PipelineRunner:
 
     def _process_records(self, records: Sequence[Any]) -> None:
         self.process(self.decode(records), records)
-
-    def _barrier_at(
-        self, before: Sequence[Event], read_again: Mapping[Partition, int] | None = None
-    ) -> Callable[[Mapping[str, Any]], None]:
-        """A checkpoint of everything read before a schema event, with the schemas before it (and
-        the partitions whose rows are read again from where they will be)."""
-
-        def barrier(schemas: Mapping[str, Any]) -> None:
-            # the bad records' dead letters are stored by this checkpoint too
-            self.partitions.advance_to(read_before(before))
-            self.partitions.offsets.update(read_again or {})
-            self.checkpoint(schemas)
-
-        return barrier
 
     def _save_schemas(self, schemas: Mapping[str, Any]) -> None:
         self.checkpoints.save_schemas(schemas)
@@ -390,8 +380,11 @@ class PipelineRunner:
 
     def begin_checkpoint(self, schemas: Mapping[str, Any] | None = None) -> None:
         """After the commit in flight, the buffered rows written; their commit is left running."""
-        self.checkpoints.take(self._write_buffers, schemas)
+        self.checkpoints.take(self.write_buffers, schemas)
 
-    def _write_buffers(self) -> dict[str, int]:
+    def write_buffers(self, source_tables: Collection[TableId] | None = None) -> dict[str, int]:
+        """The rows buffered (of ``source_tables`` only, when given) shaped and handed to the sink;
+        returns the rows per sink table."""
         schemas, within = self.schemas, self._leftover is not None  # within a batch: see RowBuffers
-        return self.rows.write(self.shaper.write, lambda t: schemas.tracker.schema(t) is not None, within)
+        keep = lambda t: schemas.tracker.schema(t) is not None  # noqa: E731
+        return self.rows.write(self.shaper.write, keep, within, source_tables)

@@ -5,9 +5,11 @@ It holds the :class:`~ferry.pipeline.tracker.SchemaTracker` and the position rea
 schema-change topic (Debezium's DDL hints), and saves both in each checkpoint, so that a restart
 neither reads a hint twice as new nor misses one. For each schema event the runner hands it, it
 decides whether the sink must change; only then does it raise a barrier (the runner checkpoints
-everything read before the event, with the schemas as they were before it), and then it routes
-each change: under a lease of the sink table (one worker at a time), against the sink's actual
-schema (a replay never applies a change twice), through the router's decision, into the history.
+everything read before the event, with the schemas as they were before it; or, on a sink that
+records offsets per table, commits the changed tables alone: :mod:`ferry.pipeline.barriers`),
+and then it routes each change: under a lease of the sink table (one worker at a time), against the
+sink's actual schema (a replay never applies a change twice), through the router's decision, into
+the history.
 
 A partition that only catches up with a schema the table already has costs nothing: no barrier,
 no checkpoint. Nor does a change every row read before it fits once adapted (a new table, a
@@ -32,6 +34,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 from ferry.exceptions import FerryError, TerminalError
 from ferry.offsets import Partition
 from ferry.pipeline.apply import apply_schema_change, diff_schemas
+from ferry.pipeline.barriers import Barrier, allows_table_barrier, known_marks
 from ferry.pipeline.checkpoints import CheckpointStore, SchemaHistoryEntry, now_ms
 from ferry.pipeline.events import (
     AddColumn,
@@ -70,6 +73,9 @@ SCHEMA_CHANGE_OFFSETS = "schema_change_offsets"
 TRUNCATED = "truncated_before"
 #: The key of the partitions read again after a truncate (their records' schemas are not news).
 READ_AGAIN = "read_again_to"
+#: The key of the offsets, per partition, below which every schema event is in the schemas saved
+#: (a table barrier's: the rows read again after a restart are older than the schemas).
+KNOWN_TO = "schemas_known_to"
 
 
 class HintSource(Protocol):
@@ -163,6 +169,9 @@ class SchemaOperator:
         self.truncated: dict[TableId, dict[Partition, int]] = {}
         #: Partitions read again after a truncate, up to this offset: their schemas are known already.
         self.read_again: dict[Partition, int] = {}
+        #: Partitions read again after a table barrier, up to this offset: their schema events are
+        #: in the schemas restored already.
+        self.known_to: dict[Partition, int] = {}
         self.changes_routed = 0
         self.wait_ms = 0
         #: Tells the runner what it shows: a detail line while a change waits.
@@ -198,6 +207,7 @@ class SchemaOperator:
                 for table, marks in (schemas.get(TRUNCATED) or {}).items()
             }
             self.read_again = {(t, int(p)): int(o) for t, p, o in schemas.get(READ_AGAIN) or []}
+            self.known_to = {(t, int(p)): int(o) for t, p, o in schemas.get(KNOWN_TO) or []}
         self.saved = schemas
         if self.hints is not None:
             # definitions describe every table version: they are read again from the beginning
@@ -213,6 +223,8 @@ class SchemaOperator:
             data[SCHEMA_CHANGE_OFFSETS] = {str(p): o for p, o in sorted(hint_offsets.items())}
         if self.read_again:
             data[READ_AGAIN] = [[t, p, o] for (t, p), o in sorted(self.read_again.items())]
+        if self.known_to:
+            data[KNOWN_TO] = [[t, p, o] for (t, p), o in sorted(self.known_to.items())]
         if self.truncated:
             data[TRUNCATED] = {
                 str(table): [[t, p, o] for (t, p), o in sorted(marks.items())]
@@ -224,12 +236,13 @@ class SchemaOperator:
         """The schemas saved after a change applied without a barrier, beside the last checkpoint's
         offsets: what the tracker knows now (each table's schema as the sink has it, the removals
         waiting, what DDL described and named, the schema-change topic's position reached), with
-        what belongs to the data partitions' positions taken from the last checkpoint (the schema
-        each partition showed up to its offset there, with its aliases; the removals of a truncate
-        pending; the partitions read again). A restart reads the rows after the checkpoint again,
-        as rows behind the DDL already read: their schemas explain nothing the sink does not show.
-        The DDL read since the checkpoint is not read again: it would describe the tables as they
-        were before what the sink has now (a column added, then renamed, added anew)."""
+        what belongs to the data partitions' positions taken from the schemas saved last (the
+        schema each partition showed up to its offset there, with its aliases; the removals of a
+        truncate pending; the partitions read again; the offsets below which schema events are
+        known). A restart reads the rows after the checkpoint again, as rows behind the DDL already
+        read: their schemas explain nothing the sink does not show. The DDL read since the
+        checkpoint is not read again: it would describe the tables as they were before what the
+        sink has now (a column added, then renamed, added anew)."""
         saved = self.saved if self.saved is not None else SchemaTracker().snapshot()
         kept_tables = saved.get("tables") or {}
         now = self.snapshot()
@@ -242,10 +255,23 @@ class SchemaOperator:
                 "aliases": kept.get("aliases", {}),
             }
         data = {**now, "tables": tables}
-        for key in (TRUNCATED, READ_AGAIN):
+        for key in (TRUNCATED, READ_AGAIN, KNOWN_TO):
             data.pop(key, None)
             if key in saved:
                 data[key] = saved[key]
+        return data
+
+    def after_table_barrier(self, known: Mapping[Partition, int]) -> dict[str, Any]:
+        """The schemas saved after changes applied behind a table barrier, beside the last
+        checkpoint's offsets: the tracker as it is now, and the offsets below which every schema
+        event is in it (``known``, merged with those saved since that checkpoint). A restart reads
+        again from that checkpoint: the rows the tables committed are skipped by their offsets,
+        the other tables' rows are read again into the schemas they have now (as after a change
+        applied in place), and their schema events are not news."""
+        data = self.snapshot()
+        marks = known_marks(self.known_to, (self.saved or {}).get(KNOWN_TO) or [], known)
+        if marks:
+            data[KNOWN_TO] = marks
         return data
 
     def close(self) -> None:
@@ -258,11 +284,15 @@ class SchemaOperator:
     def may_change(self, event: Event) -> bool:
         """False for a record schema the tracker already has for that partition (after a restart),
         and for the whole-table schemas of the schema-change topic (they only type records)."""
+        position = event.position
+        if self.known_to and position is not None:
+            until = self.known_to.get((position.topic, position.partition))
+            if until is not None and position.offset < until:
+                return False  # tracked before a table barrier the restart went back behind
         if not isinstance(event, SchemaObserved):
             return True
         if event.ddl is not None:
             return False
-        position = event.position
         if self.read_again and position is not None:
             until = self.read_again.get((position.topic, position.partition))
             if until is not None and position.offset < until:
@@ -271,9 +301,7 @@ class SchemaOperator:
         partition = event.position.partition if event.position is not None else -1
         return tracked is None or tracked.partitions.get(partition) != event.schema
 
-    def handle(
-        self, event: SchemaObserved | SchemaHint, barrier: Callable[[Mapping[str, Any]], None]
-    ) -> str | None:
+    def handle(self, event: SchemaObserved | SchemaHint, barrier: Barrier) -> str | None:
         """Track one schema event; when the sink must change, ``barrier(schemas before it)`` first.
         Returns why the event cannot be tracked (the caller sends it to the dead letter), or None."""
         if not self.may_change(event):
@@ -310,17 +338,17 @@ class SchemaOperator:
             self.wait_ms += int((time.monotonic() - started) * 1000)
         return None
 
-    def drain_hints(self, barrier: Callable[[Mapping[str, Any]], None]) -> None:
+    def drain_hints(self, barrier: Barrier) -> None:
         """The hints read since the last call; a column the DDL adds reaches the sink at once."""
         if self.hints is not None:
             self._hinted(self.hints.drain(), barrier)
 
-    def sync_hints(self, barrier: Callable[[Mapping[str, Any]], None]) -> None:
+    def sync_hints(self, barrier: Barrier) -> None:
         """Read the schema-change topic to its current end."""
         if self.hints is not None:
             self._hinted(self.hints.sync(self.settings.timeout_s), barrier)
 
-    def _hinted(self, events: Sequence[Event], barrier: Callable[[Mapping[str, Any]], None]) -> None:
+    def _hinted(self, events: Sequence[Event], barrier: Barrier) -> None:
         if not events:
             return
         hint_offsets = dict(self.hint_offsets)
@@ -354,9 +382,7 @@ class SchemaOperator:
                 changes += tracker.hint(event, self.watermarks)
         return changes
 
-    def settle(
-        self, positions: Mapping[Partition, int], barrier: Callable[[Mapping[str, Any]], None]
-    ) -> None:
+    def settle(self, positions: Mapping[Partition, int], barrier: Barrier) -> None:
         """Drops and renames every partition has passed by now reach the sink (the DDL read to its
         end first: a later statement may add the column back)."""
         if not self.tracker.has_pending():
@@ -379,6 +405,8 @@ class SchemaOperator:
 
     def forget_partitions(self, partitions: Collection[Partition]) -> None:
         self.tracker.forget_partitions(partitions)
+        for tp in partitions:
+            self.known_to.pop(tp, None)
 
     def aliases(self, offsets: Mapping[Partition, int]) -> dict[tuple[TableId, int], dict[str, str]]:
         """(table, partition) → renamed keys, for the partitions whose rows carry a rename not final
@@ -396,9 +424,16 @@ class SchemaOperator:
                     aliases[key] = {**older, **aliases.get(key, {})}
         return aliases
 
+    @property
+    def reading_again(self) -> bool:
+        """Whether partitions are read again (after a truncate, or a restart behind a table barrier)."""
+        return bool(self.read_again or self.known_to)
+
     def passed_read_again(self, offsets: Mapping[Partition, int]) -> bool:
-        """Forget the partitions read again after a truncate that are read past it by now; True
-        when there was one (the aliases change)."""
+        """Forget the partitions read again that are read past it by now; True when one read again
+        after a truncate was (the aliases change)."""
+        for tp in [tp for tp, until in self.known_to.items() if offsets.get(tp, 0) >= until]:
+            del self.known_to[tp]
         passed = [tp for tp, until in self.read_again.items() if offsets.get(tp, 0) >= until]
         for tp in passed:
             del self.read_again[tp]
@@ -483,7 +518,7 @@ class SchemaOperator:
         after: SchemaTracker,
         sources: Mapping[TableId, Schema],
         hint_offsets: Mapping[int, int],
-        barrier: Callable[[Mapping[str, Any]], None],
+        barrier: Barrier,
         position: SourcePosition | None,
     ) -> None:
         """Barrier (rows read so far written with the schemas before, and the schema-change topic's
@@ -493,16 +528,24 @@ class SchemaOperator:
             self.tracker = after
             return
         self.before_sink()
-        if not _need_barrier(changes, self.tracker) and not self._refused(changes):
+        refused = self._refused(changes)
+        if not _need_barrier(changes, self.tracker) and not refused:
             self._route_in_place(changes, after=after, sources=sources, position=position)
             return
-        table_id = changes[0].table_id
-        self.on_detail(f"schema change on {table_id}: flushing rows read before it")
+        # the table barrier commits only the changes' tables (ferry.pipeline.barriers); the full one
+        # is a checkpoint, whose steps wait for the sink, the broker and the state store under the
+        # retry policy (pipeline.restart-strategy), not under the bound of one apply
+        per_table = not refused and barrier.per_table and all(allows_table_barrier(c) for c in changes)
+        tables = list(dict.fromkeys(c.table_id for c in changes))
+        waiting = "committing its rows" if per_table else "flushing rows"
+        self.on_detail(f"schema change on {tables[0]}: {waiting} read before it")
         self._barrier_started = time.monotonic()
+        known: dict[Partition, int] = {}
         try:
-            # a checkpoint: its steps wait for the sink, the broker and the state store under the
-            # retry policy (pipeline.restart-strategy), not under the bound of one apply
-            barrier(self.snapshot(hint_offsets))  # the tracker as it was before the changes
+            if per_table:
+                known = barrier.flush_tables(tables)
+            else:
+                barrier(self.snapshot(hint_offsets))  # the tracker as it was before the changes
             self.tracker = after
             if self.transforms is not None:  # the router and the sink see the projected schemas
                 changes = self.transforms.schema_changes(changes, sources)
@@ -510,7 +553,7 @@ class SchemaOperator:
                 self.route_change(change.table_id, change, position)
         finally:
             self._barrier_started = None
-        self.on_applied(self.snapshot())
+        self.on_applied(self.after_table_barrier(known) if per_table else self.snapshot())
         self.on_detail("reading")
 
     def _refused(self, changes: Sequence[SchemaChange]) -> bool:

@@ -11,13 +11,15 @@ that the router reads; no sink decides LENIENT or EVOLVE for itself. Rows reach 
 already shaped to the sink table's schema.
 
 Optional abilities are small protocols: :class:`OffsetCommitting` for sinks whose commits also
-record the source offsets they contain (exactly-once restarts).
+record the source offsets they contain (exactly-once restarts), :class:`TableFlushing` for sinks
+that can commit some tables' rows alone (the barrier before a schema change then commits only the
+tables it concerns).
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Protocol, runtime_checkable
@@ -149,6 +151,18 @@ class OffsetCommitting(Protocol):
 
 
 @runtime_checkable
+class TableFlushing(Protocol):
+    """A sink that commits the rows of some of its tables alone, each commit carrying the offsets
+    (Iceberg, Paimon; with :class:`OffsetCommitting`, the barrier before a schema change that
+    needs one commits only the tables the change concerns)."""
+
+    def flush_tables(self, table_ids: Collection[TableId], offsets: Offsets) -> None:
+        """Make the buffered rows of these tables durable (the others stay buffered); ``offsets``
+        are the source positions their rows reach, recorded with each table's commit."""
+        ...
+
+
+@runtime_checkable
 class TableDropping(Protocol):
     """A sink that can drop a table for a replay to rebuild it (Iceberg, Paimon)."""
 
@@ -202,4 +216,5 @@ __all__ = [
     "SinkCapabilities",
     "Support",
     "TableDropping",
+    "TableFlushing",
 ]

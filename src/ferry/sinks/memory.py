@@ -2,19 +2,20 @@
 
 :class:`MemorySink` behaves like a primary-key table store that enforces the capabilities it is
 given (so the router's decisions can be checked against any sink's declaration) and can be told
-to fail (fault injection). :class:`NullSink` counts rows and keeps nothing.
+to fail (fault injection); :class:`OffsetCommittingMemorySink` also records the offsets of each
+table's commits, as Iceberg and Paimon do. :class:`NullSink` counts rows and keeps nothing.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from ferry.offsets import Offsets
 from ferry.options import SinkConfigBase
 from ferry.pipeline.apply import apply_schema_change
-from ferry.pipeline.events import DataChange, Op, RenameColumn, SchemaChange
+from ferry.pipeline.events import DataChange, DropTable, Op, RenameColumn, SchemaChange, TruncateTable
 from ferry.pipeline.raw_values import RawForms
 from ferry.pipeline.router import change_kind
 from ferry.pipeline.schema import Schema, TableId
@@ -123,10 +124,20 @@ class MemorySink(Sink):
         self.pending.setdefault(table_id, []).extend(changes)
 
     def flush(self, offsets: Offsets) -> None:
+        self._commit(list(self.pending), offsets)
+        self.pending.clear()
+        self.flushed_offsets = dict(offsets)
+        self.flush_count += 1
+
+    def _commit(self, table_ids: Collection[TableId], offsets: Offsets) -> None:
+        """The rows written to these tables, applied (the fault injected first)."""
         if self.fail_next_flush is not None:
             error, self.fail_next_flush = self.fail_next_flush, None
             raise error
-        for table_id, changes in self.pending.items():
+        for table_id in table_ids:
+            changes = self.pending.get(table_id)
+            if not changes:
+                continue
             table = self.tables.get(table_id)
             if table is None:
                 raise SinkTransientError(
@@ -144,9 +155,11 @@ class MemorySink(Sink):
                     table.rows.pop(key, None)
                 else:
                     table.rows[key] = dict(row)
-        self.pending.clear()
-        self.flushed_offsets = dict(offsets)
-        self.flush_count += 1
+            self.committed_with(table_id, offsets)
+            del self.pending[table_id]
+
+    def committed_with(self, table_id: TableId, offsets: Offsets) -> None:
+        """A table's rows were committed with these offsets (kept by a sink that records them)."""
 
     def sink_type(self, source_type: DataType) -> DataType:
         return source_type if self.type_mapping is None else self.type_mapping(source_type)
@@ -163,6 +176,38 @@ class MemorySink(Sink):
         tid = TableId.parse(table_id) if isinstance(table_id, str) else table_id
         table = self.tables.get(tid)
         return [] if table is None else table.all_rows()
+
+
+class OffsetCommittingMemorySink(MemorySink):
+    """The memory sink standing in for a sink whose commits carry the source offsets per table
+    (Iceberg, Paimon): each table's commit records the offsets merged into its own (per partition,
+    the highest), reported by :meth:`committed_offsets`, and a table's rows can be committed alone
+    (:meth:`flush_tables`). A table dropped or truncated starts its offsets anew."""
+
+    def __init__(self, config: MemorySinkConfig | None = None, **kwargs: Any) -> None:
+        super().__init__(config, **kwargs)
+        #: Per table, the offsets its commits carry.
+        self.table_offsets: dict[TableId, Offsets] = {}
+        #: The tables of each :meth:`flush_tables` call, in order.
+        self.flushed_tables: list[list[TableId]] = []
+
+    def flush_tables(self, table_ids: Collection[TableId], offsets: Offsets) -> None:
+        self._commit(table_ids, offsets)
+        self.flushed_tables.append(list(table_ids))
+
+    def committed_with(self, table_id: TableId, offsets: Offsets) -> None:
+        merged = dict(self.table_offsets.get(table_id, {}))
+        for tp, offset in offsets.items():
+            merged[tp] = max(offset, merged.get(tp, offset))
+        self.table_offsets[table_id] = merged
+
+    def committed_offsets(self, table_id: TableId) -> dict[tuple[str, int], int]:
+        return dict(self.table_offsets.get(table_id, {}))
+
+    def apply_schema_change(self, change: SchemaChange, schema_after: Schema | None) -> None:
+        super().apply_schema_change(change, schema_after)
+        if isinstance(change, DropTable | TruncateTable):
+            self.table_offsets.pop(change.table_id, None)
 
 
 class NullSink(Sink):

@@ -2,8 +2,10 @@
 
 Both keep tables in a catalog, apply schema changes through the catalog, buffer rows until a
 checkpoint and then commit one snapshot per table that also records the source offsets, so that
-a restart skips what a table already holds. A subclass says how to load a table, read its schema,
-create and alter it, commit rows, and walk its snapshots' properties.
+a restart skips what a table already holds; a table can be committed alone
+(:meth:`TableFormatSink.flush_tables`: the barrier before a schema change commits only its tables).
+A subclass says how to load a table, read its schema, create and alter it, commit rows, and walk
+its snapshots' properties.
 
 Several workers of one pipeline commit to the same tables, each with the offsets of the partitions
 it reads. A commit therefore carries those offsets merged into the ones the table's newest
@@ -17,7 +19,7 @@ from __future__ import annotations
 import json
 import logging
 from abc import abstractmethod
-from collections.abc import Callable, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
@@ -223,13 +225,18 @@ class TableFormatSink(Sink):
         return rows
 
     def flush(self, offsets: Offsets) -> None:
-        for table_id in [t for t, changes in self._buffers.items() if changes]:
+        self.flush_tables(list(self._buffers), offsets)
+        self._buffers.clear()
+        self._raw_forms.clear()
+
+    def flush_tables(self, table_ids: Collection[TableId], offsets: Offsets) -> None:
+        """One snapshot per table of ``table_ids`` that has rows buffered, carrying ``offsets``; the
+        rows of the other tables stay buffered."""
+        for table_id in [t for t in table_ids if self._buffers.get(t)]:
             properties = self._commit_merged(table_id, self._buffers[table_id], offsets)
             del self._buffers[table_id]
             self._raw_forms.pop(table_id, None)
             self.after_commit(table_id, properties)
-        self._buffers.clear()
-        self._raw_forms.clear()
 
     def _commit_merged(
         self, table_id: TableId, changes: list[DataChange], offsets: Offsets

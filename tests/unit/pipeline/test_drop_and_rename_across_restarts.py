@@ -31,7 +31,7 @@ from typing import Any
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
-from tests.support.partition_log import PartitionLogHints, PartitionLogSource
+from tests.support.partition_log import PartitionLogHints, PartitionLogSource, hand_over
 
 from ferry.connectors.formats import decoder_for
 from ferry.connectors.formats.source_order import record_source_order
@@ -240,9 +240,7 @@ class Run:
         self.runner.open()
 
     def read(self, partition: tuple[str, int], count: int) -> None:
-        records = self.source.take(partition, count)
-        self.runner.read_hints()
-        self.runner.process(self.runner.decode(records), records)
+        hand_over(self.runner, self.source.take(partition, count))
 
     def kill(self) -> None:
         """The runner dies: what the sink was handed since its last flush is lost with it."""

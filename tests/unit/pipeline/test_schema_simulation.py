@@ -20,14 +20,14 @@ from __future__ import annotations
 
 import os
 import tempfile
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-from tests.support.partition_log import PartitionLogHints, PartitionLogSource
+from tests.support.partition_log import PartitionLogHints, PartitionLogSource, hand_over
 
 from ferry.connectors.formats import decoder_for
 from ferry.connectors.formats.source_order import record_source_order
@@ -37,12 +37,12 @@ from ferry.local import debezium as dbz
 from ferry.offsets import Offsets
 from ferry.pipeline.commits import SteppedCommits
 from ferry.pipeline.events import SCHEMA_CHANGE_TAGS, SchemaChange
-from ferry.pipeline.route import TableRouter
+from ferry.pipeline.route import Route, TableRouter
 from ferry.pipeline.router import SchemaChangeBehavior, SchemaChangeRouter
 from ferry.pipeline.runner import PipelineRunner
 from ferry.pipeline.schema import Schema, TableId
 from ferry.pipeline.settings import RunnerSettings
-from ferry.sinks.memory import MemorySink
+from ferry.sinks.memory import MemorySink, OffsetCommittingMemorySink
 from ferry.state import StateStore
 
 SERVER = "sim"
@@ -50,6 +50,9 @@ SERVER = "sim"
 MEMORY_FOLDER = "/dev/shm" if os.path.isdir("/dev/shm") else None
 #: The source tables: the first one unless a statement names another.
 TABLES = ("t", "u")
+#: With ``copy``, the first table also feeds this sink table (route-mode ALL_MATCH): a barrier on
+#: it must commit both of its sink tables.
+COPY = TableId(None, "copy", TABLES[0])
 
 
 def data_topic(table: str) -> str:
@@ -170,6 +173,15 @@ class SimSink(MemorySink):
         super().apply_schema_change(change, schema_after)
 
 
+class SimCommittingSink(SimSink, OffsetCommittingMemorySink):
+    """The same, recording the offsets of each table's commits (as Iceberg and Paimon): rows a
+    table committed are skipped after a kill, and a barrier commits only the changed tables."""
+
+    def flush_tables(self, table_ids: Collection[TableId], offsets: Offsets) -> None:
+        assert not self.commits.in_flight, f"{table_ids} committed while a checkpoint's commit is in flight"
+        super().flush_tables(table_ids, offsets)
+
+
 class SimState(StateStore):
     """The state store, refusing offsets the sink's last flush did not commit."""
 
@@ -185,8 +197,16 @@ class SimState(StateStore):
         return super().save_checkpoint(pipeline, offsets, schemas, merge=merge)
 
 
+def routes(copy: bool) -> TableRouter:
+    """Each source table into its own sink table (and, with ``copy``, the first one into
+    :data:`COPY` as well)."""
+    if not copy:
+        return TableRouter()
+    return TableRouter([Route(r"db\.(\w+)", "db.$1"), Route(rf"db\.{TABLES[0]}", str(COPY))])
+
+
 def new_runner(
-    log: Log, sink: SimSink, state: StateStore
+    log: Log, sink: SimSink, state: StateStore, copy: bool = False
 ) -> tuple[PipelineRunner, PartitionLogSource, PartitionLogHints]:
     source, hints = PartitionLogSource(log.topics, log.data), PartitionLogHints(log.topics[(SERVER, 0)])
     sink.commits = SteppedCommits()  # a commit of a runner killed is never taken further
@@ -197,7 +217,7 @@ def new_runner(
         sink=sink,
         state=state,
         router=SchemaChangeRouter(sink, SchemaChangeBehavior.EVOLVE, SCHEMA_CHANGE_TAGS),
-        tables=TableRouter(),
+        tables=routes(copy),
         dead_letter=MemoryDeadLetter(),
         hints=hints,
         source_order=record_source_order,
@@ -207,15 +227,16 @@ def new_runner(
     return runner, source, hints
 
 
-statements = st.lists(
-    st.tuples(
-        st.sampled_from(["upsert"] * 6 + ["delete", "add", "drop", "rename", "widen", "truncate"]),
-        st.integers(0, 1000),
-        st.sampled_from(TABLES),
-    ),
-    min_size=1,
-    max_size=60,
-)
+def statements_of(kinds: list[str], max_size: int) -> st.SearchStrategy[list[tuple[str, int, str]]]:
+    """Scripts of statements of these kinds (a kind listed twice drawn twice as often)."""
+    return st.lists(
+        st.tuples(st.sampled_from(kinds), st.integers(0, 1000), st.sampled_from(TABLES)),
+        min_size=1,
+        max_size=max_size,
+    )
+
+
+statements = statements_of(["upsert"] * 6 + ["delete", "add", "drop", "rename", "widen", "truncate"], 60)
 actions = st.lists(
     st.one_of(
         st.tuples(st.just("produce"), st.integers(1, 8)),
@@ -229,28 +250,35 @@ actions = st.lists(
     max_size=80,
 )
 
+#: The sink: recording offsets per table or not, with the first table copied into a second sink table or not.
+sinks = st.fixed_dictionaries({"committing": st.booleans(), "copy": st.booleans()})
+
 
 def run_simulation(
-    partitions: int, script: Sequence[tuple[Any, ...]], schedule: list[tuple[Any, ...]]
+    partitions: int,
+    script: Sequence[tuple[Any, ...]],
+    schedule: list[tuple[Any, ...]],
+    committing: bool = False,
+    copy: bool = False,
 ) -> None:
     """Run ``script`` (statements: kind, n and the table, the first one by default) through
-    Debezium and ferry as ``schedule`` interleaves them, then compare every table with the model."""
+    Debezium and ferry as ``schedule`` interleaves them, then compare every table with the model.
+    ``committing``: the sink records offsets per table (barriers commit only the changed tables);
+    ``copy``: the first table also feeds :data:`COPY`, which must end as that table."""
     world = World(partitions)
     for table in TABLES:
         world.statement("upsert", 0, table)  # the tables exist from their first row on
     for statement in script:
         world.statement(*statement)
     log = Log(world)
-    sink = SimSink()
+    sink = SimCommittingSink() if committing else SimSink()
     with tempfile.TemporaryDirectory(dir=MEMORY_FOLDER) as folder:
         state = SimState(f"sqlite:///{folder}/state.db", sink)
-        runner, source, hints = new_runner(log, sink, state)
+        runner, source, hints = new_runner(log, sink, state, copy)
 
         def read(index: int, count: int) -> None:
             # the index-th partition (the first table's partitions first)
-            records = source.take(log.data[index % len(log.data)], count)
-            runner.read_hints()
-            runner.process(runner.decode(records), records)
+            hand_over(runner, source.take(log.data[index % len(log.data)], count))
 
         for action in schedule:
             match action:
@@ -268,20 +296,24 @@ def run_simulation(
                     sink.commits.step()
                 case ("kill",):
                     sink.pending.clear()  # written, never committed
-                    runner, source, hints = new_runner(log, sink, state)
+                    runner, source, hints = new_runner(log, sink, state, copy)
         log.produce(len(world.writes))
         hints.fetch(len(world.writes))
         for index in range(len(log.data)):
             read(index, len(world.writes))
         runner.checkpoint()
         state.close()
-    for name, source_table in world.tables.items():
+    sink_tables = [(TableId(None, "db", name), source) for name, source in world.tables.items()]
+    if copy:
+        sink_tables.append((COPY, world.tables[TABLES[0]]))
+    for table_id, source_table in sink_tables:
         expected_columns = source_table.columns()
-        table = sink.tables[TableId(None, "db", name)]
-        assert list(table.schema.names) == expected_columns, (name, [str(c) for c in sink.applied])
+        table = sink.tables[table_id]
+        applied = [str(c) for c in sink.applied]
+        assert list(table.schema.names) == expected_columns, (str(table_id), applied)
         got = {row["id"]: row for row in table.all_rows()}
         expected = {key: {c: row.get(c) for c in expected_columns} for key, row in source_table.rows.items()}
-        assert got == expected, (name, [str(c) for c in sink.applied])
+        assert got == expected, (str(table_id), applied)
 
 
 # hundreds of runs: on a loaded machine they take minutes, not the default bound of a hung test
@@ -291,11 +323,29 @@ def run_simulation(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
-@given(partitions=st.integers(1, 3), script=statements, schedule=actions)
+@given(partitions=st.integers(1, 3), script=statements, schedule=actions, sink=sinks)
 def test_every_interleaving_of_partitions_hints_and_kills_ends_with_the_source_table(
-    partitions: int, script: list[tuple[Any, ...]], schedule: list[tuple[Any, ...]]
+    partitions: int, script: list[tuple[Any, ...]], schedule: list[tuple[Any, ...]], sink: dict[str, bool]
 ) -> None:
-    run_simulation(partitions, script, schedule)
+    run_simulation(partitions, script, schedule, **sink)
+
+
+# drops and renames into a sink recording offsets per table: each barrier commits only the tables
+# it concerns, and kills come between it and the next checkpoint
+table_barrier_statements = statements_of(["upsert"] * 5 + ["delete", "add", "drop", "rename", "rename"], 40)
+
+
+@pytest.mark.timeout(1800)
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(partitions=st.integers(1, 3), script=table_barrier_statements, schedule=actions, copy=st.booleans())
+def test_every_interleaving_of_table_barriers_and_kills_ends_with_the_source_table(
+    partitions: int, script: list[tuple[Any, ...]], schedule: list[tuple[Any, ...]], copy: bool
+) -> None:
+    run_simulation(partitions, script, schedule, committing=True, copy=copy)
 
 
 def test_a_rename_seen_first_in_one_partition_keeps_the_values_of_the_others() -> None:
@@ -401,15 +451,7 @@ def test_rows_read_again_after_a_truncate_carry_the_name_of_a_column_renamed_aft
 
 # columns added and types widened reach the sink without a barrier: the rows read before them wait
 # in the buffers, adapted; a kill then loses them and what the state store saved must explain it
-in_place_statements = st.lists(
-    st.tuples(
-        st.sampled_from(["upsert"] * 4 + ["delete", "add", "add", "widen", "widen", "drop"]),
-        st.integers(0, 1000),
-        st.sampled_from(TABLES),
-    ),
-    min_size=1,
-    max_size=40,
-)
+in_place_statements = statements_of(["upsert"] * 4 + ["delete", "add", "add", "widen", "widen", "drop"], 40)
 
 
 @pytest.mark.timeout(1800)
@@ -418,11 +460,11 @@ in_place_statements = st.lists(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
-@given(partitions=st.integers(2, 3), script=in_place_statements, schedule=actions)
+@given(partitions=st.integers(2, 3), script=in_place_statements, schedule=actions, sink=sinks)
 def test_every_interleaving_of_changes_without_a_barrier_and_kills_ends_with_the_source_table(
-    partitions: int, script: list[tuple[Any, ...]], schedule: list[tuple[Any, ...]]
+    partitions: int, script: list[tuple[Any, ...]], schedule: list[tuple[Any, ...]], sink: dict[str, bool]
 ) -> None:
-    run_simulation(partitions, script, schedule)
+    run_simulation(partitions, script, schedule, **sink)
 
 
 def test_a_column_added_without_a_barrier_then_killed_and_dropped_by_later_ddl_is_dropped() -> None:
@@ -509,4 +551,32 @@ def test_schema_changes_read_while_a_commit_is_in_flight_wait_for_it() -> None:
             ("commit-step",),
             ("read", 1, 100),
         ],
+    )
+
+
+def test_rows_read_before_a_table_barrier_are_committed_before_its_rename_and_survive_a_kill() -> None:
+    # the barrier commits t's rows with the offsets read so far; after the kill they are skipped by
+    # those offsets, so they must be in the sink, under the column's old name renamed with it
+    run_simulation(
+        1,
+        [("upsert", 1), ("upsert", 2), ("rename", 0), ("upsert", 3)],
+        [("produce", 100), ("read", 0, 100), ("kill",)],
+        committing=True,
+    )
+
+
+def test_a_rename_behind_a_table_barrier_is_not_derived_again_from_the_rows_read_again() -> None:
+    # the kill comes before any checkpoint: t's first row is read again with the column's old name,
+    # which the schemas saved after the barrier know to be older than the rename
+    run_simulation(1, [("rename", 633)], [("produce", 3), ("read", 0, 2), ("kill",)], committing=True)
+
+
+def test_a_table_barrier_commits_every_sink_table_its_source_table_feeds() -> None:
+    # t feeds db.t and copy.t: the rename reaches both only after both hold the rows before it
+    run_simulation(
+        1,
+        [("upsert", 1), ("rename", 3), ("upsert", 2)],
+        [("produce", 100), ("read", 0, 100), ("kill",)],
+        committing=True,
+        copy=True,
     )

@@ -26,6 +26,7 @@ checkpoint (or a schema change's barrier) never waits for the broker to take the
 from __future__ import annotations
 
 import logging
+import re
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -138,6 +139,8 @@ class KafkaSource:
         self._finished = False
         self._listener: RebalanceListener | None = None
         self._rebalanced = False
+        #: Every partition of the topics subscribed to, listed once per assignment (reads_alone).
+        self._subscribed: set[tuple[str, int]] | None = None
 
     # ------------------------------------------------------------------------------ Source
 
@@ -330,6 +333,25 @@ class KafkaSource:
                 out |= {(topic, p) for p in metadata.partitions}
         return out
 
+    def reads_alone(self) -> bool:
+        """Whether every partition of the topics subscribed to (named, or matching the pattern) is
+        assigned here: no other worker of the group reads any now. One metadata request per
+        assignment; a topic gaining partitions, or a worker joining, rebalances the group first."""
+        consumer = self.consumer
+        if consumer is None:
+            return False
+        if self._subscribed is None:
+            listed = self._ask(partial(consumer.list_topics, None, timeout=10), "listing the topics")
+            named = {t for t in self.subscription if not t.startswith("^")}
+            patterns = [re.compile(t) for t in self.subscription if t.startswith("^")]
+            self._subscribed = {
+                (topic, partition)
+                for topic, metadata in listed.topics.items()
+                if metadata.error is None and (topic in named or any(p.match(topic) for p in patterns))
+                for partition in metadata.partitions
+            }
+        return self._subscribed <= set(self.assigned)
+
     def close(self) -> None:
         # leaving the group revokes the partitions: the pipeline has taken its final checkpoint
         # (or failed, and must not take one), so nobody is told
@@ -367,6 +389,7 @@ class KafkaSource:
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         self._rebalanced = True
+        self._subscribed = None
         revoked = {(tp.topic, tp.partition) for tp in partitions}
         if self._listener is not None and revoked:
             # still ours while this runs: what was read from them is checkpointed and committed
@@ -377,6 +400,7 @@ class KafkaSource:
 
     def _on_lost(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         self._rebalanced = True
+        self._subscribed = None
         lost = {(tp.topic, tp.partition) for tp in partitions}
         log.warning(
             "lost %s (this worker left the group, e.g. it was not heard from for session.timeout.ms)",
@@ -388,6 +412,7 @@ class KafkaSource:
 
     def _on_assign(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         self._rebalanced = True
+        self._subscribed = None
         if self._listener is not None:
             self._checkpoint_offsets = dict(self._listener.checkpointed_offsets())
         committed = self._group_offsets(consumer, partitions)
