@@ -22,6 +22,8 @@ import os
 import tempfile
 from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass, field
+from datetime import date, datetime, timedelta
+from decimal import Decimal
 from typing import Any
 
 import pytest
@@ -36,7 +38,8 @@ from ferry.connectors.record import Record
 from ferry.local import debezium as dbz
 from ferry.offsets import Offsets
 from ferry.pipeline.commits import SteppedCommits
-from ferry.pipeline.events import SCHEMA_CHANGE_TAGS, SchemaChange
+from ferry.pipeline.events import SCHEMA_CHANGE_TAGS, DataChange, SchemaChange
+from ferry.pipeline.raw_values import RAW_TYPES, RawForms, materialize_column
 from ferry.pipeline.route import Route, TableRouter
 from ferry.pipeline.router import SchemaChangeBehavior, SchemaChangeRouter
 from ferry.pipeline.runner import PipelineRunner
@@ -59,8 +62,19 @@ def data_topic(table: str) -> str:
     return f"{SERVER}.db.{table}"
 
 
-def new_table(name: str) -> dbz.DebeziumTable:
+#: With ``raw``, the tables also have a timestamp, a date and a decimal (Debezium writes an epoch
+#: count, an epoch day and the bytes of an unscaled integer: ferry keeps them so until they are written)
+RAW_COLUMNS = [
+    dbz.ConnectColumn("ts", dbz.TIMESTAMP_MICROS),
+    dbz.ConnectColumn("day", dbz.DATE),
+    dbz.ConnectColumn("price", dbz.DECIMAL(10, 2)),
+]
+
+
+def new_table(name: str, raw: bool = False) -> dbz.DebeziumTable:
     columns = [dbz.ConnectColumn("id", dbz.INT32, optional=False), dbz.ConnectColumn("a", dbz.INT32)]
+    if raw:
+        columns += [dbz.ConnectColumn(c.name, c.spec) for c in RAW_COLUMNS]
     return dbz.DebeziumTable(SERVER, "db", name, columns)
 
 
@@ -81,18 +95,20 @@ class World:
     """What the source database holds and what Debezium has written of it."""
 
     partitions: int
-    tables: dict[str, SourceTable] = field(
-        default_factory=lambda: {name: SourceTable(new_table(name)) for name in TABLES}
-    )
+    raw: bool = False
+    tables: dict[str, SourceTable] = field(default_factory=dict)
     #: everything Debezium will write, in the order it writes it: (topic, partition, key, value)
     writes: list[tuple[str, int, bytes | None, bytes | None]] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        self.tables = self.tables or {name: SourceTable(new_table(name, self.raw)) for name in TABLES}
 
     def statement(self, kind: str, n: int, table: str = TABLES[0]) -> None:
         source = self.tables[table]
         names = [c for c in source.columns() if c != "id"]
         if kind == "upsert":
             key = n % 12
-            row = {c: (n * 7 + i) % 1000 if _int(source, c) else f"v{n}" for i, c in enumerate(names)}
+            row = {c: _value(source, c, n, i) for i, c in enumerate(names)}
             before = source.rows.get(key)
             after = {"id": key, **row}
             record = source.table.update(before, after) if before is not None else source.table.insert(after)
@@ -126,6 +142,9 @@ class World:
             # no key: Debezium's producer puts it in any partition of the table's topic
             source.rows.clear()
             self.writes.append((source.table.topic, n % self.partitions, *source.table.truncate()))
+        elif kind == "widen-decimal":  # a cast of the values buffered before it (named cases only)
+            if "price" in source.columns():
+                self._ddl(source, source.table.change_type("price", dbz.DECIMAL(12, 4)))
         elif kind == "widen":
             narrow = [c for c in source.table.columns if c.spec == dbz.INT32 and c.name != "id"]
             if narrow:
@@ -139,8 +158,31 @@ class World:
         self.writes.append((SERVER, 0, key, value))
 
 
-def _int(source: SourceTable, name: str) -> bool:
-    return next(c for c in source.table.columns if c.name == name).spec["type"] != "string"
+def _spec(source: SourceTable, name: str) -> dict[str, Any]:
+    return next(c for c in source.table.columns if c.name == name).spec
+
+
+def _value(source: SourceTable, name: str, n: int, i: int) -> Any:
+    """The value the n-th statement writes in a column (the i-th but the key)."""
+    spec = _spec(source, name)
+    if spec == dbz.TIMESTAMP_MICROS:
+        return 1_700_000_000_000_000 + n * 1_000_003 + i
+    if spec == dbz.DATE:
+        return 19_000 + (n + i) % 1000
+    if spec.get("name") == "org.apache.kafka.connect.data.Decimal":
+        return Decimal(n * 7 + i).scaleb(-2)
+    return (n * 7 + i) % 1000 if spec["type"] != "string" else f"v{n}"
+
+
+def _as_read(spec: dict[str, Any], value: Any) -> Any:
+    """A model value as the sink holds it: an epoch count or day as a datetime or a date."""
+    if value is None:
+        return None
+    if spec == dbz.TIMESTAMP_MICROS:
+        return datetime(1970, 1, 1) + timedelta(microseconds=value)
+    if spec == dbz.DATE:
+        return date(1970, 1, 1) + timedelta(days=value)
+    return value
 
 
 class Log:
@@ -182,6 +224,30 @@ class SimCommittingSink(SimSink, OffsetCommittingMemorySink):
         super().flush_tables(table_ids, offsets)
 
 
+class RawWriting:
+    """Takes rows whose epoch and decimal columns are raw, as Iceberg and Paimon do (they build
+    those columns in Arrow): here they are converted in Python as the rows are written, and counted."""
+
+    raw_values_written = 0
+
+    def write_raw(
+        self, table_id: TableId, schema: Schema, changes: Sequence[DataChange], forms: RawForms
+    ) -> None:
+        rows = [row for change in changes for row in (change.before, change.after) if row is not None]
+        for name, form in forms.items():
+            self.raw_values_written += sum(1 for row in rows if type(row.get(name)) in RAW_TYPES[form.input])
+            materialize_column(rows, name, form)
+        self.write(table_id, schema, changes)  # type: ignore[attr-defined]
+
+
+class SimRawSink(RawWriting, SimSink):
+    pass
+
+
+class SimRawCommittingSink(RawWriting, SimCommittingSink):
+    pass
+
+
 class SimState(StateStore):
     """The state store, refusing offsets the sink's last flush did not commit."""
 
@@ -208,12 +274,13 @@ def routes(copy: bool) -> TableRouter:
 def new_runner(
     log: Log, sink: SimSink, state: StateStore, copy: bool = False
 ) -> tuple[PipelineRunner, PartitionLogSource, PartitionLogHints]:
+    raw = log.world.raw
     source, hints = PartitionLogSource(log.topics, log.data), PartitionLogHints(log.topics[(SERVER, 0)])
     sink.commits = SteppedCommits()  # a commit of a runner killed is never taken further
     runner = PipelineRunner(
         settings=RunnerSettings(name="sim", tune_gc=False, concurrent_checkpoints=True),
         source=source,
-        decode=decoder_for("debezium-json").decode,
+        decode=decoder_for("debezium-json", raw_values=raw).decode,
         sink=sink,
         state=state,
         router=SchemaChangeRouter(sink, SchemaChangeBehavior.EVOLVE, SCHEMA_CHANGE_TAGS),
@@ -260,18 +327,24 @@ def run_simulation(
     schedule: list[tuple[Any, ...]],
     committing: bool = False,
     copy: bool = False,
-) -> None:
+    raw: bool = False,
+    raw_sink: bool = False,
+) -> SimSink:
     """Run ``script`` (statements: kind, n and the table, the first one by default) through
     Debezium and ferry as ``schedule`` interleaves them, then compare every table with the model.
     ``committing``: the sink records offsets per table (barriers commit only the changed tables);
-    ``copy``: the first table also feeds :data:`COPY`, which must end as that table."""
-    world = World(partitions)
+    ``copy``: the first table also feeds :data:`COPY`, which must end as that table. ``raw``: the
+    tables have columns the decoder keeps raw (:data:`RAW_COLUMNS`), which ``raw_sink`` takes so.
+    Returns the sink."""
+    world = World(partitions, raw)
     for table in TABLES:
         world.statement("upsert", 0, table)  # the tables exist from their first row on
     for statement in script:
         world.statement(*statement)
     log = Log(world)
-    sink = SimCommittingSink() if committing else SimSink()
+    kinds = {(False, False): SimSink, (True, False): SimCommittingSink}
+    kinds |= {(False, True): SimRawSink, (True, True): SimRawCommittingSink}
+    sink = kinds[(committing, raw_sink)]()
     with tempfile.TemporaryDirectory(dir=MEMORY_FOLDER) as folder:
         state = SimState(f"sqlite:///{folder}/state.db", sink)
         runner, source, hints = new_runner(log, sink, state, copy)
@@ -312,8 +385,13 @@ def run_simulation(
         applied = [str(c) for c in sink.applied]
         assert list(table.schema.names) == expected_columns, (str(table_id), applied)
         got = {row["id"]: row for row in table.all_rows()}
-        expected = {key: {c: row.get(c) for c in expected_columns} for key, row in source_table.rows.items()}
+        specs = {c: _spec(source_table, c) for c in expected_columns}
+        expected = {
+            key: {c: _as_read(specs[c], row.get(c)) for c in expected_columns}
+            for key, row in source_table.rows.items()
+        }
         assert got == expected, (str(table_id), applied)
+    return sink
 
 
 # hundreds of runs: on a loaded machine they take minutes, not the default bound of a hung test
@@ -346,6 +424,61 @@ def test_every_interleaving_of_table_barriers_and_kills_ends_with_the_source_tab
     partitions: int, script: list[tuple[Any, ...]], schedule: list[tuple[Any, ...]], copy: bool
 ) -> None:
     run_simulation(partitions, script, schedule, committing=True, copy=copy)
+
+
+# the tables have a timestamp, a date and a decimal, which the decoder leaves raw: whatever reads
+# the rows before a sink that takes them so (a rename in flight, adapting buffered rows, a
+# barrier within a batch, a sink that does not take them) must see them converted
+@pytest.mark.timeout(1800)
+@settings(
+    max_examples=150,
+    deadline=None,
+    suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
+)
+@given(partitions=st.integers(1, 3), script=statements, schedule=actions, sink=sinks, raw_sink=st.booleans())
+def test_every_interleaving_with_raw_values_ends_with_the_source_table(
+    partitions: int,
+    script: list[tuple[Any, ...]],
+    schedule: list[tuple[Any, ...]],
+    sink: dict[str, bool],
+    raw_sink: bool,
+) -> None:
+    run_simulation(partitions, script, schedule, **sink, raw=True, raw_sink=raw_sink)
+
+
+def test_raw_values_reach_a_sink_that_takes_them_raw_and_the_others_converted() -> None:
+    script = [*(("upsert", n) for n in range(1, 9)), ("add", 0), *(("upsert", n, "u") for n in range(9))]
+    schedule = [
+        ("produce", 100),
+        ("read", 0, 100),
+        ("checkpoint",),
+        ("read", 1, 100),
+        ("kill",),
+        ("read", 3, 5),
+    ]
+    taking = run_simulation(2, script, schedule, raw=True, raw_sink=True)
+    assert isinstance(taking, RawWriting) and taking.raw_values_written > 0
+    converted = run_simulation(2, script, schedule, raw=True, committing=True)
+    assert not isinstance(converted, RawWriting)
+
+
+@pytest.mark.parametrize("raw_sink", [False, True])
+def test_rows_with_raw_values_adapted_to_a_widened_column_keep_every_value(raw_sink: bool) -> None:
+    # the widening comes without a barrier: the buffered rows' decimals (raw) are cast to the new scale
+    script = [*(("upsert", n) for n in range(1, 9)), ("widen-decimal", 0), ("upsert", 9)]
+    run_simulation(1, script, [("produce", 100), ("read", 0, 100)], raw=True, raw_sink=raw_sink)
+
+
+def test_a_raw_column_renamed_while_its_rows_are_read_keeps_every_value() -> None:
+    # partition 0 shows the rename (its rows' ts_r is read under the table's name ts until the
+    # rename is final), partition 1's rows still carry ts
+    run_simulation(
+        2,
+        [("upsert", 1), ("upsert", 2), ("rename", 1), ("upsert", 3), ("upsert", 4), ("upsert", 5)],
+        [("produce", 100), ("hints", 5), ("read", 0, 100), ("read", 1, 1), ("checkpoint",), ("read", 1, 100)],
+        raw=True,
+        raw_sink=True,
+    )
 
 
 def test_a_rename_seen_first_in_one_partition_keeps_the_values_of_the_others() -> None:
