@@ -120,14 +120,17 @@ def needs_barrier(change: SchemaChange, schema: Schema | None) -> bool:
 
 def _need_barrier(changes: Sequence[SchemaChange], tracker: SchemaTracker) -> bool:
     """Whether any of ``changes`` (in order, their tables' schemas in ``tracker`` before them)
-    needs a barrier."""
+    needs a barrier. A table ``tracker`` does not know may be one tracked from its sink table's
+    columns (:meth:`SchemaOperator._resume`): its changes start from a schema unknown here, and
+    only those no row can precede (a nullable column added) go without a barrier."""
     schemas: dict[TableId, Schema | None] = {}
     for change in changes:
         table_id = change.table_id
         schema = schemas[table_id] if table_id in schemas else tracker.schema(table_id)
         if needs_barrier(change, schema):
             return True
-        schemas[table_id] = apply_schema_change(schema, change)
+        if schema is not None or isinstance(change, CreateTable):
+            schemas[table_id] = apply_schema_change(schema, change)
     return False
 
 

@@ -481,6 +481,16 @@ def test_a_raw_column_renamed_while_its_rows_are_read_keeps_every_value() -> Non
     )
 
 
+def test_a_table_met_again_after_a_kill_takes_a_column_the_ddl_added_since() -> None:
+    # u's sink table was created (with c1) before the kill and nothing was saved; after it, u is
+    # tracked from its sink table's columns, and the DDL read meanwhile adds c2 without a barrier
+    run_simulation(
+        3,
+        [*[("upsert", 0, "t")] * 5, ("add", 0, "u"), ("upsert", 104, "u"), ("add", 0, "u")],
+        [("produce", 9), ("read", 5, 1), ("kill",)],
+    )
+
+
 def test_a_rename_seen_first_in_one_partition_keeps_the_values_of_the_others() -> None:
     # partition 0 is read through (past the rename) before partition 1 shows its older rows
     run_simulation(
