@@ -255,5 +255,10 @@ def adapt_to_schema(
     return adapted
 
 
+def casts_values(old: Schema, new: Schema) -> bool:
+    """Whether :func:`adapt_to_schema` casts values (and so copies the rows) from ``old`` to ``new``."""
+    return bool(RowAdapter(old, new, _same_type).casts)
+
+
 def _same_type(source_type: DataType) -> DataType:
     return source_type

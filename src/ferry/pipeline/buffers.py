@@ -7,7 +7,7 @@ from collections.abc import Callable, Collection
 from typing import TypeVar
 
 from ferry.offsets import Partition
-from ferry.pipeline.adapt import adapt_to_schema
+from ferry.pipeline.adapt import adapt_to_schema, casts_values
 from ferry.pipeline.events import DataChange
 from ferry.pipeline.partitions import without_partitions
 from ferry.pipeline.raw_values import BufferedRawValues, RawValues
@@ -34,8 +34,8 @@ class RowBuffers:
         self, table_id: TableId, old: Schema, new: Schema, bad_row: Callable[[str, DataChange], None]
     ) -> None:
         """A table's schema changed from ``old`` to ``new`` without a barrier: its rows follow."""
-        if buffer := self.tables.get(table_id):
-            self.raw.materialize(table_id)
+        if (buffer := self.tables.get(table_id)) and casts_values(old, new):
+            self.raw.materialize(table_id)  # the rows are copied
             self.tables[table_id] = adapted = adapt_to_schema(buffer, old, new, bad_row)
             self.count -= len(buffer) - len(adapted)
 
