@@ -77,6 +77,17 @@ WORDS = ("alpha", "bravo", "charlie", "delta", "echo", "foxtrot", "golf", "hotel
 STATUSES = ("new", "paid", "packed", "shipped", "delivered", "returned")
 #: int32 columns whose type a schema change widens to int64, in this order.
 WIDENABLE = ("account_id", "qty")
+#: Columns a schema change drops or renames, in this order (never the key, nor ``note``, which
+#: the read-back checks).
+DROPPABLE = ("amount", "active", "ship_date")
+RENAMABLE = ("status", "created_at", "price")
+#: The kinds of schema change the generator makes (``--changes``), as the report names them.
+CHANGE_KINDS = {
+    "add": "add column",
+    "widen": "widen int→bigint",
+    "drop": "drop column",
+    "rename": "rename column",
+}
 PROGRESS_EVERY_S = 2.0
 
 
@@ -103,6 +114,8 @@ class Workload:
     server: str = "bench"
     mix: tuple[float, float, float] = (0.70, 0.25, 0.05)
     """Shares of inserts, updates (with the before-image) and deletes."""
+    changes: tuple[str, ...] = ("add", "widen")
+    """The kinds of schema change each table makes, in turn (see :data:`CHANGE_KINDS`)."""
 
     def topics(self) -> list[str]:
         return [f"{self.server}.{DATABASE}.{name}" for name in table_names(self.tables)]
@@ -229,13 +242,20 @@ class EventGenerator:
             table = self.tables[t]
             if seen[t] == next_change[t] and seen[t] > 0:
                 j = changes_made[t]
-                if (j + t) % 2 == 1 and widened[t] < len(WIDENABLE):
+                kind = workload.changes[(j + t) % len(workload.changes)]
+                names = [c.name for c in table.columns]
+                droppable = [n for n in DROPPABLE if n in names]
+                renamable = [n for n in RENAMABLE if n in names]
+                if kind == "widen" and widened[t] < len(WIDENABLE):
                     from ferry.local import debezium as dbz
 
                     ddl = table.change_type(WIDENABLE[widened[t]], dbz.INT64)
                     widened[t] += 1
-                    kind = "widen"
-                else:
+                elif kind == "drop" and droppable:
+                    ddl = table.drop_column(droppable[0])
+                elif kind == "rename" and renamable:
+                    ddl = table.rename_column(renamable[0], f"{renamable[0]}_r")
+                else:  # an addition, or nothing left to change the other way
                     name, spec = _added_column(added[t])
                     ddl = table.add_column(name, spec)
                     added[t] += 1
@@ -1245,6 +1265,12 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         default="70/25/5",
         help="shares of inserts/updates/deletes, in percent or any proportion (default 70/25/5)",
     )
+    parser.add_argument(
+        "--changes",
+        default="add,widen",
+        help=f"the kinds of schema change each table makes in turn, of {', '.join(CHANGE_KINDS)} "
+        "(default add,widen)",
+    )
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument(
         "--segments",
@@ -1287,6 +1313,10 @@ def parse_args(argv: Sequence[str] | None) -> argparse.Namespace:
         parser.error(f"unknown contender {', '.join(unknown)}; known: {', '.join(CONTENDERS)}")
     args.chosen = ["ceiling", *[c for c in CONTENDERS if c in chosen and c != "ceiling"]]
     args.mix_shares = parse_mix(parser, args.mix)
+    args.change_kinds = tuple(k.strip() for k in args.changes.split(",") if k.strip())
+    unknown = [k for k in args.change_kinds if k not in CHANGE_KINDS]
+    if unknown or not args.change_kinds:
+        parser.error(f"--changes takes kinds among {', '.join(CHANGE_KINDS)}, got {args.changes!r}")
     if args.events < args.tables:
         parser.error("--events must be at least --tables")
     if args.pin and (os.cpu_count() or 1) < 2:
@@ -1311,6 +1341,7 @@ def main(argv: Sequence[str] | None = None) -> int:
         seed=args.seed,
         server=f"bench{uuid.uuid4().hex[:6]}",
         mix=args.mix_shares,
+        changes=args.change_kinds,
     )
     with contextlib.ExitStack() as stack:
         if args.bootstrap:
@@ -1389,12 +1420,13 @@ def main(argv: Sequence[str] | None = None) -> int:
         "runs": runs,
         "targets": TARGETS,
     }
-    kinds = {k: sum(1 for c in produced.changes if c.kind == k) for k in ("add", "widen")}
+    kinds = {k: sum(1 for c in produced.changes if c.kind == k) for k in CHANGE_KINDS}
+    made = ", ".join(f"{count} {CHANGE_KINDS[k]}" for k, count in kinds.items() if count)
     report = (
         f"{produced.events:,} Debezium JSON events ({'schema envelope' if workload.with_schema else 'payload only'}, "
         f"{produced.bytes / produced.events:,.0f} B each) over {workload.tables} tables × "
         f"{workload.partitions} partitions; {len(produced.changes)} schema changes "
-        f"({kinds['add']} add column, {kinds['widen']} widen int→bigint); {produced.ops['c']:,} inserts, "
+        f"({made or 'none'}); {produced.ops['c']:,} inserts, "
         f"{produced.ops['u']:,} updates, {produced.ops['d']:,} deletes; {broker_name}; "
         f"{os.cpu_count()} CPUs{', broker on CPU 0 and each contender on CPU 1' if args.pin else ''}; "
         f"timed after the first {args.warmup:.0%} of the events\n\n{render_table(summary)}"

@@ -65,6 +65,22 @@ def test_the_stream_has_the_events_and_schema_changes_asked_for(bench: ModuleTyp
     assert len(shapes) == 4 + 8
 
 
+def test_the_stream_drops_and_renames_columns_when_asked(bench: ModuleType) -> None:
+    workload = bench.Workload(
+        events=4000, tables=2, change_every=500, server="smoke", changes=("drop", "rename")
+    )
+    generator = bench.EventGenerator(workload)
+    stream = list(generator)
+    assert Counter(c.kind for c in generator.changes) == {"drop": 4, "rename": 4}
+    assert all(("DROP COLUMN" in c.ddl) == (c.kind == "drop") for c in generator.changes)
+    last = {topic: orjson.loads(value) for topic, _, value in stream}
+    for payload in last.values():
+        names = [f["field"] for f in payload["schema"]["fields"][1]["fields"]]  # the row's columns
+        assert "id" in names and "note" in names  # what the read-back checks is never changed
+        assert "amount" not in names and "active" not in names
+        assert "status_r" in names and "created_at_r" in names and "status" not in names
+
+
 @pytest.mark.parametrize("with_schema", [True, False], ids=["envelope", "payload-only"])
 def test_ferry_decodes_every_event_and_sees_every_schema_change(bench: ModuleType, with_schema: bool) -> None:
     workload = bench.Workload(
