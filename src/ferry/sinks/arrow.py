@@ -8,6 +8,7 @@ from __future__ import annotations
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 
 from ferry.pipeline.events import Row
 from ferry.pipeline.raw_values import RAW_TYPES, ColumnForm, RawForms, materialize_column
@@ -67,15 +68,27 @@ def rows_to_arrow(
 
 def _raw_column(rows: list[Row], name: str, form: ColumnForm, arrow_type: pa.DataType) -> pa.Array:
     """Column ``name`` of ``rows`` as an array of ``arrow_type``, its values raw in ``form`` in
-    some rows (of their raw type) and converted in the others."""
+    some rows (of their raw type) and converted in the others (the few rows the decoder read
+    the generic way: those values are written by pyarrow as they are, in their places)."""
     values = [row.get(name) for row in rows]
     raw_types = RAW_TYPES[form.input]
-    if all(value is None or type(value) in raw_types for value in values):
-        built = _from_raw(values, form, arrow_type)
-        if built is not None:
-            return built
-    materialize_column(rows, name, form)
-    return pa.array([row.get(name) for row in rows], type=arrow_type)
+    converted = [i for i, value in enumerate(values) if value is not None and type(value) not in raw_types]
+    raw = values
+    if converted:
+        raw = list(values)
+        for i in converted:
+            raw[i] = None
+    built = _from_raw(raw, form, arrow_type)
+    if built is None:
+        materialize_column(rows, name, form)
+        return pa.array([row.get(name) for row in rows], type=arrow_type)
+    if converted:
+        mask = [False] * len(values)
+        for i in converted:
+            mask[i] = True
+        replacements = pa.array([values[i] for i in converted], type=arrow_type)
+        built = pc.replace_with_mask(built, pa.array(mask, type=pa.bool_()), replacements)
+    return built
 
 
 def _from_raw(values: list[Any], form: ColumnForm, arrow_type: pa.DataType) -> pa.Array | None:

@@ -105,7 +105,27 @@ def test_raw_decimals_build_what_their_converted_values_build(
     values = data.draw(
         st.lists(st.none() | unscaled.map(unscaled_bytes) | st.integers(-999, 999), max_size=8)
     )
+    # some rows converted already (the decoder's generic path), the others raw
+    for i in data.draw(st.sets(st.integers(0, max(0, len(values) - 1)))):
+        if i < len(values) and values[i] is not None:
+            values[i] = form.convert([values[i]])[0]
     assert_same_as_converted(arrow_type, values, form)
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.data())
+def test_raw_columns_with_a_few_converted_values_are_built_from_the_raw_ones(data: st.DataObject) -> None:
+    # bytes decimals only (no JSON numbers): the column is built from the raw values, and the
+    # converted ones are put in their places
+    form = form_of(dbz.DECIMAL(12, 3))
+    values: list[Any] = data.draw(
+        st.lists(st.none() | st.integers(-(10**11), 10**11).map(unscaled_bytes), min_size=1)
+    )
+    converted_at = data.draw(st.sets(st.integers(0, len(values) - 1), max_size=2))
+    for i in converted_at:
+        if values[i] is not None:
+            values[i] = form.convert([values[i]])[0]
+    assert_same_as_converted(pa.decimal128(12, 3), values, form)
 
 
 def test_a_raw_decimal_beyond_the_precision_is_named_as_the_decimal_it_is() -> None:
@@ -122,6 +142,11 @@ def test_raw_values_are_built_without_being_converted_first() -> None:
     assert isinstance(table, pa.Table)
     assert rows[0]["v"] == 1_700_000_000_000_000
     assert table.column("v").to_pylist()[0] == form.convert([1_700_000_000_000_000])[0]
+    # a value converted already (read the generic way) among raw ones: still built from the raw
+    mixed: list[dict[str, Any]] = [{"id": 1, "v": form.convert([5])[0]}, {"id": 2, "v": 7}]
+    table = build(pa.timestamp("us"), mixed, {"v": form})
+    assert isinstance(table, pa.Table) and mixed[1]["v"] == 7
+    assert table.column("v").to_pylist() == form.convert([5, 7])
     decimals: list[dict[str, Any]] = [{"id": 1, "v": unscaled_bytes(-12345)}]
     table = build(pa.decimal128(10, 2), decimals, {"v": form_of(dbz.DECIMAL(10, 2))})
     assert isinstance(table, pa.Table) and table.column("v").to_pylist() == [Decimal("-123.45")]
