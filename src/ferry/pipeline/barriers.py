@@ -36,7 +36,7 @@ from typing import TYPE_CHECKING, Any
 from ferry.connectors.base import ReadingAlone, Rebalancing, Source
 from ferry.offsets import Partition
 from ferry.pipeline.events import DropTable, Event, SchemaChange, TruncateTable
-from ferry.pipeline.partitions import read_before
+from ferry.pipeline.partitions import offsets_past, read_before
 from ferry.pipeline.route import TableRouter
 from ferry.pipeline.schema import TableId
 from ferry.sinks.base import OffsetCommitting, TableFlushing
@@ -92,13 +92,7 @@ class Barrier:
         sources, sink_tables = fed_together(source_tables, runner.tables)
         written = runner.write_buffers(sources)
         runner.checkpoints.commit_tables(sink_tables, offsets, written)
-        known = dict(offsets)
-        for event in (*self.before, *([self.event] if self.event is not None else [])):
-            position = event.position
-            if position is not None:
-                tp = (position.topic, position.partition)
-                known[tp] = max(known.get(tp, 0), position.offset + 1)
-        return known
+        return offsets_past(offsets, [*self.before, *([self.event] if self.event is not None else [])])
 
 
 def allows_table_barrier(change: SchemaChange) -> bool:

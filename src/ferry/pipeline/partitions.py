@@ -174,8 +174,8 @@ class PartitionHandOver:
         runner.metrics.assigned = runner.partitions.assigned()
 
 
-def offsets_past(offsets: Offsets, events: Sequence[DataChange | BadRecord]) -> dict[Partition, int]:
-    """``offsets`` moved past every one of ``events`` (a copy)."""
+def offsets_past(offsets: Offsets, events: Sequence[Event]) -> dict[Partition, int]:
+    """``offsets`` moved past every one of ``events`` read from a record (a copy)."""
     out = dict(offsets)
     for event in events:
         position = event.position

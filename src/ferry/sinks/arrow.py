@@ -72,22 +72,20 @@ def _raw_column(rows: list[Row], name: str, form: ColumnForm, arrow_type: pa.Dat
     the generic way: those values are written by pyarrow as they are, in their places)."""
     values = [row.get(name) for row in rows]
     raw_types = RAW_TYPES[form.input]
-    converted = [i for i, value in enumerate(values) if value is not None and type(value) not in raw_types]
-    raw = values
-    if converted:
-        raw = list(values)
-        for i in converted:
-            raw[i] = None
+    converted = [value is not None and type(value) not in raw_types for value in values]
+    mixed = any(converted)
+    raw = (
+        [None if done else value for value, done in zip(values, converted, strict=True)] if mixed else values
+    )
     built = _from_raw(raw, form, arrow_type)
     if built is None:
         materialize_column(rows, name, form)
         return pa.array([row.get(name) for row in rows], type=arrow_type)
-    if converted:
-        mask = [False] * len(values)
-        for i in converted:
-            mask[i] = True
-        replacements = pa.array([values[i] for i in converted], type=arrow_type)
-        built = pc.replace_with_mask(built, pa.array(mask, type=pa.bool_()), replacements)
+    if mixed:
+        replacements = pa.array(
+            [v for v, done in zip(values, converted, strict=True) if done], type=arrow_type
+        )
+        built = pc.replace_with_mask(built, pa.array(converted, type=pa.bool_()), replacements)
     return built
 
 
