@@ -111,6 +111,23 @@ def test_create_table_with_a_primary_key(sink: IcebergSink) -> None:
     assert table.properties["comment"] == "orders of the shop"
 
 
+def test_created_tables_give_up_a_parquet_dictionary_past_64_kib_unless_the_job_says_otherwise(
+    warehouse: Path,
+) -> None:
+    from pyiceberg.io.pyarrow import _get_parquet_writer_kwargs
+
+    for options, expected in (({}, 65536), ({"table.properties.write.parquet.dict-size-bytes": "2097152"}, 2097152)):
+        sink = IcebergSink(make_config(warehouse / str(expected), **options), pipeline="p1")
+        try:
+            create(sink, ORDERS)
+            table = sink.load_table(T)
+            assert table is not None
+            # what pyiceberg's Parquet writer (the one ferry's data files are written with) takes
+            assert _get_parquet_writer_kwargs(table.properties)["dictionary_pagesize_limit"] == expected
+        finally:
+            sink.close()
+
+
 def test_a_nullable_primary_key_column_becomes_required(sink: IcebergSink) -> None:
     create(sink, Schema.of([Column("id", INT()), Column("v", STRING())], ["id"]))
     assert sink.table_schema(T) == Schema.of([Column("id", INT().not_null()), Column("v", STRING())], ["id"])
