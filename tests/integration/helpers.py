@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
+from collections.abc import Callable
+from concurrent.futures import Executor, Future
 from pathlib import Path
 from typing import Any
 
@@ -162,6 +164,29 @@ class Feed:
 
     def offsets(self) -> dict[tuple[str, int], int]:
         return {(SINK_TEST_TOPIC, self.partition): self.offset}
+
+
+class Gate(Executor):
+    """Runs the work handed to it when :meth:`open` is called, in the order it came."""
+
+    def __init__(self) -> None:
+        self.waiting: list[tuple[Future[Any], Callable[..., Any], tuple[Any, ...], dict[str, Any]]] = []
+
+    def submit(self, fn: Callable[..., Any], /, *args: Any, **kwargs: Any) -> Future[Any]:
+        future: Future[Any] = Future()
+        self.waiting.append((future, fn, args, kwargs))
+        return future
+
+    def open(self) -> int:
+        """Run what waits; how many there were."""
+        waiting, self.waiting = self.waiting, []
+        for future, fn, args, kwargs in waiting:
+            if future.set_running_or_notify_cancel():
+                try:
+                    future.set_result(fn(*args, **kwargs))
+                except BaseException as e:  # handed to the future, as an executor does
+                    future.set_exception(e)
+        return len(waiting)
 
 
 #: The table of the table-format sinks' tests, and its schema.

@@ -21,7 +21,10 @@ pytestmark = pytest.mark.integration
 
 
 def _sink(warehouse: Path, **options: Any) -> IcebergSink:
-    return IcebergSink(make_config(warehouse, **{"sink.compaction.enabled": False, **options}), pipeline="p1")
+    """A sink whose compactions, when on, run within the commit that finds them due (those written
+    in the background: ``test_iceberg_background_compaction.py``)."""
+    config = {"sink.compaction.enabled": False, "sink.compaction.background": False, **options}
+    return IcebergSink(make_config(warehouse, **config), pipeline="p1")
 
 
 def _tasks(sink: IcebergSink, table_id: TableId = T) -> list[FileScanTask]:

@@ -32,7 +32,7 @@ from ferry.pipeline.schema import Column, Schema, TableId
 from ferry.pipeline.types import DATE, DECIMAL, INT, STRING, TIMESTAMP_LTZ
 from ferry.sinks.iceberg.deletes import DELETE_FILES_PER_DATA_FILE, DELETE_MANIFESTS
 from ferry.sinks.iceberg.sink import IcebergSink
-from tests.integration.helpers import ORDERS, Feed, create
+from tests.integration.helpers import ORDERS, Feed, Gate, create
 from tests.integration.test_iceberg_sink import make_config, order
 
 pytestmark = pytest.mark.integration
@@ -196,9 +196,11 @@ def rows_without_deletes(sink: IcebergSink, table_id: TableId) -> tuple[int, lis
     return len(delete_files), rows
 
 
-@pytest.mark.parametrize("mode", ["merge-on-read", "copy-on-write"])
+@pytest.mark.parametrize(
+    ("mode", "background"), [("merge-on-read", False), ("merge-on-read", True), ("copy-on-write", False)]
+)
 def test_upserts_deletes_and_compactions_read_back_exactly_with_both_readers(
-    tmp_path: Path, mode: str
+    tmp_path: Path, mode: str, background: bool
 ) -> None:
     warehouse = tmp_path / "warehouse"
     options = {
@@ -209,8 +211,12 @@ def test_upserts_deletes_and_compactions_read_back_exactly_with_both_readers(
         # a data file's deletes reach their most files, and are merged, before a compaction
         "sink.compaction.commit-interval": 6,
         "sink.compaction.min-input-files": 3,
+        "sink.compaction.background": background,
     }
     sink = IcebergSink(make_config(warehouse, **options), pipeline="p1")
+    # a compaction started by a checkpoint is written before the next one's changes, which touch
+    # its input files: that commit deletes their rows from the compacted file too
+    gate = sink.compaction_executor = Gate()
     rng = random.Random(14)
     models = [Model(ORDERS_ID, ORDERS, order_row), Model(LINES_ID, LINES, line_row)]
     try:
@@ -222,6 +228,7 @@ def test_upserts_deletes_and_compactions_read_back_exactly_with_both_readers(
                 changes = [model.insert() for _ in range(40)] if checkpoint == 0 else model.batch(rng, 25)
                 sink.write(model.table_id, model.schema, changes)
             sink.flush({(topic, p): o for m in models for (topic, p), o in m.feed.offsets().items()})
+            gate.open()
             for model in models:
                 expected = model.rows()
                 where = f"{model.table_id} after checkpoint {checkpoint}"
@@ -249,9 +256,13 @@ def test_upserts_deletes_and_compactions_read_back_exactly_with_both_readers(
                 assert sorted(raw, key=model.key_of) == model.rows()
                 continue
             # a compaction every 6th commit rewrote the data files and dropped the deletes it applied
+            # (written in the background: committed with the commit after, and the rows that
+            # commit deleted from its input files deleted from its file)
             compactions = [s for s in summaries if "deleted-data-files" in s]
             assert len(compactions) == 2
             assert all("removed-position-delete-files" in s for s in compactions)
+            # in the background, rows were deleted from the input files while it was written
+            assert any("added-position-delete-files" in s for s in compactions) == background
             # the data files reached their most delete files, and then a commit merged them
             assert most_delete_files == DELETE_FILES_PER_DATA_FILE
             assert any("removed-position-delete-files" in s for s in summaries if s not in compactions)

@@ -57,7 +57,7 @@ from ferry.sinks.iceberg.config import IcebergSinkConfig
 from ferry.sinks.iceberg.sink import IcebergSink
 from ferry.sinks.iceberg.types import sink_schema
 from ferry.sinks.registry import sink_class
-from tests.integration.helpers import ORDERS, ORDERS_TABLE, Feed, create, write
+from tests.integration.helpers import ORDERS, ORDERS_TABLE, Feed, Gate, create, write
 from tests.integration.helpers import SINK_TEST_TOPIC as TOPIC
 
 pytestmark = pytest.mark.integration
@@ -116,7 +116,10 @@ def test_created_tables_give_up_a_parquet_dictionary_past_64_kib_unless_the_job_
 ) -> None:
     from pyiceberg.io.pyarrow import _get_parquet_writer_kwargs
 
-    for options, expected in (({}, 65536), ({"table.properties.write.parquet.dict-size-bytes": "2097152"}, 2097152)):
+    for options, expected in (
+        ({}, 65536),
+        ({"table.properties.write.parquet.dict-size-bytes": "2097152"}, 2097152),
+    ):
         sink = IcebergSink(make_config(warehouse / str(expected), **options), pipeline="p1")
         try:
             create(sink, ORDERS)
@@ -319,16 +322,20 @@ def test_old_snapshots_are_expired(warehouse: Path) -> None:
         sink.close()
 
 
-@pytest.mark.parametrize("mode", ["merge-on-read", "copy-on-write"])
-def test_files_only_expired_snapshots_used_are_deleted(warehouse: Path, mode: str) -> None:
+@pytest.mark.parametrize(
+    ("mode", "background"), [("merge-on-read", False), ("merge-on-read", True), ("copy-on-write", False)]
+)
+def test_files_only_expired_snapshots_used_are_deleted(warehouse: Path, mode: str, background: bool) -> None:
     options = {
         "snapshot.retain": 3,
         "sink.compaction.commit-interval": 5,
         "sink.compaction.min-input-files": 2,
+        "sink.compaction.background": background,
         "table.properties.write.update.mode": mode,
         "table.properties.write.delete.mode": mode,
     }
     sink = IcebergSink(make_config(warehouse, **options), pipeline="p1")
+    gate = sink.compaction_executor = Gate()  # a compaction in the background is written at once
     try:
         feed = Feed(T)
         create(sink, ORDERS)
@@ -336,6 +343,7 @@ def test_files_only_expired_snapshots_used_are_deleted(warehouse: Path, mode: st
             # each flush rewrites the file holding row 0 (copy-on-write) or adds a position delete
             # file for it (merge-on-read), and adds one
             write(sink, ORDERS, feed, feed.insert(order(i + 1)), feed.update(order(0), order(0, qty=i)))
+            gate.open()  # in the background: the compactions of commits 5, 11 and 17 commit at 6, 12, 18
         table = sink.load_table(T)
         assert table is not None
         io, snapshots = table.io, table.snapshots()
@@ -361,7 +369,11 @@ def test_files_only_expired_snapshots_used_are_deleted(warehouse: Path, mode: st
 
 
 def test_small_files_are_compacted(warehouse: Path) -> None:
-    options = {"sink.compaction.commit-interval": 4, "sink.compaction.min-input-files": 3}
+    options = {
+        "sink.compaction.commit-interval": 4,
+        "sink.compaction.min-input-files": 3,
+        "sink.compaction.background": False,  # in the background: test_iceberg_background_compaction.py
+    }
     sink = IcebergSink(make_config(warehouse, **options), pipeline="p1")
     try:
         feed = Feed(T)

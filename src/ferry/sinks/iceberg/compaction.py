@@ -11,6 +11,12 @@ cost however large the table grows: it takes at most ``small-file-bytes`` of liv
 smallest files of the tier first; a file written by a compaction is therefore never larger), and
 it reads and writes one input file at a time (:func:`write_compacted`), so its memory is that of
 one file's rows, not the tier's.
+
+In a merge-on-read table the files are written in the background (``sink.compaction.background``):
+:func:`prepare` writes them on a thread of their own from the snapshot a commit left, while the
+pipeline reads on, and a later commit of the table commits them (the sink's ``_commit_prepared``).
+Rows deleted from the input files in between are deleted from the compacted file in the same
+snapshot: :class:`CompactedRows` says which input row each of its rows is.
 """
 
 from __future__ import annotations
@@ -19,7 +25,10 @@ import math
 import uuid
 from collections import defaultdict
 from collections.abc import Sequence
+from concurrent.futures import Future
+from dataclasses import dataclass
 
+import numpy as np
 import pyarrow as pa
 from pyiceberg.expressions import AlwaysTrue
 from pyiceberg.io.pyarrow import ArrowScan, ParquetFormatModel, _dataframe_to_data_files
@@ -27,7 +36,13 @@ from pyiceberg.manifest import DataFile
 from pyiceberg.table import FileScanTask, Table
 from pyiceberg.table.metadata import TableMetadata
 
-from ferry.sinks.iceberg.deletes import parquet_file, referenced_data_file, writes_parquet_here
+from ferry.sinks.iceberg.deletes import (
+    deleted_positions,
+    parquet_file,
+    positions_of_slices,
+    referenced_data_file,
+    writes_parquet_here,
+)
 
 #: Data files under this size are all of the lowest tier compaction merges.
 TIER_BYTES = 64 * 1024
@@ -107,3 +122,68 @@ def write_compacted(
     statistics = writer.close()
     data_file = parquet_file(location, len(output), statistics, metadata.default_spec_id)
     return [data_file], pa.concat_tables(key_parts)
+
+
+@dataclass(frozen=True)
+class CompactedRows:
+    """A compaction's files written: the data files, the key columns of their rows in order, and
+    for each input file (in the order of the tasks) the positions of its rows they hold, in order,
+    and those its delete files had removed when it was read."""
+
+    added: list[DataFile]
+    key_rows: pa.Table
+    kept: dict[str, np.ndarray]
+    deleted: dict[str, np.ndarray]
+
+    def places(self, positions: dict[str, np.ndarray]) -> dict[str, np.ndarray]:
+        """Where rows of the input files (positions, by input path, each sorted and among those
+        kept) are in the added files: positions by added file."""
+        rows, offset = [], 0
+        for path, kept in self.kept.items():
+            wanted = positions.get(path)
+            if wanted is not None and len(wanted):
+                at = np.searchsorted(kept, wanted)
+                if (at >= len(kept)).any() or (kept[np.minimum(at, len(kept) - 1)] != wanted).any():
+                    raise ValueError(f"{path}: a position deleted now was not among the rows compacted")
+                rows.append(offset + at)
+            offset += len(kept)
+        if not rows:
+            return {}
+        everywhere = np.concatenate(rows)
+        out: dict[str, np.ndarray] = {}
+        for data_file, (start, stop) in zip(
+            self.added, positions_of_slices([f.record_count for f in self.added]), strict=True
+        ):
+            inside = everywhere[(everywhere >= start) & (everywhere < stop)] - start
+            if len(inside):
+                out[data_file.file_path] = inside
+        return out
+
+
+@dataclass
+class PreparedCompaction:
+    """A compaction whose files are being written (or were) in the background: its input files as
+    planned at a snapshot of the table and schema, and the files written (:class:`CompactedRows`)."""
+
+    snapshot_id: int
+    schema_id: int
+    tasks: list[FileScanTask]
+    result: Future[CompactedRows]
+
+
+def prepare(
+    table: Table, metadata: TableMetadata, tasks: Sequence[FileScanTask], keys: Sequence[str]
+) -> CompactedRows:
+    """The compacted files of ``tasks`` written (not committed), with where each row came from.
+    Reads and writes only files: safe on a thread of its own while the table takes commits."""
+    deleted = {t.file.file_path: deleted_positions(table.io, t) for t in tasks}
+    added, key_rows = write_compacted(table, metadata, tasks, keys, uuid.uuid4())
+    kept = {
+        t.file.file_path: np.setdiff1d(
+            np.arange(t.file.record_count, dtype=np.int64), deleted[t.file.file_path], assume_unique=True
+        )
+        for t in tasks
+    }
+    if sum(len(k) for k in kept.values()) != key_rows.num_rows:
+        raise ValueError("the compacted rows are not the input files' rows less their deletes")
+    return CompactedRows(added, key_rows, kept, deleted)

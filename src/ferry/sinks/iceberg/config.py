@@ -78,6 +78,10 @@ class IcebergSinkConfig(TableFormatSinkConfigBase):
     #: ... once a table has at least this many of them in one size tier (tiers are sizes this
     #: factor apart: 64 KiB, 64 KiB × N, ...; the smallest such tier is rewritten into one file).
     compaction_min_files: int = Field(default=8, ge=2, alias="sink.compaction.min-input-files")
+    #: Write a merge-on-read table's compacted files on a thread of their own while the pipeline
+    #: reads on, and commit them at a later commit of the table (``false``: within the commit that
+    #: finds them due, as copy-on-write tables always do).
+    compaction_background: bool = Field(default=True, alias="sink.compaction.background")
 
     @field_validator("partition_keys")
     @classmethod

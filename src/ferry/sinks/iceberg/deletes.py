@@ -58,7 +58,7 @@ from pyiceberg.manifest import (
 )
 from pyiceberg.schema import Schema as IcebergSchema
 from pyiceberg.schema import sanitize_column_names
-from pyiceberg.table import Table, Transaction
+from pyiceberg.table import FileScanTask, Table, Transaction
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.snapshots import Operation
 from pyiceberg.table.update.snapshot import _MergeAppendFiles, _OverwriteFiles
@@ -347,6 +347,14 @@ def _merge(
     return keys[order], np.concatenate([old_places, new_places])[order]
 
 
+def deleted_positions(io: FileIO, task: FileScanTask) -> np.ndarray:
+    """The sorted positions of a data file's rows that its scan task's delete files remove."""
+    path = task.file.file_path
+    found = [_read_deletes(io, d).get(path) for d in task.delete_files]
+    positions = [np.asarray(p.to_numpy(), dtype=np.int64) for p in found if p is not None]
+    return np.unique(np.concatenate(positions)) if positions else np.empty(0, dtype=np.int64)
+
+
 def referenced_data_file(delete_file: DataFile) -> str | None:
     """The one data file a position delete file applies to, when its ``file_path`` bounds say so."""
     lower, upper = delete_file.lower_bounds or {}, delete_file.upper_bounds or {}
@@ -543,6 +551,19 @@ class _RemovingDeleteFiles:
                 )
         return writer.to_manifest_file()
 
+    def _manifests_but_added_deletes(self) -> tuple[list[DataFile], list[ManifestFile]]:
+        """The delete files added, and the manifests pyiceberg writes for the rest (its writers
+        would list delete files in a data manifest)."""
+        producer: Any = self
+        added = producer._added_data_files
+        deletes = [f for f in added if _is_delete(f)]
+        producer._added_data_files = [f for f in added if not _is_delete(f)]
+        try:
+            manifests: list[ManifestFile] = super()._manifests()  # type: ignore[misc]
+        finally:
+            producer._added_data_files = added  # the summary counts both kinds
+        return deletes, manifests
+
     def _parent_delete_manifests(self) -> list[ManifestFile]:
         producer: Any = self
         snapshot = producer._transaction.table_metadata.snapshot_by_name(name=producer._target_branch)
@@ -568,13 +589,7 @@ class RowDelta(_RemovingDeleteFiles, _MergeAppendFiles):
         return [m for m in super()._existing_manifests() if m.content == ManifestContent.DATA]
 
     def _manifests(self) -> list[ManifestFile]:
-        added = self._added_data_files
-        deletes = [f for f in added if _is_delete(f)]
-        self._added_data_files = [f for f in added if not _is_delete(f)]
-        try:
-            manifests = super()._manifests()
-        finally:
-            self._added_data_files = added  # the summary counts both kinds
+        deletes, manifests = self._manifests_but_added_deletes()
         existing = self._parent_delete_manifests()
         if not self._removed_delete_files and len(existing) + bool(deletes) <= DELETE_MANIFESTS:
             new = [self._rewritten_delete_manifest((), deletes)] if deletes else []
@@ -584,10 +599,15 @@ class RowDelta(_RemovingDeleteFiles, _MergeAppendFiles):
 
 
 class RewriteWithDeletes(_RemovingDeleteFiles, _OverwriteFiles):
-    """pyiceberg's overwrite, which also drops the delete files of the data files it removes."""
+    """pyiceberg's overwrite, which also drops the delete files of the data files it removes, and
+    can add position delete files for the data files it adds (in a delete manifest of their own)."""
 
     def __init__(self, tx: Transaction, io: FileIO, snapshot_properties: dict[str, str]) -> None:
         super().__init__(Operation.OVERWRITE, tx, io, snapshot_properties=snapshot_properties)
+
+    def _manifests(self) -> list[ManifestFile]:
+        deletes, manifests = self._manifests_but_added_deletes()
+        return [self._rewritten_delete_manifest((), deletes), *manifests] if deletes else manifests
 
     def _existing_manifests(self) -> list[ManifestFile]:
         data = super()._existing_manifests()

@@ -26,9 +26,11 @@ import itertools
 import logging
 import uuid
 from collections.abc import Callable, Hashable, Iterable, Iterator
+from concurrent.futures import Executor, ThreadPoolExecutor
 from datetime import UTC, datetime
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 import sqlalchemy.exc
@@ -83,12 +85,20 @@ from ferry.sinks.base import SinkCapabilities
 from ferry.sinks.exceptions import SinkTerminalError, SinkTransientError, incompatible_table
 from ferry.sinks.iceberg import ICEBERG
 from ferry.sinks.iceberg.catalog import CachingSqlCatalog, StagedTransaction
-from ferry.sinks.iceberg.compaction import compaction_input, live_bytes, write_compacted
+from ferry.sinks.iceberg.compaction import (
+    CompactedRows,
+    PreparedCompaction,
+    compaction_input,
+    live_bytes,
+    prepare,
+    write_compacted,
+)
 from ferry.sinks.iceberg.config import PARTITION_FIELD, IcebergSinkConfig
 from ferry.sinks.iceberg.deletes import (
     KeyIndex,
     RewriteWithDeletes,
     RowDelta,
+    deleted_positions,
     merges_on_read,
     positions_of_slices,
     read_key_columns,
@@ -153,6 +163,10 @@ class IcebergSink(TableFormatSink):
         #: ``sink.compaction.small-file-bytes``, the other tables due wait for the next checkpoint.
         self._compacted_bytes = 0.0
         self._key_indexes: dict[TableId, KeyIndex] = {}
+        #: Per table, the compaction whose files are being written in the background (at most one).
+        self._compactions: dict[TableId, PreparedCompaction] = {}
+        #: Where they are written: one thread, started at the first (a test may set another).
+        self.compaction_executor: Executor | None = None
         self.catalog: Catalog = self.open_catalog(
             config.warehouse_dir(), f"catalog {config.catalog_name!r}", lambda: _open_catalog(config)
         )
@@ -418,9 +432,17 @@ class IcebergSink(TableFormatSink):
         """Every ``sink.compaction.commit-interval`` commits of a table, its compaction
         (:meth:`compact`). A checkpoint's compactions together read at most
         ``sink.compaction.small-file-bytes`` (the first one always runs): tables due at the same
-        checkpoint take turns, a table whose turn has not come staying due."""
+        checkpoint take turns, a table whose turn has not come staying due. A merge-on-read table's
+        compaction is written in the background (``sink.compaction.background``) and committed by
+        the first of its commits after the files are written."""
         if not self.config.compaction_enabled:
             return
+        prepared = self._compactions.get(table_id)
+        if prepared is not None:
+            if prepared.result.done():
+                del self._compactions[table_id]
+                self._commit_prepared(table_id, prepared, properties)
+            return  # one compaction of a table at a time
         count = self._commits_since_compaction.get(table_id, 0) + 1
         self._commits_since_compaction[table_id] = count
         if count < self.config.compaction_commit_interval:
@@ -435,11 +457,108 @@ class IcebergSink(TableFormatSink):
                     return  # the checkpoint's compactions read their share: the table stays due
                 self._commits_since_compaction[table_id] = 0
                 self._compacted_bytes += size
-                if tasks:
+                if not tasks:
+                    return
+                if self.config.compaction_background and merges_on_read(table):
+                    self._prepare(table_id, table, tasks)
+                else:
                     self._rewrite(table_id, table, tasks, properties)
         except SinkTransientError as e:
             # the rows are committed; a compaction that lost a race is tried again later
             log.warning("%s", e)
+
+    def _prepare(self, table_id: TableId, table: Table, tasks: list[FileScanTask]) -> None:
+        """Start writing the compacted files of ``tasks`` in the background."""
+        snapshot = table.current_snapshot()
+        assert snapshot is not None  # a table with files has a snapshot
+        if self.compaction_executor is None:
+            self.compaction_executor = ThreadPoolExecutor(1, thread_name_prefix="ferry-compaction")
+        keys = self._key_columns(table_id, table.schema())
+        result = self.compaction_executor.submit(prepare, table, table.metadata, tasks, keys)
+        self._compactions[table_id] = PreparedCompaction(
+            snapshot.snapshot_id, table.metadata.current_schema_id, tasks, result
+        )
+
+    def _commit_prepared(
+        self, table_id: TableId, prepared: PreparedCompaction, properties: dict[str, str]
+    ) -> None:
+        """Commit a compaction written in the background: its input files replaced by its files, and
+        the rows deleted from the inputs since they were read deleted from its files, in one
+        snapshot. Given up (its files deleted) when the table moved otherwise than by ferry's own
+        commits (the key index no longer matches), its schema changed, or an input file is gone."""
+        try:
+            done = prepared.result.result()
+        except Exception as e:  # upkeep: the rows are committed, the table is as it was
+            log.warning("%s: a compaction written in the background failed: %s", table_id, e)
+            return
+        table = self.require_table(table_id)
+        inputs = {t.file.file_path for t in prepared.tasks}
+        snapshot = table.current_snapshot()
+        index = self._key_indexes.get(table_id)
+        keys = self._key_columns(table_id, table.schema())
+        live = {t.file.file_path: t for t in table.scan().plan_files() if t.file.file_path in inputs}
+        if (
+            snapshot is None
+            or index is None
+            or index.snapshot_id != snapshot.snapshot_id
+            or index.keys != keys
+            or table.metadata.current_schema_id != prepared.schema_id
+            or len(live) != len(inputs)
+        ):
+            log.debug("%s: a compaction written in the background is given up (the table moved)", table_id)
+            self._delete_files(table, [f.file_path for f in done.added])
+            return
+        late = {
+            path: np.setdiff1d(deleted_positions(table.io, task), done.deleted[path], assume_unique=True)
+            for path, task in live.items()
+        }
+        deletes = done.places(late)
+        with self.errors(table_id, "committing a compaction"), StagedTransaction(table) as tx:
+            rewrite = RewriteWithDeletes(tx, table.io, properties)
+            with rewrite:
+                for task in live.values():
+                    rewrite.delete_data_file(task.file)
+                    for delete_file in task.delete_files:
+                        if referenced_data_file(delete_file) in inputs:
+                            rewrite.remove_delete_file(delete_file)
+                for data_file in done.added:
+                    rewrite.append_data_file(data_file)
+                written = write_position_deletes(table, tx, deletes, rewrite.commit_uuid)
+                for delete_file in written:
+                    rewrite.append_data_file(delete_file)
+            garbage = self._expire_snapshots(table, tx)
+        self._index_compacted(index, table, done, deletes, written)
+        self._delete_files(table, garbage)
+        log.debug(
+            "%s: compacted %d small files in the background (%d rows)",
+            table_id,
+            len(inputs),
+            done.key_rows.num_rows,
+        )
+
+    @staticmethod
+    def _index_compacted(
+        index: KeyIndex,
+        table: Table,
+        done: CompactedRows,
+        deletes: dict[str, np.ndarray],
+        written: list[DataFile],
+    ) -> None:
+        """The key index after a compaction committed: the keys live in its input files now at their
+        rows in its files (less the rows ``deletes`` removed, whose delete files are ``written``)."""
+        index.forget_files(set(done.kept))
+        for data_file, (start, stop) in zip(
+            done.added, positions_of_slices([f.record_count for f in done.added]), strict=True
+        ):
+            removed = deletes.get(data_file.file_path)
+            index.add_file(
+                data_file.file_path,
+                [done.key_rows[k].slice(start, stop - start) for k in index.keys],
+                skip=None if removed is None else set(removed.tolist()),
+            )
+        index.record_deletes(deletes, written, [])
+        snapshot = table.current_snapshot()
+        index.snapshot_id = None if snapshot is None else snapshot.snapshot_id
 
     def compact(self, table_id: TableId, properties: dict[str, str] | None = None) -> int:
         """Rewrite the table's small data files into one; returns how many files were replaced.
@@ -506,8 +625,27 @@ class IcebergSink(TableFormatSink):
 
     def close(self) -> None:
         super().close()
+        self._give_up_compactions()
         if isinstance(self.catalog, SqlCatalog):
             self.catalog.engine.dispose()
+
+    def _give_up_compactions(self) -> None:
+        """The compactions not committed given up: those not started are not, and the files of the
+        others are deleted once written."""
+        for table_id, prepared in self._compactions.items():
+            if prepared.result.cancel():
+                continue
+            try:
+                done = prepared.result.result()
+            except Exception:  # nothing was committed; what it wrote is an orphan
+                continue
+            table = self.load_table(table_id)
+            if table is not None:
+                self._delete_files(table, [f.file_path for f in done.added])
+        self._compactions.clear()
+        if self.compaction_executor is not None:
+            self.compaction_executor.shutdown(wait=True)
+            self.compaction_executor = None
 
     def is_transient(self, error: Exception) -> bool:
         return isinstance(error, _TRANSIENT)
