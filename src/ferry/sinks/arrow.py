@@ -7,6 +7,7 @@ from __future__ import annotations
 
 from typing import Any
 
+import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
@@ -47,8 +48,7 @@ def rows_to_arrow(
             columns = dict(
                 zip([f.name for f in plain], pa.array(rows, type=pa.struct(plain)).flatten(), strict=True)
             )
-            for name, form in deferred.items():
-                columns[name] = _raw_column(rows, name, form, arrow_schema.field(name).type)
+            columns |= _raw_columns(rows, {n: (f, arrow_schema.field(n).type) for n, f in deferred.items()})
             data = pa.Table.from_arrays([columns[f.name] for f in arrow_schema], schema=arrow_schema)
     except _VALUE_ERRORS as e:
         for name, form in deferred.items():  # the message names the value the source sent
@@ -64,6 +64,78 @@ def rows_to_arrow(
                 table=str(table_id),
             )
     return data
+
+
+def _raw_columns(rows: list[Row], deferred: dict[str, tuple[ColumnForm, pa.DataType]]) -> dict[str, pa.Array]:
+    """The raw columns of ``rows``, each an array of its Arrow type. Those whose every value is
+    raw and that Arrow holds as they are (:func:`_held_type`) are read out of the rows in one
+    pass (pyarrow reads each row's values in C++, refusing any value that is not raw: those
+    columns then go :func:`_raw_column`'s way, a column at a time)."""
+    held = {n: t for n, (form, arrow_type) in deferred.items() if (t := _held_type(form, arrow_type))}
+    out: dict[str, pa.Array] = {}
+    if held:
+        try:
+            children = pa.array(rows, type=pa.struct(list(held.items()))).flatten()
+            for (name, _held), child in zip(held.items(), children, strict=True):
+                form, arrow_type = deferred[name]
+                out[name] = _from_held(child, form, arrow_type)
+        except _VALUE_ERRORS:  # a value converted already, or out of the column's range
+            out = {}
+    for name, (form, arrow_type) in deferred.items():
+        if name not in out:
+            out[name] = _raw_column(rows, name, form, arrow_type)
+    return out
+
+
+def _held_type(form: ColumnForm, arrow_type: pa.DataType) -> pa.DataType | None:
+    """The Arrow type of a column's raw values when Arrow builds the column from them as they are
+    (an epoch count of the column's unit, a decimal's unscaled bytes of its scale), else None."""
+    if form.input == "int":
+        if form.divisor != 1 or form.unit not in _EPOCH_TYPES:
+            return None
+        timestamp = pa.types.is_timestamp(arrow_type) and form.unit != "D" and arrow_type.unit == "us"
+        return pa.int64() if timestamp or (form.unit == "D" and pa.types.is_date32(arrow_type)) else None
+    if pa.types.is_decimal128(arrow_type) and arrow_type.scale == form.scale:
+        return pa.binary()
+    return None
+
+
+def _from_held(raw: pa.Array, form: ColumnForm, arrow_type: pa.DataType) -> pa.Array:
+    """A column of ``arrow_type`` from its raw values read as :func:`_held_type`'s type; an Arrow
+    error when one does not fit (out of range, more digits than the type's precision)."""
+    if form.input == "int":
+        if form.unit == "D":
+            return raw.cast(pa.int32()).cast(pa.date32())
+        return raw.cast(_EPOCH_TYPES[form.unit]).cast(arrow_type)
+    return _decimals_of_unscaled_bytes(raw, arrow_type)
+
+
+def _decimals_of_unscaled_bytes(raw: pa.BinaryArray, arrow_type: pa.Decimal128Type) -> pa.Array:
+    """Decimal128 values from the big-endian two's complement bytes of their unscaled integers,
+    laid out with NumPy: each value's bytes reversed into 16 little-endian ones, sign-extended.
+    Written here because pyarrow builds decimals only from Python ``Decimal`` objects or text."""
+    count = len(raw)
+    offsets = np.frombuffer(raw.buffers()[1], dtype=np.int32)[raw.offset : raw.offset + count + 1]
+    data_buffer = raw.buffers()[2]
+    data = np.frombuffer(data_buffer, dtype=np.uint8) if data_buffer is not None else np.zeros(0, np.uint8)
+    ends = offsets[1:].astype(np.int64)
+    lengths = ends - offsets[:-1]
+    longest = int(lengths.max(initial=0))
+    if longest > 16:
+        raise pa.ArrowInvalid(f"an unscaled decimal of {longest} bytes does not fit 128 bits")
+    out = np.zeros((count, 16), dtype=np.uint8)
+    filled = lengths > 0
+    negative = np.zeros(count, dtype=bool)
+    negative[filled] = data[ends[filled] - lengths[filled]] >= 0x80
+    out[negative] = 0xFF
+    for byte in range(longest):
+        has = lengths > byte
+        out[has, byte] = data[ends[has] - 1 - byte]
+    validity = raw.is_valid().buffers()[1] if raw.null_count else None
+    wide = pa.Array.from_buffers(
+        pa.decimal128(38, arrow_type.scale), count, [validity, pa.py_buffer(out.tobytes())]
+    )
+    return wide.cast(arrow_type)  # refuses a value with more digits than the column's precision
 
 
 def _raw_column(rows: list[Row], name: str, form: ColumnForm, arrow_type: pa.DataType) -> pa.Array:

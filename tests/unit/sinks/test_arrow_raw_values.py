@@ -161,3 +161,48 @@ def test_a_required_column_left_empty_is_named(arrow_type: pa.DataType) -> None:
     )
     with pytest.raises(SinkTerminalError, match="column v is required"):
         rows_to_arrow(schema, [{"id": 1, "v": None}], sink="test", table_id=TABLE, raw={"v": form_of(spec)})
+
+
+@settings(max_examples=200, deadline=None)
+@given(data=st.data())
+def test_several_raw_columns_of_one_row_set_build_what_their_converted_values_build(
+    data: st.DataObject,
+) -> None:
+    # the columns read out of the rows together; a value converted already in one of them, or a
+    # JSON number among decimal bytes, sends that pass back to a column at a time
+    columns = {
+        "at": (form_of(dbz.TIMESTAMP_MICROS), pa.timestamp("us"), MICROS),
+        "day": (form_of(dbz.DATE), pa.date32(), EPOCHS["days"][1]),
+        "price": (
+            form_of(dbz.DECIMAL(12, 3)),
+            pa.decimal128(12, 3),
+            st.integers(-(10**12), 10**12).map(unscaled_bytes) | st.integers(-9, 9),
+        ),
+    }
+    count = data.draw(st.integers(0, 8))
+    rows: list[dict[str, Any]] = [{"id": i} for i in range(count)]
+    for name, (form, _type, values) in columns.items():
+        for row in rows:
+            value = data.draw(st.none() | values)
+            if value is not None and data.draw(st.integers(0, 9)) == 0:
+                value = form.convert([value])[0]
+            row[name] = value
+    schema = pa.schema(
+        [pa.field("id", pa.int64(), nullable=False)] + [pa.field(n, t) for n, (_, t, _) in columns.items()]
+    )
+    converted = copy.deepcopy(rows)
+    for name, (form, _type, _values) in columns.items():
+        materialize_column(converted, name, form)
+
+    def table(of: list[dict[str, Any]], raw: dict[str, Any] | None) -> pa.Table | str:
+        try:
+            return rows_to_arrow(schema, of, sink="test", table_id=TABLE, raw=raw)
+        except SinkTerminalError as e:
+            return str(e)
+
+    expected = table(converted, None)
+    got = table(rows, {n: form for n, (form, _t, _v) in columns.items()})
+    if isinstance(expected, str):
+        assert got == expected
+    else:
+        assert isinstance(got, pa.Table) and got.equals(expected), (got, expected)
