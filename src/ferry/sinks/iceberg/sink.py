@@ -16,8 +16,10 @@ Upkeep happens in the commits themselves: a commit that takes a table past ``sna
 snapshots also expires the older ones, and every ``sink.compaction.commit-interval`` commits the
 small data files of the smallest size tier that has ``sink.compaction.min-input-files`` of them
 are rewritten into one (see :func:`compaction_input`), so commit latency stays flat as the table's
-history grows. What pyiceberg would do more than once per commit (reading the table's metadata,
-staging it) is done once (see :mod:`~ferry.sinks.iceberg.catalog`).
+history grows. A merge-on-read table's compacted file is written in the background and committed
+by a later commit (see :mod:`~ferry.sinks.iceberg.compaction`). What pyiceberg would do more
+than once per commit (reading the table's metadata, staging it) is done once (see
+:mod:`~ferry.sinks.iceberg.catalog`).
 """
 
 from __future__ import annotations
@@ -441,7 +443,10 @@ class IcebergSink(TableFormatSink):
         if prepared is not None:
             if prepared.result.done():
                 del self._compactions[table_id]
-                self._commit_prepared(table_id, prepared, properties)
+                try:
+                    self._commit_prepared(table_id, prepared, properties)
+                except SinkTransientError as e:  # the rows are committed; its file stays an orphan
+                    log.warning("%s", e)
             return  # one compaction of a table at a time
         count = self._commits_since_compaction.get(table_id, 0) + 1
         self._commits_since_compaction[table_id] = count
