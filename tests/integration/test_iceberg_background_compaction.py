@@ -17,10 +17,11 @@ from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
 from ferry.pipeline.events import AddColumn
-from ferry.pipeline.schema import Column, Schema
+from ferry.pipeline.schema import Column, Schema, TableId
 from ferry.pipeline.types import STRING
 from ferry.sinks.iceberg.sink import IcebergSink
 from tests.integration.helpers import ORDERS, Feed, Gate, create, write
+from tests.integration.test_iceberg_merge_on_read import _compactions
 from tests.integration.test_iceberg_sink import T, make_config, order, read
 
 pytestmark = pytest.mark.integration
@@ -50,21 +51,6 @@ def sink(tmp_path: Path, gate: Gate) -> Iterator[IcebergSink]:
     s.close()
 
 
-def _data_and_delete_files(sink: IcebergSink) -> tuple[set[str], set[str]]:
-    table = sink.load_table(T)
-    assert table is not None
-    tasks = list(table.scan().plan_files())
-    return {t.file.file_path for t in tasks}, {d.file_path for t in tasks for d in t.delete_files}
-
-
-def _compactions(sink: IcebergSink) -> int:
-    table = sink.load_table(T)
-    assert table is not None
-    return sum(
-        1 for s in table.snapshots() if s.summary and "deleted-data-files" in s.summary.additional_properties
-    )
-
-
 def _warehouse_files(sink: IcebergSink) -> set[Path]:
     table = sink.load_table(T)
     assert table is not None
@@ -79,7 +65,7 @@ def test_rows_changed_while_the_compaction_is_written_stay_changed(sink: Iceberg
         rows = [order(2 * i), order(2 * i + 1)]
         write(sink, ORDERS, feed, *(feed.insert(r) for r in rows))
         expected |= {r["id"]: r for r in rows}
-    assert len(gate.waiting) == 1 and _compactions(sink) == 0
+    assert len(gate.waiting) == 1 and _compactions(sink, T) == 0
     # while it is written: a row of its input updated, one deleted, one updated twice
     write(
         sink,
@@ -93,16 +79,43 @@ def test_rows_changed_while_the_compaction_is_written_stay_changed(sink: Iceberg
     expected |= {1: order(1, qty=10), 4: order(4, qty=41)}
     del expected[2]
     assert gate.open() == 1
-    assert _compactions(sink) == 0  # written, not committed: the next commit of the table does
+    assert _compactions(sink, T) == 0  # written, not committed: the next commit of the table does
     write(sink, ORDERS, feed, feed.update(order(0), order(0, qty=5)))
     expected[0] = order(0, qty=5)
-    assert _compactions(sink) == 1
+    assert _compactions(sink, T) == 1
     assert read(sink) == [expected[k] for k in sorted(expected)]
     # the key index follows the compaction: rows now in its file are found again
     write(sink, ORDERS, feed, feed.update(order(3), order(3, qty=30)), feed.delete(order(5)))
     expected[3] = order(3, qty=30)
     del expected[5]
     assert read(sink) == [expected[k] for k in sorted(expected)]
+
+
+def test_tables_due_together_are_compacted_in_the_background_one_after_the_other(
+    sink: IcebergSink, gate: Gate
+) -> None:
+    first, second = T, TableId(None, "shop", "returns")
+    feeds = {first: Feed(first), second: Feed(second, partition=1)}
+
+    def checkpoint(number: int) -> None:
+        for table_id, feed in feeds.items():
+            sink.write(table_id, ORDERS, [feed.insert(order(number))])
+        sink.flush({tp: o for feed in feeds.values() for tp, o in feed.offsets().items()})
+
+    for table_id in feeds:
+        create(sink, ORDERS, table_id)
+    for number in range(3):  # both due at the third checkpoint: the first table's starts
+        checkpoint(number)
+    assert len(gate.waiting) == 1
+    gate.open()
+    checkpoint(3)  # the first's is committed; the second's, due since, starts
+    assert (_compactions(sink, first), _compactions(sink, second)) == (1, 0)
+    assert len(gate.waiting) == 1
+    gate.open()
+    checkpoint(4)
+    assert (_compactions(sink, first), _compactions(sink, second)) == (1, 1)
+    for table_id in feeds:
+        assert read(sink, table_id) == [order(i) for i in range(5)]
 
 
 def test_a_schema_change_meanwhile_gives_the_compaction_up(sink: IcebergSink, gate: Gate) -> None:
@@ -117,7 +130,7 @@ def test_a_schema_change_meanwhile_gives_the_compaction_up(sink: IcebergSink, ga
     wider = Schema.of([*ORDERS.columns, Column("note", STRING())], ["id"])
     sink.apply_schema_change(AddColumn(T, Column("note", STRING())), wider)
     write(sink, wider, feed, feed.insert({**order(9), "note": "n"}))
-    assert _compactions(sink) == 0
+    assert _compactions(sink, T) == 0
     assert not (written & _warehouse_files(sink))  # its file deleted
     assert read(sink) == [{**order(i), "note": None} for i in range(3)] + [{**order(9), "note": "n"}]
 
@@ -148,7 +161,7 @@ def test_a_failed_compaction_leaves_the_table_as_it_was(sink: IcebergSink, gate:
     gate.open()
     write(sink, ORDERS, feed, feed.update(order(1), order(1, qty=3)))
     assert "a compaction written in the background failed: the disk is full" in caplog.text
-    assert _compactions(sink) == 0
+    assert _compactions(sink, T) == 0
     assert read(sink) == [order(0), order(1, qty=3), order(2)]
 
 
@@ -196,7 +209,7 @@ def test_every_interleaving_of_commits_and_background_compactions_ends_with_the_
         gate.open()
         write(sink, ORDERS, feed, feed.insert(order(100)))  # commits what the gate let through
         model[100] = order(100)
-        compactions = _compactions(sink)
+        compactions = _compactions(sink, T)
         event(f"compactions committed: {min(compactions, 2)}")
         assert read(sink) == [model[k] for k in sorted(model)]
         # what is read is what the index holds: every live key updated once more lands once

@@ -257,9 +257,11 @@ def test_upserts_deletes_and_compactions_read_back_exactly_with_both_readers(
                 continue
             # a compaction every 6th commit rewrote the data files and dropped the deletes it applied
             # (written in the background: committed with the commit after, and the rows that
-            # commit deleted from its input files deleted from its file)
+            # commit deleted from its input files deleted from its file; one table's at a time, so
+            # the second table, due with the first, starts a commit later and its second
+            # compaction is still being written at the end)
             compactions = [s for s in summaries if "deleted-data-files" in s]
-            assert len(compactions) == 2
+            assert len(compactions) == (1 if background and model is models[1] else 2)
             assert all("removed-position-delete-files" in s for s in compactions)
             # in the background, rows were deleted from the input files while it was written
             assert any("added-position-delete-files" in s for s in compactions) == background

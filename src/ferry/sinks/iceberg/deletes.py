@@ -347,11 +347,20 @@ def _merge(
     return keys[order], np.concatenate([old_places, new_places])[order]
 
 
-def deleted_positions(io: FileIO, task: FileScanTask) -> np.ndarray:
-    """The sorted positions of a data file's rows that its scan task's delete files remove."""
+def deleted_positions(
+    io: FileIO, task: FileScanTask, known: Mapping[str, np.ndarray] | None = None
+) -> np.ndarray:
+    """The sorted positions of a data file's rows that its scan task's delete files remove; those of
+    the delete files in ``known`` (by path: their positions in this data file) are not read."""
     path = task.file.file_path
-    found = [_read_deletes(io, d).get(path) for d in task.delete_files]
-    positions = [np.asarray(p.to_numpy(), dtype=np.int64) for p in found if p is not None]
+    positions = []
+    for delete_file in task.delete_files:
+        if known is not None and delete_file.file_path in known:
+            positions.append(known[delete_file.file_path])
+            continue
+        found = _read_deletes(io, delete_file).get(path)
+        if found is not None:
+            positions.append(np.asarray(found.to_numpy(), dtype=np.int64))
     return np.unique(np.concatenate(positions)) if positions else np.empty(0, dtype=np.int64)
 
 

@@ -435,8 +435,9 @@ class IcebergSink(TableFormatSink):
         (:meth:`compact`). A checkpoint's compactions together read at most
         ``sink.compaction.small-file-bytes`` (the first one always runs): tables due at the same
         checkpoint take turns, a table whose turn has not come staying due. A merge-on-read table's
-        compaction is written in the background (``sink.compaction.background``) and committed by
-        the first of its commits after the files are written."""
+        compaction is written in the background (``sink.compaction.background``), one at a time
+        (the others due wait their turn), and committed by the first of its table's commits after
+        the files are written."""
         if not self.config.compaction_enabled:
             return
         prepared = self._compactions.get(table_id)
@@ -455,6 +456,9 @@ class IcebergSink(TableFormatSink):
         try:
             with self.errors(table_id, "compacting small files"):
                 table = self.require_table(table_id)
+                background = self.config.compaction_background and merges_on_read(table)
+                if background and self._compactions:
+                    return  # one compaction in the background at a time: the table stays due
                 tasks = self._compaction_input(table)
                 size = sum(live_bytes(t) for t in tasks)
                 share = self.config.compaction_small_file_bytes
@@ -464,7 +468,7 @@ class IcebergSink(TableFormatSink):
                 self._compacted_bytes += size
                 if not tasks:
                     return
-                if self.config.compaction_background and merges_on_read(table):
+                if background:
                     self._prepare(table_id, table, tasks)
                 else:
                     self._rewrite(table_id, table, tasks, properties)
@@ -513,8 +517,13 @@ class IcebergSink(TableFormatSink):
             log.debug("%s: a compaction written in the background is given up (the table moved)", table_id)
             self._delete_files(table, [f.file_path for f in done.added])
             return
+        # the positions of ferry's own delete files are in the index (it matches the table): only
+        # other delete files are read
+        known = {f.file_path: positions for path in live for f, positions in index.deletes.get(path, [])}
         late = {
-            path: np.setdiff1d(deleted_positions(table.io, task), done.deleted[path], assume_unique=True)
+            path: np.setdiff1d(
+                deleted_positions(table.io, task, known), done.deleted[path], assume_unique=True
+            )
             for path, task in live.items()
         }
         deletes = done.places(late)
