@@ -47,7 +47,7 @@ from ferry.sinks.fluss.types import (
     to_arrow_schema,
     value_converter,
 )
-from ferry.sinks.rows import collapse, key_getter
+from ferry.sinks.rows import collapse
 
 log = logging.getLogger(__name__)
 
@@ -351,7 +351,7 @@ class FlussSink(Sink):
         writer = table.writer
         if table.primary_key:
             keys = table.schema.primary_keys
-            state = collapse(changes, key_getter(keys, self.type))
+            state = collapse(changes, keys, self.type)
             upserts = [table.row(row) for row in state.values() if row is not None]
             deletes = [_key_row(keys, key) for key, row in state.items() if row is None]
         else:
@@ -394,7 +394,7 @@ class FlussSink(Sink):
 
 
 def _key_row(keys: tuple[str, ...], key: Hashable) -> dict[str, Any]:
-    """A deleted key as the writer takes it (``key_getter`` gives a tuple only for several columns)."""
+    """A deleted key as the writer takes it (a primary key is a tuple only for several columns)."""
     values = key if len(keys) > 1 and isinstance(key, tuple) else (key,)
     return dict(zip(keys, values, strict=True))
 

@@ -118,7 +118,7 @@ from ferry.sinks.iceberg.types import (
     to_iceberg_schema,
     to_iceberg_type,
 )
-from ferry.sinks.rows import collapse_by_key
+from ferry.sinks.rows import collapse
 from ferry.sinks.table_format import TableFormatSink
 
 log = logging.getLogger(__name__)
@@ -310,7 +310,7 @@ class IcebergSink(TableFormatSink):
         keys = self._key_columns(table_id, schema)
         touched: list[Hashable] = []
         if keys:
-            state = collapse_by_key(changes, keys, self.type)
+            state = collapse(changes, keys, self.type)
             rows = [row for row in state.values() if row is not None]
             if table.current_snapshot() is not None:
                 touched = list(state)

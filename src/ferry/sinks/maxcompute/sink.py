@@ -51,7 +51,7 @@ from ferry.sinks.maxcompute import MAXCOMPUTE
 from ferry.sinks.maxcompute.config import MaxComputeSinkConfig
 from ferry.sinks.maxcompute.dialect import MaxComputeDialect
 from ferry.sinks.maxcompute.types import from_type_name, sink_type
-from ferry.sinks.rows import collapse, key_getter
+from ferry.sinks.rows import collapse
 from ferry.sinks.sql.dialect import SqlTable
 
 log = logging.getLogger(__name__)
@@ -281,7 +281,7 @@ class MaxComputeSink(Sink):
     def _write_table(self, table_id: TableId, table: _Table, changes: list[DataChange]) -> None:
         keys = table.schema.primary_keys
         if keys and table.transactional:
-            self._upsert(table, collapse(changes, key_getter(keys, self.type)))
+            self._upsert(table, collapse(changes, keys, self.type))
             return
         rows = [c.after for c in changes if c.op is not Op.DELETE and c.after is not None]
         if rows:

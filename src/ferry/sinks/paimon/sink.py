@@ -71,7 +71,7 @@ from ferry.sinks.paimon.types import (
     to_paimon_fields,
     to_paimon_type,
 )
-from ferry.sinks.rows import key_getter, last_changes
+from ferry.sinks.rows import last_changes
 from ferry.sinks.table_format import TableFormatSink
 
 log = logging.getLogger(__name__)
@@ -288,7 +288,7 @@ class PaimonSink(TableFormatSink):
         arrow_schema = PyarrowFieldParser.from_paimon_schema(fields)
         kinds: list[str] | None = None
         if keys:
-            last = last_changes(changes, key_getter(keys, self.type)).values()
+            last = last_changes(changes, keys, self.type).values()
             if rowkind is None:
                 deletes = sum(1 for op, _ in last if op is Op.DELETE)
                 if deletes:

@@ -32,7 +32,7 @@ from ferry.pipeline.schema import Column, Schema, TableId
 from ferry.pipeline.types import DataType, TypeRoot
 from ferry.sinks.base import Sink
 from ferry.sinks.exceptions import SinkError, SinkTerminalError, SinkTransientError, incompatible_table
-from ferry.sinks.rows import collapse, key_getter
+from ferry.sinks.rows import collapse
 from ferry.sinks.sql.dialect import CatalogColumn, SqlDialect, SqlTable
 
 log = logging.getLogger(__name__)
@@ -243,7 +243,7 @@ class SqlSink(Sink):
             if rows:
                 cursor.executemany(self.dialect.insert(table, names), rows)
             return
-        state = collapse(changes, key_getter(keys, self.type))
+        state = collapse(changes, keys, self.type)
         gone = [list(_parts(k, len(keys))) for k, row in state.items() if row is None]
         kept = [values(row) for row in state.values() if row is not None]
         if gone:

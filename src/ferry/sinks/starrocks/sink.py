@@ -39,7 +39,7 @@ from ferry.pipeline.schema import Schema, TableId
 from ferry.pipeline.types import DataType, TypeRoot
 from ferry.sinks.base import SinkCapabilities
 from ferry.sinks.exceptions import SinkTerminalError, SinkTransientError
-from ferry.sinks.rows import collapse, key_getter
+from ferry.sinks.rows import collapse
 from ferry.sinks.sql.dialect import SqlTable
 from ferry.sinks.sql.sink import DbConnection, DbCursor, SqlSink
 from ferry.sinks.starrocks import STARROCKS
@@ -290,7 +290,7 @@ class MySqlProtocolSink(SqlSink):
         if not keys:
             self._count_skipped(table_id, changes)
             return [values(c.after, False) for c in changes if c.op is not Op.DELETE and c.after], columns
-        state = collapse(changes, key_getter(keys, self.type))
+        state = collapse(changes, keys, self.type)
         rows: list[dict[str, Any]] = []
         for key, row in state.items():
             if row is None:
