@@ -27,6 +27,34 @@ def progress(state: StateStore, pipeline: str) -> int:
     return 0 if checkpoint is None else sum(checkpoint.offsets.values())
 
 
+def kill_four_times_then_finish(job: Path, tmp_path: Path, pipeline: str) -> None:
+    """``ferry run job`` killed with SIGKILL four times, each once it made progress (more records
+    checkpointed) and at a varying moment after, then run to its end."""
+    log = tmp_path / "ferry.log"
+    state = StateStore(f"sqlite:///{tmp_path}/state.db")
+    kills = 0
+    for pause in (0.0, 0.05, 0.13, 0.21):
+        seen = progress(state, pipeline)
+        process = start_run(job, tmp_path, log, "--no-worker")
+        deadline = Deadline(60)
+        while progress(state, pipeline) == seen and process.poll() is None and not deadline.expired():
+            time.sleep(0.02)
+        time.sleep(pause)
+        if process.poll() is None:
+            os.kill(process.pid, signal.SIGKILL)
+            kills += 1
+        process.wait(timeout=30)
+    started = time.monotonic()
+    final = start_run(job, tmp_path, log, "--no-worker")
+    try:
+        wait_unless_stalled(final, cpu_s=200, wall_s=900)
+    except StalledError as stalled:
+        raise AssertionError(f"the final run stalled: it {stalled}: {log.read_text()[-5000:]}") from None
+    assert final.returncode == 0, log.read_text()[-3000:]
+    print(f"final run: {time.monotonic() - started:.1f} s")
+    assert kills == 4, "the pipeline finished before it could be killed four times: produce more events"
+
+
 def test_sigkill_at_any_point_neither_loses_nor_duplicates_rows(
     kafka_bootstrap: str, topic_factory: TopicFactory, tmp_path: Path, group_id: str
 ) -> None:
@@ -70,30 +98,7 @@ pipeline:
   checkpoint.concurrent: true
   batch.size: 400
 """)
-    log = tmp_path / "ferry.log"
-    state = StateStore(f"sqlite:///{tmp_path}/state.db")
-    kills = 0
-    # each run is killed once it has made progress (more records checkpointed), at a varying moment after
-    for pause in (0.0, 0.05, 0.13, 0.21):
-        seen = progress(state, group_id)
-        process = start_run(job, tmp_path, log, "--no-worker")
-        deadline = Deadline(60)
-        while progress(state, group_id) == seen and process.poll() is None and not deadline.expired():
-            time.sleep(0.02)
-        time.sleep(pause)
-        if process.poll() is None:
-            os.kill(process.pid, signal.SIGKILL)
-            kills += 1
-        process.wait(timeout=30)
-    started = time.monotonic()
-    final = start_run(job, tmp_path, log, "--no-worker")
-    try:
-        wait_unless_stalled(final, cpu_s=200, wall_s=900)
-    except StalledError as stalled:
-        raise AssertionError(f"the final run stalled: it {stalled}: {log.read_text()[-5000:]}") from None
-    assert final.returncode == 0, log.read_text()[-3000:]
-    print(f"final run: {time.monotonic() - started:.1f} s")
-    assert kills == 4, "the pipeline finished before it could be killed four times: produce more events"
+    kill_four_times_then_finish(job, tmp_path, group_id)
 
     rows = iceberg_rows(warehouse, "app.events")
     ids = [r["id"] for r in rows]
@@ -103,3 +108,67 @@ pipeline:
     extra = {r["id"]: r["extra"] for r in rows}
     assert extra[EVENTS_PER_PARTITION - 1] == EVENTS_PER_PARTITION - 1
     assert extra[0] is None
+
+
+def test_sigkill_with_upserts_and_compactions_in_the_background_ends_with_the_source_rows(
+    kafka_bootstrap: str, topic_factory: TopicFactory, tmp_path: Path, group_id: str
+) -> None:
+    topic = topic_factory(2)
+    # a primary key: upserts and deletes are position deletes, and compactions written in the
+    # background are committed with the rows deleted from their inputs meanwhile
+    orders = dbz.DebeziumTable(
+        "s",
+        "app",
+        "orders",
+        [dbz.ConnectColumn("id", dbz.INT64, optional=False), dbz.ConnectColumn("qty", dbz.INT32)],
+        key=("id",),
+    )
+    expected: dict[int, int] = {}
+    for partition in (0, 1):
+        keyed: list[tuple[bytes | None, bytes]] = []
+        live: dict[int, int] = {}
+        for i in range(EVENTS_PER_PARTITION):
+            key = partition * 1_000_000 + (i * 7919) % 1_500  # keys come back: updates and deletes
+            old = live.get(key)
+            if old is None:
+                keyed.append(orders.insert({"id": key, "qty": i}))
+                live[key] = i
+            elif i % 5 == 0:
+                keyed.append(orders.delete({"id": key, "qty": old}))
+                del live[key]
+            else:
+                keyed.append(orders.update({"id": key, "qty": old}, {"id": key, "qty": i}))
+                live[key] = i
+        produce(
+            kafka_bootstrap, topic, [v for _, v in keyed], keys=[k for k, _ in keyed], partition=partition
+        )
+        expected |= live
+    warehouse = tmp_path / "warehouse"
+    job = tmp_path / "job.yaml"
+    job.write_text(f"""
+source:
+  type: kafka
+  properties.bootstrap.servers: {kafka_bootstrap}
+  topic: {topic}
+  properties.group.instance.id: worker-1
+  scan.startup.mode: earliest-offset
+  scan.bounded.mode: latest-offset
+sink:
+  type: iceberg
+  catalog.properties.warehouse: {warehouse}
+  # a compaction looked for at every commit (the count does not survive a kill), of two files
+  sink.compaction.commit-interval: 1
+  sink.compaction.min-input-files: 2
+pipeline:
+  name: {group_id}
+  state.url: sqlite:///{tmp_path}/state.db
+  # many small commits, each within the reading (the other test has them on their own thread):
+  # the compactions' files are written while the next commits delete rows from their inputs
+  checkpoint.interval: 20ms
+  batch.size: 100
+""")
+    kill_four_times_then_finish(job, tmp_path, group_id)
+
+    rows = iceberg_rows(warehouse, "app.orders")
+    assert len(rows) == len({r["id"] for r in rows}), "a key has two rows"
+    assert {r["id"]: r["qty"] for r in rows} == expected
