@@ -27,6 +27,37 @@ def progress(state: StateStore, pipeline: str) -> int:
     return 0 if checkpoint is None else sum(checkpoint.offsets.values())
 
 
+def app_table(name: str, column: dbz.ConnectColumn, *, key: tuple[str, ...]) -> dbz.DebeziumTable:
+    """A source table ``app.<name>`` of an ``id`` column and ``column``, as Debezium writes it."""
+    return dbz.DebeziumTable(
+        "s", "app", name, [dbz.ConnectColumn("id", dbz.INT64, optional=False), column], key=key
+    )
+
+
+def write_job(
+    tmp_path: Path, bootstrap: str, topic: str, name: str, *, sink: dict[str, str], pipeline: dict[str, str]
+) -> Path:
+    """The job file of these tests: the topic read from its start to its end into an Iceberg
+    warehouse in ``tmp_path``, with ``sink`` and ``pipeline`` keys added."""
+    job = tmp_path / "job.yaml"
+    job.write_text(f"""
+source:
+  type: kafka
+  properties.bootstrap.servers: {bootstrap}
+  topic: {topic}
+  properties.group.instance.id: worker-1
+  scan.startup.mode: earliest-offset
+  scan.bounded.mode: latest-offset
+sink:
+  type: iceberg
+  catalog.properties.warehouse: {tmp_path / "warehouse"}
+{"".join(f"  {key}: {value}{chr(10)}" for key, value in sink.items())}pipeline:
+  name: {name}
+  state.url: sqlite:///{tmp_path}/state.db
+{"".join(f"  {key}: {value}{chr(10)}" for key, value in pipeline.items())}""")
+    return job
+
+
 def kill_four_times_then_finish(job: Path, tmp_path: Path, pipeline: str) -> None:
     """``ferry run job`` killed with SIGKILL four times, each once it made progress (more records
     checkpointed) and at a varying moment after, then run to its end."""
@@ -60,13 +91,7 @@ def test_sigkill_at_any_point_neither_loses_nor_duplicates_rows(
 ) -> None:
     topic = topic_factory(2)
     # no primary key: rows are appended, so a row written twice would show as a duplicate
-    events = dbz.DebeziumTable(
-        "s",
-        "app",
-        "events",
-        [dbz.ConnectColumn("id", dbz.INT64, optional=False), dbz.ConnectColumn("payload", dbz.STRING)],
-        key=(),
-    )
+    events = app_table("events", dbz.ConnectColumn("payload", dbz.STRING), key=())
     for partition in (0, 1):
         values = []
         for i in range(EVENTS_PER_PARTITION):
@@ -78,26 +103,15 @@ def test_sigkill_at_any_point_neither_loses_nor_duplicates_rows(
             values.append(events.insert(row)[1])
         produce(kafka_bootstrap, topic, values, partition=partition)
     warehouse = tmp_path / "warehouse"
-    job = tmp_path / "job.yaml"
-    job.write_text(f"""
-source:
-  type: kafka
-  properties.bootstrap.servers: {kafka_bootstrap}
-  topic: {topic}
-  properties.group.instance.id: worker-1
-  scan.startup.mode: earliest-offset
-  scan.bounded.mode: latest-offset
-sink:
-  type: iceberg
-  catalog.properties.warehouse: {warehouse}
-pipeline:
-  name: {group_id}
-  state.url: sqlite:///{tmp_path}/state.db
-  checkpoint.interval: 100ms
-  # the commit on its own thread: a kill can land while it is in flight
-  checkpoint.concurrent: true
-  batch.size: 400
-""")
+    job = write_job(
+        tmp_path,
+        kafka_bootstrap,
+        topic,
+        group_id,
+        sink={},
+        # the commit on its own thread: a kill can land while it is in flight
+        pipeline={"checkpoint.interval": "100ms", "checkpoint.concurrent": "true", "batch.size": "400"},
+    )
     kill_four_times_then_finish(job, tmp_path, group_id)
 
     rows = iceberg_rows(warehouse, "app.events")
@@ -116,13 +130,7 @@ def test_sigkill_with_upserts_and_compactions_in_the_background_ends_with_the_so
     topic = topic_factory(2)
     # a primary key: upserts and deletes are position deletes, and compactions written in the
     # background are committed with the rows deleted from their inputs meanwhile
-    orders = dbz.DebeziumTable(
-        "s",
-        "app",
-        "orders",
-        [dbz.ConnectColumn("id", dbz.INT64, optional=False), dbz.ConnectColumn("qty", dbz.INT32)],
-        key=("id",),
-    )
+    orders = app_table("orders", dbz.ConnectColumn("qty", dbz.INT32), key=("id",))
     expected: dict[int, int] = {}
     for partition in (0, 1):
         keyed: list[tuple[bytes | None, bytes]] = []
@@ -144,29 +152,17 @@ def test_sigkill_with_upserts_and_compactions_in_the_background_ends_with_the_so
         )
         expected |= live
     warehouse = tmp_path / "warehouse"
-    job = tmp_path / "job.yaml"
-    job.write_text(f"""
-source:
-  type: kafka
-  properties.bootstrap.servers: {kafka_bootstrap}
-  topic: {topic}
-  properties.group.instance.id: worker-1
-  scan.startup.mode: earliest-offset
-  scan.bounded.mode: latest-offset
-sink:
-  type: iceberg
-  catalog.properties.warehouse: {warehouse}
-  # a compaction looked for at every commit (the count does not survive a kill), of two files
-  sink.compaction.commit-interval: 1
-  sink.compaction.min-input-files: 2
-pipeline:
-  name: {group_id}
-  state.url: sqlite:///{tmp_path}/state.db
-  # many small commits, each within the reading (the other test has them on their own thread):
-  # the compactions' files are written while the next commits delete rows from their inputs
-  checkpoint.interval: 20ms
-  batch.size: 100
-""")
+    job = write_job(
+        tmp_path,
+        kafka_bootstrap,
+        topic,
+        group_id,
+        # a compaction looked for at every commit (the count does not survive a kill), of two files
+        sink={"sink.compaction.commit-interval": "1", "sink.compaction.min-input-files": "2"},
+        # many small commits, each within the reading (the other test has them on their own
+        # thread): the compactions' files are written while the next commits delete rows
+        pipeline={"checkpoint.interval": "20ms", "batch.size": "100"},
+    )
     kill_four_times_then_finish(job, tmp_path, group_id)
 
     rows = iceberg_rows(warehouse, "app.orders")
