@@ -162,10 +162,9 @@ class CompactedRows:
 
 @dataclass
 class PreparedCompaction:
-    """A compaction whose files are being written (or were) in the background: its input files as
-    planned at a snapshot of the table and schema, and the files written (:class:`CompactedRows`)."""
+    """A compaction whose files are being written (or were) in the background: the table's schema
+    then, its input files as planned, and the files written (:class:`CompactedRows`)."""
 
-    snapshot_id: int
     schema_id: int
     tasks: list[FileScanTask]
     result: Future[CompactedRows]

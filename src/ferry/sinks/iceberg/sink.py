@@ -88,7 +88,6 @@ from ferry.sinks.exceptions import SinkTerminalError, SinkTransientError, incomp
 from ferry.sinks.iceberg import ICEBERG
 from ferry.sinks.iceberg.catalog import CachingSqlCatalog, StagedTransaction
 from ferry.sinks.iceberg.compaction import (
-    CompactedRows,
     PreparedCompaction,
     compaction_input,
     live_bytes,
@@ -376,20 +375,32 @@ class IcebergSink(TableFormatSink):
 
     @staticmethod
     def _index_new_files(
-        index: KeyIndex, table: Table, keys: tuple[str, ...], data: pa.Table, added: list[DataFile]
+        index: KeyIndex,
+        table: Table,
+        keys: tuple[str, ...],
+        data: pa.Table,
+        added: list[DataFile],
+        *,
+        deleted: dict[str, np.ndarray] | None = None,
     ) -> None:
-        """Index the rows of data files just written from ``data`` (files hold its rows in order)."""
+        """Index the rows of data files just written from ``data`` (files hold its rows in order),
+        but those ``deleted`` (positions by data file) removes."""
+
+        def skip(path: str) -> set[int] | None:
+            removed = None if deleted is None else deleted.get(path)
+            return None if removed is None else set(removed.tolist())
+
         if sum(f.record_count for f in added) == data.num_rows and table.spec().is_unpartitioned():
             for data_file, (start, stop) in zip(
                 added, positions_of_slices([f.record_count for f in added]), strict=True
             ):
-                index.add_file(data_file.file_path, [data[k].slice(start, stop - start) for k in keys])
+                path = data_file.file_path
+                index.add_file(path, [data[k].slice(start, stop - start) for k in keys], skip=skip(path))
         else:
             field_ids = [table.schema().find_field(k).field_id for k in keys]
             for data_file in added:
-                index.add_file(
-                    data_file.file_path, read_key_columns(table.io, data_file.file_path, field_ids)
-                )
+                path = data_file.file_path
+                index.add_file(path, read_key_columns(table.io, path, field_ids), skip=skip(path))
         snapshot = table.current_snapshot()
         index.snapshot_id = None if snapshot is None else snapshot.snapshot_id
 
@@ -478,15 +489,11 @@ class IcebergSink(TableFormatSink):
 
     def _prepare(self, table_id: TableId, table: Table, tasks: list[FileScanTask]) -> None:
         """Start writing the compacted files of ``tasks`` in the background."""
-        snapshot = table.current_snapshot()
-        assert snapshot is not None  # a table with files has a snapshot
         if self.compaction_executor is None:
             self.compaction_executor = ThreadPoolExecutor(1, thread_name_prefix="ferry-compaction")
         keys = self._key_columns(table_id, table.schema())
         result = self.compaction_executor.submit(prepare, table, table.metadata, tasks, keys)
-        self._compactions[table_id] = PreparedCompaction(
-            snapshot.snapshot_id, table.metadata.current_schema_id, tasks, result
-        )
+        self._compactions[table_id] = PreparedCompaction(table.metadata.current_schema_id, tasks, result)
 
     def _commit_prepared(
         self, table_id: TableId, prepared: PreparedCompaction, properties: dict[str, str]
@@ -541,7 +548,10 @@ class IcebergSink(TableFormatSink):
                 for delete_file in written:
                     rewrite.append_data_file(delete_file)
             garbage = self._expire_snapshots(table, tx)
-        self._index_compacted(index, table, done, deletes, written)
+        # the keys live in the input files are now at their rows in its files, less those deleted
+        index.forget_files(set(done.kept))
+        index.record_deletes(deletes, written, [])
+        self._index_new_files(index, table, keys, done.key_rows, done.added, deleted=deletes)
         self._delete_files(table, garbage)
         log.debug(
             "%s: compacted %d small files in the background (%d rows)",
@@ -549,30 +559,6 @@ class IcebergSink(TableFormatSink):
             len(inputs),
             done.key_rows.num_rows,
         )
-
-    @staticmethod
-    def _index_compacted(
-        index: KeyIndex,
-        table: Table,
-        done: CompactedRows,
-        deletes: dict[str, np.ndarray],
-        written: list[DataFile],
-    ) -> None:
-        """The key index after a compaction committed: the keys live in its input files now at their
-        rows in its files (less the rows ``deletes`` removed, whose delete files are ``written``)."""
-        index.forget_files(set(done.kept))
-        for data_file, (start, stop) in zip(
-            done.added, positions_of_slices([f.record_count for f in done.added]), strict=True
-        ):
-            removed = deletes.get(data_file.file_path)
-            index.add_file(
-                data_file.file_path,
-                [done.key_rows[k].slice(start, stop - start) for k in index.keys],
-                skip=None if removed is None else set(removed.tolist()),
-            )
-        index.record_deletes(deletes, written, [])
-        snapshot = table.current_snapshot()
-        index.snapshot_id = None if snapshot is None else snapshot.snapshot_id
 
     def compact(self, table_id: TableId, properties: dict[str, str] | None = None) -> int:
         """Rewrite the table's small data files into one; returns how many files were replaced.
