@@ -71,7 +71,6 @@ class TypedPayloads:
     decide."""
 
     __slots__ = (
-        "_float_columns",
         "_optional",
         "_required",
         "columnar",
@@ -87,7 +86,6 @@ class TypedPayloads:
         *,
         required: tuple[tuple[str, Convert], ...] = (),
         optional: tuple[tuple[str, Convert], ...] = (),
-        float_columns: tuple[str, ...] = (),
         schema: Schema | None = None,
         columnar: tuple[tuple[str, ColumnReader], ...] = (),
     ) -> None:
@@ -106,8 +104,7 @@ class TypedPayloads:
         self.decode: Callable[[bytes], Any] = msgspec.json.Decoder(payload).decode
         self._required = required
         self._optional = optional
-        self._float_columns = float_columns
-        self.plain = not (required or optional or float_columns)
+        self.plain = not (required or optional)
         """Whether :meth:`row` is the struct's fields as they are (``msgspec.structs.asdict``)."""
         self.columnar = columnar
         """The columns converted a column at a time, by :meth:`convert_columns`."""
@@ -156,7 +153,6 @@ class TypedPayloads:
         if inferred.json_columns:
             return None
         columns: list[tuple[str, Any]] = []
-        floats: list[str] = []
         for name, kind in inferred.kinds.items():
             if kind is _NONE:
                 columns.append((name, None))
@@ -165,12 +161,11 @@ class TypedPayloads:
             if value_type is None:
                 return None
             if kind is float:
-                # an integer in a column of floats changes what is inferred: decoded as an int,
-                # it sends the record to the generic path (see row())
+                # an integer in a column of floats stays an integer, as the generic path keeps it
+                # (the column stays DOUBLE: a 64-bit integer widens it to nothing else)
                 value_type = float | Int
-                floats.append(name)
             columns.append((name, value_type | None))
-        return cls._made(columns, float_columns=tuple(floats), schema=inferred.schema)
+        return cls._made(columns, schema=inferred.schema)
 
     @classmethod
     def _made(
@@ -178,7 +173,6 @@ class TypedPayloads:
         columns: list[tuple[str, Any]],
         required: tuple[tuple[str, Convert], ...] = (),
         optional: tuple[tuple[str, Convert], ...] = (),
-        float_columns: tuple[str, ...] = (),
         schema: Schema | None = None,
         *,
         columnar: tuple[tuple[str, ColumnReader], ...] = (),
@@ -190,7 +184,6 @@ class TypedPayloads:
                 columns,
                 required=required,
                 optional=optional,
-                float_columns=float_columns,
                 schema=schema,
                 columnar=columnar,
             )
@@ -214,9 +207,6 @@ class TypedPayloads:
                     row[name] = convert(value)
         except Exception:  # the generic path reads it again and names the error
             return None
-        for name in self._float_columns:
-            if type(row[name]) is int:
-                return None
         return row
 
     def convert_columns(
