@@ -140,7 +140,7 @@ def run_case(
 ) -> Result:
     sink = backend.sink
     runner = PipelineRunner(
-        settings=RunnerSettings(name="conformance", tune_memory=False, retries=backend.retries),
+        settings=RunnerSettings(name="conformance", tune_gc=False, retries=backend.retries),
         source=MemorySource(),
         decode=lambda records: [],
         sink=sink,

@@ -72,7 +72,7 @@ def test_golden(path: Path, tmp_path: Path) -> None:
         Route(r["source-table"], r["sink-table"], r.get("replace-symbol")) for r in case.get("routes", [])
     ]
     runner = PipelineRunner(
-        settings=RunnerSettings(name="golden", tune_memory=False, schema_change_poll_s=0.01),
+        settings=RunnerSettings(name="golden", tune_gc=False, schema_change_poll_s=0.01),
         source=MemorySource(),
         decode=lambda records: [],
         sink=sink,

@@ -91,7 +91,7 @@ class Pipeline:
             pipeline="barrier",
         )
         self.runner = PipelineRunner(
-            settings=RunnerSettings(name="barrier", tune_memory=False),
+            settings=RunnerSettings(name="barrier", tune_gc=False),
             source=self.reader,
             decode=decoder_for("debezium-json").decode,
             sink=self.sink,

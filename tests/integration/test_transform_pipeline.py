@@ -84,7 +84,7 @@ def runner_for(
     job = load_job_text(job_text, env={})
     check_supported(job)
     return PipelineRunner(
-        settings=RunnerSettings(name=job.pipeline.name, tune_memory=False, checkpoint_interval_s=0.05),
+        settings=RunnerSettings(name=job.pipeline.name, tune_gc=False, checkpoint_interval_s=0.05),
         source=MemorySource(records),
         decode=decoder_for("debezium-json").decode,
         sink=sink,

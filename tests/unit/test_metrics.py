@@ -71,7 +71,7 @@ def runner_for(tmp_path: Path, name: str, records: list[Record]) -> PipelineRunn
     sink = MemorySink(pending_polls=2)
     runner = PipelineRunner(
         settings=RunnerSettings(
-            name=name, tune_memory=False, batch_size=2, status_interval_s=0.0, schema_change_poll_s=0.01
+            name=name, tune_gc=False, batch_size=2, status_interval_s=0.0, schema_change_poll_s=0.01
         ),
         source=MemorySource(records),
         decode=decode,

@@ -42,7 +42,6 @@ from typing import TYPE_CHECKING, Any
 from ferry.connectors.base import DeadLetter, KeepingAlive, Rebalancing, Source, Watermarking
 from ferry.exceptions import FerryError
 from ferry.offsets import Partition
-from ferry.pipeline import allocators
 from ferry.pipeline.bad_records import BadRecords
 from ferry.pipeline.barriers import Barrier
 from ferry.pipeline.buffers import RowBuffers
@@ -188,10 +187,8 @@ class PipelineRunner:
         """Run until ``stop`` is set, a bounded read ends, or a terminal error."""
         stop = stop or threading.Event()
         try:
-            if self.settings.tune_memory:
-                allocators.tune()  # before the consumer's threads and their arenas
             self.open()
-            with self.garbage.running() if self.settings.tune_memory else contextlib.nullcontext():
+            with self.garbage.running() if self.settings.tune_gc else contextlib.nullcontext():
                 while not stop.is_set():
                     self.step()
                     if self._leftover is None and self.source.finished():

@@ -33,9 +33,8 @@ class RunnerSettings:
     #: How often a background schema change at the sink is polled.
     schema_change_poll_s: float = 0.2
     #: Collect garbage at checkpoints instead of every so many allocations (see
-    #: :class:`~ferry.pipeline.collector.GarbageCollection`), and allocators that give back what
-    #: is freed (:mod:`ferry.pipeline.allocators`): both process-wide.
-    tune_memory: bool = True
+    #: :class:`~ferry.pipeline.collector.GarbageCollection`).
+    tune_gc: bool = True
     #: A batch dense in schema changes is processed in parts of about this long, the consumer polled
     #: in between, so that it keeps its group membership (well below ``max.poll.interval.ms``).
     poll_budget_s: float = 30.0

@@ -45,7 +45,7 @@ def runner_for(
     sink: MemorySink, state: StateStore, tables: TableRouter | None = None, source: MemorySource | None = None
 ) -> PipelineRunner:
     runner = PipelineRunner(
-        settings=RunnerSettings(name="unit", tune_memory=False),
+        settings=RunnerSettings(name="unit", tune_gc=False),
         source=source or MemorySource(),
         decode=lambda records: [],
         sink=sink,

@@ -124,7 +124,7 @@ def make_runner(
     **settings: Any,
 ) -> PipelineRunner:
     runner = PipelineRunner(
-        settings=RunnerSettings(name="unit", tune_memory=False, **{"concurrent_checkpoints": True, **settings}),
+        settings=RunnerSettings(name="unit", tune_gc=False, **{"concurrent_checkpoints": True, **settings}),
         source=source,
         decode=decode if opened else decode_creating,
         sink=sink,

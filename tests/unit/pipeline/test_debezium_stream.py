@@ -74,7 +74,7 @@ def runner_for(
     dead_letter: MemoryDeadLetter | None = None,
 ) -> PipelineRunner:
     return PipelineRunner(
-        settings=RunnerSettings(name="dbz", tune_memory=False, fail_on_bad_record=fail_on_bad_record),
+        settings=RunnerSettings(name="dbz", tune_gc=False, fail_on_bad_record=fail_on_bad_record),
         source=source,
         decode=decoder_for("debezium-json").decode,
         sink=sink,
@@ -227,7 +227,7 @@ def test_a_batch_dense_in_schema_changes_is_processed_in_parts_polling_the_consu
     source = PollingSource(records(stream))
     sink = MemorySink()
     runner = PipelineRunner(
-        settings=RunnerSettings(name="dense", tune_memory=False, poll_budget_s=0.0),
+        settings=RunnerSettings(name="dense", tune_gc=False, poll_budget_s=0.0),
         source=source,
         decode=decoder_for("debezium-json").decode,
         sink=sink,

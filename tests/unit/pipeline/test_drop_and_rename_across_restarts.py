@@ -226,7 +226,7 @@ class Run:
         self.source = PartitionLogSource(self.topics, self.layout.partitions())
         self.hints = PartitionLogHints(self.topics[(SERVER, 0)])
         self.runner = PipelineRunner(
-            settings=RunnerSettings(name=self.name, tune_memory=False),
+            settings=RunnerSettings(name=self.name, tune_gc=False),
             source=self.source,
             decode=decoder_for("debezium-json").decode,
             sink=self.sink,

@@ -26,7 +26,7 @@ SCHEMA = Schema.of([Column("id", T.INT().not_null())], ["id"])
 
 def runner_for(sink: MemorySink, tmp_path: Path, **settings: float) -> PipelineRunner:
     runner = PipelineRunner(
-        settings=RunnerSettings(name="unit", tune_memory=False, **settings),  # type: ignore[arg-type]
+        settings=RunnerSettings(name="unit", tune_gc=False, **settings),  # type: ignore[arg-type]
         source=MemorySource(),
         decode=lambda records: [],
         sink=sink,

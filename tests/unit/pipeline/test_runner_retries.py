@@ -75,7 +75,7 @@ class FlakyState(StateStore):
 
 def runner_for(sink: MemorySink, state: StateStore) -> PipelineRunner:
     runner = PipelineRunner(
-        settings=RunnerSettings(name="unit", tune_memory=False, retries=FAST),
+        settings=RunnerSettings(name="unit", tune_gc=False, retries=FAST),
         source=MemorySource(),
         decode=lambda records: [],
         sink=sink,

@@ -278,7 +278,7 @@ def new_runner(
     source, hints = PartitionLogSource(log.topics, log.data), PartitionLogHints(log.topics[(SERVER, 0)])
     sink.commits = SteppedCommits()  # a commit of a runner killed is never taken further
     runner = PipelineRunner(
-        settings=RunnerSettings(name="sim", tune_memory=False, concurrent_checkpoints=True),
+        settings=RunnerSettings(name="sim", tune_gc=False, concurrent_checkpoints=True),
         source=source,
         decode=decoder_for("debezium-json", raw_values=raw).decode,
         sink=sink,

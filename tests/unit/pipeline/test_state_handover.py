@@ -106,7 +106,7 @@ def records(partition: int, offsets: range) -> list[Record]:
 
 def runner_for(source: MemorySource, sink: MemorySink, tmp_path: Path) -> PipelineRunner:
     runner = PipelineRunner(
-        settings=RunnerSettings(name="shared", tune_memory=False, checkpoint_interval_s=3600),
+        settings=RunnerSettings(name="shared", tune_gc=False, checkpoint_interval_s=3600),
         source=source,
         decode=decode,
         sink=sink,

@@ -72,7 +72,7 @@ def test_a_flink_cdc_transform_runs_with_its_functions(tmp_path: Path) -> None:
     check_supported(job)
     sink = MemorySink()
     PipelineRunner(
-        settings=RunnerSettings(name=job.pipeline.name, tune_memory=False, checkpoint_interval_s=0.05),
+        settings=RunnerSettings(name=job.pipeline.name, tune_gc=False, checkpoint_interval_s=0.05),
         source=MemorySource([Record(orders.topic, 0, i, key=k, value=v) for i, (k, v) in enumerate(records)]),
         decode=decoder_for("debezium-json").decode,
         sink=sink,
