@@ -78,7 +78,7 @@ from pyiceberg.transforms import (
 
 from ferry.offsets import Offsets
 from ferry.pipeline import events as E
-from ferry.pipeline.events import ColumnPositionKind, DataChange, SchemaChange
+from ferry.pipeline.events import ColumnPositionKind, DataChange, Op, SchemaChange
 from ferry.pipeline.schema import Schema, TableId
 from ferry.pipeline.types import DataType
 from ferry.retry import RetryPolicy
@@ -117,7 +117,7 @@ from ferry.sinks.iceberg.types import (
     to_iceberg_schema,
     to_iceberg_type,
 )
-from ferry.sinks.rows import collapse
+from ferry.sinks.rows import last_changes
 from ferry.sinks.table_format import TableFormatSink
 
 log = logging.getLogger(__name__)
@@ -309,10 +309,11 @@ class IcebergSink(TableFormatSink):
         keys = self._key_columns(table_id, schema)
         touched: list[Hashable] = []
         if keys:
-            state = collapse(changes, keys, self.type)
-            rows = [row for row in state.values() if row is not None]
+            last = last_changes(changes, keys, self.type)
+            delete = Op.DELETE
+            rows = [row for op, row in last.values() if op is not delete]
             if table.current_snapshot() is not None:
-                touched = list(state)
+                touched = list(last)
         else:
             rows = self.append_only_rows(table_id, changes)
         data = rows_to_arrow(
