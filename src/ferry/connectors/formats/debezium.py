@@ -82,8 +82,6 @@ _TRUE = ("true", True)
 _new = tuple.__new__
 _asdict = msgspec.structs.asdict
 _encode = msgspec.json.encode
-#: The types of a key column's value that a run compares with the key by its bytes.
-_BYTES_KEYED = frozenset((int, str))
 Row = dict[str, Any]
 
 
@@ -374,21 +372,18 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
             _ENVELOPE,
         )
         decode_errors = (msgspec.ValidationError, msgspec.DecodeError)
-        bytes_keyed = _BYTES_KEYED
         run: _Run | None = None
-        run_topic, run_partition = None, None
         entered = index
         while index < count:
             record = records[index]
             topic = record.topic()
             partition = record.partition()
-            if partition != run_partition or topic != run_topic:
+            if run is None or partition != run.partition or topic != run.topic:
                 if run is not None and index > entered:
                     run.typed.misses = 0
                 run = runs.get((topic, partition))
                 if run is None or (run.plan is not None and run.plan.typed is not run.typed):
                     return index
-                run_topic, run_partition = topic, partition
                 entered = index
                 typed, prefix, table, schema = run.typed, run.prefix, run.table, run.schema
                 decode, plain, row_of, rows = typed.decode, typed.plain, typed.row, None
@@ -441,10 +436,10 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
                 row_struct = after_struct if after_struct is not None else before_struct
                 if not (
                     key_column is not None
-                    and type(key_value := getattr(row_struct, key_column)) in bytes_keyed
-                    and key[head_end:tail_start] == encode(key_value)
+                    and (type(key_value := getattr(row_struct, key_column)) is int or type(key_value) is str)
                     and key.startswith(key_head)
                     and key.endswith(key_tail)
+                    and key[head_end:tail_start] == encode(key_value)
                 ) and not _parsed_key_matches(key, key_prefix, key_names, row_struct):
                     break
             if plain:
