@@ -34,11 +34,13 @@ def app_table(name: str, column: dbz.ConnectColumn, *, key: tuple[str, ...]) -> 
     )
 
 
-def write_job(
+def run_killed_four_times(
     tmp_path: Path, bootstrap: str, topic: str, name: str, *, sink: dict[str, str], pipeline: dict[str, str]
 ) -> Path:
-    """The job file of these tests: the topic read from its start to its end into an Iceberg
-    warehouse in ``tmp_path``, with ``sink`` and ``pipeline`` keys added."""
+    """Write the job file of these tests (the topic read from its start to its end into an Iceberg
+    warehouse in ``tmp_path``, with ``sink`` and ``pipeline`` keys added), run it as
+    :func:`kill_four_times_then_finish` does, and return the warehouse."""
+    warehouse = tmp_path / "warehouse"
     job = tmp_path / "job.yaml"
     job.write_text(f"""
 source:
@@ -50,12 +52,13 @@ source:
   scan.bounded.mode: latest-offset
 sink:
   type: iceberg
-  catalog.properties.warehouse: {tmp_path / "warehouse"}
+  catalog.properties.warehouse: {warehouse}
 {"".join(f"  {key}: {value}{chr(10)}" for key, value in sink.items())}pipeline:
   name: {name}
   state.url: sqlite:///{tmp_path}/state.db
 {"".join(f"  {key}: {value}{chr(10)}" for key, value in pipeline.items())}""")
-    return job
+    kill_four_times_then_finish(job, tmp_path, name)
+    return warehouse
 
 
 def kill_four_times_then_finish(job: Path, tmp_path: Path, pipeline: str) -> None:
@@ -102,8 +105,7 @@ def test_sigkill_at_any_point_neither_loses_nor_duplicates_rows(
                 row["extra"] = i
             values.append(events.insert(row)[1])
         produce(kafka_bootstrap, topic, values, partition=partition)
-    warehouse = tmp_path / "warehouse"
-    job = write_job(
+    warehouse = run_killed_four_times(
         tmp_path,
         kafka_bootstrap,
         topic,
@@ -112,7 +114,6 @@ def test_sigkill_at_any_point_neither_loses_nor_duplicates_rows(
         # the commit on its own thread: a kill can land while it is in flight
         pipeline={"checkpoint.interval": "100ms", "checkpoint.concurrent": "true", "batch.size": "400"},
     )
-    kill_four_times_then_finish(job, tmp_path, group_id)
 
     rows = iceberg_rows(warehouse, "app.events")
     ids = [r["id"] for r in rows]
@@ -151,8 +152,7 @@ def test_sigkill_with_upserts_and_compactions_in_the_background_ends_with_the_so
             kafka_bootstrap, topic, [v for _, v in keyed], keys=[k for k, _ in keyed], partition=partition
         )
         expected |= live
-    warehouse = tmp_path / "warehouse"
-    job = write_job(
+    warehouse = run_killed_four_times(
         tmp_path,
         kafka_bootstrap,
         topic,
@@ -163,7 +163,6 @@ def test_sigkill_with_upserts_and_compactions_in_the_background_ends_with_the_so
         # thread): the compactions' files are written while the next commits delete rows
         pipeline={"checkpoint.interval": "20ms", "batch.size": "100"},
     )
-    kill_four_times_then_finish(job, tmp_path, group_id)
 
     rows = iceberg_rows(warehouse, "app.orders")
     assert len(rows) == len({r["id"] for r in rows}), "a key has two rows"
