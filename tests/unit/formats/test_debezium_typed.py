@@ -255,6 +255,34 @@ def test_a_key_that_contradicts_its_row_is_bad_on_the_typed_path_too(with_schema
     assert key != other_key
 
 
+@pytest.mark.parametrize("with_schema", [True, False], ids=["envelope", "payload-only"])
+def test_integer_keys_compared_by_their_bytes_match_only_their_own_row(with_schema: bool) -> None:
+    """A one-column integer key is compared with its row by its bytes: with a ``%`` in the key's
+    schema name, negative and 64-bit values match their rows; a key one digit off is a bad record
+    on the typed path as on the generic one, and one that writes the value as a string is the same
+    key on both (the slower comparison, as a key's text forms are)."""
+    table = dbz.DebeziumTable(
+        "srv",
+        "shop",
+        "or%ders",
+        [dbz.ConnectColumn("id", dbz.INT64, optional=False), dbz.ConnectColumn("note", dbz.STRING)],
+        with_schema=with_schema,
+    )
+    keys = [1, -7, 2**63 - 1, -(2**63), 40, 41]
+    pairs = [table.insert({"id": k, "note": f"n{k}"}) for k in keys]
+    good_key, value = table.insert({"id": 42, "note": "n42"})
+    wrong_digit = good_key.replace(b":42}", b":420}")
+    as_string = good_key.replace(b":42}", b':"42"}')
+    decoder = DebeziumJsonDecoder()
+    decoder.decode(_records(pairs[:2]))
+    assert [run.key_column for run in decoder._runs.values()] == ["id"]  # the bytes are compared
+    events = _both(_records([*pairs, (wrong_digit, value), (as_string, value), (good_key, value)]))
+    changes = [e for e in events if isinstance(e, DataChange | BadRecord)]
+    assert [e.after["id"] for e in changes[: len(keys)] if isinstance(e, DataChange) and e.after] == keys
+    assert [type(e) for e in changes[len(keys) :]] == [BadRecord, DataChange, DataChange]
+    assert all("the record key does not match its row" in e.reason for e in changes if isinstance(e, BadRecord))
+
+
 def test_flattened_rows_after_change_events_decode_as_before() -> None:
     """A partition that switches to ExtractNewRecordState rows: the typed decoder fails on each of
     them, is given up after a run of failures, and nothing differs."""

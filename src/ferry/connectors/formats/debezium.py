@@ -202,6 +202,9 @@ class _Run:
     compared with its row's value by its bytes, without parsing it."""
     key_head: bytes = b""
     key_tail: bytes = b""
+    key_format: bytes = b""
+    """``key_head``, ``%d`` and ``key_tail`` (their ``%`` doubled): an integer key's bytes are
+    ``key_format % value``, one comparison."""
 
 
 @dataclass(slots=True, eq=False)
@@ -389,8 +392,8 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
                 decode, plain, row_of, rows = typed.decode, typed.plain, typed.row, None
                 start = len(prefix)
                 db, schema_name, name = run.source
-                key_prefix, key_names = run.key_prefix, run.key_names
-                key_column, key_head, key_tail = run.key_column, run.key_head, run.key_tail
+                key_prefix, key_names, key_column = run.key_prefix, run.key_names, run.key_column
+                key_head, key_tail, key_format = run.key_head, run.key_tail, run.key_format
                 head_end, tail_start = len(key_head), -len(key_tail)
                 table_id = table.table_id
                 if typed.columnar:
@@ -436,10 +439,14 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
                 row_struct = after_struct if after_struct is not None else before_struct
                 if not (
                     key_column is not None
-                    and (type(key_value := getattr(row_struct, key_column)) is int or type(key_value) is str)
-                    and key.startswith(key_head)
-                    and key.endswith(key_tail)
-                    and key[head_end:tail_start] == encode(key_value)
+                    and (
+                        key == key_format % key_value
+                        if type(key_value := getattr(row_struct, key_column)) is int
+                        else type(key_value) is str
+                        and key.startswith(key_head)
+                        and key.endswith(key_tail)
+                        and key[head_end:tail_start] == encode(key_value)
+                    )
                 ) and not _parsed_key_matches(key, key_prefix, key_names, row_struct):
                     break
             if plain:
@@ -799,6 +806,7 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
         tail = b"}}" if run.key_prefix else b"}"
         if key == head + _encode(value) + tail:
             run.key_column, run.key_head, run.key_tail = column, head, tail
+            run.key_format = head.replace(b"%", b"%%") + b"%d" + tail.replace(b"%", b"%%")
 
     def _typed_key(self, key: bytes, topic: str, partition: int) -> tuple[tuple[str, ...], Row] | None:
         """A key's column names and JSON values, or None when the generic path must read it."""
