@@ -4,10 +4,13 @@ from __future__ import annotations
 
 import random
 
+import numpy as np
 import pyarrow as pa
 import pytest
+from hypothesis import given
+from hypothesis import strategies as st
 
-from ferry.sinks.iceberg.deletes import KeyIndex
+from ferry.sinks.iceberg.deletes import KeyIndex, positions_kept, sorted_positions
 
 
 def _model_take(model: dict[object, tuple[str, int]], keys: list[object]) -> dict[str, list[int]]:
@@ -40,7 +43,13 @@ def test_the_index_follows_a_model_through_adds_takes_and_forgotten_files(kind: 
         rows = [*fresh, *again]
         rng.shuffle(rows)
         skip = {i for i in range(len(rows)) if rng.random() < 0.1}
-        index.add_file(path, [pa.array([value(k) for k in rows], arrow_type)], skip=skip)
+        # every key of the file was taken or never indexed: told so on every other file
+        index.add_file(
+            path,
+            [pa.array([value(k) for k in rows], arrow_type)],
+            skip=np.array(sorted(skip), dtype=np.int64),
+            unindexed=step % 2 == 0,
+        )
         for position, key in enumerate(rows):
             if position not in skip:
                 model[value(key)] = (path, position)
@@ -71,3 +80,18 @@ def test_a_null_key_is_refused() -> None:
     index = KeyIndex(("id",), None)
     with pytest.raises(ValueError, match="no value for its primary key"):
         index.add_file("a", [pa.array([1, None], pa.int64())])
+
+
+@given(
+    st.lists(st.lists(st.integers(0, 300), max_size=40), max_size=6),
+    st.integers(0, 320),
+)
+def test_positions_merged_and_kept_are_numpy_set_operations(runs: list[list[int]], count: int) -> None:
+    """The merge of sorted runs of deleted positions (overlapping or not) is their sorted distinct
+    union, and a file's kept positions are its rows less those deleted (past its end: none)."""
+    arrays = [np.array(sorted(run), dtype=np.int64) for run in runs]
+    merged = sorted_positions(arrays)
+    expected = np.unique(np.concatenate(arrays)) if arrays else np.empty(0, dtype=np.int64)
+    assert merged.dtype == np.int64 and merged.tolist() == expected.tolist()
+    kept = positions_kept(count, merged)
+    assert kept.tolist() == [p for p in range(count) if p not in set(merged.tolist())]

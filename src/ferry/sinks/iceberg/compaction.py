@@ -39,6 +39,7 @@ from pyiceberg.table.metadata import TableMetadata
 from ferry.sinks.iceberg.deletes import (
     deleted_positions,
     parquet_file,
+    positions_kept,
     positions_of_slices,
     referenced_data_file,
     writes_parquet_here,
@@ -177,12 +178,7 @@ def prepare(
     Reads and writes only files: safe on a thread of its own while the table takes commits."""
     deleted = {t.file.file_path: deleted_positions(table.io, t) for t in tasks}
     added, key_rows = write_compacted(table, metadata, tasks, keys, uuid.uuid4())
-    kept = {
-        t.file.file_path: np.setdiff1d(
-            np.arange(t.file.record_count, dtype=np.int64), deleted[t.file.file_path], assume_unique=True
-        )
-        for t in tasks
-    }
+    kept = {t.file.file_path: positions_kept(t.file.record_count, deleted[t.file.file_path]) for t in tasks}
     if sum(len(k) for k in kept.values()) != key_rows.num_rows:
         raise ValueError("the compacted rows are not the input files' rows less their deletes")
     return CompactedRows(added, key_rows, kept, deleted)

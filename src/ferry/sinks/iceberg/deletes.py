@@ -136,16 +136,17 @@ class KeyIndex:
         for task in table.scan().plan_files():
             path = task.file.file_path
             columns = read_key_columns(table.io, path, field_ids)
-            deleted: set[int] = set()
+            deleted: list[np.ndarray] = []
             own: list[tuple[DataFile, np.ndarray]] = []
             for delete_file in task.delete_files:
-                positions = _read_deletes(table.io, delete_file).get(path)
-                if positions is None:
+                found = _read_deletes(table.io, delete_file).get(path)
+                if found is None:
                     continue
-                deleted.update(positions.to_pylist())
+                positions = np.asarray(found.to_numpy(), dtype=np.int64)
+                deleted.append(positions)
                 if referenced_data_file(delete_file) == path:  # ferry's, or one for this file alone
-                    own.append((delete_file, np.asarray(positions.to_numpy(), dtype=np.int64)))
-            index.add_file(path, columns, skip=deleted)
+                    own.append((delete_file, positions))
+            index.add_file(path, columns, skip=np.concatenate(deleted) if deleted else None)
             if own:
                 index.deletes[path] = own
         return index
@@ -155,10 +156,16 @@ class KeyIndex:
         return 0 if self._places is None else len(self._places)
 
     def add_file(
-        self, path: str, key_columns: Sequence[pa.ChunkedArray | pa.Array], skip: set[int] | None = None
+        self,
+        path: str,
+        key_columns: Sequence[pa.ChunkedArray | pa.Array],
+        skip: np.ndarray | None = None,
+        *,
+        unindexed: bool = False,
     ) -> None:
-        """Index the rows of a data file, given its key columns in row order (``skip``: deleted rows).
-        A key indexed already moves to its row in this file."""
+        """Index the rows of a data file, given its key columns in row order (``skip``: the positions
+        of deleted rows). A key indexed already moves to its row in this file; ``unindexed`` says
+        none is (the caller took or forgot each of them first), so none is looked for."""
         number = self._numbers.get(path)
         if number is None:
             number = self._numbers[path] = len(self.files)
@@ -175,20 +182,21 @@ class KeyIndex:
                 raise ValueError(f"{path}: a row has no value for its primary key")
             values = np.asarray(pc.cast(column, pa.int64()).to_numpy(zero_copy_only=False), dtype=np.int64)
             rows = np.arange(base, base + count, dtype=np.int64)
-            if skip:
+            if skip is not None and len(skip):
                 kept = np.ones(count, dtype=bool)
-                kept[np.fromiter(skip, dtype=np.int64, count=len(skip))] = False
+                kept[skip] = False
                 values, rows = values[kept], rows[kept]
-            places.add(values, rows)
+            places.add(values, rows, shadow=not unindexed)
             return
         keys: Iterable[Hashable]
         if len(key_columns) == 1:
             keys = key_columns[0].to_pylist()
         else:
             keys = zip(*(c.to_pylist() for c in key_columns), strict=True)
-        if skip:
+        if skip is not None and len(skip):
+            deleted = set(skip.tolist())
             for position, key in enumerate(keys):
-                if position not in skip:
+                if position not in deleted:
                     places[key] = base | position
         else:
             places.update(zip(keys, range(base, base + count), strict=True))
@@ -229,10 +237,10 @@ class KeyIndex:
             new = np.asarray(rows, dtype=np.int64)
             own = self.deletes.get(path, [])
             if len(own) >= DELETE_FILES_PER_DATA_FILE:
-                planned[path] = np.unique(np.concatenate([*(p for _, p in own), new]))
+                planned[path] = sorted_positions([*(p for _, p in own), new])
                 replaced.extend(f for f, _ in own)
             else:
-                planned[path] = np.unique(new)
+                planned[path] = sorted_positions([new])
         return planned, replaced
 
     def record_deletes(
@@ -281,7 +289,8 @@ class IntegerPlaces:
     def __len__(self) -> int:
         return self._live
 
-    def add(self, keys: np.ndarray, places: np.ndarray) -> None:
+    def add(self, keys: np.ndarray, places: np.ndarray, *, shadow: bool = True) -> None:
+        """Index these keys at these places (``shadow``: some may be indexed, and move here)."""
         if not len(keys):
             return
         order = np.argsort(keys, kind="stable")
@@ -289,7 +298,8 @@ class IntegerPlaces:
         last = np.ones(len(keys), dtype=bool)  # of equal keys, the last row of the file wins
         last[:-1] = keys[1:] != keys[:-1]
         keys, places = keys[last], places[last]
-        self._shadow(keys)
+        if shadow:
+            self._shadow(keys)
         self._runs.append((keys, places))
         self._live += len(keys)
         while len(self._runs) > 1 and len(self._runs[-2][0]) <= 2 * len(self._runs[-1][0]):
@@ -361,7 +371,29 @@ def deleted_positions(
         found = _read_deletes(io, delete_file).get(path)
         if found is not None:
             positions.append(np.asarray(found.to_numpy(), dtype=np.int64))
-    return np.unique(np.concatenate(positions)) if positions else np.empty(0, dtype=np.int64)
+    return sorted_positions(positions)
+
+
+def sorted_positions(runs: Sequence[np.ndarray]) -> np.ndarray:
+    """The distinct positions of several sorted runs of them, sorted. A stable sort merges sorted
+    runs in linear time (``np.unique`` sorts them from scratch: 20 times slower on 150,000)."""
+    if not runs:
+        return np.empty(0, dtype=np.int64)
+    merged = np.sort(np.concatenate(runs), kind="stable")
+    if len(merged) > 1:
+        distinct = np.empty(len(merged), dtype=bool)
+        distinct[0] = True
+        np.not_equal(merged[1:], merged[:-1], out=distinct[1:])
+        if not distinct.all():
+            merged = merged[distinct]
+    return merged
+
+
+def positions_kept(count: int, deleted: np.ndarray) -> np.ndarray:
+    """The positions of a data file of ``count`` rows that ``deleted`` does not remove, sorted."""
+    kept = np.ones(count, dtype=bool)
+    kept[deleted[(deleted >= 0) & (deleted < count)]] = False  # a position past the file deletes nothing
+    return np.flatnonzero(kept).astype(np.int64, copy=False)
 
 
 def referenced_data_file(delete_file: DataFile) -> str | None:

@@ -385,23 +385,22 @@ class IcebergSink(TableFormatSink):
         deleted: dict[str, np.ndarray] | None = None,
     ) -> None:
         """Index the rows of data files just written from ``data`` (files hold its rows in order),
-        but those ``deleted`` (positions by data file) removes."""
-
-        def skip(path: str) -> set[int] | None:
-            removed = None if deleted is None else deleted.get(path)
-            return None if removed is None else set(removed.tolist())
-
+        but those ``deleted`` (positions by data file) removes. None of their keys is indexed: each
+        was taken from the index (a commit's touched keys) or forgotten with its file (a compaction's)."""
+        skip = {} if deleted is None else deleted
         if sum(f.record_count for f in added) == data.num_rows and table.spec().is_unpartitioned():
             for data_file, (start, stop) in zip(
                 added, positions_of_slices([f.record_count for f in added]), strict=True
             ):
                 path = data_file.file_path
-                index.add_file(path, [data[k].slice(start, stop - start) for k in keys], skip=skip(path))
+                columns = [data[k].slice(start, stop - start) for k in keys]
+                index.add_file(path, columns, skip=skip.get(path), unindexed=True)
         else:
             field_ids = [table.schema().find_field(k).field_id for k in keys]
             for data_file in added:
                 path = data_file.file_path
-                index.add_file(path, read_key_columns(table.io, path, field_ids), skip=skip(path))
+                columns = read_key_columns(table.io, path, field_ids)
+                index.add_file(path, columns, skip=skip.get(path), unindexed=True)
         snapshot = table.current_snapshot()
         index.snapshot_id = None if snapshot is None else snapshot.snapshot_id
 
