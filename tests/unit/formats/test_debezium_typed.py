@@ -280,7 +280,9 @@ def test_integer_keys_compared_by_their_bytes_match_only_their_own_row(with_sche
     changes = [e for e in events if isinstance(e, DataChange | BadRecord)]
     assert [e.after["id"] for e in changes[: len(keys)] if isinstance(e, DataChange) and e.after] == keys
     assert [type(e) for e in changes[len(keys) :]] == [BadRecord, DataChange, DataChange]
-    assert all("the record key does not match its row" in e.reason for e in changes if isinstance(e, BadRecord))
+    assert all(
+        "the record key does not match its row" in e.reason for e in changes if isinstance(e, BadRecord)
+    )
 
 
 def test_flattened_rows_after_change_events_decode_as_before() -> None:
