@@ -10,7 +10,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ferry.sinks.iceberg.deletes import KeyIndex, positions_kept, sorted_positions
+from ferry.sinks.iceberg import deletes
+from ferry.sinks.iceberg.deletes import KeyIndex, off_heap, positions_kept, sorted_positions
 
 
 def _model_take(model: dict[object, tuple[str, int]], keys: list[object]) -> dict[str, list[int]]:
@@ -22,8 +23,13 @@ def _model_take(model: dict[object, tuple[str, int]], keys: list[object]) -> dic
     return {path: sorted(rows) for path, rows in out.items()}
 
 
+@pytest.mark.parametrize("mapped", [False, True], ids=["heap", "maps"])
 @pytest.mark.parametrize("kind", ["int32", "int64", "string"])
-def test_the_index_follows_a_model_through_adds_takes_and_forgotten_files(kind: str) -> None:
+def test_the_index_follows_a_model_through_adds_takes_and_forgotten_files(
+    kind: str, mapped: bool, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    if mapped:  # every array the index keeps in a memory map of its own, as large ones are
+        monkeypatch.setattr(deletes, "OFF_HEAP_BYTES", 1)
     rng = random.Random(7)
     index = KeyIndex(("id",), None)
     model: dict[object, tuple[str, int]] = {}
@@ -66,6 +72,17 @@ def test_the_index_follows_a_model_through_adds_takes_and_forgotten_files(kind: 
     everything = list(model)
     assert index.take(everything) == _model_take(dict(model), everything)
     assert len(index) == 0
+
+
+def test_a_mapped_copy_is_equal_writable_and_apart_from_its_original() -> None:
+    values = np.arange(deletes.OFF_HEAP_BYTES // 8 + 1, dtype=np.int64)
+    copy = off_heap(values)
+    assert copy.dtype == values.dtype and copy.tolist() == values.tolist()
+    copy[0] = -1  # the index marks removed keys in place
+    assert copy[0] == -1 and values[0] == 0
+    small = np.arange(3, dtype=np.int64)
+    assert off_heap(small) is small
+    assert len(off_heap(np.empty(0, dtype=np.int64))) == 0
 
 
 def test_a_key_written_twice_in_one_file_is_at_its_last_row() -> None:

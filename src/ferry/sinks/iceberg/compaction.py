@@ -9,8 +9,8 @@ drops to a lower tier and is rewritten sooner.
 A compaction's work is bounded, so that the checkpoint it runs in costs about what the others
 cost however large the table grows: it takes at most ``small-file-bytes`` of live data (the
 smallest files of the tier first; a file written by a compaction is therefore never larger), and
-it reads and writes one input file at a time (:func:`write_compacted`), so its memory is that of
-one file's rows, not the tier's.
+it reads and writes one batch of an input file's rows at a time (:func:`write_compacted`), so its
+memory is that of a batch (pyarrow's scanner reads up to 131,072 rows in one), not the tier's.
 
 In a merge-on-read table the files are written in the background (``sink.compaction.background``):
 :func:`prepare` writes them on a thread of their own from the snapshot a commit left, while the
@@ -31,7 +31,12 @@ from dataclasses import dataclass
 import numpy as np
 import pyarrow as pa
 from pyiceberg.expressions import AlwaysTrue
-from pyiceberg.io.pyarrow import ArrowScan, ParquetFormatModel, _dataframe_to_data_files
+from pyiceberg.io.pyarrow import (
+    ArrowScan,
+    ParquetFormatModel,
+    _dataframe_to_data_files,
+    _read_all_delete_files,
+)
 from pyiceberg.manifest import DataFile
 from pyiceberg.table import FileScanTask, Table
 from pyiceberg.table.metadata import TableMetadata
@@ -96,7 +101,7 @@ def write_compacted(
     """The live rows of ``tasks``' data files (their deletes applied) written as the table's data
     files, and the ``keys`` columns of the rows written, in the files' order.
 
-    One Parquet file, written one input file at a time, where ferry writes the table's files itself
+    One Parquet file, written one batch of rows at a time, where ferry writes the table's files itself
     (:func:`~ferry.sinks.iceberg.deletes.writes_parquet_here`); pyiceberg's write of all the rows
     at once otherwise.
     """
@@ -111,13 +116,17 @@ def write_compacted(
     output = table.io.new_output(location)
     writer = ParquetFormatModel().create_writer(output, schema, metadata.properties)
     key_parts: list[pa.Table] = []
+    deletes = _read_all_delete_files(table.io, tasks)
     for task in tasks:
-        rows = scan.to_table([task])
-        if not rows.num_rows:
-            continue
-        rows = rows.cast(arrow_schema)  # the table's field ids, which rows read back lack
-        writer.write(rows)
-        key_parts.append(rows.select(list(keys)))
+        # batch by batch (pyiceberg's scan of a file reads all of its batches first)
+        for batch in scan._record_batches_from_scan_tasks_and_deletes([task], deletes):
+            if not batch.num_rows:
+                continue
+            rows = pa.Table.from_batches([batch]).cast(
+                arrow_schema
+            )  # the table's field ids, which rows read back lack
+            writer.write(rows)
+            key_parts.append(rows.select(list(keys)))
     if not key_parts:  # every row deleted: no file (the writer creates it at its first rows)
         return [], arrow_schema.empty_table().select(list(keys))
     statistics = writer.close()

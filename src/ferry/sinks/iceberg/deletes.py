@@ -28,6 +28,7 @@ replaces, and, for a compaction, those of the data files it rewrites).
 from __future__ import annotations
 
 import itertools
+import mmap
 import uuid
 from collections.abc import Hashable, Iterable, Mapping, Sequence
 from typing import Any
@@ -253,7 +254,7 @@ class KeyIndex:
             path = referenced_data_file(delete_file)
             assert path is not None and path in planned
             kept = [(f, p) for f, p in self.deletes.get(path, []) if f not in removed]
-            self.deletes[path] = [*kept, (delete_file, planned[path])]
+            self.deletes[path] = [*kept, (delete_file, off_heap(planned[path]))]
 
     def forget_files(self, paths: set[str]) -> None:
         """Drop the keys whose rows are in these files (a compaction rewrote them)."""
@@ -298,7 +299,7 @@ class IntegerPlaces:
         keys, places = keys[order], places[order]
         last = np.ones(len(keys), dtype=bool)  # of equal keys, the last row of the file wins
         last[:-1] = keys[1:] != keys[:-1]
-        keys, places = keys[last], places[last]
+        keys, places = off_heap(keys[last]), off_heap(places[last])
         if not unindexed:
             self._shadow(keys)
         self._runs.append((keys, places))
@@ -352,10 +353,33 @@ def _merge(
     old_keys, old_places = old_keys[live_old], old_places[live_old]
     new_keys, new_places = new_keys[live_new], new_places[live_new]
     if not len(old_keys) or not len(new_keys) or new_keys[0] > old_keys[-1]:
-        return np.concatenate([old_keys, new_keys]), np.concatenate([old_places, new_places])
+        return off_heap(np.concatenate([old_keys, new_keys])), off_heap(
+            np.concatenate([old_places, new_places])
+        )
     keys = np.concatenate([old_keys, new_keys])
     order = np.argsort(keys, kind="stable")
-    return keys[order], np.concatenate([old_places, new_places])[order]
+    return off_heap(keys[order]), off_heap(np.concatenate([old_places, new_places])[order])
+
+
+#: Arrays of at least this many bytes that the index keeps get a memory map of their own.
+OFF_HEAP_BYTES = 64 * 1024
+
+
+def off_heap(values: np.ndarray) -> np.ndarray:
+    """``values``, or, when large, a copy of them in an anonymous memory map of its own.
+
+    The index's arrays live as long as the table's keys do, while the arrays of each commit come
+    and go around them. On glibc's heap, each long-lived array would pin the memory around it and
+    the heap's free space would grow with the table; a map of its own is given back whole when
+    the array goes.
+    """
+    if not values.nbytes or values.nbytes < OFF_HEAP_BYTES:
+        return values
+    copy = np.frombuffer(
+        mmap.mmap(-1, values.nbytes, flags=mmap.MAP_PRIVATE), dtype=values.dtype, count=len(values)
+    )
+    copy[:] = values
+    return copy
 
 
 def deleted_positions(
