@@ -21,7 +21,6 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ferry import allocators
 from ferry.config.checks import (  # noqa: F401 - earlier callers import the error and the refusal here
     UnsupportedOptionError,
     accepted_schema_changes,
@@ -117,7 +116,6 @@ def build_runner(
 ) -> PipelineRunner:
     """Everything a pipeline needs, from its job file."""
     check_supported(job)
-    allocators.configure()  # before the pipeline's threads allocate
     source_config, pipeline = job.source, job.pipeline
     properties = {
         k: v for k, v in source_config.properties.items() if k not in ("bootstrap.servers", "group.id")

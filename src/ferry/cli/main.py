@@ -161,11 +161,9 @@ def run(
     """Run a pipeline until it is stopped (SIGTERM/SIGINT take a final checkpoint).
 
     With pipeline.parallelism N above 1, N worker processes of the pipeline (one consumer group)."""
-    from ferry import allocators  # noqa: PLC0415
     from ferry.config.loader import read_job  # noqa: PLC0415
     from ferry.worker import check_brokers, run_instances  # noqa: PLC0415
 
-    allocators.configure()  # before any thread allocates (the brokers' check starts librdkafka's)
     config, warnings = read_job(job)
     register_secrets(secrets_of(config))
     for warning in warnings:
