@@ -122,9 +122,8 @@ def write_compacted(
         for batch in scan._record_batches_from_scan_tasks_and_deletes([task], deletes):
             if not batch.num_rows:
                 continue
-            rows = pa.Table.from_batches([batch]).cast(
-                arrow_schema
-            )  # the table's field ids, which rows read back lack
+            # the table's field ids, which rows read back lack
+            rows = pa.Table.from_batches([batch]).cast(arrow_schema)
             writer.write(rows)
             key_parts.append(rows.select(list(keys)))
     if not key_parts:  # every row deleted: no file (the writer creates it at its first rows)

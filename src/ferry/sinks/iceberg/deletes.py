@@ -352,13 +352,11 @@ def _merge(
     live_old, live_new = old_places >= 0, new_places >= 0
     old_keys, old_places = old_keys[live_old], old_places[live_old]
     new_keys, new_places = new_keys[live_new], new_places[live_new]
-    if not len(old_keys) or not len(new_keys) or new_keys[0] > old_keys[-1]:
-        return off_heap(np.concatenate([old_keys, new_keys])), off_heap(
-            np.concatenate([old_places, new_places])
-        )
-    keys = np.concatenate([old_keys, new_keys])
-    order = np.argsort(keys, kind="stable")
-    return off_heap(keys[order]), off_heap(np.concatenate([old_places, new_places])[order])
+    keys, places = np.concatenate([old_keys, new_keys]), np.concatenate([old_places, new_places])
+    if len(old_keys) and len(new_keys) and new_keys[0] <= old_keys[-1]:
+        order = np.argsort(keys, kind="stable")
+        keys, places = keys[order], places[order]
+    return off_heap(keys), off_heap(places)
 
 
 #: Arrays of at least this many bytes that the index keeps get a memory map of their own.
