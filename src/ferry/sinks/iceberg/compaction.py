@@ -42,11 +42,11 @@ from pyiceberg.table import FileScanTask, Table
 from pyiceberg.table.metadata import TableMetadata
 
 from ferry.sinks.iceberg.deletes import (
-    deleted_positions,
     parquet_file,
     positions_kept,
     positions_of_slices,
     referenced_data_file,
+    sorted_positions,
     writes_parquet_here,
 )
 
@@ -97,9 +97,12 @@ def write_compacted(
     tasks: Sequence[FileScanTask],
     keys: Sequence[str],
     write_uuid: uuid.UUID,
+    *,
+    deletes: dict[str, list[pa.ChunkedArray]] | None = None,
 ) -> tuple[list[DataFile], pa.Table]:
     """The live rows of ``tasks``' data files (their deletes applied) written as the table's data
-    files, and the ``keys`` columns of the rows written, in the files' order.
+    files, and the ``keys`` columns of the rows written, in the files' order. ``deletes``: by data
+    file, the positions its delete files remove, as pyiceberg reads them (read here when not given).
 
     One Parquet file, written one batch of rows at a time, where ferry writes the table's files itself
     (:func:`~ferry.sinks.iceberg.deletes.writes_parquet_here`); pyiceberg's write of all the rows
@@ -116,7 +119,8 @@ def write_compacted(
     output = table.io.new_output(location)
     writer = ParquetFormatModel().create_writer(output, schema, metadata.properties)
     key_parts: list[pa.Table] = []
-    deletes = _read_all_delete_files(table.io, tasks)
+    if deletes is None:
+        deletes = _read_all_delete_files(table.io, tasks)
     for task in tasks:
         # batch by batch (pyiceberg's scan of a file reads all of its batches first)
         for batch in scan._record_batches_from_scan_tasks_and_deletes([task], deletes):
@@ -184,8 +188,14 @@ def prepare(
 ) -> CompactedRows:
     """The compacted files of ``tasks`` written (not committed), with where each row came from.
     Reads and writes only files: safe on a thread of its own while the table takes commits."""
-    deleted = {t.file.file_path: deleted_positions(table.io, t) for t in tasks}
-    added, key_rows = write_compacted(table, metadata, tasks, keys, uuid.uuid4())
+    deletes = _read_all_delete_files(table.io, tasks)  # once, for the positions and the rows
+    deleted = {
+        t.file.file_path: sorted_positions(
+            [np.asarray(c.to_numpy(), dtype=np.int64) for c in deletes.get(t.file.file_path, [])]
+        )
+        for t in tasks
+    }
+    added, key_rows = write_compacted(table, metadata, tasks, keys, uuid.uuid4(), deletes=deletes)
     kept = {t.file.file_path: positions_kept(t.file.record_count, deleted[t.file.file_path]) for t in tasks}
     if sum(len(k) for k in kept.values()) != key_rows.num_rows:
         raise ValueError("the compacted rows are not the input files' rows less their deletes")
