@@ -21,6 +21,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from ferry.arenas import keep_freed_arenas
 from ferry.config.checks import (  # noqa: F401 - earlier callers import the error and the refusal here
     UnsupportedOptionError,
     accepted_schema_changes,
@@ -217,6 +218,7 @@ def build_runner(
         _wait_for_the_registry(runner, retries)
     # the times of each batch, for the latency and lag on /metrics
     runner.decode = runner.metrics.timings.watch(runner.decode)
+    keep_freed_arenas()  # each checkpoint's rows reuse the memory of the last one's (ferry.arenas)
     return runner
 
 
