@@ -8,6 +8,11 @@ FROM python:${PYTHON_VERSION}-slim-bookworm AS build
 # the pip extras to install (see pyproject.toml): sinks, `postgres` for the state store, `server`
 ARG EXTRAS=iceberg,postgres,server
 ENV PIP_NO_CACHE_DIR=1 PIP_DISABLE_PIP_VERSION_CHECK=1
+# a C compiler for ferry._arenas (Python's freed arenas kept for reuse; ferry builds without it)
+# hadolint ignore=DL3008
+RUN apt-get update \
+    && apt-get install -y --no-install-recommends gcc libc6-dev \
+    && rm -rf /var/lib/apt/lists/*
 RUN python -m venv /opt/ferry
 WORKDIR /src
 COPY pyproject.toml README.md ./
