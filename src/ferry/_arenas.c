@@ -10,10 +10,10 @@
  * back when memory runs short (they then read as zeros, which pymalloc does not depend on),
  * and otherwise they are reused as they are, without a page fault.
  *
- * Written here because no library does it: the hook is C only. Every block of another size (the
- * interpreter's frame stacks come from the same allocator) goes to the allocator that was in
- * place before, as does every block beyond the limit. The hooks run under the GIL, as pymalloc
- * does.
+ * Written here because no library does it: the hook is C only. A kept block is handed out again
+ * only for a request of its own size (the interpreter's frame stacks come from the same hook, in
+ * other sizes); a request no kept block fits, and every block beyond the limit, go to the
+ * allocator that was in place before. The hooks run under the GIL, as pymalloc does.
  */
 #define PY_SSIZE_T_CLEAN
 #include <Python.h>
