@@ -49,7 +49,7 @@ static void
 arena_free(void *ctx, void *address, size_t size)
 {
     (void)ctx;
-    if (kept_count < kept_limit && kept_count < kept_capacity) {
+    if (kept_count < kept_limit) { /* keep() grows the array to the limit first */
         madvise(address, size, MADV_FREE); /* a kernel without MADV_FREE: the pages stay as they are */
         kept[kept_count].address = address;
         kept[kept_count].size = size;

@@ -12,7 +12,6 @@ from collections.abc import Iterator
 import pytest
 
 from ferry import _arenas, arenas
-from ferry._arenas import kept
 
 #: Small objects enough to fill this many arenas.
 ARENAS = 96
@@ -53,7 +52,7 @@ def test_no_more_arenas_than_the_limit_are_kept_and_a_lower_limit_gives_the_rest
     arenas.keep_freed_arenas(8 * arenas.ARENA_BYTES)
     rows = _fill()
     del rows
-    assert kept() == 8
+    assert arenas.kept_arenas() == 8
     arenas.keep_freed_arenas(2 * arenas.ARENA_BYTES)
     assert arenas.kept_arenas() == 2
     arenas.keep_freed_arenas(0)

@@ -43,6 +43,7 @@ from pyiceberg.table.metadata import TableMetadata
 
 from ferry.sinks.iceberg.deletes import (
     parquet_file,
+    positions_array,
     positions_kept,
     positions_of_slices,
     referenced_data_file,
@@ -190,9 +191,7 @@ def prepare(
     Reads and writes only files: safe on a thread of its own while the table takes commits."""
     deletes = _read_all_delete_files(table.io, tasks)  # once, for the positions and the rows
     deleted = {
-        t.file.file_path: sorted_positions(
-            [np.asarray(c.to_numpy(), dtype=np.int64) for c in deletes.get(t.file.file_path, [])]
-        )
+        t.file.file_path: sorted_positions([positions_array(c) for c in deletes.get(t.file.file_path, [])])
         for t in tasks
     }
     added, key_rows = write_compacted(table, metadata, tasks, keys, uuid.uuid4(), deletes=deletes)

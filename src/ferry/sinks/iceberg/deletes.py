@@ -393,8 +393,13 @@ def deleted_positions(
             continue
         found = _read_deletes(io, delete_file).get(path)
         if found is not None:
-            positions.append(np.asarray(found.to_numpy(), dtype=np.int64))
+            positions.append(positions_array(found))
     return sorted_positions(positions)
+
+
+def positions_array(positions: pa.ChunkedArray) -> np.ndarray:
+    """Row positions as pyiceberg reads them from a delete file, as an int64 array."""
+    return np.asarray(positions.to_numpy(), dtype=np.int64)
 
 
 def sorted_positions(runs: Sequence[np.ndarray]) -> np.ndarray:
