@@ -22,7 +22,7 @@ from ferry.local.kafka_broker import KafkaBroker
 from tests.support.connect import KafkaConnect, KafkaConnectError
 from tests.support.debezium import (
     MYSQL_MODES,
-    POSTGRES_MODE,
+    POSTGRES_MODES,
     CaptureMode,
     binlog_offset_reached,
     mysql_connector_config,
@@ -130,7 +130,7 @@ def capture_workloads(
     began = time.monotonic()
     shop = ShopWorkload()
     accounts = AccountsWorkload()
-    connectors = [m.connector_name for m in (*MYSQL_MODES, POSTGRES_MODE)]
+    connectors = [m.connector_name for m in (*MYSQL_MODES, *POSTGRES_MODES)]
     with contextlib.ExitStack() as stack:
         mysql: Any = stack.enter_context(contextlib.closing(mariadb_connection(mariadb)))
         pg: Any = stack.enter_context(psycopg.connect(postgres.conninfo))
@@ -139,6 +139,9 @@ def capture_workloads(
         shop.create_snapshot(mysql)
         create_binlog_markers(mysql)
         accounts.create_snapshot(pg)
+        toasted = accounts.toasted_values(pg)
+        if not all(toasted.values()):
+            raise AssertionError(f"the PostgreSQL workload stored no value out of line (TOAST): {toasted}")
         create_wal_markers(pg)
         for number, mode in enumerate(MYSQL_MODES):
             config = mysql_connector_config(
@@ -149,15 +152,13 @@ def capture_workloads(
                 server_id=FIRST_CONNECTOR_SERVER_ID + number,
             )
             connect.create_connector(mode.connector_name, config)
-        connect.create_connector(
-            POSTGRES_MODE.connector_name,
-            postgres_connector_config(
-                POSTGRES_MODE,
-                postgres,
-                [POSTGRES_SCHEMA, POSTGRES_CONTROL_SCHEMA],
-                bootstrap=bootstrap,
-            ),
-        )
+        for mode in POSTGRES_MODES:
+            connect.create_connector(
+                mode.connector_name,
+                postgres_connector_config(
+                    mode, postgres, [POSTGRES_SCHEMA, POSTGRES_CONTROL_SCHEMA], bootstrap=bootstrap
+                ),
+            )
         for name in connectors:
             connect.wait_running(name)
         seconds["connectors running"] = time.monotonic() - began
@@ -180,7 +181,7 @@ def capture_workloads(
             connect,
             CapturedSource(MYSQL_MODES, SHOP_DATABASE, mariadb_state(mysql, SHOP_DATABASE), ["promotions"], shop_summary),
             CapturedSource(
-                (POSTGRES_MODE,), POSTGRES_SCHEMA, postgres_state(pg, POSTGRES_SCHEMA), [], accounts_summary
+                POSTGRES_MODES, POSTGRES_SCHEMA, postgres_state(pg, POSTGRES_SCHEMA), [], accounts_summary
             ),
             seconds,
         )  # fmt: skip
@@ -188,7 +189,8 @@ def capture_workloads(
             f"\nDebezium capture: {shop_summary.row_changes} MariaDB row changes "
             f"({dict(shop_summary.operations)}), {len(shop_summary.schema_changes)} schema changes; "
             f"{accounts_summary.row_changes} PostgreSQL row changes, "
-            f"{len(accounts_summary.schema_changes)} schema changes; "
+            f"({dict(accounts_summary.operations)}), {len(accounts_summary.schema_changes)} schema changes, "
+            f"values stored out of line {toasted} before and {accounts.toasted_values(pg)} after; "
             + ", ".join(f"{what} at {s:.1f} s" for what, s in seconds.items())
         )
         yield capture
@@ -201,7 +203,8 @@ def _wait_all_emitted(connect: KafkaConnect, mysql: Any, pg: Any, what: str) -> 
         wait_emitted(
             connect, mode.connector_name, binlog_offset_reached(position), f"{what} (binlog {position})"
         )
-    wait_emitted(connect, POSTGRES_MODE.connector_name, wal_offset_reached(lsn), f"{what} (LSN {lsn})")
+    for mode in POSTGRES_MODES:
+        wait_emitted(connect, mode.connector_name, wal_offset_reached(lsn), f"{what} (LSN {lsn})")
 
 
 def _delete_connectors(connect: KafkaConnect, names: list[str]) -> None:
