@@ -139,7 +139,7 @@ def capture_workloads(
         shop.create_snapshot(mysql)
         create_binlog_markers(mysql)
         accounts.create_snapshot(pg)
-        toasted = accounts.toasted_values(pg)
+        toasted = accounts.toasted_bytes(pg)
         if not all(toasted.values()):
             raise AssertionError(f"the PostgreSQL workload stored no value out of line (TOAST): {toasted}")
         create_wal_markers(pg)
@@ -190,7 +190,7 @@ def capture_workloads(
             f"({dict(shop_summary.operations)}), {len(shop_summary.schema_changes)} schema changes; "
             f"{accounts_summary.row_changes} PostgreSQL row changes, "
             f"({dict(accounts_summary.operations)}), {len(accounts_summary.schema_changes)} schema changes, "
-            f"values stored out of line {toasted} before and {accounts.toasted_values(pg)} after; "
+            f"bytes stored out of line (TOAST) {toasted} before and {accounts.toasted_bytes(pg)} after; "
             + ", ".join(f"{what} at {s:.1f} s" for what, s in seconds.items())
         )
         yield capture

@@ -505,10 +505,10 @@ class AccountsWorkload:
             self._widen_numeric,
             self._add_date_default,
             self._rename_opened_again,
+            self._truncate_table,
             self._add_text_default_full_identity,
             self._drop_column,
             self._add_nullable_column,
-            self._truncate_table,
         ]
         self._schema_changes: dict[int, Callable[[Any], None]] = {
             changes * (n + 1) // (len(steps) + 2): step for n, step in enumerate(steps)
@@ -537,15 +537,15 @@ class AccountsWorkload:
         connection.commit()
         self.summary = WorkloadSummary()
 
-    def toasted_values(self, connection: Any) -> dict[str, int]:
-        """How many values of each table with TOASTed columns are stored out of line now."""
+    def toasted_bytes(self, connection: Any) -> dict[str, int]:
+        """The size of each TOAST relation of the tables with TOASTed columns: what is stored out of
+        line (a table whose values all fit in its rows has an empty one)."""
         counts: dict[str, int] = {}
         for name in TOASTED_COLUMNS:
-            (toast,) = connection.execute(
-                "SELECT reltoastrelid::regclass::text FROM pg_class WHERE oid = %s::regclass",
+            (counts[name],) = connection.execute(
+                "SELECT pg_relation_size(reltoastrelid) FROM pg_class WHERE oid = %s::regclass",
                 (f"{POSTGRES_SCHEMA}.{name}",),
             ).fetchone()
-            (counts[name],) = connection.execute(f"SELECT count(DISTINCT chunk_id) FROM {toast}").fetchone()
         connection.commit()
         return counts
 
