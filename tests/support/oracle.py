@@ -26,6 +26,7 @@ A value of another Python type (a date written as a number of days, say) is a di
 from __future__ import annotations
 
 import json
+from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
@@ -274,9 +275,13 @@ class TableComparison:
     cells_compared: int = 0
     differences: int = 0
     listed: list[str] = field(default_factory=list)
+    #: The differences in a column's values, by column.
+    by_column: Counter[str] = field(default_factory=Counter)
 
-    def differ(self, text: str) -> None:
+    def differ(self, text: str, column: str | None = None) -> None:
         self.differences += 1
+        if column is not None:
+            self.by_column[column] += 1
         if len(self.listed) < LISTED_DIFFERENCES:
             self.listed.append(text)
 
@@ -312,6 +317,13 @@ class SinkComparison:
             lines.append(
                 f"  {table.table}: {table.rows_compared} rows, {table.cells_compared} cells, "
                 f"{table.differences} differences"
+                + (
+                    " (values by column: "
+                    + ", ".join(f"{c} {n}" for c, n in table.by_column.most_common())
+                    + ")"
+                    if table.by_column
+                    else ""
+                )
             )
             lines += [f"    - {text}" for text in table.listed]
             if table.differences > len(table.listed):
@@ -379,11 +391,14 @@ def compare_table(
             try:
                 got = normalise(column, actual.get(column.name))
             except IncomparableValueError as exc:
-                comparison.differ(f"key {key}, column {column.name}: {exc}; the source has {want!r}")
+                comparison.differ(
+                    f"key {key}, column {column.name}: {exc}; the source has {_shown(want)}", column.name
+                )
                 continue
             if got != want:
                 comparison.differ(
-                    f"key {key}, column {column.name}: the sink has {_shown(got)}, the source {_shown(want)}"
+                    f"key {key}, column {column.name}: the sink has {_shown(got)}, the source {_shown(want)}",
+                    column.name,
                 )
     for key, row in by_key.items():
         comparison.differ(f"key {key}: in the sink but not in the source: {_row(row)}")
