@@ -247,6 +247,16 @@ STOPS: tuple[tuple[str, signal.Signals], ...] = (
     ("schema change", signal.SIGKILL),
     ("checkpoint", signal.SIGTERM),
 )
+#: The stops of the PostgreSQL topics of 3 partitions: :data:`STOPS` and two SIGKILLs right after
+#: a rename was applied at the sink (the PostgreSQL workload renames three times).
+POSTGRES_STOPS: tuple[tuple[str, signal.Signals], ...] = (
+    ("checkpoint", signal.SIGKILL),
+    ("rename", signal.SIGKILL),
+    ("schema change", signal.SIGTERM),
+    ("rename", signal.SIGKILL),
+    ("schema change", signal.SIGKILL),
+    ("checkpoint", signal.SIGTERM),
+)
 
 
 def _records_checkpointed(state: StateStore, pipeline: str) -> int:
@@ -263,13 +273,31 @@ def _changes_applied(state: StateStore, pipeline: str) -> int:
     )
 
 
+def _renames_applied(state: StateStore, pipeline: str) -> int:
+    """Column renames the history shows applied at the sink."""
+    return sum(
+        1
+        for e in state.schema_history(pipeline)
+        if e.outcome == "apply" and e.change.lower().startswith("rename.column")
+    )
+
+
+#: What each moment of the stops counts: a run is stopped once the count grew.
+MOMENTS: dict[str, Callable[[StateStore, str], int]] = {
+    "checkpoint": _records_checkpointed,
+    "schema change": _changes_applied,
+    "rename": _renames_applied,
+}
+
+
 @dataclass
 class RestartedPipeline:
-    """A mode of :data:`RESTARTED_MODES` into Iceberg with small batches, stopped at each of
-    :data:`STOPS`, then run to its end; :meth:`run` records what happened (it runs in a thread of
-    its own)."""
+    """A mode of :data:`RESTARTED_MODES` into Iceberg with small batches, stopped at each of its
+    ``stops`` (:data:`STOPS`, :data:`POSTGRES_STOPS`), then run to its end; :meth:`run` records what
+    happened (it runs in a thread of its own)."""
 
     pipeline: Pipeline
+    stops: tuple[tuple[str, signal.Signals], ...] = STOPS
     stopped: list[str] = field(default_factory=list)
     error: str | None = None
     _aborted: threading.Event = field(default_factory=threading.Event)
@@ -306,8 +334,8 @@ class RestartedPipeline:
         name, log = self.pipeline.name, self.pipeline.log
         state = StateStore(f"sqlite:///{self.pipeline.directory}/state.db")
         try:
-            for moment, how in STOPS:
-                measure = _records_checkpointed if moment == "checkpoint" else _changes_applied
+            for moment, how in self.stops:
+                measure = MOMENTS[moment]
                 before = measure(state, name)
                 process = self._start()
                 try:
@@ -413,7 +441,8 @@ def _restarted_pipeline(
     source = capture.postgres if mode in POSTGRES_MODES else capture.mysql
     name = f"{mode.name}-restarts"
     restarted = RestartedPipeline(
-        _pipeline(capture, source, mode, "iceberg", tmp_path_factory.mktemp(name), postgres_server, name)
+        _pipeline(capture, source, mode, "iceberg", tmp_path_factory.mktemp(name), postgres_server, name),
+        POSTGRES_STOPS if mode in POSTGRES_MODES else STOPS,
     )
     # small batches and frequent checkpoints: each run has moments to be stopped at
     job = restarted.pipeline.job
@@ -455,7 +484,8 @@ def runs(
         thread.start()
     try:
         run_pipelines(made)
-        deadline = time.monotonic() + len(STOPS) * (PROGRESS_WALL_S + 90) + RUN_WALL_S
+        stops = max(len(r.stops) for r in restarted)
+        deadline = time.monotonic() + stops * (PROGRESS_WALL_S + 90) + RUN_WALL_S
         for thread in threads:
             thread.join(timeout=max(0.0, deadline - time.monotonic()))
     finally:
@@ -508,12 +538,15 @@ def test_the_sink_equals_the_source_database(case: str, runs: ModuleRuns) -> Non
 @pytest.mark.parametrize("case", RESTARTED)
 def test_killed_and_restarted_runs_end_exact(case: str, runs: ModuleRuns) -> None:
     """Killed with SIGKILL and stopped with SIGTERM at several moments (two of them right after a
-    schema change was applied at the sink), restarted each time: no stall, and the sink ends exact."""
+    schema change was applied at the sink; on the PostgreSQL topics two more SIGKILLs, right after a
+    rename was), restarted each time: no stall, and the sink ends exact."""
     restarted = runs.restarted[case]
     print(f"\nstopped: {restarted.stopped}")
     assert restarted.error is None, f"{restarted.error}\nstopped: {restarted.stopped}"
     assert any("schema change" in s for s in restarted.stopped), (
         f"no run was stopped right after a schema change: {restarted.stopped}"
     )
-    assert len(restarted.stopped) >= 4, f"the runs ended before they could be stopped: {restarted.stopped}"
+    assert len(restarted.stopped) == len(restarted.stops), (
+        f"the runs ended before they could be stopped at each of {restarted.stops}: {restarted.stopped}"
+    )
     check(restarted.pipeline)
