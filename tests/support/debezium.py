@@ -102,6 +102,11 @@ POSTGRES_MODES: tuple[CaptureMode, ...] = (
 )
 
 
+def data_topic_partitions(mode: CaptureMode) -> int:
+    """How many partitions Connect gives the data topics of ``mode``."""
+    return int(mode.settings.get("topic.creation.default.partitions", DATA_TOPIC_PARTITIONS))
+
+
 def _common(bootstrap: str, mode: CaptureMode) -> dict[str, str]:
     return {
         "tasks.max": "1",

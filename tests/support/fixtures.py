@@ -25,6 +25,7 @@ from tests.support.debezium import (
     POSTGRES_MODES,
     CaptureMode,
     binlog_offset_reached,
+    data_topic_partitions,
     mysql_connector_config,
     postgres_connector_config,
     wait_emitted,
@@ -172,6 +173,7 @@ def capture_workloads(
         seconds["workloads run"] = time.monotonic() - began
         _wait_all_emitted(connect, mysql, pg, "every change")
         seconds["changes emitted"] = time.monotonic() - began
+        _check_partitions(bootstrap, POSTGRES_MODES, f"{POSTGRES_SCHEMA}.accounts")
         # everything is in the topics: the paused connectors cost the pipelines under test nothing
         for name in connectors:
             connect.pause_connector(name)
@@ -205,6 +207,21 @@ def _wait_all_emitted(connect: KafkaConnect, mysql: Any, pg: Any, what: str) -> 
         )
     for mode in POSTGRES_MODES:
         wait_emitted(connect, mode.connector_name, wal_offset_reached(lsn), f"{what} (LSN {lsn})")
+
+
+def _check_partitions(bootstrap: str, modes: tuple[CaptureMode, ...], table: str) -> None:
+    """Each mode's data topic of ``table`` has the partitions the mode asks for."""
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for mode in modes:
+        topic = f"{mode.topic_prefix}.{table}"
+        described = admin.list_topics(topic, timeout=30).topics[topic]
+        if described.error is not None or len(described.partitions) != data_topic_partitions(mode):
+            raise AssertionError(
+                f"{topic} has {len(described.partitions)} partitions ({described.error}), "
+                f"the mode asks for {data_topic_partitions(mode)}"
+            )
 
 
 def _delete_connectors(connect: KafkaConnect, names: list[str]) -> None:
