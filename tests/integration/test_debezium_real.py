@@ -545,10 +545,11 @@ def test_killed_and_restarted_runs_end_exact(case: str, runs: ModuleRuns) -> Non
     restarted = runs.restarted[case]
     print(f"\nstopped: {restarted.stopped}")
     assert restarted.error is None, f"{restarted.error}\nstopped: {restarted.stopped}"
+    moments = [f"{how.name} right after a {moment}" for moment, how in restarted.stops]
+    assert len(restarted.stopped) == len(moments), (
+        f"the runs ended before they could be stopped at each of {moments}: stopped {restarted.stopped}"
+    )
     assert any("schema change" in s for s in restarted.stopped), (
         f"no run was stopped right after a schema change: {restarted.stopped}"
-    )
-    assert len(restarted.stopped) == len(restarted.stops), (
-        f"the runs ended before they could be stopped at each of {restarted.stops}: {restarted.stopped}"
     )
     check(restarted.pipeline)
