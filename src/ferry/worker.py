@@ -155,6 +155,8 @@ def build_runner(
     if source_config.value_format.value == "debezium-json":
         # epoch and decimal columns stay raw until a sink that takes them converts them (Arrow)
         options = {**options, "raw_values": True}
+        placeholder = source_config.debezium_unavailable_value_placeholder
+        options = {**options, "unavailable_value_placeholder": placeholder}
     decoder = decoder_for(source_config.value_format.value, **options)
     if hints is None and source_config.schema_change_topic:
         hints = SchemaChangeReader(

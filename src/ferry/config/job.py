@@ -320,6 +320,11 @@ class KafkaSourceConfig(StartupOptions):
         default=None, alias="scan.bounded.specific-offsets"
     )
     tables: tuple[TopicStartConfig, ...] = ()
+    #: Debezium's ``unavailable.value.placeholder`` (its PostgreSQL connector writes it for an
+    #: unchanged TOASTed value): set it as the connector sets it.
+    debezium_unavailable_value_placeholder: str = Field(
+        default="__debezium_unavailable_value", min_length=1, alias="debezium.unavailable.value.placeholder"
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -351,6 +356,16 @@ class KafkaSourceConfig(StartupOptions):
         return value
 
     _pattern = field_validator("topic_pattern")(check_regex)
+
+    @field_validator("debezium_unavailable_value_placeholder")
+    @classmethod
+    def _placeholder_hex(cls, value: str) -> str:
+        if value.startswith("hex:"):
+            try:
+                bytes.fromhex(value[4:])
+            except ValueError:
+                raise ValueError("after 'hex:' write the placeholder's bytes in hexadecimal") from None
+        return value
 
     @field_validator("value_format", mode="before")
     @classmethod

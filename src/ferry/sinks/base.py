@@ -204,12 +204,30 @@ class RawValuesWriting(Protocol):
         ...
 
 
+@runtime_checkable
+class PartialRowsWriting(Protocol):
+    """A sink that writes partial rows exactly: an update whose new row lacks some values
+    (:data:`~ferry.pipeline.unavailable.UNAVAILABLE`: an unchanged TOASTed value Debezium did not
+    get) keeps, in those columns, the values the sink's table holds. Without it, such a row goes
+    to the dead-letter destination."""
+
+    def complete_rows(
+        self, table_id: TableId, schema: Schema, changes: Sequence[DataChange], partial: Sequence[int]
+    ) -> list[tuple[int, str]]:
+        """Before :meth:`Sink.write` of ``changes``, of which those at the indexes ``partial`` are
+        partial: fill their values in place where the sink must (a sink that leaves the columns
+        out of its writes fills none), and return the indexes it cannot write exactly, each with
+        the reason (they are sent to the dead-letter destination, not written)."""
+        ...
+
+
 __all__ = [
     "COMMENTS_NOT_SYNCED",
     "TABLE_FORMAT_CHANGES",
     "AsyncSchemaChanges",
     "ChangeKind",
     "OffsetCommitting",
+    "PartialRowsWriting",
     "RawValuesWriting",
     "SchemaCaching",
     "Sink",

@@ -1,0 +1,116 @@
+"""Debezium's ``unavailable.value.placeholder``: the value its PostgreSQL connector writes in a
+column whose TOASTed value an UPDATE left unchanged (and logical decoding therefore did not send).
+
+The setting is text, or ``hex:`` and the hexadecimal of its bytes. Debezium writes it in the form
+of the column's type (``UnchangedToastedPlaceholder``, ``PostgresValueConverter``): text, ``varchar``,
+``jsonb``, ``xml`` ... the text; ``bytea`` its bytes (base64 in JSON); ``text[]`` (and ``varchar[]``,
+``jsonb[]``) a one-element list of the text; ``bytea[]`` a one-element list of the bytes;
+``int[]``, ``bigint[]`` and ``date[]`` the list of its bytes as numbers; ``uuid[]`` a one-element
+list of the name-based UUID of its bytes; ``hstore`` a map of the text to itself (as JSON text by
+default). :class:`Placeholders` gives, per column of a row schema, the value a decoder reads for
+it, so that a decoded update's column equal to it is marked
+:data:`~ferry.pipeline.unavailable.UNAVAILABLE`.
+"""
+
+from __future__ import annotations
+
+import base64
+import hashlib
+import json
+import uuid
+from collections.abc import Iterable
+from typing import Any
+
+from ferry.connectors.exceptions import DecodeError
+from ferry.connectors.formats.connect_types import CONVERSION_ERRORS, ConnectField
+from ferry.pipeline.events import Row
+from ferry.pipeline.types import DataType, TypeRoot
+from ferry.pipeline.unavailable import UNAVAILABLE
+
+#: Debezium's default ``unavailable.value.placeholder``.
+DEFAULT_PLACEHOLDER = "__debezium_unavailable_value"
+
+_TEXT = (TypeRoot.STRING, TypeRoot.VARCHAR, TypeRoot.CHAR)
+_BYTES = (TypeRoot.BYTES, TypeRoot.VARBINARY, TypeRoot.BINARY)
+_NUMBERS = (TypeRoot.TINYINT, TypeRoot.SMALLINT, TypeRoot.INT, TypeRoot.BIGINT, TypeRoot.DATE)
+
+#: Per column: the value its placeholder is read as (a column may have two).
+Markers = tuple[tuple[str, Any], ...]
+
+
+def placeholder_bytes(setting: str) -> bytes:
+    """The bytes of a placeholder setting, as Debezium reads it (``hex:`` then hexadecimal)."""
+    if setting.startswith("hex:"):
+        try:
+            return bytes.fromhex(setting[4:])
+        except ValueError:
+            raise DecodeError(
+                f"unavailable value placeholder {setting!r} is not hexadecimal after 'hex:'"
+            ) from None
+    return setting.encode()
+
+
+class Placeholders:
+    """The JSON forms of one placeholder setting, and the markers of a row schema's columns."""
+
+    def __init__(self, setting: str = DEFAULT_PLACEHOLDER) -> None:
+        raw = placeholder_bytes(setting)
+        self.text = raw.decode("utf-8", errors="replace")
+        self.bytes = raw
+        self.base64 = base64.b64encode(raw).decode()
+        self.numbers = [b - 256 if b > 127 else b for b in raw]  # Java's bytes are signed
+        digest = bytearray(hashlib.md5(raw, usedforsecurity=False).digest())
+        self.uuid = str(uuid.UUID(bytes=bytes(digest), version=3))
+        self.hstore = json.dumps({self.text: self.text}, separators=(",", ":"))
+
+    def json_forms(self, data_type: DataType) -> list[Any]:
+        """The JSON values Debezium writes for a column of ``data_type`` (none: it never writes the
+        placeholder there)."""
+        root = data_type.root
+        if root in _TEXT:
+            return [self.text, self.hstore]
+        if root in _BYTES:
+            return [self.base64]
+        if root is TypeRoot.ARRAY:
+            element_root = None if data_type.element is None else data_type.element.root
+            if element_root in _TEXT:
+                return [[self.text], [self.uuid]]
+            if element_root in _BYTES:
+                return [[self.base64]]
+            if element_root in _NUMBERS:
+                return [self.numbers]
+            return []
+        if root is TypeRoot.MAP:
+            return [{self.text: self.text}]
+        return []
+
+    def markers(self, fields: dict[str, ConnectField]) -> Markers:
+        """Per column of a Connect row schema, the value a decoder reads for the placeholder."""
+        markers: list[tuple[str, Any]] = []
+        for name, field in fields.items():
+            for form in self.json_forms(field.data_type):
+                try:
+                    markers.append((name, field.read(form)))
+                except (*CONVERSION_ERRORS, DecodeError):
+                    continue
+        return tuple(markers)
+
+    def inferred_markers(self, names: Iterable[str]) -> Markers:
+        """Markers of columns whose types are inferred from JSON values: the text (or the base64
+        of the bytes) in any column."""
+        return tuple((name, form) for name in names for form in (self.text, self.base64))
+
+    def mark_inferred(self, row: Row) -> None:
+        """Mark the placeholder in a row whose types are inferred (no schema says which columns
+        hold text, bytes or lists)."""
+        text, encoded, listed = self.text, self.base64, [self.text]
+        for name, value in row.items():
+            if value in (text, encoded, listed):
+                row[name] = UNAVAILABLE
+
+
+def mark(row: Row, markers: Markers) -> None:
+    """Mark, in place, the columns of ``row`` holding their placeholder."""
+    for name, marker in markers:
+        if row.get(name) == marker:
+            row[name] = UNAVAILABLE
