@@ -37,6 +37,7 @@ from ferry.pipeline import types as ft
 from ferry.pipeline.events import AddColumn, ColumnPosition, ColumnPositionKind, DataChange, Op, SchemaChange
 from ferry.pipeline.schema import Schema, TableId
 from ferry.pipeline.types import DataType, TypeRoot
+from ferry.pipeline.unavailable import unavailable_reason
 from ferry.sinks.base import SinkCapabilities
 from ferry.sinks.exceptions import SinkTerminalError, SinkTransientError
 from ferry.sinks.rows import collapse
@@ -89,6 +90,12 @@ class MySqlProtocolSink(SqlSink):
         #: Stream Load answers of the last flush, by table.
         self.last_loads: dict[TableId, dict[str, Any]] = {}
         self._altered: set[TableId] = set()
+
+    def complete_rows(
+        self, table_id: TableId, schema: Schema, changes: Sequence[DataChange], partial: Sequence[int]
+    ) -> list[tuple[int, str]]:
+        """Stream Load writes whole rows here: a partial row goes to the dead-letter destination."""
+        return [(i, f"{unavailable_reason(changes[i])}; Stream Load writes whole rows") for i in partial]
 
     # ------------------------------------------------------------------------------- driver hooks
 
