@@ -47,6 +47,7 @@ from ferry.pipeline.settings import RunnerSettings
 from ferry.process import parent_death_hook
 from ferry.retry import RetryPolicy
 from ferry.sinks import Sink
+from ferry.sinks.base import PlaceholderWriting
 from ferry.sinks.registry import sink_class
 from ferry.state import StateStore
 
@@ -167,6 +168,8 @@ def build_runner(
             retries=retries,
         )
     sink = sink or build_sink(job)
+    if isinstance(sink, PlaceholderWriting):
+        sink.unavailable_value_placeholder = source_config.debezium_unavailable_value_placeholder
     router = SchemaChangeRouter(
         sink,
         pipeline.schema_change_behavior,

@@ -15,10 +15,17 @@ that can do none of these sends the row to the dead-letter destination (``RowSha
 
 from __future__ import annotations
 
+import datetime as dt
+import hashlib
+import uuid
 from collections.abc import Iterable
-from typing import Final
+from typing import Any, Final
 
 from ferry.pipeline.events import DataChange, Op, Row
+from ferry.pipeline.types import DataType, TypeRoot
+
+#: Debezium's default ``unavailable.value.placeholder``.
+DEFAULT_PLACEHOLDER = "__debezium_unavailable_value"
 
 
 class Unavailable:
@@ -87,3 +94,52 @@ def unavailable_reason(change: DataChange) -> str:
         "unavailable.value.placeholder) and the sink cannot keep the value it holds; "
         "REPLICA IDENTITY FULL on the source table sends every value"
     )
+
+
+def placeholder_bytes(setting: str) -> bytes:
+    """The bytes of a placeholder setting, as Debezium reads it (``hex:`` then hexadecimal;
+    raises ValueError when that is not hexadecimal)."""
+    return bytes.fromhex(setting[4:]) if setting.startswith("hex:") else setting.encode()
+
+
+_TEXT = (TypeRoot.STRING, TypeRoot.VARCHAR, TypeRoot.CHAR)
+_BYTES = (TypeRoot.BYTES, TypeRoot.VARBINARY, TypeRoot.BINARY)
+_NUMBERS = (TypeRoot.TINYINT, TypeRoot.SMALLINT, TypeRoot.INT, TypeRoot.BIGINT)
+_EPOCH = dt.date(1970, 1, 1)
+
+
+def placeholder_value(data_type: DataType, setting: str = DEFAULT_PLACEHOLDER) -> Any:
+    """The value Debezium's PostgreSQL connector writes for an unchanged TOASTed value of a
+    column of ``data_type`` (as ferry's decoders read it), or :data:`UNAVAILABLE` for a type it
+    never writes one in: the text for text (``jsonb``, ``xml`` ... too), the bytes for ``bytea``,
+    a one-element list of the text for ``text[]``, of the bytes for ``bytea[]``, the bytes as
+    numbers (Java's signed bytes) for ``int[]`` and ``bigint[]``, as days for ``date[]``, a map
+    of the text to itself for ``hstore``."""
+    raw = placeholder_bytes(setting)
+    text = raw.decode("utf-8", errors="replace")
+    root = data_type.root
+    if root in _TEXT:
+        return text
+    if root in _BYTES:
+        return raw
+    element = data_type.element
+    if root is TypeRoot.ARRAY and element is not None:
+        numbers = [b - 256 if b > 127 else b for b in raw]
+        if element.root in _TEXT:
+            return [text]
+        if element.root in _BYTES:
+            return [raw]
+        if element.root in _NUMBERS:
+            return numbers
+        if element.root is TypeRoot.DATE:
+            return [_EPOCH + dt.timedelta(days=n) for n in numbers]
+    if root is TypeRoot.MAP and element is not None and element.root in _TEXT:
+        return {text: text}
+    return UNAVAILABLE
+
+
+def placeholder_uuid(setting: str = DEFAULT_PLACEHOLDER) -> str:
+    """The one element Debezium writes in a ``uuid[]`` column: the name-based UUID of the
+    placeholder's bytes (Java's ``UUID.nameUUIDFromBytes``)."""
+    digest = hashlib.md5(placeholder_bytes(setting), usedforsecurity=False).digest()
+    return str(uuid.UUID(bytes=digest, version=3))

@@ -221,6 +221,15 @@ class PartialRowsWriting(Protocol):
         ...
 
 
+@runtime_checkable
+class PlaceholderWriting(Protocol):
+    """A sink that writes a value the source did not send as the source wrote it: its
+    placeholder (the Kafka sink: the record as Debezium wrote it)."""
+
+    #: The source's placeholder (Debezium's ``unavailable.value.placeholder``); set by the worker.
+    unavailable_value_placeholder: str
+
+
 __all__ = [
     "COMMENTS_NOT_SYNCED",
     "TABLE_FORMAT_CHANGES",
@@ -228,6 +237,7 @@ __all__ = [
     "ChangeKind",
     "OffsetCommitting",
     "PartialRowsWriting",
+    "PlaceholderWriting",
     "RawValuesWriting",
     "SchemaCaching",
     "Sink",

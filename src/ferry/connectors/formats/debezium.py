@@ -53,7 +53,7 @@ from ferry.connectors.formats.connect_types import ConversionError, RowConverter
 from ferry.connectors.formats.debezium_columns import EnvelopeRefinement, PayloadRows
 from ferry.connectors.formats.debezium_typed import MAX_MISSES, TypedPayloads
 from ferry.connectors.formats.definitions import TableDefinitions
-from ferry.connectors.formats.placeholders import DEFAULT_PLACEHOLDER, Markers, Placeholders, mark
+from ferry.connectors.formats.placeholders import Markers, Placeholders, mark
 from ferry.connectors.formats.source_order import source_order
 from ferry.connectors.record import RecordLike
 from ferry.pipeline.collector import collection_paused
@@ -69,6 +69,7 @@ from ferry.pipeline.events import (
 )
 from ferry.pipeline.raw_values import RawValues
 from ferry.pipeline.schema import Schema, TableId
+from ferry.pipeline.unavailable import DEFAULT_PLACEHOLDER
 
 _OPS = {"c": Op.INSERT, "u": Op.UPDATE, "d": Op.DELETE, "r": Op.READ}
 _ENVELOPE = b'{"schema":'

@@ -15,9 +15,7 @@ it, so that a decoded update's column equal to it is marked
 from __future__ import annotations
 
 import base64
-import hashlib
 import json
-import uuid
 from collections.abc import Iterable
 from typing import Any
 
@@ -25,10 +23,7 @@ from ferry.connectors.exceptions import DecodeError
 from ferry.connectors.formats.connect_types import CONVERSION_ERRORS, ConnectField
 from ferry.pipeline.events import Row
 from ferry.pipeline.types import DataType, TypeRoot
-from ferry.pipeline.unavailable import UNAVAILABLE
-
-#: Debezium's default ``unavailable.value.placeholder``.
-DEFAULT_PLACEHOLDER = "__debezium_unavailable_value"
+from ferry.pipeline.unavailable import DEFAULT_PLACEHOLDER, UNAVAILABLE, placeholder_bytes, placeholder_uuid
 
 _TEXT = (TypeRoot.STRING, TypeRoot.VARCHAR, TypeRoot.CHAR)
 _BYTES = (TypeRoot.BYTES, TypeRoot.VARBINARY, TypeRoot.BINARY)
@@ -38,29 +33,21 @@ _NUMBERS = (TypeRoot.TINYINT, TypeRoot.SMALLINT, TypeRoot.INT, TypeRoot.BIGINT, 
 Markers = tuple[tuple[str, Any], ...]
 
 
-def placeholder_bytes(setting: str) -> bytes:
-    """The bytes of a placeholder setting, as Debezium reads it (``hex:`` then hexadecimal)."""
-    if setting.startswith("hex:"):
-        try:
-            return bytes.fromhex(setting[4:])
-        except ValueError:
-            raise DecodeError(
-                f"unavailable value placeholder {setting!r} is not hexadecimal after 'hex:'"
-            ) from None
-    return setting.encode()
-
-
 class Placeholders:
     """The JSON forms of one placeholder setting, and the markers of a row schema's columns."""
 
     def __init__(self, setting: str = DEFAULT_PLACEHOLDER) -> None:
-        raw = placeholder_bytes(setting)
+        try:
+            raw = placeholder_bytes(setting)
+        except ValueError:
+            raise DecodeError(
+                f"unavailable value placeholder {setting!r} is not hexadecimal after 'hex:'"
+            ) from None
         self.text = raw.decode("utf-8", errors="replace")
         self.bytes = raw
         self.base64 = base64.b64encode(raw).decode()
         self.numbers = [b - 256 if b > 127 else b for b in raw]  # Java's bytes are signed
-        digest = bytearray(hashlib.md5(raw, usedforsecurity=False).digest())
-        self.uuid = str(uuid.UUID(bytes=bytes(digest), version=3))
+        self.uuid = placeholder_uuid(setting)
         self.hstore = json.dumps({self.text: self.text}, separators=(",", ":"))
 
     def json_forms(self, data_type: DataType) -> list[Any]:
