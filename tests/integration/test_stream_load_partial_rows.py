@@ -17,7 +17,7 @@ import pytest
 from ferry.pipeline.events import CreateTable
 from ferry.pipeline.schema import Column, Schema, TableId
 from ferry.pipeline.types import BIGINT, INT, STRING
-from ferry.pipeline.unavailable import UNAVAILABLE, partial_changes
+from ferry.pipeline.unavailable import UNAVAILABLE, PartialRow, partial_changes
 from ferry.sinks.selectdb.config import SelectDbSinkConfig
 from ferry.sinks.selectdb.sink import SelectDbSink
 from ferry.sinks.starrocks.config import StarRocksSinkConfig
@@ -110,10 +110,12 @@ def test_partial_rows_keep_the_tables_values(
         sink.flush(feed.offsets())
 
         changes = [
-            feed.update({"id": 1}, {"id": 1, "n": 5, "body": UNAVAILABLE}),
-            feed.update({"id": 9}, {"id": 9, "n": 1, "body": UNAVAILABLE}),  # not in the table
+            feed.update({"id": 1}, PartialRow({"id": 1, "n": 5, "body": UNAVAILABLE})),
+            feed.update({"id": 9}, PartialRow({"id": 9, "n": 1, "body": UNAVAILABLE})),  # not in the table
             feed.update({"id": 2}, {"id": 2, "n": 1, "body": "c"}),
-            feed.update({"id": 2}, {"id": 2, "n": 2, "body": UNAVAILABLE}),  # its version just before
+            feed.update(
+                {"id": 2}, PartialRow({"id": 2, "n": 2, "body": UNAVAILABLE})
+            ),  # its version just before
         ]
         rejected = sink.complete_rows(t, DOCS, changes, partial_changes(changes))
         assert [(i, "no row of its key" in reason) for i, reason in rejected] == [(1, True)]

@@ -20,7 +20,7 @@ from ferry.exceptions import TerminalError
 from ferry.pipeline.events import DataChange, Op, Row
 from ferry.pipeline.schema import Schema
 from ferry.pipeline.types import DataType, TypeRoot
-from ferry.pipeline.unavailable import UNAVAILABLE
+from ferry.pipeline.unavailable import UNAVAILABLE, keep_partial
 
 Cast = Callable[[Any], Any]
 
@@ -223,7 +223,7 @@ class RowAdapter:
                     raise CastError(name, value, self.targets[name], str(e)) from e
         if only is not None:
             out = {name: (out[name] if name in only else None) for name in self.names}
-        return out
+        return keep_partial(row, out)
 
     def adapt(self, change: DataChange) -> DataChange:
         if self.identity:

@@ -19,7 +19,7 @@ from ferry.pipeline.route import TableRouter
 from ferry.pipeline.schema import Schema, TableId
 from ferry.pipeline.schema_operator import SchemaOperator
 from ferry.pipeline.types import TypeRoot
-from ferry.pipeline.unavailable import partial_changes, unavailable_reason
+from ferry.pipeline.unavailable import keep_partial, partial_changes, unavailable_reason
 from ferry.sinks.base import PartialRowsWriting, RawValuesWriting, Sink
 
 if TYPE_CHECKING:
@@ -216,7 +216,7 @@ def in_table_names(change: DataChange, names: Mapping[str, str]) -> DataChange:
     before, after = change.before, change.after
     return change._replace(
         before=None if before is None else {names.get(k, k): v for k, v in before.items()},
-        after=None if after is None else {names.get(k, k): v for k, v in after.items()},
+        after=None if after is None else keep_partial(after, {names.get(k, k): v for k, v in after.items()}),
     )
 
 

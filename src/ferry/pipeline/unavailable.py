@@ -18,10 +18,10 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import uuid
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-from ferry.pipeline.events import DataChange, Op, Row
+from ferry.pipeline.events import DataChange, Row
 from ferry.pipeline.types import DataType, TypeRoot
 
 #: Debezium's default ``unavailable.value.placeholder``.
@@ -56,20 +56,32 @@ def unavailable_columns(row: Row | None) -> list[str]:
     return [name for name, value in row.items() if value is UNAVAILABLE]
 
 
-def is_partial(change: DataChange) -> bool:
-    """Whether a change's new row lacks the value of a column (only an update's can)."""
-    after = change.after
-    return change.op is Op.UPDATE and after is not None and UNAVAILABLE in after.values()
+class PartialRow(dict[str, Any]):
+    """A row with :data:`UNAVAILABLE` values: its class says so, so that finding the partial rows
+    among many costs a type check each (a decoder makes one; a copy of it, by a row adapter or a
+    rename in flight, is one too). Its values filled, it stays of this class."""
+
+    __slots__ = ()
+
+
+def is_partial(row: Row | None) -> bool:
+    """Whether ``row`` lacks the value of a column."""
+    return type(row) is PartialRow and UNAVAILABLE in row.values()
 
 
 def partial_changes(changes: Iterable[DataChange]) -> list[int]:
-    """The indexes of the partial rows among ``changes`` (see :func:`is_partial`)."""
-    update, unavailable = Op.UPDATE, UNAVAILABLE
+    """The indexes of the changes among ``changes`` whose new row is partial."""
+    partial, unavailable = PartialRow, UNAVAILABLE
     return [
         i
-        for i, (_t, op, _b, after, _p, _ts) in enumerate(changes)
-        if op is update and after is not None and unavailable in after.values()
+        for i, change in enumerate(changes)
+        if type(after := change[3]) is partial and unavailable in after.values()
     ]
+
+
+def keep_partial(row: Mapping[str, Any] | None, copy: Row) -> Row:
+    """``copy`` (a copy of ``row``, shaped) of the class of ``row``."""
+    return PartialRow(copy) if type(row) is PartialRow else copy
 
 
 def fill(row: Row, known: Row) -> bool:

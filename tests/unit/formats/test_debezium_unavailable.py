@@ -22,7 +22,7 @@ from ferry.pipeline.route import TableRouter
 from ferry.pipeline.router import SchemaChangeBehavior, SchemaChangeRouter
 from ferry.pipeline.runner import PipelineRunner
 from ferry.pipeline.settings import RunnerSettings
-from ferry.pipeline.unavailable import UNAVAILABLE
+from ferry.pipeline.unavailable import UNAVAILABLE, PartialRow
 from ferry.sinks.memory import MemorySink
 from ferry.state import StateStore
 
@@ -284,6 +284,7 @@ def test_captured_updates_read_the_placeholder_as_unavailable(decoder: DebeziumJ
             assert value not in placeholders
             unchanged = written[column] in (PLACEHOLDER, _UNCHANGED["blob"])
             assert (value is UNAVAILABLE) is unchanged, (record.topic(), record.offset(), column)
+        assert (type(change.after) is PartialRow) is (UNAVAILABLE in change.after.values())
     default = [c for c in changes if c.table_id.table_name == "docs_default" and c.op is Op.UPDATE]
     full = [c for c in changes if c.table_id.table_name == "docs_full"]
     assert default and all(UNAVAILABLE in (c.after or {}).values() for c in default)

@@ -20,7 +20,7 @@ from ferry.pipeline.router import SchemaChangeBehavior, SchemaChangeRouter
 from ferry.pipeline.runner import PipelineRunner
 from ferry.pipeline.schema import Column, Schema, TableId
 from ferry.pipeline.settings import RunnerSettings
-from ferry.pipeline.unavailable import UNAVAILABLE, placeholder_value
+from ferry.pipeline.unavailable import UNAVAILABLE, PartialRow, placeholder_value
 from ferry.sinks.memory import MemorySink
 from ferry.sinks.rows import complete_from_versions
 from ferry.state import StateStore
@@ -68,7 +68,7 @@ def insert(offset: int, key: int, body: str, blob: bytes) -> DataChange:
 
 
 def partial(offset: int, key: int, n: int, **values: Any) -> DataChange:
-    row = {"id": key, "n": n, "body": UNAVAILABLE, "blob": UNAVAILABLE, **values}
+    row = PartialRow({"id": key, "n": n, "body": UNAVAILABLE, "blob": UNAVAILABLE, **values})
     return DataChange(TID, Op.UPDATE, None, row, at(offset))
 
 
@@ -122,7 +122,11 @@ def test_versions_in_order_complete_a_row_under_a_changed_key() -> None:
     changes = [
         insert(0, 1, "a", b"\x01"),
         DataChange(
-            TID, Op.UPDATE, {"id": 1}, {"id": 2, "n": 1, "body": UNAVAILABLE, "blob": UNAVAILABLE}, at(1)
+            TID,
+            Op.UPDATE,
+            {"id": 1},
+            PartialRow({"id": 2, "n": 1, "body": UNAVAILABLE, "blob": UNAVAILABLE}),
+            at(1),
         ),
         partial(2, 3, 1),
         partial(3, 2, 2, blob=b"\x05"),

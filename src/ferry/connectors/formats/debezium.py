@@ -476,7 +476,7 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
             if table.emitted is not schema:
                 break
             if op is update and unavailable and after is not None:
-                mark(after, unavailable)
+                after = mark(after, unavailable)
             if rows is not None:  # as _typed_change keeps them, written out here: no call per record
                 if after is not None:
                     rows.append(after)
@@ -596,7 +596,7 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
             elif after is None:
                 raise DecodeError(f"op {payload['op']!r} without an 'after' row")
             elif op is Op.UPDATE:
-                self._mark_unavailable(after, plan)
+                after = self._mark_unavailable(after, plan)
             if table.emitted is not schema:
                 if schema.columns and (table.emitted is None or table.emitted != schema):
                     out.append(SchemaObserved(table.table_id, schema, position))
@@ -755,7 +755,7 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
             if before_struct is not None and (before := typed.row(before_struct)) is None:
                 return False
         if op is Op.UPDATE and typed.unavailable and after is not None:
-            mark(after, typed.unavailable)
+            after = mark(after, typed.unavailable)
         if plan is not None:
             schema = plan.schemas.get(names)
             if schema is None:
@@ -867,16 +867,15 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
                 name for name, kind in inferred.kinds.items() if kind is str
             )
 
-    def _mark_unavailable(self, after: Row, plan: _Plan) -> None:
-        """Mark the columns of an update's new row that hold Debezium's placeholder."""
+    def _mark_unavailable(self, after: Row, plan: _Plan) -> Row:
+        """An update's new row with the columns that hold Debezium's placeholder unavailable
+        (:func:`~ferry.connectors.formats.placeholders.mark`)."""
         if plan.row is None:
-            self._placeholders.mark_inferred(after)
-            return
+            return self._placeholders.mark_inferred(after)
         markers = plan.unavailable
         if markers is None:
             markers = plan.unavailable = self._placeholders.markers(plan.row.fields)
-        if markers:
-            mark(after, markers)
+        return mark(after, markers) if markers else after
 
     def _give_up(self, typed: TypedPayloads, plan: _Plan | None, position: SourcePosition) -> None:
         """A typed decoder that keeps failing (records of another shape) is not tried any more."""
@@ -924,7 +923,7 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
             converter, schema = self._convert(table, plan, keys, row, None)
             before, after = None, row
             if op is Op.UPDATE:
-                self._mark_unavailable(row, plan)
+                after = self._mark_unavailable(row, plan)
         if keys and row is not None:
             self._check_key(
                 key, row, position.topic, position.partition, key_row, converter=converter, table=table

@@ -23,7 +23,13 @@ from ferry.connectors.exceptions import DecodeError
 from ferry.connectors.formats.connect_types import CONVERSION_ERRORS, ConnectField
 from ferry.pipeline.events import Row
 from ferry.pipeline.types import DataType, TypeRoot
-from ferry.pipeline.unavailable import DEFAULT_PLACEHOLDER, UNAVAILABLE, placeholder_bytes, placeholder_uuid
+from ferry.pipeline.unavailable import (
+    DEFAULT_PLACEHOLDER,
+    UNAVAILABLE,
+    PartialRow,
+    placeholder_bytes,
+    placeholder_uuid,
+)
 
 _TEXT = (TypeRoot.STRING, TypeRoot.VARCHAR, TypeRoot.CHAR)
 _BYTES = (TypeRoot.BYTES, TypeRoot.VARBINARY, TypeRoot.BINARY)
@@ -87,17 +93,24 @@ class Placeholders:
         of the bytes) in any column."""
         return tuple((name, form) for name in names for form in (self.text, self.base64))
 
-    def mark_inferred(self, row: Row) -> None:
-        """Mark the placeholder in a row whose types are inferred (no schema says which columns
-        hold text, bytes or lists)."""
+    def mark_inferred(self, row: Row) -> Row:
+        """The row, a :class:`~ferry.pipeline.unavailable.PartialRow` if it holds the placeholder
+        (where its types are inferred, no schema says which columns hold text, bytes or lists)."""
         text, encoded, listed = self.text, self.base64, [self.text]
+        found = False
         for name, value in row.items():
             if value in (text, encoded, listed):
                 row[name] = UNAVAILABLE
+                found = True
+        return PartialRow(row) if found else row
 
 
-def mark(row: Row, markers: Markers) -> None:
-    """Mark, in place, the columns of ``row`` holding their placeholder."""
+def mark(row: Row, markers: Markers) -> Row:
+    """The row with the columns holding their placeholder :data:`UNAVAILABLE`: a
+    :class:`~ferry.pipeline.unavailable.PartialRow` (a copy) if it has any, else the row itself."""
+    found = False
     for name, marker in markers:
         if row.get(name) == marker:
             row[name] = UNAVAILABLE
+            found = True
+    return PartialRow(row) if found else row

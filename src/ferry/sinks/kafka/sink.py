@@ -59,7 +59,7 @@ from ferry.offsets import Offsets
 from ferry.pipeline.events import CreateTable, DataChange, DropTable, Op, Row, SchemaChange
 from ferry.pipeline.schema import Schema, TableId
 from ferry.pipeline.types import STRING, DataType, TypeRoot
-from ferry.pipeline.unavailable import DEFAULT_PLACEHOLDER, UNAVAILABLE, placeholder_value
+from ferry.pipeline.unavailable import DEFAULT_PLACEHOLDER, UNAVAILABLE, is_partial, placeholder_value
 from ferry.sinks.base import Sink, SinkCapabilities
 from ferry.sinks.exceptions import SinkError, SinkTerminalError, SinkTransientError
 from ferry.sinks.kafka import KAFKA
@@ -466,7 +466,8 @@ class TableFormat:
 
     def _new_row(self, op: Op, row: Row | None) -> Row | None:
         """An update's new row: a value the source did not send is its placeholder again."""
-        if op is Op.UPDATE and row is not None and UNAVAILABLE in row.values():
+        if op is Op.UPDATE and is_partial(row):
+            assert row is not None
             row = self._partial_row(row)
         return self._row(row)
 

@@ -30,7 +30,7 @@ from ferry.pipeline.apply import is_applied
 from ferry.pipeline.events import DataChange, Op, Row, SchemaChange
 from ferry.pipeline.schema import Column, Schema, TableId
 from ferry.pipeline.types import DataType, TypeRoot
-from ferry.pipeline.unavailable import UNAVAILABLE, unavailable_reason
+from ferry.pipeline.unavailable import UNAVAILABLE, is_partial, unavailable_reason
 from ferry.sinks.base import Sink
 from ferry.sinks.exceptions import SinkError, SinkTerminalError, SinkTransientError, incompatible_table
 from ferry.sinks.rows import collapse, complete_from_versions
@@ -251,7 +251,7 @@ class SqlSink(Sink):
         for row in state.values():
             if row is None:
                 continue
-            if UNAVAILABLE in row.values():
+            if is_partial(row):
                 # the columns without a value keep the table's: left out of the upsert
                 columns = tuple(n for n in names if row.get(n) is not UNAVAILABLE)
                 partial.setdefault(columns, []).append(

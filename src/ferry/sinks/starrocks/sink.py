@@ -37,7 +37,7 @@ from ferry.pipeline import types as ft
 from ferry.pipeline.events import AddColumn, ColumnPosition, ColumnPositionKind, DataChange, Op, SchemaChange
 from ferry.pipeline.schema import Schema, TableId
 from ferry.pipeline.types import DataType, TypeRoot
-from ferry.pipeline.unavailable import UNAVAILABLE
+from ferry.pipeline.unavailable import UNAVAILABLE, is_partial, keep_partial
 from ferry.sinks.base import SinkCapabilities
 from ferry.sinks.exceptions import SinkTerminalError, SinkTransientError
 from ferry.sinks.rows import collapse
@@ -302,7 +302,9 @@ class MySqlProtocolSink(SqlSink):
         keys = schema.primary_keys
 
         def values(row: Mapping[str, Any], deleted: bool) -> dict[str, Any]:
-            out = {n: unavailable_or(row.get(n), t) for n, t in zip(names, types, strict=True)}
+            out = keep_partial(
+                row, {n: unavailable_or(row.get(n), t) for n, t in zip(names, types, strict=True)}
+            )
             out[self.delete_column] = 1 if deleted else 0
             return out
 
@@ -361,7 +363,7 @@ def split_partial(
     whole: list[dict[str, Any]] = []
     partial: dict[tuple[str, ...], list[dict[str, Any]]] = {}
     for row in rows:
-        if UNAVAILABLE in row.values():
+        if is_partial(row):
             loaded = tuple(c for c in columns if row.get(c) is not UNAVAILABLE)
             partial.setdefault(loaded, []).append({c: row[c] for c in loaded})
         else:
