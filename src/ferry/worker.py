@@ -156,6 +156,7 @@ def build_runner(
     if source_config.value_format.value == "debezium-json":
         # epoch and decimal columns stay raw until a sink that takes them converts them (Arrow)
         options = {**options, "raw_values": True}
+    if source_config.value_format.value.startswith("debezium-"):
         placeholder = source_config.debezium_unavailable_value_placeholder
         options = {**options, "unavailable_value_placeholder": placeholder}
     decoder = decoder_for(source_config.value_format.value, **options)

@@ -323,3 +323,26 @@ def test_captured_changes_keep_the_values_the_sink_holds(tmp_path: Path) -> None
         runner.close()
     held = {(table.table_name, row["id"]): row for table in sink.tables for row in sink.rows(table)}
     assert held == expected
+
+
+def test_the_source_option_names_the_placeholder(tmp_path: Path) -> None:
+    from ferry.config.exceptions import ConfigError
+    from ferry.config.loader import load_job_text
+    from ferry.worker import build_runner
+
+    text = (
+        "source:\n  type: kafka\n  properties.bootstrap.servers: localhost:9\n  topic: dbz.public.docs\n"
+        "  debezium.unavailable.value.placeholder: '{}'\n"
+        f"sink:\n  type: memory\npipeline:\n  name: p\n  state.url: sqlite:///{tmp_path}/state.db\n"
+    )
+    job = load_job_text(text.format("hex:00ff"))
+    assert job.source.debezium_unavailable_value_placeholder == "hex:00ff"
+    with pytest.raises(ConfigError, match=r"debezium\.unavailable\.value\.placeholder.*hexadecimal"):
+        load_job_text(text.format("hex:zz"))
+    runner = build_runner(job)
+    try:
+        record = _record(0, "u", {**_row(1, 1), "blob": base64.b64encode(b"\x00\xff").decode()})
+        [change] = _changes(runner.decode([record]))
+        assert change.after is not None and change.after["blob"] is UNAVAILABLE
+    finally:
+        runner.close()

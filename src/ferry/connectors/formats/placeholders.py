@@ -22,6 +22,7 @@ from typing import Any
 from ferry.connectors.exceptions import DecodeError
 from ferry.connectors.formats.connect_types import CONVERSION_ERRORS, ConnectField
 from ferry.pipeline.events import Row
+from ferry.pipeline.schema import Column
 from ferry.pipeline.types import DataType, TypeRoot
 from ferry.pipeline.unavailable import (
     DEFAULT_PLACEHOLDER,
@@ -29,6 +30,7 @@ from ferry.pipeline.unavailable import (
     PartialRow,
     placeholder_bytes,
     placeholder_uuid,
+    placeholder_value,
 )
 
 _TEXT = (TypeRoot.STRING, TypeRoot.VARCHAR, TypeRoot.CHAR)
@@ -49,6 +51,7 @@ class Placeholders:
             raise DecodeError(
                 f"unavailable value placeholder {setting!r} is not hexadecimal after 'hex:'"
             ) from None
+        self.setting = setting
         self.text = raw.decode("utf-8", errors="replace")
         self.bytes = raw
         self.base64 = base64.b64encode(raw).decode()
@@ -86,6 +89,20 @@ class Placeholders:
                     markers.append((name, field.read(form)))
                 except (*CONVERSION_ERRORS, DecodeError):
                     continue
+        return tuple(markers)
+
+    def value_markers(self, columns: Iterable[Column]) -> Markers:
+        """Per column, the placeholder as a decoder whose values need no reading gives it (Avro:
+        text, bytes, lists and maps as they are)."""
+        markers: list[tuple[str, Any]] = []
+        for column in columns:
+            value = placeholder_value(column.type, self.setting)
+            if value is not UNAVAILABLE:
+                markers.append((column.name, value))
+            if type(value) is str:
+                markers.append((column.name, self.hstore))
+            elif value == [self.text]:
+                markers.append((column.name, [self.uuid]))
         return tuple(markers)
 
     def inferred_markers(self, names: Iterable[str]) -> Markers:
