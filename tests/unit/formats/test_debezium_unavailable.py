@@ -346,3 +346,23 @@ def test_the_source_option_names_the_placeholder(tmp_path: Path) -> None:
         assert change.after is not None and change.after["blob"] is UNAVAILABLE
     finally:
         runner.close()
+
+
+def test_flattened_updates_read_the_placeholder_as_unavailable() -> None:
+    """``ExtractNewRecordState`` (``add.fields=op``) passes the placeholder on in the row."""
+    fields = [*_FIELDS, {"type": "string", "optional": True, "field": "__op"}]
+    schema = {"type": "struct", "fields": fields, "optional": False, "name": "dbz.public.docs.Value"}
+    rows = [
+        {**_row(1, 0), "__op": "c"},
+        {**_row(1, 1), **_UNCHANGED, "__op": "u"},
+    ]
+    key = json.dumps({"schema": _KEY_SCHEMA, "payload": {"id": 1}}, separators=(",", ":")).encode()
+    batch = [
+        Record(TOPIC, 0, i, key=key, value=json.dumps({"schema": schema, "payload": row}).encode())
+        for i, row in enumerate(rows)
+    ]
+    inserted, updated = _changes(DebeziumJsonDecoder().decode(batch))
+    assert inserted.after is not None and inserted.after["body"] == "b" * 2500
+    assert type(updated.after) is PartialRow
+    assert updated.after["body"] is UNAVAILABLE and updated.after["blob"] is UNAVAILABLE
+    assert updated.after["doc"] is UNAVAILABLE and updated.after["n"] == 1
