@@ -47,6 +47,7 @@ from ferry.pipeline.route import RouteMode
 from ferry.pipeline.router import SchemaChangeBehavior
 from ferry.pipeline.schema import TableId
 from ferry.pipeline.udf import UserFunction
+from ferry.pipeline.unavailable import DEFAULT_PLACEHOLDER
 from ferry.retry import RestartStrategyConfig, fold_restart_strategy
 from ferry.sinks.registry import SINKS, SinkConfig
 
@@ -323,7 +324,7 @@ class KafkaSourceConfig(StartupOptions):
     #: Debezium's ``unavailable.value.placeholder`` (its PostgreSQL connector writes it for an
     #: unchanged TOASTed value): set it as the connector sets it.
     debezium_unavailable_value_placeholder: str = Field(
-        default="__debezium_unavailable_value", min_length=1, alias="debezium.unavailable.value.placeholder"
+        default=DEFAULT_PLACEHOLDER, min_length=1, alias="debezium.unavailable.value.placeholder"
     )
 
     @model_validator(mode="before")

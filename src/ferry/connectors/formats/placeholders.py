@@ -37,6 +37,9 @@ _TEXT = (TypeRoot.STRING, TypeRoot.VARCHAR, TypeRoot.CHAR)
 _BYTES = (TypeRoot.BYTES, TypeRoot.VARBINARY, TypeRoot.BINARY)
 _NUMBERS = (TypeRoot.TINYINT, TypeRoot.SMALLINT, TypeRoot.INT, TypeRoot.BIGINT, TypeRoot.DATE)
 
+#: The Connect name of JSON text (``jsonb``, and ``hstore`` with ``hstore.handling.mode=json``).
+_JSON = "io.debezium.data.Json"
+
 #: Per column: the value its placeholder is read as (a column may have two).
 Markers = tuple[tuple[str, Any], ...]
 
@@ -53,18 +56,18 @@ class Placeholders:
             ) from None
         self.setting = setting
         self.text = raw.decode("utf-8", errors="replace")
-        self.bytes = raw
         self.base64 = base64.b64encode(raw).decode()
         self.numbers = [b - 256 if b > 127 else b for b in raw]  # Java's bytes are signed
         self.uuid = placeholder_uuid(setting)
         self.hstore = json.dumps({self.text: self.text}, separators=(",", ":"))
 
-    def json_forms(self, data_type: DataType) -> list[Any]:
+    def json_forms(self, data_type: DataType, label: str = "") -> list[Any]:
         """The JSON values Debezium writes for a column of ``data_type`` (none: it never writes the
-        placeholder there)."""
+        placeholder there); ``label`` is the Connect schema's name (``io.debezium.data.Json``:
+        also an ``hstore`` column's, as JSON text)."""
         root = data_type.root
         if root in _TEXT:
-            return [self.text, self.hstore]
+            return [self.text, self.hstore] if label == _JSON else [self.text]
         if root in _BYTES:
             return [self.base64]
         if root is TypeRoot.ARRAY:
@@ -84,7 +87,7 @@ class Placeholders:
         """Per column of a Connect row schema, the value a decoder reads for the placeholder."""
         markers: list[tuple[str, Any]] = []
         for name, field in fields.items():
-            for form in self.json_forms(field.data_type):
+            for form in self.json_forms(field.data_type, field.label):
                 try:
                     markers.append((name, field.read(form)))
                 except (*CONVERSION_ERRORS, DecodeError):
