@@ -160,3 +160,22 @@ def test_placeholder_values_by_type() -> None:
     assert placeholder_value(T.ARRAY(T.INT())) == list(b"__debezium_unavailable_value")
     assert placeholder_value(T.BYTES(), "hex:00ff") == b"\x00\xff"
     assert placeholder_value(T.INT()) is UNAVAILABLE
+
+
+def test_hologres_insert_or_replace_refuses_partial_rows() -> None:
+    """``mutatetype: insertorreplace`` writes whole rows: a partial one would lose its values."""
+    from ferry.sinks.hologres.config import HologresSinkConfig
+    from ferry.sinks.hologres.sink import HologresSink
+
+    options = {
+        "type": "hologres",
+        "endpoint": "localhost:9",
+        "dbname": "d",
+        "username": "u",
+        "password": "p",
+        "mutatetype": "insertorreplace",
+    }
+    sink = HologresSink(HologresSinkConfig.model_validate(options), pipeline="p")
+    changes = [insert(0, 1, "a", b"\x01"), partial(1, 1, 2)]
+    [(index, reason)] = sink.complete_rows(TID, SCHEMA, changes, [1])
+    assert index == 1 and "insertorreplace writes whole rows" in reason
