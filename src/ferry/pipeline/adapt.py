@@ -20,6 +20,7 @@ from ferry.exceptions import TerminalError
 from ferry.pipeline.events import DataChange, Op, Row
 from ferry.pipeline.schema import Schema
 from ferry.pipeline.types import DataType, TypeRoot
+from ferry.pipeline.unavailable import UNAVAILABLE, keep_partial
 
 Cast = Callable[[Any], Any]
 
@@ -215,14 +216,14 @@ class RowAdapter:
         out = {name: row.get(sources.get(name, name)) for name in self.names}
         for name, cast in self.casts.items():
             value = out[name]
-            if value is not None and (only is None or name in only):
+            if value is not None and value is not UNAVAILABLE and (only is None or name in only):
                 try:
                     out[name] = cast(value)
                 except (ValueError, ArithmeticError) as e:
                     raise CastError(name, value, self.targets[name], str(e)) from e
         if only is not None:
             out = {name: (out[name] if name in only else None) for name in self.names}
-        return out
+        return keep_partial(row, out)
 
     def adapt(self, change: DataChange) -> DataChange:
         if self.identity:
