@@ -119,7 +119,9 @@ def build_runner(
     check_supported(job)
     source_config, pipeline = job.source, job.pipeline
     properties = {
-        k: v for k, v in source_config.properties.items() if k not in ("bootstrap.servers", "group.id")
+        k: v
+        for k, v in source_config.consumer_properties().items()
+        if k not in ("bootstrap.servers", "group.id")
     }
     group_id = source_config.properties.get("group.id", pipeline.kafka_name)
 
@@ -154,7 +156,7 @@ def build_runner(
         options = {**options, "definitions": definitions}
     if source_config.value_format.value == "debezium-json":
         # epoch and decimal columns stay raw until a sink that takes them converts them (Arrow)
-        options = {**options, "raw_values": True}
+        options = {**options, "raw_values": True, "infer_types": source_config.infer_types}
     decoder = decoder_for(source_config.value_format.value, **options)
     if hints is None and source_config.schema_change_topic:
         hints = SchemaChangeReader(
