@@ -508,9 +508,14 @@ class KafkaSourceConfig(StartupOptions):
         return self
 
     def _check_debezium_json(self) -> None:
-        given = self.model_fields_set & {"schema_include", "infer_types", "delete_tombstone_handling_mode"}
+        # options other than their defaults (a job written back whole has them all)
+        given = sorted(
+            name
+            for name in _DEBEZIUM_JSON_OPTIONS
+            if getattr(self, name) != type(self).model_fields[name].default
+        )
         if given and self.value_format is not ValueFormat.DEBEZIUM_JSON:
-            option = f"debezium-json.{_DEBEZIUM_JSON_OPTIONS[min(given)]}"
+            option = f"debezium-json.{_DEBEZIUM_JSON_OPTIONS[given[0]]}"
             json, actual = ValueFormat.DEBEZIUM_JSON, self.value_format
             raise OptionError(f"only used when value.format is {json} (it is {actual})", option)
         if self.delete_tombstone_handling_mode is DeleteTombstoneHandling.DROP:
