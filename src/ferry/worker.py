@@ -28,7 +28,7 @@ from ferry.config.checks import (  # noqa: F401 - earlier callers import the err
     behavior_refusal,
     check_supported,
 )
-from ferry.config.job import JobConfig, KafkaSourceConfig, ValueFormat
+from ferry.config.job import DeleteTombstoneHandling, JobConfig, KafkaSourceConfig, ValueFormat
 from ferry.config.names import kafka_name
 from ferry.connectors.formats import decoder_for
 from ferry.connectors.formats.definitions import TableDefinitions
@@ -156,7 +156,14 @@ def build_runner(
         options = {**options, "definitions": definitions}
     if source_config.value_format.value == "debezium-json":
         # epoch and decimal columns stay raw until a sink that takes them converts them (Arrow)
-        options = {**options, "raw_values": True, "infer_types": source_config.infer_types}
+        options = {
+            **options,
+            "raw_values": True,
+            "infer_types": source_config.infer_types,
+            # ExtractNewRecordState writes each delete as a tombstone alone
+            "tombstone_deletes": source_config.delete_tombstone_handling_mode
+            is DeleteTombstoneHandling.DELETE_TO_TOMBSTONE,
+        }
     decoder = decoder_for(source_config.value_format.value, **options)
     if hints is None and source_config.schema_change_topic:
         hints = SchemaChangeReader(

@@ -144,12 +144,21 @@ def test_tombstone_mode_a_null_row_read_first_is_a_delete_by_the_key(schemas: bo
 
 @pytest.mark.parametrize("schemas", [True, False])
 def test_delete_to_tombstone_mode_a_tombstone_alone_is_a_delete_by_the_key(schemas: bool) -> None:
-    decoder = decoder_for(schemas)
-    events = decode(decoder, [row(schemas=schemas), None], schemas=schemas)
+    # after a flattened row of its partition, a tombstone not following a delete is one
+    events = decode(decoder_for(schemas), [row(schemas=schemas), None], schemas=schemas)
     assert changes(events) == [(Op.UPDATE, ROW), (Op.DELETE, KEY_ROW)]
-    # and read first (after a restart): the key's own schema, or the definition, converts it
-    events = decode(decoder_for(schemas), [None], schemas=schemas, first=9)
+
+
+@pytest.mark.parametrize("schemas", [True, False])
+def test_delete_to_tombstone_mode_declared_a_tombstone_read_first_is_a_delete(schemas: bool) -> None:
+    # read first (after a restart): the job says the mode; the key's own schema, or the definition,
+    # converts the key
+    known = None if schemas else defined()
+    events = decode(DebeziumJsonDecoder(known, tombstone_deletes=True), [None], schemas=schemas, first=9)
     assert changes(events) == [(Op.DELETE, KEY_ROW)]
+    # not declared: nothing says the partition's rows are flattened, it is passed over
+    (event,) = decode(decoder_for(schemas), [None], schemas=schemas, first=9)
+    assert isinstance(event, Tombstone)
 
 
 @pytest.mark.parametrize("schemas", [True, False])
@@ -174,9 +183,14 @@ def test_the_connectors_tombstone_after_an_envelope_delete_is_passed_over() -> N
         value = {"before": before, "after": after, "op": op, "source": source}
         return orjson.dumps({"schema": schema, "payload": value})
 
-    events = decode(DebeziumJsonDecoder(), [change("c"), change("d"), None], schemas=True)
+    decoder = DebeziumJsonDecoder()
+    events = decode(decoder, [change("c"), change("d"), None], schemas=True)
     assert changes(events) == [(Op.INSERT, ROW), (Op.DELETE, ROW)]
     assert isinstance(events[-1], Tombstone)
+    # a tombstone of another key after an envelope row: passed over too
+    events = decode(decoder, [change("c")], schemas=True, first=3)
+    stray = Record(TOPIC, 0, 4, key=b'{"day":1,"price":"AA=="}', value=None)
+    assert [type(e) for e in decoder.decode([stray])] == [Tombstone]
 
 
 def test_a_delete_by_key_removes_the_row_at_the_sink(tmp_path: Path) -> None:

@@ -14,11 +14,12 @@ parts of the topic name (``server.db.table``). Primary keys are the fields of th
 Other shapes of the same topics:
 
 * A tombstone (a key and a null value, which Debezium writes after each delete with its default
-  ``tombstones.on.delete=true``) is a :class:`~ferry.pipeline.events.Tombstone` when the record
-  before it in its partition is the delete of its key; any other tombstone is a delete by its key
-  (``ExtractNewRecordState`` with ``delete.tombstone.handling.mode=delete-to-tombstone`` writes a
-  delete as a tombstone alone). A delete by key of a row already deleted (a tombstone read first
-  after a restart) changes nothing.
+  ``tombstones.on.delete=true``) is a :class:`~ferry.pipeline.events.Tombstone`, passed over.
+  ``ExtractNewRecordState`` with ``delete.tombstone.handling.mode=delete-to-tombstone`` writes a
+  delete as a tombstone alone: a tombstone is a delete by its key when the decoder is told so
+  (``tombstone_deletes``, the job's ``debezium-json.delete.tombstone.handling.mode``), or when the
+  partition's last record was a flattened row; never when it follows the delete of its key (the
+  connector's own tombstone after a delete, also of ``rewrite-with-tombstone``).
 * A null row (``{"schema": ..., "payload": null}``, or ``null`` without the envelope) is
   ``ExtractNewRecordState``'s delete with its default ``delete.tombstone.handling.mode=tombstone``:
   a delete by the record key.
@@ -307,11 +308,17 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
     ddl_format = "debezium-schema-change"
 
     def __init__(
-        self, definitions: TableDefinitions | None = None, raw_values: bool = False, infer_types: bool = False
+        self,
+        definitions: TableDefinitions | None = None,
+        raw_values: bool = False,
+        infer_types: bool = False,
+        tombstone_deletes: bool = False,
     ) -> None:
         self._definitions = definitions
         self._infer_types = infer_types
         """Whether payload-only rows without a definition take types inferred from their values."""
+        self._tombstone_deletes = tombstone_deletes
+        """Whether a tombstone is a delete by its key (``delete-to-tombstone``) in every partition."""
         self._raw_values = raw_values
         """Whether typed rows keep their epoch and decimal columns raw (:mod:`ferry.pipeline.raw_values`)."""
         #: Rows of a typed decoder converted together (chunk by chunk), unless they stay raw.
@@ -336,7 +343,8 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
         self._deletes: dict[tuple[str, int], tuple[int, bytes | None]] = {}
         """Per partition: the offset and key of its last delete (a tombstone after it is its own)."""
         self._flat_tables: dict[tuple[str, int], _Table] = {}
-        """Per partition: the table of its last flattened row (a delete by key is of that table)."""
+        """Per partition whose last record was a flattened row: its table (a delete by key is of
+        that table)."""
         self._key_converters: dict[bytes, RowConverter | None] = {}
         """Converters of keys by their schema's bytes, for deletes by key of a table without rows yet."""
 
@@ -571,6 +579,8 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
             if op is None and code is None and not any(f in payload for f in _ENVELOPE_FIELDS):
                 self._flattened(payload, plan, record, position, out)
                 return
+            if self._flat_tables:
+                self._flat_tables.pop((topic, partition), None)  # the partition's rows have the envelope
             if type(source) is dict and (name := source.get("table")):
                 table = self._tables.get((source.get("db"), source.get("schema"), name, partition))
                 if table is None:
@@ -809,6 +819,8 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
         )
         if op is Op.DELETE:
             self._deletes[(position.topic, position.partition)] = (position.offset, key)
+        if self._flat_tables:
+            self._flat_tables.pop((position.topic, position.partition), None)
         if prefix is not None:
             run = self._runs[(position.topic, position.partition)] = _Run(
                 position.topic,
@@ -948,11 +960,17 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
         )
 
     def _tombstone(self, record: RecordLike, position: SourcePosition, out: list[Event]) -> None:
-        """A key without a value: the tombstone after the delete before it (passed over), else a
-        delete by the key (``ExtractNewRecordState``'s ``delete-to-tombstone``)."""
+        """A key without a value: a delete by the key (``ExtractNewRecordState``'s
+        ``delete-to-tombstone``) when tombstones are deletes or the partition's rows are flattened,
+        unless it follows the delete of its key; else passed over."""
         key = record.key()
-        last = self._deletes.get((position.topic, position.partition))
-        if key is None or (last is not None and last == (position.offset - 1, key)):
+        partition = (position.topic, position.partition)
+        last = self._deletes.get(partition)
+        if (
+            key is None
+            or (last is not None and last == (position.offset - 1, key))
+            or not (self._tombstone_deletes or partition in self._flat_tables)
+        ):
             out.append(Tombstone(position, key))
         else:
             self._key_delete(record, _INFER, position, out)
