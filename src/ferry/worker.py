@@ -28,7 +28,7 @@ from ferry.config.checks import (  # noqa: F401 - earlier callers import the err
     behavior_refusal,
     check_supported,
 )
-from ferry.config.job import JobConfig, KafkaSourceConfig, ValueFormat
+from ferry.config.job import DeleteTombstoneHandling, JobConfig, KafkaSourceConfig, ValueFormat
 from ferry.config.names import kafka_name
 from ferry.connectors.formats import decoder_for
 from ferry.connectors.formats.definitions import TableDefinitions
@@ -120,7 +120,9 @@ def build_runner(
     check_supported(job)
     source_config, pipeline = job.source, job.pipeline
     properties = {
-        k: v for k, v in source_config.properties.items() if k not in ("bootstrap.servers", "group.id")
+        k: v
+        for k, v in source_config.consumer_properties().items()
+        if k not in ("bootstrap.servers", "group.id")
     }
     group_id = source_config.properties.get("group.id", pipeline.kafka_name)
 
@@ -155,7 +157,14 @@ def build_runner(
         options = {**options, "definitions": definitions}
     if source_config.value_format.value == "debezium-json":
         # epoch and decimal columns stay raw until a sink that takes them converts them (Arrow)
-        options = {**options, "raw_values": True}
+        options = {
+            **options,
+            "raw_values": True,
+            "infer_types": source_config.infer_types,
+            # ExtractNewRecordState writes each delete as a tombstone alone
+            "tombstone_deletes": source_config.delete_tombstone_handling_mode
+            is DeleteTombstoneHandling.DELETE_TO_TOMBSTONE,
+        }
     if source_config.value_format.value.startswith("debezium-"):
         placeholder = source_config.debezium_unavailable_value_placeholder
         options = {**options, "unavailable_value_placeholder": placeholder}

@@ -43,6 +43,10 @@ class CaptureMode:
     flattened: bool = False
     #: Whether a TRUNCATE reaches the topics (``ExtractNewRecordState`` drops truncate events).
     emits_truncate: bool = True
+    #: Source keys the job file of this mode says (what the connector's settings mean to ferry).
+    job_options: Mapping[str, str] = field(default_factory=dict)
+    #: The message ``ferry run`` refuses the mode's job file with at validation, or None.
+    refused: str | None = None
 
     @property
     def topic_prefix(self) -> str:
@@ -51,6 +55,17 @@ class CaptureMode:
     @property
     def connector_name(self) -> str:
         return f"{self.topic_prefix}-connector"
+
+
+def _unwrap(delete_mode: str | None = None) -> dict[str, str]:
+    """``ExtractNewRecordState`` with its defaults but ``delete.tombstone.handling.mode``."""
+    settings = {
+        "transforms": "unwrap",
+        "transforms.unwrap.type": "io.debezium.transforms.ExtractNewRecordState",
+    }
+    if delete_mode is not None:
+        settings["transforms.unwrap.delete.tombstone.handling.mode"] = delete_mode
+    return settings
 
 
 MYSQL_MODES: tuple[CaptureMode, ...] = (
@@ -72,6 +87,43 @@ MYSQL_MODES: tuple[CaptureMode, ...] = (
         },
         flattened=True,
         emits_truncate=False,
+        job_options={"debezium-json.delete.tombstone.handling.mode": "rewrite"},
+    ),
+    CaptureMode(
+        "flattened-defaults",
+        "ExtractNewRecordState at its defaults: a delete is a null row (delete.tombstone.handling.mode=tombstone)",
+        _unwrap(),
+        flattened=True,
+        emits_truncate=False,
+    ),
+    CaptureMode(
+        "flattened-rewrite-with-tombstone",
+        "ExtractNewRecordState, rewrite-with-tombstone, payload only: __deleted rows, then tombstones",
+        {
+            **_unwrap("rewrite-with-tombstone"),
+            "key.converter.schemas.enable": "false",
+            "value.converter.schemas.enable": "false",
+        },
+        flattened=True,
+        emits_truncate=False,
+        job_options={"debezium-json.delete.tombstone.handling.mode": "rewrite-with-tombstone"},
+    ),
+    CaptureMode(
+        "flattened-delete-to-tombstone",
+        "ExtractNewRecordState, delete-to-tombstone: a delete is a tombstone alone",
+        _unwrap("delete-to-tombstone"),
+        flattened=True,
+        emits_truncate=False,
+        job_options={"debezium-json.delete.tombstone.handling.mode": "delete-to-tombstone"},
+    ),
+    CaptureMode(
+        "flattened-drop",
+        "ExtractNewRecordState, drop: deletes never reach Kafka (the job is refused)",
+        _unwrap("drop"),
+        flattened=True,
+        emits_truncate=False,
+        job_options={"debezium-json.delete.tombstone.handling.mode": "drop"},
+        refused="delete.tombstone.handling.mode=drop removes every delete before it reaches Kafka",
     ),
     CaptureMode(
         "decimal-string-time-connect",

@@ -245,7 +245,7 @@ def test_payload_only_updates_mark_the_placeholder() -> None:
             }
         ).encode(),
     )
-    changes = _changes(DebeziumJsonDecoder().decode([record]))
+    changes = _changes(DebeziumJsonDecoder(infer_types=True).decode([record]))
     after = changes[0].after
     assert after is not None and after["body"] is UNAVAILABLE and after["doc"] is UNAVAILABLE
 
