@@ -61,14 +61,12 @@ def cast_for(source: DataType, target: DataType) -> Cast | None:
     s, t = source.root, target.root
     if source.same_ignoring_nullability(target):
         return None
-    if t in _TEXT:
+    if t in _TEXT or t in _BINARY:
+        convert = _to_text if t in _TEXT else _to_bytes
         within = _shorter_than(source, target)
-        if s in _TEXT:
-            return None if within is None else lambda v: within(_to_text(v))
-        return _to_text if within is None else lambda v: within(_to_text(v))
-    if t in _BINARY:
-        within = _shorter_than(source, target)
-        return _to_bytes if within is None else lambda v: within(_to_bytes(v))
+        if within is None:
+            return None if s in _TEXT and t in _TEXT else convert
+        return lambda v: within(convert(v))
     if t in _INT_RANGE:
         low, high = _INT_RANGE[t]
         if s in _INT_RANGE and _INT_RANGE[s][0] >= low and _INT_RANGE[s][1] <= high:

@@ -387,4 +387,6 @@ class PipelineRunner:
         returns the rows per sink table."""
         schemas, within = self.schemas, self._leftover is not None  # within a batch: see RowBuffers
         keep = lambda t: schemas.tracker.schema(t) is not None  # noqa: E731
-        return self.rows.write(self.shaper.write, keep, within, source_tables)
+        written = self.rows.write(self.shaper.write, keep, within, source_tables)
+        self.bad.send_pending()  # before the commit that stores the dead letters and passes their rows
+        return written
