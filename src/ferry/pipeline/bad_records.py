@@ -7,13 +7,19 @@ once and sent together (:meth:`BadRecords.send_pending`) before the checkpoint t
 the source reads them again in one pass per partition, not one round trip per row, so a dead
 letter costs about what a row written costs. With ``on-bad-record: fail`` the first one stops the
 pipeline.
+
+A row the sink's destination refused during a write (:class:`~ferry.sinks.base.RowRefusing`) is
+sent by :meth:`BadRecords.refused` on the thread that flushes the sink, and stored before it
+returns, as ferry's rendering of the row (the source is not read from that thread); it is counted
+by the next :meth:`BadRecords.settle` on the consume thread.
 """
 
 from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
+from queue import Empty, SimpleQueue
 
 from ferry.connectors.base import DeadLetter, KeyValue, Position, RecordFetching, Source
 from ferry.pipeline.checkpoints import now_ms
@@ -21,6 +27,7 @@ from ferry.pipeline.events import DataChange, SourcePosition
 from ferry.pipeline.exceptions import BadRecordError, NothingWrittenError
 from ferry.pipeline.metrics import Metrics
 from ferry.pipeline.shaping import change_bytes
+from ferry.sinks.base import RefusedRow
 
 log = logging.getLogger(__name__)
 
@@ -45,12 +52,23 @@ class BadRecords:
         self._pending: list[tuple[str, DataChange]] = []
         #: Bad records since the last :meth:`send_pending`, logged or not.
         self._since_logged = 0
+        #: Rows the sink refused, sent already, to be counted on the consume thread.
+        self._refused: SimpleQueue[tuple[str, SourcePosition]] = SimpleQueue()
 
     def record(self, reason: str, position: SourcePosition, key: bytes | None, value: bytes | None) -> None:
         self._count(reason, position)
         self._send(reason, position, key, value)
 
     def _count(self, reason: str, position: SourcePosition) -> None:
+        self._tally(reason, position)
+        if self.fail:
+            raise BadRecordError(reason, position)
+        self._since_logged += 1
+        if self._since_logged <= LOGGED_PER_CHECKPOINT:
+            log.warning("bad record at %s: %s (sent to the dead-letter topic)", position, reason)
+
+    def _tally(self, reason: str, position: SourcePosition) -> None:
+        """The metrics of one bad record: its count, its reason's, the latest kept."""
         self.metrics.bad_records += 1
         kind = reason.split(":", maxsplit=1)[0]
         self.reasons[kind] += 1
@@ -66,11 +84,6 @@ class BadRecords:
             }
         )
         del latest[:-LATEST_KEPT]
-        if self.fail:
-            raise BadRecordError(reason, position)
-        self._since_logged += 1
-        if self._since_logged <= LOGGED_PER_CHECKPOINT:
-            log.warning("bad record at %s: %s (sent to the dead-letter topic)", position, reason)
 
     def _send(self, reason: str, position: SourcePosition, key: bytes | None, value: bytes | None) -> None:
         self.dead_letter.send(
@@ -105,6 +118,29 @@ class BadRecords:
             record = found.get(position)
             key, value = record if record is not None else (None, change_bytes(change))
             self._send(reason, position, key, value)
+
+    def refused(self, rows: Sequence[RefusedRow]) -> None:
+        """Rows the sink's destination refused in a write: sent and stored now (any thread)."""
+        for row in rows:
+            position = row.change.position
+            assert position is not None
+            if self.fail:
+                raise BadRecordError(row.reason, position)
+            log.warning(
+                "row at %s refused by the sink: %s (sent to the dead-letter topic)", position, row.reason
+            )
+            self._send(row.reason, position, None, change_bytes(row.change))
+            self._refused.put((row.reason, position))
+        self.dead_letter.flush()
+
+    def settle(self) -> None:
+        """Count the rows :meth:`refused` sent (consume thread)."""
+        while True:
+            try:
+                reason, position = self._refused.get_nowait()
+            except Empty:
+                return
+            self._tally(reason, position)
 
     def check_something_written(self, buffered: int) -> None:
         """A bounded read that ends with every record it read in the dead-letter topic fails."""

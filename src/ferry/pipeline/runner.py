@@ -67,7 +67,7 @@ from ferry.pipeline.settings import RunnerSettings
 from ferry.pipeline.shaping import RowShaper, in_table_names
 from ferry.pipeline.status import RunnerStatus
 from ferry.pipeline.truncates import OrderOf, TruncateOrder
-from ferry.sinks.base import Sink
+from ferry.sinks.base import RowRefusing, Sink
 
 if TYPE_CHECKING:
     from ferry.pipeline.transform import TableTransforms
@@ -145,7 +145,10 @@ class PipelineRunner:
             metrics=self.metrics,
             status=self.status,
             background=background,
+            settle=self.bad.settle,
         )
+        if isinstance(sink, RowRefusing):  # rows its destination refuses go to the dead-letter topic
+            sink.on_refused(self.bad.refused)
         self.schemas.before_sink = self.checkpoints.wait
         self.rows = RowBuffers()
         self.shaper = RowShaper(
