@@ -108,7 +108,7 @@ def _error_log(url: object, timeout: float) -> str:
     if not isinstance(url, str) or not url.startswith(("http://", "https://")):
         return ""
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as response:  # noqa: S310 - the server's URL
+        with urllib.request.urlopen(url, timeout=timeout) as response:
             text = response.read(2000).decode("utf-8", "replace")
     except (urllib.error.URLError, OSError):
         return ""
