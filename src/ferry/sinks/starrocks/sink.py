@@ -260,7 +260,8 @@ class MySqlProtocolSink(SqlSink):
             try:
                 self._stream_load(table_id, f"{label[:110]}_r{index}", rows, columns)
             except SinkRowError as e:
-                refused.append(RefusedRow(change, str(e)))
+                why = str(e).split(": ", 1)[-1]  # named after the whole table, not the load's
+                refused.append(RefusedRow(change, f"{self.type} sink, table {table_id}: {why}"))
         if refused:
             log.warning("%s sink: %d row(s) refused by the server, set aside", self.type, len(refused))
             self._refused(refused)
