@@ -93,13 +93,13 @@ def stream_load(
         ) from None
     if status.get("Status") not in LOADED:
         filtered = status.get("NumberFilteredRows")
+        rows_refused = isinstance(filtered, int) and filtered > 0  # rows refused for their data
         message = (
-            f"stream load {label} failed: {status.get('Status')}: {status.get('Message')} "
-            f"(filtered rows: {filtered}, errors: {status.get('ErrorURL')})"
+            f"stream load {label} failed: {status.get('Status')}: {status.get('Message')}"
+            + (_error_log(status.get("ErrorURL"), timeout) if rows_refused else "")
+            + f" (filtered rows: {filtered}, errors: {status.get('ErrorURL')})"
         )
-        if isinstance(filtered, int) and filtered > 0:  # rows refused for their data
-            raise SinkRowError(message + _error_log(status.get("ErrorURL"), timeout), sink=sink, table=table)
-        raise SinkTerminalError(message, sink=sink, table=table)
+        raise (SinkRowError if rows_refused else SinkTerminalError)(message, sink=sink, table=table)
     return status
 
 
