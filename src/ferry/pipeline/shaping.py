@@ -207,7 +207,7 @@ class RowShaper:
             try:
                 adapted.append(adapter.adapt(change))
             except CastError as e:
-                self.bad_row(str(e), change)
+                self.bad_row(f"sink table {sink_table}: {e}", change)
         return adapted
 
 

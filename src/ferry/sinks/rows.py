@@ -95,3 +95,24 @@ def complete_from_versions(
 
 #: A key without a version among the changes.
 _UNKNOWN: Row = {}
+
+
+def one_change_per_key(changes: Sequence[DataChange], keys: tuple[str, ...], sink: str) -> list[DataChange]:
+    """The changes as one change per primary key, its last state (a delete of the old row, or an
+    insert of the new one), each the change that left it so (its position kept); every change as
+    it is without a key. Writing them one at a time writes what the whole batch writes."""
+    if not keys:
+        return list(changes)
+    by_row: dict[int, DataChange] = {}
+    for change in changes:
+        for row in (change.before, change.after):
+            if row is not None:
+                by_row[id(row)] = change
+    out = []
+    for op, row in last_changes(changes, keys, sink).values():
+        change = by_row[id(row)]
+        if op is Op.DELETE:
+            out.append(change._replace(op=Op.DELETE, before=row, after=None))
+        else:
+            out.append(change._replace(op=Op.INSERT, before=None, after=row))
+    return out

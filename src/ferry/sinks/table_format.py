@@ -32,7 +32,7 @@ from ferry.pipeline.raw_values import ColumnForm, RawForms, materialize_column, 
 from ferry.pipeline.schema import Schema, TableId
 from ferry.pipeline.unavailable import fill, unavailable_reason
 from ferry.retry import RetryPolicy
-from ferry.sinks.base import Sink
+from ferry.sinks.base import RefusedRows, Sink
 from ferry.sinks.exceptions import SinkError, SinkTerminalError, SinkTransientError
 from ferry.sinks.rows import complete_from_versions
 
@@ -68,6 +68,8 @@ class TableFormatSink(Sink):
         self.skipped_deletes: dict[TableId, int] = {}
         self._schemas: dict[TableId, Schema | None] = {}
         self._buffers: dict[TableId, list[DataChange]] = {}
+        #: Where a row whose value does not fit its column goes (None: the commit fails).
+        self.refused: RefusedRows | None = None
         self._written_schemas: dict[TableId, Schema] = {}
         #: Per table, the forms of the raw columns of its buffered rows (see :meth:`write_raw`)
         self._raw_forms: dict[TableId, dict[str, ColumnForm]] = {}
@@ -191,6 +193,11 @@ class TableFormatSink(Sink):
             elif not self.already_applied(change):
                 self.alter_table(change)
         self._schemas.pop(table_id, None)
+
+    def on_refused(self, handler: RefusedRows) -> None:
+        """A row with a value that does not fit its column is set aside (see
+        :func:`ferry.sinks.arrow.rows_to_arrow_setting_aside`) and goes to ``handler``."""
+        self.refused = handler
 
     def write(self, table_id: TableId, schema: Schema, changes: Sequence[DataChange]) -> None:
         buffer = self._buffers.get(table_id)

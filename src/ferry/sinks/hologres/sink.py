@@ -31,6 +31,8 @@ from ferry.sinks.sql.sink import DbConnection, DbCursor, SqlSink
 #: SQLSTATE classes of errors that may pass on retry: connection exceptions, transaction rollbacks
 #: (serialization failures, deadlocks), insufficient resources, operator intervention.
 _TRANSIENT_SQLSTATE_CLASSES = ("08", "40", "53", "57")
+#: SQLSTATE classes of a row refused for its data: data exception, integrity constraint violation.
+_ROW_SQLSTATE_CLASSES = ("22", "23")
 #: What the server says when it refuses a login (no retry changes that).
 _LOGIN_REFUSALS = ("authentication failed", "no pg_hba.conf entry", "does not exist", "permission denied")
 _TIMES = (TypeRoot.TIME, TypeRoot.TIMESTAMP, TypeRoot.TIMESTAMP_LTZ, TypeRoot.TIMESTAMP_TZ)
@@ -76,6 +78,11 @@ class HologresSink(SqlSink):
                 )
             return state[:2] in _TRANSIENT_SQLSTATE_CLASSES
         return super().is_transient(error)
+
+    def is_row_error(self, error: Exception) -> bool:
+        if isinstance(error, psycopg.DataError | psycopg.IntegrityError):
+            return True  # psycopg's own refusals (a NUL in a text value) have no SQLSTATE
+        return isinstance(error, psycopg.Error) and (error.sqlstate or "")[:2] in _ROW_SQLSTATE_CLASSES
 
     def secrets(self) -> Sequence[str]:
         return (self.config.password.get_secret_value(),)

@@ -57,7 +57,7 @@ from ferry.pipeline.events import ColumnPositionKind, DataChange, Op, Row, Schem
 from ferry.pipeline.schema import Schema, TableId
 from ferry.pipeline.types import DataType
 from ferry.pipeline.variant_functions import Variant
-from ferry.sinks.arrow import rows_to_arrow
+from ferry.sinks.arrow import rows_to_arrow_setting_aside
 from ferry.sinks.base import SinkCapabilities
 from ferry.sinks.exceptions import SinkTerminalError, incompatible_table
 from ferry.sinks.paimon import PAIMON
@@ -323,10 +323,16 @@ class PaimonSink(TableFormatSink):
             rows = [_with_variants(row, variants, table_id) for row in rows]
         raw = self.raw_forms(table_id)
         if kinds is None or rowkind not in arrow_schema.names:
-            return rows_to_arrow(arrow_schema, rows, sink=self.type, table_id=table_id, raw=raw)
+            data, _unfit = rows_to_arrow_setting_aside(
+                arrow_schema, rows, changes, self.refused, sink=self.type, table_id=table_id, raw=raw
+            )
+            return data
         # the row kinds are a column of their own, not a key added to a copy of every row
         at = arrow_schema.get_field_index(rowkind)
-        data = rows_to_arrow(arrow_schema.remove(at), rows, sink=self.type, table_id=table_id, raw=raw)
+        data, unfit = rows_to_arrow_setting_aside(
+            arrow_schema.remove(at), rows, changes, self.refused, sink=self.type, table_id=table_id, raw=raw
+        )
+        kinds = [kind for i, kind in enumerate(kinds) if i not in unfit]
         return data.add_column(at, arrow_schema.field(at), pa.array(kinds, pa.string()))
 
     def _next_identifier(self) -> int:

@@ -21,6 +21,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import logging
 import re
 import time
 from collections.abc import Mapping, Sequence
@@ -38,9 +39,9 @@ from ferry.pipeline.events import AddColumn, ColumnPosition, ColumnPositionKind,
 from ferry.pipeline.schema import Schema, TableId
 from ferry.pipeline.types import DataType, TypeRoot
 from ferry.pipeline.unavailable import UNAVAILABLE, is_partial, keep_partial
-from ferry.sinks.base import SinkCapabilities
-from ferry.sinks.exceptions import SinkTerminalError, SinkTransientError
-from ferry.sinks.rows import collapse
+from ferry.sinks.base import RefusedRow, SinkCapabilities
+from ferry.sinks.exceptions import SinkRowError, SinkTerminalError, SinkTransientError
+from ferry.sinks.rows import collapse, one_change_per_key
 from ferry.sinks.sql.dialect import SqlTable
 from ferry.sinks.sql.sink import DbConnection, DbCursor, SqlSink
 from ferry.sinks.starrocks import STARROCKS
@@ -48,9 +49,13 @@ from ferry.sinks.starrocks.config import MySqlProtocolSinkConfig
 from ferry.sinks.starrocks.dialect import MySqlProtocolDialect, StarRocksDialect
 from ferry.sinks.starrocks.stream_load import stream_load
 
+log = logging.getLogger(__name__)
+
 #: MySQL error codes that may pass on retry: lock wait timeout, deadlock, server gone or lost, cannot
 #: connect, too many connections, server shutting down.
 _TRANSIENT_CODES = frozenset({1040, 1053, 1205, 1213, 2002, 2003, 2006, 2013})
+#: A row that breaks a CHECK constraint (MariaDB 4025, MySQL 3819).
+_CHECK_CONSTRAINT_CODES = frozenset({3819, 4025})
 #: Largest DECIMAL precision (StarRocks and Doris: 38); wider decimals are stored as strings.
 MAX_DECIMAL_PRECISION = 38
 #: Longest CHAR of a MySQL server.
@@ -114,6 +119,12 @@ class MySqlProtocolSink(SqlSink):
             code = error.args[0] if error.args and isinstance(error.args[0], int) else None
             return code in _TRANSIENT_CODES
         return super().is_transient(error)
+
+    def is_row_error(self, error: Exception) -> bool:
+        if isinstance(error, pymysql.err.DataError | pymysql.err.IntegrityError):
+            return True  # a value too long or out of range, a NULL in a NOT NULL column
+        code = error.args[0] if isinstance(error, pymysql.err.MySQLError) and error.args else None
+        return code in _CHECK_CONSTRAINT_CODES
 
     def secrets(self) -> Sequence[str]:
         return (self.config.password.get_secret_value(),)
@@ -228,17 +239,46 @@ class MySqlProtocolSink(SqlSink):
             with self._errors(table_id, "loading rows"):
                 rows, columns = self.load_rows(table_id, schema, self._buffers[table_id])
                 whole, partial = split_partial(rows, columns)
-                if whole:
-                    self.last_loads[table_id] = self._stream_load(table_id, label, whole, columns)
-                # a partial row's unavailable columns keep the table's values: one load per set of
-                # columns, each under a label of its own (a retried flush loads none twice)
-                for number, (loaded, group) in enumerate(sorted(partial.items())):
-                    self.last_loads[table_id] = self._stream_load(
-                        table_id, f"{label[:120]}_p{number}", group, loaded, partial=True
-                    )
+                try:
+                    if whole:
+                        self.last_loads[table_id] = self._stream_load(table_id, label, whole, columns)
+                    # a partial row's unavailable columns keep the table's values: one load per set
+                    # of columns, each under a label of its own (a retried flush loads none twice)
+                    for number, (loaded, group) in enumerate(sorted(partial.items())):
+                        self.last_loads[table_id] = self._stream_load(
+                            table_id, f"{label[:120]}_p{number}", group, loaded, partial=True
+                        )
+                except SinkRowError:
+                    if self._refused is None:
+                        raise
+                    self._load_one_by_one(table_id, schema, label)
             del self._buffers[table_id]
             del self._buffer_schemas[table_id]
         self.flushes += 1
+
+    def _load_one_by_one(self, table_id: TableId, schema: Schema, label: str) -> None:
+        """A batch the server filtered rows of, loaded one key's last state per load (each under
+        a label of its own, the same for a retried flush); the rows refused go to the handler of
+        refused rows with the server's reason."""
+        assert self._refused is not None
+        refused: list[RefusedRow] = []
+        changes = one_change_per_key(self._buffers[table_id], schema.primary_keys, self.type)
+        for index, change in enumerate(changes):
+            rows, columns = self.load_rows(table_id, schema, [change])
+            if not rows:
+                continue
+            whole, partial = split_partial(rows, columns)
+            try:
+                if whole:
+                    self._stream_load(table_id, f"{label[:110]}_r{index}", whole, columns)
+                for loaded, group in partial.items():
+                    self._stream_load(table_id, f"{label[:110]}_r{index}", group, loaded, partial=True)
+            except SinkRowError as e:
+                why = str(e).split(": ", 1)[-1]  # named after the whole table, not the load's
+                refused.append(RefusedRow(change, f"{self.type} sink, table {table_id}: {why}"))
+        if refused:
+            log.warning("%s sink: %d row(s) refused by the server, set aside", self.type, len(refused))
+            self._refused(refused)
 
     def _stream_load(
         self,
