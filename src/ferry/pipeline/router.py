@@ -151,7 +151,8 @@ class SchemaChangeRouter:
         if (
             isinstance(change, AddColumn)
             and change.column.default is not None
-            and capabilities.support(ChangeKind.ADD_COLUMN_DEFAULT) in (Support.UNSUPPORTED, Support.NOT_SYNCED)
+            and capabilities.support(ChangeKind.ADD_COLUMN_DEFAULT)
+            in (Support.UNSUPPORTED, Support.NOT_SYNCED)
         ):
             # the column still comes; the rows the table holds read NULL in it
             change = replace(change, column=replace(change.column, default=None))

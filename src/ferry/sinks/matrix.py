@@ -80,9 +80,13 @@ def outcome(sink_type: str, change: K, behavior: SchemaChangeBehavior) -> Outcom
     if decision.action is Action.APPLY:
         if decision.change == sample:
             return Outcome.APPLY
-        if isinstance(sample, E.AddColumn) and isinstance(decision.change, E.AddColumn):
-            if decision.change.column.default is None and sample.column.default is not None:
-                return Outcome.APPLY_WITHOUT_DEFAULT
+        if (
+            isinstance(sample, E.AddColumn)
+            and isinstance(decision.change, E.AddColumn)
+            and decision.change.column.default is None
+            and sample.column.default is not None
+        ):
+            return Outcome.APPLY_WITHOUT_DEFAULT
         if isinstance(sample, E.RenameColumn):
             return Outcome.ADD_NEW_COLUMN
         return Outcome.APPLY_AT_END
