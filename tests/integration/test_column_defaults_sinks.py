@@ -5,22 +5,33 @@ values, an explicit NULL included."""
 from __future__ import annotations
 
 import datetime as dt
+import uuid
 from collections.abc import Iterator
 from decimal import Decimal
 from pathlib import Path
 from typing import Any
 
+import psycopg
+import pymysql
 import pytest
 
-from ferry.pipeline.events import AddColumn, AlterColumnType, after
+from ferry.pipeline.events import AddColumn
 from ferry.pipeline.schema import Column, Schema, TableId
 from ferry.pipeline.types import BIGINT, BOOLEAN, DATE, DECIMAL, INT, STRING, VARCHAR
+from ferry.sinks.base import Sink
+from ferry.sinks.hologres.config import HologresSinkConfig
+from ferry.sinks.hologres.sink import HologresSink
 from ferry.sinks.iceberg.sink import IcebergSink
 from ferry.sinks.paimon.sink import PaimonSink
+from ferry.sinks.starrocks.config import StarRocksSinkConfig
+from ferry.sinks.starrocks.sink import StarRocksSink
 from ferry.sinks.table_format import TableFormatSink
 from tests.integration import test_iceberg_sink as iceberg
 from tests.integration import test_paimon_sink as paimon
 from tests.integration.helpers import Feed, create, write
+from tests.support.mariadb import MariaDbServer
+from tests.support.postgres import PostgresServer
+from tests.support.stream_load import StreamLoadServer
 
 pytestmark = pytest.mark.integration
 
@@ -95,29 +106,106 @@ def test_rows_written_before_read_the_default_of_each_column_added(lake: TableFo
     expected[1] = upd
     del expected[4]
     assert read(lake) == sorted(expected.values(), key=lambda r: r["id"])
+    # a change met again (a restart replaying it): the sink has the column, the rows stay as they are
+    lake.apply_schema_change(AddColumn(T, ADDED[1][0]), None)
+    assert read(lake) == sorted(expected.values(), key=lambda r: r["id"])
 
 
-def test_a_replayed_add_column_leaves_the_rows_as_they_are(lake: TableFormatSink) -> None:
-    feed = Feed(T)
-    create(lake, BASE, T)
-    write(lake, BASE, feed, feed.insert({"id": 1, "name": "a"}))
-    column = Column("region", VARCHAR(10), default="eu")
-    lake.apply_schema_change(AddColumn(T, column, after("id")), None)
-    schema = Schema.of([BASE.columns[0], column, BASE.columns[1]], ["id"])
-    before, now = {"id": 1, "name": "a", "region": "eu"}, {"id": 1, "name": "a", "region": None}
-    write(lake, schema, feed, feed.update(before, now))
-    # the change met again (a restart replaying it): the sink has the column, the rows stay
-    lake.apply_schema_change(AddColumn(T, column, after("id")), None)
-    assert read(lake) == [{"id": 1, "region": None, "name": "a"}]
-    lake.apply_schema_change(AlterColumnType(T, "name", STRING(), STRING()), None)
-    assert read(lake) == [{"id": 1, "region": None, "name": "a"}]
+# ----------------------------------------------------------------------------------- SQL sinks
 
 
-def test_a_column_added_to_an_empty_table_needs_no_rows_written(lake: TableFormatSink) -> None:
-    feed = Feed(T)
-    create(lake, BASE, T)
-    column = Column("region", VARCHAR(10).not_null(), default="eu")
-    lake.apply_schema_change(AddColumn(T, column), None)
-    schema = with_columns(BASE, column)
-    write(lake, schema, feed, feed.insert({"id": 1, "name": "a", "region": "us"}))
-    assert read(lake) == [{"id": 1, "name": "a", "region": "us"}]
+@pytest.fixture
+def database(mariadb_server: MariaDbServer) -> Iterator[str]:
+    name = f"shop_{uuid.uuid4().hex[:8]}"
+    mariadb_server.admin_sql(f"CREATE DATABASE `{name}`")
+    yield name
+    mariadb_server.admin_sql(f"DROP DATABASE IF EXISTS `{name}`")
+
+
+def _fill_sql_sink(sink: Sink, table_id: TableId) -> list[dict[str, Any]]:
+    """Rows written, then each column of ADDED added; the rows the table should hold, by id."""
+    feed = Feed(table_id)
+    create(sink, BASE, table_id)
+    write(sink, BASE, feed, *(feed.insert({"id": i, "name": f"n{i}"}) for i in range(1, 4)))
+    schema = BASE
+    expected = {i: {"id": i, "name": f"n{i}"} for i in range(1, 4)}
+    for column, value in ADDED:
+        sink.apply_schema_change(AddColumn(table_id, column), None)
+        schema = with_columns(schema, column)
+        for row in expected.values():
+            row[column.name] = value
+        new = {"id": 10 + len(expected), "name": "new"} | {
+            c.name: (None if c.type.nullable else v) for c, v in ADDED if c.name in schema
+        }
+        write(sink, schema, feed, feed.insert(dict(new)))
+        expected[new["id"]] = new
+    return sorted(expected.values(), key=lambda r: r["id"])
+
+
+def test_hologres_rows_written_before_read_the_default(
+    postgres_server: PostgresServer, group_id: str
+) -> None:
+    schema_name = f"shop_{uuid.uuid4().hex[:8]}"
+    sink = HologresSink(
+        HologresSinkConfig.model_validate(
+            {
+                "type": "hologres",
+                "endpoint": f"{postgres_server.host}:{postgres_server.port}",
+                "dbname": postgres_server.database,
+                "username": postgres_server.user,
+                "password": postgres_server.password,
+            }
+        ),
+        pipeline=group_id,
+        hologres_only_statements=False,
+    )
+    try:
+        expected = _fill_sql_sink(sink, TableId(None, schema_name, "customers"))
+    finally:
+        sink.close()
+    with psycopg.connect(postgres_server.conninfo) as conn, conn.cursor() as cursor:
+        try:
+            cursor.execute(f'SELECT * FROM "{schema_name}"."customers" ORDER BY id')
+            names = [d.name for d in cursor.description or ()]
+            rows = [dict(zip(names, row, strict=True)) for row in cursor.fetchall()]
+        finally:
+            cursor.execute(f'DROP SCHEMA "{schema_name}" CASCADE')
+    assert rows == expected
+
+
+def test_starrocks_rows_written_before_read_the_default(
+    mariadb_server: MariaDbServer, database: str, group_id: str
+) -> None:
+    with StreamLoadServer(mysql_host=mariadb_server.host, mysql_port=mariadb_server.port) as load:
+        sink = StarRocksSink(
+            StarRocksSinkConfig.model_validate(
+                {
+                    "type": "starrocks",
+                    "jdbc-url": f"jdbc:mysql://{mariadb_server.host}:{mariadb_server.port}/{database}",
+                    "load-url": load.url,
+                    "username": mariadb_server.user,
+                    "password": mariadb_server.password,
+                }
+            ),
+            pipeline=group_id,
+            vendor_only_statements=False,
+        )
+        try:
+            expected = _fill_sql_sink(sink, TableId(None, database, "customers"))
+        finally:
+            sink.close()
+    connection = pymysql.connect(
+        host=mariadb_server.host,
+        port=mariadb_server.port,
+        user=mariadb_server.user,
+        password=mariadb_server.password,
+        cursorclass=pymysql.cursors.DictCursor,
+    )
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute(f"SELECT * FROM `{database}`.`customers` ORDER BY id")
+            rows = list(cursor.fetchall())
+    finally:
+        connection.close()
+    # MariaDB's BOOLEAN is TINYINT(1): PyMySQL reads 1 and 0
+    assert rows == [{k: (int(v) if isinstance(v, bool) else v) for k, v in r.items()} for r in expected]
