@@ -94,6 +94,18 @@ def parse_default(text: str, data_type: DataType) -> Any:
     raise ValueError(f"no default of type {data_type}")
 
 
+def literal_default(text: str | None, data_type: DataType) -> str | None:
+    """A default as a source's DDL or table definition spells it, kept when it is a value of
+    ``data_type`` (in :func:`default_text`'s form); None for an expression (``CURRENT_TIMESTAMP``,
+    ``nextval(...)``), NULL, or a value that does not fit."""
+    if text is None:
+        return None
+    try:
+        return default_text(parse_default(text, data_type))
+    except (ValueError, ArithmeticError, TypeError):
+        return None
+
+
 def column_defaults(columns: tuple[Column, ...] | list[Column]) -> dict[str, Any]:
     """Each column's default value, for the columns that have one ferry can write."""
     values = {}

@@ -27,6 +27,7 @@ from ferry.connectors.formats.ddl import parse_ddl
 from ferry.connectors.formats.mysql_types import mysql_type
 from ferry.connectors.record import RecordLike
 from ferry.pipeline import types as t
+from ferry.pipeline.defaults import literal_default
 from ferry.pipeline.events import (
     DropTable,
     Event,
@@ -151,7 +152,7 @@ def _schema(table: Row, table_id: TableId, *, mysql: bool) -> Schema:
                 name,
                 data_type.with_nullable(nullable),
                 _text_or_none(entry.get("comment")),
-                default if isinstance(default, str) else None,
+                literal_default(default if isinstance(default, str) else None, data_type),
             )
         )
     try:
