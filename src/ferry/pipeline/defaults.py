@@ -9,7 +9,12 @@ default: a default changed later (``ALTER COLUMN ... SET DEFAULT``) concerns onl
 afterwards, which carry their value, so the schema keeps the first one.
 
 A default that is not a constant (``CURRENT_TIMESTAMP``, a function, a sequence) is no default
-here: the rows keep what the source writes for them, and the existing rows read NULL.
+here: the rows keep what the source writes for them, and the existing rows read NULL. Debezium
+writes such a default as a placeholder of the column's type (the MySQL connector
+``1970-01-01 00:00:00`` for ``CURRENT_TIMESTAMP``; the PostgreSQL connector ``1970-01-01`` for
+``now()`` and ``CURRENT_DATE``, ``0`` for ``nextval(...)``, ``''`` for a text function): a date or
+timestamp default at the epoch is therefore taken as no default; the others cannot be told from
+a constant.
 """
 
 from __future__ import annotations
@@ -21,6 +26,7 @@ from typing import Any
 from ferry.pipeline.schema import Column
 from ferry.pipeline.types import BINARIES, CHARACTER, FLOATS, INTEGERS, DataType, TypeRoot
 
+_EPOCH = dt.datetime(1970, 1, 1)
 _TRUE = frozenset({"true", "1", "t", "y", "yes", "on", "b'1'"})
 _FALSE = frozenset({"false", "0", "f", "n", "no", "off", "b'0'"})
 
@@ -28,14 +34,18 @@ _FALSE = frozenset({"false", "0", "f", "n", "no", "off", "b'0'"})
 def default_text(value: Any) -> str | None:
     """A column default's value (a row value of its type) in the form :attr:`Column.default` keeps:
     ``true``/``false``, ISO dates and times (``2024-05-01 12:00:00``), numbers as written; None
-    for a value with no text form here (bytes, nested values)."""
+    for a value with no text form here (bytes, nested values) and for a date or timestamp at the
+    epoch (Debezium's placeholder for a default computed by a function)."""
     if value is None or isinstance(value, bytes | bytearray | dict | list):
         return None
     if isinstance(value, bool):
         return "true" if value else "false"
     if isinstance(value, dt.datetime):
-        return value.isoformat(sep=" ")
-    if isinstance(value, dt.date | dt.time):
+        epoch = _EPOCH if value.tzinfo is None else _EPOCH.replace(tzinfo=dt.UTC)
+        return None if value == epoch else value.isoformat(sep=" ")
+    if isinstance(value, dt.date):
+        return None if value == _EPOCH.date() else value.isoformat()
+    if isinstance(value, dt.time):
         return value.isoformat()
     return str(value)
 
