@@ -209,3 +209,64 @@ def test_starrocks_rows_written_before_read_the_default(
         connection.close()
     # MariaDB's BOOLEAN is TINYINT(1): PyMySQL reads 1 and 0
     assert rows == [{k: (int(v) if isinstance(v, bool) else v) for k, v in r.items()} for r in expected]
+
+
+# ----------------------------------------------------------------------------------- Paimon, stopped
+
+
+class StoppedError(Exception):
+    """The process stops here (a kill between two steps of a backfill)."""
+
+
+def _backfills(sink: PaimonSink) -> int:
+    table = sink.load_table(T)
+    assert table is not None
+    snapshots = table.snapshot_manager()
+    snapshot, count = snapshots.get_latest_snapshot(), 0
+    while snapshot is not None:
+        count += (snapshot.properties or {}).get("ferry.backfilled") == "region"
+        snapshot = snapshots.get_snapshot_by_id(snapshot.id - 1) if snapshot.id > 1 else None
+    return count
+
+
+@pytest.mark.parametrize("stop", ["before the backfill", "after the backfill"])
+def test_paimon_finishes_a_backfill_a_stop_left(
+    stop: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    config = paimon.make_config(tmp_path / "paimon")
+    feed = Feed(T)
+    column = Column("region", VARCHAR(10).not_null(), default="eu")
+    schema = with_columns(BASE, column)
+    first = PaimonSink(config, pipeline="p1")
+    try:
+        create(first, BASE, T)
+        write(first, BASE, feed, feed.insert({"id": 1, "name": "a"}), feed.insert({"id": 2, "name": "b"}))
+        backfill = PaimonSink._backfill
+
+        def stopping(self: PaimonSink, *args: Any) -> None:
+            if stop == "after the backfill":
+                backfill(self, *args)
+            raise StoppedError(stop)
+
+        monkeypatch.setattr(PaimonSink, "_backfill", stopping)
+        with pytest.raises(Exception, match=stop):
+            first.apply_schema_change(AddColumn(T, column), None)
+        monkeypatch.undo()
+    finally:
+        first.close()
+    # started again: the table has the column (a replay of the change is not applied again), and
+    # its next commit finishes the backfill first
+    again = PaimonSink(config, pipeline="p1")
+    try:
+        write(again, schema, feed, feed.insert({"id": 3, "name": "c", "region": "us"}))
+        assert read(again) == [
+            {"id": 1, "name": "a", "region": "eu"},
+            {"id": 2, "name": "b", "region": "eu"},
+            {"id": 3, "name": "c", "region": "us"},
+        ]
+        assert _backfills(again) == 1
+        table = again.load_table(T)
+        assert table is not None
+        assert not [k for k in table.table_schema.options if k.startswith("ferry.backfill.")]
+    finally:
+        again.close()
