@@ -24,7 +24,6 @@ import pytest
 from ferry.config.loader import load_job_text
 from ferry.sinks.paimon.config import DEFAULT_ROWKIND_COLUMN
 from ferry.worker import build_runner
-from tests.integration.test_debezium_real import hologres_database
 from tests.support.connect import KafkaConnect, KafkaConnectError
 from tests.support.debezium import (
     CaptureMode,
@@ -231,6 +230,26 @@ def postgres_source(
         )
 
 
+def hologres_database(server: PostgresServer, name: str) -> str:
+    """A fresh database of the Hologres sink's server, owned by its user; returns its conninfo."""
+    from psycopg import sql
+    from psycopg.conninfo import make_conninfo
+
+    with psycopg.connect(server.admin_conninfo, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {}").format(sql.Identifier(name)))
+        conn.execute(
+            sql.SQL("CREATE DATABASE {} OWNER {}").format(sql.Identifier(name), sql.Identifier(server.user))
+        )
+    return make_conninfo(server.conninfo, dbname=name)
+
+
+def drop_database(server: PostgresServer, name: str) -> None:
+    from psycopg import sql
+
+    with psycopg.connect(server.admin_conninfo, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
+
+
 def _delete(connect: KafkaConnect, name: str) -> None:
     with contextlib.suppress(KafkaConnectError):
         connect.delete_connector(name, timeout=20)
@@ -284,6 +303,7 @@ def test_columns_added_with_defaults_read_the_source_values_in_every_sink(
         else:
             database = name.replace("-", "_")
             conninfo = hologres_database(postgres_server, database)
+            request.addfinalizer(lambda database=database: drop_database(postgres_server, database))
             sink_yaml = (
                 "  type: hologres\n"
                 f"  endpoint: {postgres_server.host}:{postgres_server.port}\n"
