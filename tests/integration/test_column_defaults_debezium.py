@@ -57,7 +57,7 @@ ADDED = (
     ("credit", "DECIMAL(10, 2) NOT NULL DEFAULT 12.50"),
     ("active", "BOOLEAN DEFAULT TRUE"),
     ("since", "DATE DEFAULT '2024-02-29'"),
-    ("note", "VARCHAR(20) DEFAULT 'n/a'"),
+    ("note", "VARCHAR(20) DEFAULT 'it''s new'"),
 )
 
 

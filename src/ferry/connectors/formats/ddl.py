@@ -368,6 +368,16 @@ def _literal(node: exp.Expression) -> str:
     return node.sql(dialect=_MySQL)
 
 
+def mysql_string(body: str) -> str:
+    """The value of a single-quoted MySQL string literal whose body (between the quotes) is
+    ``body``; ``body`` itself when it is no such body (a lone quote: it was double-quoted)."""
+    try:
+        literal = sqlglot.parse_one(f"'{body}'", read=_MySQL)
+    except SqlglotError:
+        return body
+    return str(literal.this) if isinstance(literal, exp.Literal) and literal.is_string else body
+
+
 def _short(sql: str, limit: int = 200) -> str:
     text = " ".join(sql.split())
     return repr(text if len(text) <= limit else text[: limit - 3] + "...")
