@@ -47,6 +47,7 @@ from ferry.pipeline.settings import RunnerSettings
 from ferry.process import parent_death_hook
 from ferry.retry import RetryPolicy
 from ferry.sinks import Sink
+from ferry.sinks.base import PlaceholderWriting
 from ferry.sinks.registry import sink_class
 from ferry.state import StateStore
 
@@ -155,6 +156,9 @@ def build_runner(
     if source_config.value_format.value == "debezium-json":
         # epoch and decimal columns stay raw until a sink that takes them converts them (Arrow)
         options = {**options, "raw_values": True}
+    if source_config.value_format.value.startswith("debezium-"):
+        placeholder = source_config.debezium_unavailable_value_placeholder
+        options = {**options, "unavailable_value_placeholder": placeholder}
     decoder = decoder_for(source_config.value_format.value, **options)
     if hints is None and source_config.schema_change_topic:
         hints = SchemaChangeReader(
@@ -165,6 +169,8 @@ def build_runner(
             retries=retries,
         )
     sink = sink or build_sink(job)
+    if isinstance(sink, PlaceholderWriting):
+        sink.unavailable_value_placeholder = source_config.debezium_unavailable_value_placeholder
     router = SchemaChangeRouter(
         sink,
         pipeline.schema_change_behavior,

@@ -9,6 +9,12 @@ unless the mode is about changing one; the one exception is ``skipped.operations
 (``t``) makes the MySQL connector drop a TRUNCATE without a trace (no truncate event, nothing on the
 schema-change topic either), so the MySQL connectors emit truncate events (``skipped.operations=none``)
 and a truncation can reach the sinks at all.
+
+Two PostgreSQL connectors read the same publication (``FOR ALL TABLES``, whose default ``publish``
+includes ``truncate``: pgoutput sends truncate messages), each with its own replication slot and
+``topic.prefix``. One keeps every default, ``skipped.operations=t`` too (a TRUNCATE never reaches its
+topics), on topics of 1 partition; the other runs topics of 3 partitions and emits truncate
+events (``skipped.operations=none``), which a sink must order with the rows of the other partitions.
 """
 
 from __future__ import annotations
@@ -79,7 +85,26 @@ MYSQL_MODES: tuple[CaptureMode, ...] = (
     ),
 )
 
-POSTGRES_MODE = CaptureMode("postgres", "PostgreSQL connector, pgoutput, JSON converter with schemas")
+POSTGRES_MODES: tuple[CaptureMode, ...] = (
+    CaptureMode(
+        "postgres",
+        "PostgreSQL connector, pgoutput, JSON converter with schemas (Debezium's defaults: "
+        "a TRUNCATE is not emitted), topics of 1 partition",
+        {"topic.creation.default.partitions": "1"},
+        emits_truncate=False,
+    ),
+    CaptureMode(
+        "postgres-partitioned",
+        "PostgreSQL connector, pgoutput, JSON converter with schemas, topics of 3 partitions, "
+        "truncate events emitted (skipped.operations=none)",
+        {"skipped.operations": "none"},
+    ),
+)
+
+
+def data_topic_partitions(mode: CaptureMode) -> int:
+    """How many partitions Connect gives the data topics of ``mode``."""
+    return int(mode.settings.get("topic.creation.default.partitions", DATA_TOPIC_PARTITIONS))
 
 
 def _common(bootstrap: str, mode: CaptureMode) -> dict[str, str]:

@@ -47,6 +47,7 @@ from ferry.pipeline.route import RouteMode
 from ferry.pipeline.router import SchemaChangeBehavior
 from ferry.pipeline.schema import TableId
 from ferry.pipeline.udf import UserFunction
+from ferry.pipeline.unavailable import DEFAULT_PLACEHOLDER
 from ferry.retry import RestartStrategyConfig, fold_restart_strategy
 from ferry.sinks.registry import SINKS, SinkConfig
 
@@ -320,6 +321,11 @@ class KafkaSourceConfig(StartupOptions):
         default=None, alias="scan.bounded.specific-offsets"
     )
     tables: tuple[TopicStartConfig, ...] = ()
+    #: Debezium's ``unavailable.value.placeholder`` (its PostgreSQL connector writes it for an
+    #: unchanged TOASTed value): set it as the connector sets it.
+    debezium_unavailable_value_placeholder: str = Field(
+        default=DEFAULT_PLACEHOLDER, min_length=1, alias="debezium.unavailable.value.placeholder"
+    )
 
     @model_validator(mode="before")
     @classmethod
@@ -351,6 +357,16 @@ class KafkaSourceConfig(StartupOptions):
         return value
 
     _pattern = field_validator("topic_pattern")(check_regex)
+
+    @field_validator("debezium_unavailable_value_placeholder")
+    @classmethod
+    def _placeholder_hex(cls, value: str) -> str:
+        if value.startswith("hex:"):
+            try:
+                bytes.fromhex(value[4:])
+            except ValueError:
+                raise ValueError("after 'hex:' write the placeholder's bytes in hexadecimal") from None
+        return value
 
     @field_validator("value_format", mode="before")
     @classmethod

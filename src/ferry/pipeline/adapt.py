@@ -21,6 +21,7 @@ from ferry.pipeline.defaults import column_defaults
 from ferry.pipeline.events import DataChange, Op, Row
 from ferry.pipeline.schema import Schema
 from ferry.pipeline.types import DataType, TypeRoot
+from ferry.pipeline.unavailable import UNAVAILABLE, keep_partial
 
 Cast = Callable[[Any], Any]
 
@@ -232,14 +233,14 @@ class RowAdapter:
                     out[name] = value
         for name, cast in self.casts.items():
             value = out[name]
-            if value is not None and (only is None or name in only):
+            if value is not None and value is not UNAVAILABLE and (only is None or name in only):
                 try:
                     out[name] = cast(value)
                 except (ValueError, ArithmeticError) as e:
                     raise CastError(name, value, self.targets[name], str(e)) from e
         if only is not None:
             out = {name: (out[name] if name in only else None) for name in self.names}
-        return out
+        return keep_partial(row, out)
 
     def adapt(self, change: DataChange) -> DataChange:
         if self.only_defaults:

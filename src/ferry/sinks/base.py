@@ -208,12 +208,40 @@ class RawValuesWriting(Protocol):
         ...
 
 
+@runtime_checkable
+class PartialRowsWriting(Protocol):
+    """A sink that writes partial rows exactly: an update whose new row lacks some values
+    (:data:`~ferry.pipeline.unavailable.UNAVAILABLE`: an unchanged TOASTed value Debezium did not
+    get) keeps, in those columns, the values the sink's table holds. Without it, such a row goes
+    to the dead-letter destination."""
+
+    def complete_rows(
+        self, table_id: TableId, schema: Schema, changes: Sequence[DataChange], partial: Sequence[int]
+    ) -> list[tuple[int, str]]:
+        """Before :meth:`Sink.write` of ``changes``, of which those at the indexes ``partial`` are
+        partial: fill their values in place where the sink must (a sink that leaves the columns
+        out of its writes fills none), and return the indexes it cannot write exactly, each with
+        the reason (they are sent to the dead-letter destination, not written)."""
+        ...
+
+
+@runtime_checkable
+class PlaceholderWriting(Protocol):
+    """A sink that writes a value the source did not send as the source wrote it: its
+    placeholder (the Kafka sink: the record as Debezium wrote it)."""
+
+    #: The source's placeholder (Debezium's ``unavailable.value.placeholder``); set by the worker.
+    unavailable_value_placeholder: str
+
+
 __all__ = [
     "COMMENTS_NOT_SYNCED",
     "TABLE_FORMAT_CHANGES",
     "AsyncSchemaChanges",
     "ChangeKind",
     "OffsetCommitting",
+    "PartialRowsWriting",
+    "PlaceholderWriting",
     "RawValuesWriting",
     "SchemaCaching",
     "Sink",

@@ -53,6 +53,7 @@ from ferry.connectors.formats.connect_types import ConversionError, RowConverter
 from ferry.connectors.formats.debezium_columns import EnvelopeRefinement, PayloadRows
 from ferry.connectors.formats.debezium_typed import MAX_MISSES, TypedPayloads
 from ferry.connectors.formats.definitions import TableDefinitions
+from ferry.connectors.formats.placeholders import Markers, Placeholders, mark
 from ferry.connectors.formats.source_order import source_order
 from ferry.connectors.record import RecordLike
 from ferry.pipeline.collector import collection_paused
@@ -68,6 +69,7 @@ from ferry.pipeline.events import (
 )
 from ferry.pipeline.raw_values import RawValues
 from ferry.pipeline.schema import Schema, TableId
+from ferry.pipeline.unavailable import DEFAULT_PLACEHOLDER
 
 _OPS = {"c": Op.INSERT, "u": Op.UPDATE, "d": Op.DELETE, "r": Op.READ}
 _ENVELOPE = b'{"schema":'
@@ -97,6 +99,9 @@ class _Plan:
     flat: _Plan | None = None
     typed: TypedPayloads | None = None
     """The typed decoder of the payloads of this schema, when its columns' types allow one."""
+    unavailable: Markers | None = None
+    """Per column, the value Debezium's unavailable-value placeholder is read as (None: not
+    found yet)."""
 
     def flattened(self) -> _Plan:
         """The plan of the same schema read as a flattened row (``ExtractNewRecordState``)."""
@@ -295,8 +300,16 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
     ddl_field = "ddl"
     ddl_format = "debezium-schema-change"
 
-    def __init__(self, definitions: TableDefinitions | None = None, raw_values: bool = False) -> None:
+    def __init__(
+        self,
+        definitions: TableDefinitions | None = None,
+        raw_values: bool = False,
+        unavailable_value_placeholder: str = DEFAULT_PLACEHOLDER,
+    ) -> None:
         self._definitions = definitions
+        self._placeholders = Placeholders(unavailable_value_placeholder)
+        """Debezium's ``unavailable.value.placeholder``: an update's column holding it is
+        :data:`~ferry.pipeline.unavailable.UNAVAILABLE` (:mod:`placeholders`)."""
         self._raw_values = raw_values
         """Whether typed rows keep their epoch and decimal columns raw (:mod:`ferry.pipeline.raw_values`)."""
         #: Rows of a typed decoder converted together (chunk by chunk), unless they stay raw.
@@ -366,12 +379,13 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
         :class:`_Run`): the index of the first that does not (or of the end)."""
         append, runs, columnar, encode, count = out.append, self._runs, self._columnar, _encode, len(records)
         chunk = self._column_chunk
-        new, position_type, data_change, ops, delete, envelope = (
+        new, position_type, data_change, ops, delete, update, envelope = (
             _new,
             SourcePosition,
             DataChange,
             _OPS,
             Op.DELETE,
+            Op.UPDATE,
             _ENVELOPE,
         )
         decode_errors = (msgspec.ValidationError, msgspec.DecodeError)
@@ -390,6 +404,7 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
                 entered = index
                 typed, prefix, table, schema = run.typed, run.prefix, run.table, run.schema
                 decode, plain, row_of, rows = typed.decode, typed.plain, typed.row, None
+                unavailable = typed.unavailable
                 start = len(prefix)
                 db, schema_name, name = run.source
                 key_prefix, key_names, key_column = run.key_prefix, run.key_names, run.key_column
@@ -460,6 +475,8 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
                     break
             if table.emitted is not schema:
                 break
+            if op is update and unavailable and after is not None:
+                after = mark(after, unavailable)
             if rows is not None:  # as _typed_change keeps them, written out here: no call per record
                 if after is not None:
                     rows.append(after)
@@ -578,6 +595,8 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
                     before = self._key_row(key, converter, table)
             elif after is None:
                 raise DecodeError(f"op {payload['op']!r} without an 'after' row")
+            elif op is Op.UPDATE:
+                after = self._mark_unavailable(after, plan)
             if table.emitted is not schema:
                 if schema.columns and (table.emitted is None or table.emitted != schema):
                     out.append(SchemaObserved(table.table_id, schema, position))
@@ -735,6 +754,8 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
                 return False
             if before_struct is not None and (before := typed.row(before_struct)) is None:
                 return False
+        if op is Op.UPDATE and typed.unavailable and after is not None:
+            after = mark(after, typed.unavailable)
         if plan is not None:
             schema = plan.schemas.get(names)
             if schema is None:
@@ -841,6 +862,20 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
         shape.rebuilt += 1
         shape.kinds, shape.schema = dict(inferred.kinds), inferred.schema
         shape.typed = TypedPayloads.of_inferred(inferred)
+        if shape.typed is not None:
+            shape.typed.unavailable = self._placeholders.inferred_markers(
+                name for name, kind in inferred.kinds.items() if kind is str
+            )
+
+    def _mark_unavailable(self, after: Row, plan: _Plan) -> Row:
+        """An update's new row with the columns that hold Debezium's placeholder unavailable
+        (:func:`~ferry.connectors.formats.placeholders.mark`)."""
+        if plan.row is None:
+            return self._placeholders.mark_inferred(after)
+        markers = plan.unavailable
+        if markers is None:
+            markers = plan.unavailable = self._placeholders.markers(plan.row.fields)
+        return mark(after, markers) if markers else after
 
     def _give_up(self, typed: TypedPayloads, plan: _Plan | None, position: SourcePosition) -> None:
         """A typed decoder that keeps failing (records of another shape) is not tried any more."""
@@ -887,6 +922,8 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
                 raise DecodeError("a flattened record without columns")
             converter, schema = self._convert(table, plan, keys, row, None)
             before, after = None, row
+            if op is Op.UPDATE:
+                after = self._mark_unavailable(row, plan)
         if keys and row is not None:
             self._check_key(
                 key, row, position.topic, position.partition, key_row, converter=converter, table=table
@@ -932,6 +969,10 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
             if len(self._plans) >= _MAX_CACHED_SCHEMAS:
                 self._plans.clear()
             plan = self._plans[cache_key] = _build_plan(schema)
+            if plan.row is not None:
+                plan.unavailable = self._placeholders.markers(plan.row.fields)
+                if plan.typed is not None:
+                    plan.typed.unavailable = plan.unavailable
         if prefix is not None:
             self._last_plan[(topic, partition)] = (prefix, plan)
         return plan

@@ -16,8 +16,10 @@ from collections.abc import Sequence
 import psycopg
 
 from ferry.pipeline import types as ft
+from ferry.pipeline.events import DataChange
 from ferry.pipeline.schema import Schema, TableId
 from ferry.pipeline.types import DataType, TypeRoot
+from ferry.pipeline.unavailable import unavailable_reason
 from ferry.sinks.base import SinkCapabilities
 from ferry.sinks.hologres import HOLOGRES
 from ferry.sinks.hologres.config import HologresSinkConfig, MutateType
@@ -77,6 +79,14 @@ class HologresSink(SqlSink):
 
     def secrets(self) -> Sequence[str]:
         return (self.config.password.get_secret_value(),)
+
+    def complete_rows(
+        self, table_id: TableId, schema: Schema, changes: Sequence[DataChange], partial: Sequence[int]
+    ) -> list[tuple[int, str]]:
+        if self.config.mutate_type is MutateType.INSERT_OR_REPLACE:  # a row written is the whole row
+            reason = "; mutatetype insertorreplace writes whole rows"
+            return [(i, unavailable_reason(changes[i]) + reason) for i in partial]
+        return super().complete_rows(table_id, schema, changes, partial)
 
     def sink_type(self, source_type: DataType) -> DataType:
         mapped = hologres_type(source_type, self.config.type_normalize_strategy)

@@ -80,7 +80,7 @@ from pyiceberg.transforms import (
 from ferry.offsets import Offsets
 from ferry.pipeline import events as E
 from ferry.pipeline.defaults import default_value
-from ferry.pipeline.events import ColumnPositionKind, DataChange, Op, SchemaChange
+from ferry.pipeline.events import ColumnPositionKind, DataChange, Op, Row, SchemaChange
 from ferry.pipeline.schema import Column, Schema, TableId
 from ferry.pipeline.types import DataType
 from ferry.retry import RetryPolicy
@@ -189,6 +189,14 @@ class IcebergSink(TableFormatSink):
 
     def drop_catalog_table(self, table_id: TableId) -> None:
         self.catalog.drop_table(self.identifier(table_id))
+
+    def read_rows(self, table: Table, keys: tuple[str, ...], values: list[Hashable]) -> list[Row]:
+        columns = [values] if len(keys) == 1 else [[_parts(v)[i] for v in values] for i in range(len(keys))]
+        prune = [_prune_filter(k, vals) for k, vals in zip(keys, columns, strict=True)]
+        rows: list[Row] = (
+            table.scan(row_filter=prune[0] if len(prune) == 1 else And(*prune)).to_arrow().to_pylist()
+        )
+        return rows
 
     # ------------------------------------------------------------------------------- schemas
 

@@ -31,7 +31,7 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Hashable, Iterator
 from dataclasses import replace
 from datetime import UTC, date, datetime
 from datetime import time as dt_time
@@ -130,6 +130,20 @@ class PaimonSink(TableFormatSink):
 
     def drop_catalog_table(self, table_id: TableId) -> None:
         self.catalog.drop_table(self.identifier(table_id), True)
+
+    def read_rows(self, table: Any, keys: tuple[str, ...], values: list[Hashable]) -> list[Row]:
+        builder = table.new_read_builder()
+        predicates = builder.new_predicate_builder()
+        if len(keys) == 1:
+            condition = predicates.is_in(keys[0], list(values))
+        else:
+            condition = predicates.and_predicates(
+                [predicates.is_in(k, [v[i] for v in values]) for i, k in enumerate(keys)]  # type: ignore[index]
+            )
+        builder = builder.with_filter(condition)
+        data = builder.new_read().to_arrow(builder.new_scan().plan().splits())
+        rows: list[Row] = [] if data is None else data.to_pylist()
+        return rows
 
     # ------------------------------------------------------------------------------- schemas
 

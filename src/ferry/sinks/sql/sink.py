@@ -30,9 +30,10 @@ from ferry.pipeline.apply import is_applied
 from ferry.pipeline.events import DataChange, Op, Row, SchemaChange
 from ferry.pipeline.schema import Column, Schema, TableId
 from ferry.pipeline.types import DataType, TypeRoot
+from ferry.pipeline.unavailable import UNAVAILABLE, is_partial, unavailable_reason
 from ferry.sinks.base import Sink
 from ferry.sinks.exceptions import SinkError, SinkTerminalError, SinkTransientError, incompatible_table
-from ferry.sinks.rows import collapse
+from ferry.sinks.rows import collapse, complete_from_versions
 from ferry.sinks.sql.dialect import CatalogColumn, SqlDialect, SqlTable
 
 log = logging.getLogger(__name__)
@@ -245,11 +246,50 @@ class SqlSink(Sink):
             return
         state = collapse(changes, keys, self.type)
         gone = [list(_parts(k, len(keys))) for k, row in state.items() if row is None]
-        kept = [values(row) for row in state.values() if row is not None]
+        whole: list[list[Any]] = []
+        partial: dict[tuple[str, ...], list[list[Any]]] = {}
+        for row in state.values():
+            if row is None:
+                continue
+            if is_partial(row):
+                # the columns without a value keep the table's: left out of the upsert
+                columns = tuple(n for n in names if row.get(n) is not UNAVAILABLE)
+                partial.setdefault(columns, []).append(
+                    [adapt_value(row.get(n), ty) for n, ty in zip(names, types, strict=True) if n in columns]
+                )
+            else:
+                whole.append(values(row))
         if gone:
             cursor.executemany(self.dialect.delete_by_key(table, keys), gone)
-        if kept:
-            cursor.executemany(self.upsert_statement(cursor, table_id, names, keys), kept)
+        if whole:
+            cursor.executemany(self.upsert_statement(cursor, table_id, names, keys), whole)
+        for columns, rows in partial.items():
+            cursor.executemany(self.upsert_statement(cursor, table_id, columns, keys), rows)
+
+    def complete_rows(
+        self, table_id: TableId, schema: Schema, changes: Sequence[DataChange], partial: Sequence[int]
+    ) -> list[tuple[int, str]]:
+        """Partial rows are written leaving their unavailable columns out of the upsert (the table
+        keeps its values); those of a key the table does not hold (and no earlier change of the
+        checkpoint wrote) cannot be, nor those of a table without a primary key."""
+        keys = schema.primary_keys
+        if not keys:
+            return [(i, f"{unavailable_reason(changes[i])}; the table has no primary key") for i in partial]
+        still, deleted = complete_from_versions(
+            changes, partial, keys, self._buffers.get(table_id, ()), self.type
+        )
+        rejected = [(i, f"{unavailable_reason(changes[i])}; its row was deleted before") for i in deleted]
+        if still:
+            with self._errors(table_id, "reading the rows to update"), self._transaction() as cursor:
+                query = self.dialect.select_keys(self.sql_table(table_id), keys)
+                for index in still:
+                    after = changes[index].after
+                    assert after is not None
+                    cursor.execute(query, [after[k] for k in keys])
+                    if not cursor.fetchall():
+                        reason = f"{unavailable_reason(changes[index])}; the table has no row of its key"
+                        rejected.append((index, reason))
+        return rejected
 
     def upsert_statement(
         self, cursor: DbCursor, table_id: TableId, columns: Sequence[str], keys: Sequence[str]

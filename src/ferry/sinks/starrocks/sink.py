@@ -37,6 +37,7 @@ from ferry.pipeline import types as ft
 from ferry.pipeline.events import AddColumn, ColumnPosition, ColumnPositionKind, DataChange, Op, SchemaChange
 from ferry.pipeline.schema import Schema, TableId
 from ferry.pipeline.types import DataType, TypeRoot
+from ferry.pipeline.unavailable import UNAVAILABLE, is_partial, keep_partial
 from ferry.sinks.base import SinkCapabilities
 from ferry.sinks.exceptions import SinkTerminalError, SinkTransientError
 from ferry.sinks.rows import collapse
@@ -74,6 +75,8 @@ class MySqlProtocolSink(SqlSink):
     dialect_class: ClassVar[type[MySqlProtocolDialect]]
     #: The column that marks a Stream Load row as a delete, and its value for upserts and deletes.
     delete_column: ClassVar[str]
+    #: The Stream Load header that loads some of the columns and keeps the others' values.
+    partial_update_header: ClassVar[str]
 
     def __init__(
         self, config: MySqlProtocolSinkConfig, *, pipeline: str, vendor_only_statements: bool = True
@@ -224,14 +227,27 @@ class MySqlProtocolSink(SqlSink):
             label = self.label(table_id, offsets)
             with self._errors(table_id, "loading rows"):
                 rows, columns = self.load_rows(table_id, schema, self._buffers[table_id])
-                if rows:
-                    self.last_loads[table_id] = self._stream_load(table_id, label, rows, columns)
+                whole, partial = split_partial(rows, columns)
+                if whole:
+                    self.last_loads[table_id] = self._stream_load(table_id, label, whole, columns)
+                # a partial row's unavailable columns keep the table's values: one load per set of
+                # columns, each under a label of its own (a retried flush loads none twice)
+                for number, (loaded, group) in enumerate(sorted(partial.items())):
+                    self.last_loads[table_id] = self._stream_load(
+                        table_id, f"{label[:120]}_p{number}", group, loaded, partial=True
+                    )
             del self._buffers[table_id]
             del self._buffer_schemas[table_id]
         self.flushes += 1
 
     def _stream_load(
-        self, table_id: TableId, label: str, rows: list[dict[str, Any]], columns: list[str]
+        self,
+        table_id: TableId,
+        label: str,
+        rows: list[dict[str, Any]],
+        columns: Sequence[str],
+        *,
+        partial: bool = False,
     ) -> dict[str, Any]:
         table = self.sql_table(table_id)
         if table.schema is None:
@@ -250,7 +266,11 @@ class MySqlProtocolSink(SqlSink):
                     password=self.config.password.get_secret_value(),
                     timeout=self.config.connect_timeout,
                     sink=self.type,
-                    properties=self.config.load_properties,
+                    properties=(
+                        {**self.config.load_properties, self.partial_update_header: "true"}
+                        if partial
+                        else self.config.load_properties
+                    ),
                 )
             except SinkTransientError:
                 if index == len(urls) - 1:
@@ -282,7 +302,9 @@ class MySqlProtocolSink(SqlSink):
         keys = schema.primary_keys
 
         def values(row: Mapping[str, Any], deleted: bool) -> dict[str, Any]:
-            out = {n: load_value(row.get(n), t) for n, t in zip(names, types, strict=True)}
+            out = keep_partial(
+                row, {n: unavailable_or(row.get(n), t) for n, t in zip(names, types, strict=True)}
+            )
             out[self.delete_column] = 1 if deleted else 0
             return out
 
@@ -313,14 +335,40 @@ class MySqlProtocolSink(SqlSink):
         table = self.sql_table(table_id)
         names = schema.names
         keys = schema.primary_keys
-        rows, _ = self.load_rows(table_id, schema, changes)
-        gone = [[r[k] for k in keys] for r in rows if r[self.delete_column]]
-        kept = [[r[n] for n in names] for r in rows if not r[self.delete_column]]
+        rows, columns = self.load_rows(table_id, schema, changes)
+        whole, partial = split_partial(rows, columns)
+        gone = [[r[k] for k in keys] for r in whole if r[self.delete_column]]
+        kept = [[r[n] for n in names] for r in whole if not r[self.delete_column]]
         if gone:
             cursor.executemany(self.dialect.delete_by_key(table, keys), gone)
         if kept:
             statement = self.dialect.upsert(table, names, keys) if keys else self.dialect.insert(table, names)
             cursor.executemany(statement, kept)
+        for loaded, group in partial.items():
+            written = [n for n in loaded if n != self.delete_column]
+            statement = self.dialect.upsert(table, written, keys)
+            cursor.executemany(statement, [[r[n] for n in written] for r in group])
+
+
+def unavailable_or(value: Any, source_type: DataType) -> Any:
+    """:func:`load_value`, or :data:`~ferry.pipeline.unavailable.UNAVAILABLE` as it is."""
+    return value if value is UNAVAILABLE else load_value(value, source_type)
+
+
+def split_partial(
+    rows: list[dict[str, Any]], columns: Sequence[str]
+) -> tuple[list[dict[str, Any]], dict[tuple[str, ...], list[dict[str, Any]]]]:
+    """The whole rows of a load, and the partial ones (those with unavailable values) by the
+    columns they have, without the others."""
+    whole: list[dict[str, Any]] = []
+    partial: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    for row in rows:
+        if is_partial(row):
+            loaded = tuple(c for c in columns if row.get(c) is not UNAVAILABLE)
+            partial.setdefault(loaded, []).append({c: row[c] for c in loaded})
+        else:
+            whole.append(row)
+    return whole, partial
 
 
 def load_value(value: Any, source_type: DataType) -> Any:
@@ -353,3 +401,4 @@ class StarRocksSink(MySqlProtocolSink):
     dialect: MySqlProtocolDialect = StarRocksDialect()
     dialect_class = StarRocksDialect
     delete_column = "__op"
+    partial_update_header = "partial_update"
