@@ -57,8 +57,12 @@ ADDED = (
     ("credit", "DECIMAL(10, 2) NOT NULL DEFAULT 12.50"),
     ("active", "BOOLEAN DEFAULT TRUE"),
     ("since", "DATE DEFAULT '2024-02-29'"),
-    ("note", "VARCHAR(20) DEFAULT 'it''s new'"),
+    ("note", "VARCHAR(20) DEFAULT {note}"),
 )
+#: The text default with a quote in it on MariaDB (the MySQL connector gives the literal's body,
+#: read as MySQL reads it); the PostgreSQL connector (3.6.1) cuts ``'it''s new'`` at the doubled
+#: quote, giving ``it`` (the README says so), so its default has none.
+NOTE_DEFAULT = {"mysql": "'it''s new'", "postgres": "'n/a'"}
 
 
 @dataclass
@@ -92,7 +96,8 @@ def workload(source: Source) -> None:
     source.execute(f"DELETE FROM {table} WHERE id = 2")
     next_id = 100
     for number, (column, definition) in enumerate(ADDED):
-        source.execute(f"ALTER TABLE {table} ADD COLUMN {column} {definition}")
+        spelled = definition.format(note=NOTE_DEFAULT[source.name])
+        source.execute(f"ALTER TABLE {table} ADD COLUMN {column} {spelled}")
         source.execute(f"UPDATE {table} SET name = 'touched-{number}' WHERE id = {3 + number}")
         next_id += 1
         source.execute(f"INSERT INTO {table} (id, name) VALUES ({next_id}, 'inserted-{number}')")
