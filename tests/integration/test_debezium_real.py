@@ -413,7 +413,11 @@ def _pipeline(
             return postgres_tables(conninfo, source.namespace)
 
     expectation = sink_expectation(
-        source.tables, source.summary, declared(sink, BEHAVIOR), truncates_emitted=mode.emits_truncate
+        source.tables,
+        source.summary,
+        declared(sink, BEHAVIOR),
+        truncates_emitted=mode.emits_truncate,
+        nulls_written_as_defaults=mode.nulls_written_as_defaults,
     )
     pipeline = Pipeline(name, mode, sink, source, directory, read, expectation)
     pipeline.job.write_text(

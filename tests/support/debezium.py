@@ -14,7 +14,10 @@ Two PostgreSQL connectors read the same publication (``FOR ALL TABLES``, whose d
 includes ``truncate``: pgoutput sends truncate messages), each with its own replication slot and
 ``topic.prefix``. One keeps every default, ``skipped.operations=t`` too (a TRUNCATE never reaches its
 topics), on topics of 1 partition; the other runs topics of 3 partitions and emits truncate
-events (``skipped.operations=none``), which a sink must order with the rows of the other partitions.
+events (``skipped.operations=none``), which a sink must order with the rows of the other partitions,
+and turns the JSON converter's ``replace.null.with.default`` off: with its default (true) the
+converter writes a NULL of a nullable column that has a default as that default, a loss in the
+topic that no consumer can undo (the first mode's expectation says so, the second's is exact).
 """
 
 from __future__ import annotations
@@ -47,6 +50,12 @@ class CaptureMode:
     job_options: Mapping[str, str] = field(default_factory=dict)
     #: The message ``ferry run`` refuses the mode's job file with at validation, or None.
     refused: str | None = None
+
+    @property
+    def nulls_written_as_defaults(self) -> bool:
+        """Whether the JSON converter writes a NULL of a column that has a default as the default
+        (its ``replace.null.with.default``, true unless the mode turns it off)."""
+        return self.settings.get("value.converter.replace.null.with.default", "true") == "true"
 
     @property
     def topic_prefix(self) -> str:
@@ -148,8 +157,9 @@ POSTGRES_MODES: tuple[CaptureMode, ...] = (
     CaptureMode(
         "postgres-partitioned",
         "PostgreSQL connector, pgoutput, JSON converter with schemas, topics of 3 partitions, "
-        "truncate events emitted (skipped.operations=none)",
-        {"skipped.operations": "none"},
+        "truncate events emitted (skipped.operations=none), NULLs written as NULLs where a column "
+        "has a default (value.converter.replace.null.with.default=false)",
+        {"skipped.operations": "none", "value.converter.replace.null.with.default": "false"},
     ),
 )
 

@@ -63,11 +63,29 @@ def sink_expectation(
     declared_outcome: Callable[[ChangeKind], str],
     *,
     truncates_emitted: bool = True,
+    nulls_written_as_defaults: bool = False,
 ) -> SinkExpectation:
     """The expectation of one sink for a source whose final state is ``final`` after ``summary``;
-    without ``truncates_emitted`` the capture wrote no trace of a truncation (the sink cannot know)."""
+    without ``truncates_emitted`` the capture wrote no trace of a truncation (the sink cannot know);
+    with ``nulls_written_as_defaults`` the converter wrote a NULL of a nullable column that has a
+    default as that default (Kafka Connect's ``replace.null.with.default=true``), so the topics hold
+    the default where the source has NULL and no sink can tell them apart."""
     tables = dict(final)
     expectation = SinkExpectation(tables, [])
+    if nulls_written_as_defaults:
+        for name, defaults in summary.nullable_defaults.items():
+            table = tables.get(name)
+            if table is None:
+                continue
+            rows = {
+                key: {c: defaults[c] if c in defaults and v is None else v for c, v in row.items()}
+                for key, row in table.rows.items()
+            }
+            tables[name] = SourceTable(table.schema, table.name, table.columns, table.key, rows)
+            expectation.notes.append(
+                f"{name}: the converter writes NULL as the default in {', '.join(defaults)} "
+                "(replace.null.with.default=true)"
+            )
     for name, before in summary.dropped_tables.items():
         word = declared_outcome(ChangeKind.DROP_TABLE)
         if word in APPLIED:

@@ -115,6 +115,9 @@ class WorkloadSummary:
     dropped_tables: dict[str, SourceTable] = field(default_factory=dict)
     #: The truncated tables, as they were right before the truncation.
     truncated_tables: dict[str, SourceTable] = field(default_factory=dict)
+    #: Per table, the nullable columns added with a default: column -> the default as the source
+    #: reads it (Kafka Connect's JSON converter writes a NULL of such a column as its default).
+    nullable_defaults: dict[str, dict[str, Any]] = field(default_factory=dict)
 
     @property
     def row_changes(self) -> int:
@@ -640,9 +643,11 @@ class AccountsWorkload:
         connection.execute(statement)
         self.summary.schema_changes.append(statement)
 
-    def _add(self, connection: Any, table: str, column: ColumnModel) -> None:
+    def _add(self, connection: Any, table: str, column: ColumnModel, nullable_default: Any = None) -> None:
         self._ddl(connection, f"ALTER TABLE {POSTGRES_SCHEMA}.{table} ADD COLUMN {column.name} {column.ddl}")
         self.tables[table].columns.append(column)
+        if nullable_default is not None:
+            self.summary.nullable_defaults.setdefault(table, {})[column.name] = nullable_default
 
     def _rename(self, connection: Any, table: str, old: str, new: str) -> None:
         self._ddl(connection, f"ALTER TABLE {POSTGRES_SCHEMA}.{table} RENAME COLUMN {old} TO {new}")
@@ -670,6 +675,7 @@ class AccountsWorkload:
             ColumnModel(
                 "credit", "integer DEFAULT 100", lambda rng: _maybe(rng, lambda r: r.randint(-1000, 1000))
             ),
+            nullable_default=100,
         )
 
     def _add_numeric_not_null_default(self, connection: Any) -> None:
@@ -695,6 +701,7 @@ class AccountsWorkload:
             connection,
             "accounts",
             ColumnModel("since", "date DEFAULT '2020-02-29'", lambda rng: _maybe(rng, _date)),
+            nullable_default=date(2020, 2, 29),
         )
 
     def _add_text_default_full_identity(self, connection: Any) -> None:
@@ -704,6 +711,7 @@ class AccountsWorkload:
             ColumnModel(
                 "kind", "text DEFAULT 'file'", lambda rng: rng.choice(["file", "image", "note", None])
             ),
+            nullable_default="file",
         )
 
     def _add_nullable_column(self, connection: Any) -> None:
