@@ -462,6 +462,12 @@ class SchemaTracker:
         the columns gone or new that no position explains are a drop and an add."""
         proved = renames_by_position(previous, new)
         renames = self.pending_renames.setdefault(table_id, [])
+        # what earlier steps noted is kept while its change has not reached the sink
+        tracked.by_position = {
+            o: n for o, n in tracked.by_position.items() if RenameColumn(table_id, o, n) in renames
+        }
+        dropping = {p.change.column_name for p in tracked.pending if isinstance(p.change, DropColumn)}
+        tracked.unproved &= dropping
         for old_name, new_name in proved:
             rename = RenameColumn(table_id, old_name, new_name)
             if rename not in renames:

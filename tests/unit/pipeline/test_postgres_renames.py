@@ -409,3 +409,24 @@ def test_renames_are_told_by_position_for_postgresql_only(state: StateStore) -> 
     assert not any(isinstance(c, RenameColumn) for c in sink.applied)
     rows = {row["id"]: row for row in sink.tables[TABLE].all_rows()}
     assert [rows[key]["email_address"] for key in (1, 2)] == [None, None]
+
+
+def test_a_column_dropped_alone_later_is_not_noted_as_a_drop_and_an_add(state: StateStore) -> None:
+    # nickname came in a step with a drop (noted); dropped alone later, its drop is a plain drop
+    table = PostgresTable()
+    script = [
+        *(("upsert", key, key) for key in range(3)),
+        ("drop", "name"),
+        ("add", "nickname", TEXT),
+        ("upsert", 0, 10),
+        ("rename", "email", "mail"),
+        ("upsert", 0, 11),
+        ("drop", "nickname"),
+        ("upsert", 0, 12),
+    ]
+    sink = replicate(table, script, state)
+    check(sink, table)
+    notes = dict(history(state))
+    assert "no column position proves" in notes["drop.column public.customers name"]
+    assert "proved by the column positions" in notes["rename.column public.customers email -> mail"]
+    assert "; " not in notes["drop.column public.customers nickname"]
