@@ -19,6 +19,8 @@ from typing import Any
 
 import orjson
 import pytest
+from hypothesis import HealthCheck, example, given, settings
+from hypothesis import strategies as st
 from tests.support.partition_log import PartitionLogSource, hand_over
 
 from ferry.connectors.formats import decoder_for
@@ -430,3 +432,145 @@ def test_a_column_dropped_alone_later_is_not_noted_as_a_drop_and_an_add(state: S
     assert "no column position proves" in notes["drop.column public.customers name"]
     assert "proved by the column positions" in notes["rename.column public.customers email -> mail"]
     assert "; " not in notes["drop.column public.customers nickname"]
+
+
+# ---------------------------------------------------------------------------------- any interleaving
+
+
+@dataclass
+class PostgresModel:
+    """Draws statements that fit the table as the earlier ones left it (``table``: its columns).
+    A name is never given twice (a column dropped or renamed away is not added again under its
+    old name: records alone cannot tell its rows from the new column's while the drop waits)."""
+
+    table: PostgresTable
+    used: set[str] = field(default_factory=lambda: {"id", "email", "name", "visits"})
+
+    def statement(self, kind: str, n: int, partitions: int) -> list[tuple[Any, ...]]:
+        """One statement (``n`` picks its column) and, after a DDL, an upsert on every partition
+        (each partition shows the step): the script's lines."""
+        names = [name for name, _ in self.table.columns if name != "id"]
+        if kind == "upsert":
+            return [("upsert", n % 12, n)]
+        if kind == "add" and f"c{n}" not in self.used:
+            self.used.add(f"c{n}")
+            spec = TEXT if n % 2 else INTEGER
+            self.table.add(f"c{n}", spec)
+            return [("add", f"c{n}", spec), *self._touch(n, partitions)]
+        if kind == "drop" and len(names) > 1:
+            self.table.drop(names[n % len(names)])
+            return [("drop", names[n % len(names)]), *self._touch(n, partitions)]
+        if kind == "rename" and names and f"{names[n % len(names)]}_r{n}" not in self.used:
+            old = names[n % len(names)]
+            self.used.add(f"{old}_r{n}")
+            self.table.rename(old, f"{old}_r{n}")
+            return [("rename", old, f"{old}_r{n}"), *self._touch(n, partitions)]
+        return []
+
+    @staticmethod
+    def _touch(n: int, partitions: int) -> list[tuple[Any, ...]]:
+        return [("upsert", key, n * 100 + key) for key in range(partitions)]
+
+
+def play_postgres(
+    partitions: int, kinds: Sequence[tuple[str, int]], schedule: Sequence[tuple[Any, ...]], state: StateStore
+) -> None:
+    model = PostgresModel(PostgresTable())  # the table's columns as the statements are drawn
+    script: list[tuple[Any, ...]] = [("upsert", key, key) for key in range(partitions)]
+    for kind, n in kinds:
+        script += model.statement(kind, n, partitions)
+    table = PostgresTable()
+    # the model: PostgreSQL's table, with a rename of the last column taken as a drop and an add
+    lost: set[tuple[int, str]] = set()
+    topics: dict[tuple[str, int], list[Record]] = {(TOPIC, p): [] for p in range(partitions)}
+    for statement in script:
+        match statement:
+            case ("upsert", key, n):
+                records = topics[(TOPIC, key % partitions)]
+                k, v = table.upsert(key, n)
+                records.append(Record(TOPIC, key % partitions, len(records), key=k, value=v))
+                lost = {(row, c) for row, c in lost if row != key}
+            case ("rename", old, new):
+                last = table.columns[-1][0] == old
+                table.rename(old, new)
+                lost = {(row, new if c == old else c) for row, c in lost}
+                if last:
+                    lost |= {(row, new) for row in table.rows}
+            case ("drop", name):
+                table.drop(name)
+                lost = {(row, c) for row, c in lost if c != name}
+            case ("add", name, spec):
+                table.add(name, spec)
+    expected = {
+        key: {c: (None if (key, c) in lost else v) for c, v in row.items()} for key, row in table.rows.items()
+    }
+    sink = MemorySink()
+    data = list(topics)
+
+    def start() -> tuple[PipelineRunner, PartitionLogSource]:
+        source = PartitionLogSource(topics, data)
+        runner = PipelineRunner(
+            settings=RunnerSettings(name="pg", tune_gc=False),
+            source=source,
+            decode=decoder_for("debezium-json").decode,
+            sink=sink,
+            state=state,
+            router=SchemaChangeRouter(sink, SchemaChangeBehavior.EVOLVE, SCHEMA_CHANGE_TAGS),
+            tables=TableRouter(),
+            dead_letter=MemoryDeadLetter(),
+        )
+        runner.open()
+        return runner, source
+
+    runner, source = start()
+    for action in schedule:
+        match action:
+            case ("read", index, count):
+                hand_over(runner, source.take(data[index % len(data)], count))
+            case ("checkpoint",):
+                runner.checkpoint()
+            case ("kill",):
+                sink.pending.clear()  # written, never committed
+                runner, source = start()
+    for tp in data:
+        hand_over(runner, source.take(tp, source.left(tp)))
+    runner.checkpoint()
+    stored = sink.tables[TABLE]
+    applied = [str(c) for c in sink.applied]
+    assert list(stored.schema.names) == [n for n, _ in table.columns], applied
+    assert {row["id"]: row for row in stored.all_rows()} == expected, applied
+
+
+@pytest.mark.timeout(1800)
+@settings(
+    max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
+@given(
+    partitions=st.integers(1, 3),
+    kinds=st.lists(
+        st.tuples(st.sampled_from(["upsert"] * 4 + ["rename"] * 3 + ["add", "drop"]), st.integers(0, 1000)),
+        max_size=30,
+    ),
+    schedule=st.lists(
+        st.one_of(
+            st.tuples(st.just("read"), st.integers(0, 2), st.integers(1, 5)),
+            st.tuples(st.just("checkpoint")),
+            st.tuples(st.just("kill")),
+        ),
+        max_size=40,
+    ),
+)
+@example(  # a column renamed twice and one added between, partition 0 past both before a kill
+    partitions=3,
+    kinds=[("rename", 1), ("upsert", 5), ("rename", 2), ("add", 7), ("rename", 0)],
+    schedule=[("read", 0, 3), ("checkpoint",), ("read", 1, 2), ("kill",), ("read", 2, 4)],
+)
+def test_every_interleaving_of_postgresql_steps_and_kills_ends_as_the_rule_says(
+    partitions: int, kinds: list[tuple[str, int]], schedule: list[tuple[Any, ...]]
+) -> None:
+    with tempfile.TemporaryDirectory() as folder:
+        state = StateStore(f"sqlite:///{folder}/state.db")
+        try:
+            play_postgres(partitions, kinds, schedule, state)
+        finally:
+            state.close()
