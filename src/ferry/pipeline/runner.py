@@ -67,7 +67,7 @@ from ferry.pipeline.settings import RunnerSettings
 from ferry.pipeline.shaping import RowShaper, in_table_names
 from ferry.pipeline.status import RunnerStatus
 from ferry.pipeline.truncates import OrderOf, TruncateOrder
-from ferry.sinks.base import Sink
+from ferry.sinks.base import RowRefusing, Sink
 
 if TYPE_CHECKING:
     from ferry.pipeline.transform import TableTransforms
@@ -145,7 +145,10 @@ class PipelineRunner:
             metrics=self.metrics,
             status=self.status,
             background=background,
+            settle=self.bad.settle,
         )
+        if isinstance(sink, RowRefusing):  # rows its destination refuses go to the dead-letter topic
+            sink.on_refused(self.bad.refused)
         self.schemas.before_sink = self.checkpoints.wait
         self.rows = RowBuffers()
         self.shaper = RowShaper(
@@ -387,4 +390,6 @@ class PipelineRunner:
         returns the rows per sink table."""
         schemas, within = self.schemas, self._leftover is not None  # within a batch: see RowBuffers
         keep = lambda t: schemas.tracker.schema(t) is not None  # noqa: E731
-        return self.rows.write(self.shaper.write, keep, within, source_tables)
+        written = self.rows.write(self.shaper.write, keep, within, source_tables)
+        self.bad.send_pending()  # before the commit that stores the dead letters and passes their rows
+        return written
