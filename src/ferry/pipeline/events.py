@@ -238,6 +238,9 @@ class SchemaObserved:
     schema: Schema
     position: SourcePosition | None = None
     ddl: str | None = None
+    #: The source connector that wrote the record (Debezium's ``source.connector``): ``postgresql``
+    #: orders its columns by ``attnum``, which proves some renames (:mod:`ferry.pipeline.positions`).
+    connector: str | None = None
 
 
 @dataclass(frozen=True, slots=True)

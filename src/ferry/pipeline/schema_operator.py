@@ -686,7 +686,9 @@ class SchemaOperator:
                         decision = self.router.on_refused(decision, e)
                     self._refresh_sink_schema(sink_table)
                     sink_schema = self.sink_schema(sink_table)
-                self._history(source_table, sink_table, decision, position)
+                self._history(
+                    source_table, sink_table, decision, position, self.tracker.note(source_table, change)
+                )
                 if decision.action is Action.FAIL:
                     raise SchemaChangeRefusedError(
                         decision.reason,
@@ -764,16 +766,24 @@ class SchemaOperator:
         return [c for c in diff_schemas(sink_table, sink_schema, wider) if c.tag != "drop.column"]
 
     def _history(
-        self, source_table: TableId, sink_table: TableId, decision: Decision, position: SourcePosition | None
+        self,
+        source_table: TableId,
+        sink_table: TableId,
+        decision: Decision,
+        position: SourcePosition | None,
+        note: str | None = None,
     ) -> None:
+        """The change's entry in the schema-change history (and the log); ``note``: how the change
+        was told from the records alone (a rename proved by column positions, or not)."""
         started = self._barrier_started
         barrier_ms = 0 if started is None else int((time.monotonic() - started) * 1000)
+        reason = decision.reason if note is None else f"{decision.reason}; {note}"
         log.info(
             "schema change %s on %s: %s (%s); barrier %d ms",
             decision.change,
             sink_table,
             decision.action.value,
-            decision.reason,
+            reason,
             barrier_ms,
             extra={
                 "table": str(sink_table),
@@ -787,7 +797,7 @@ class SchemaOperator:
             str(sink_table),
             str(decision.change),
             decision.action.value,
-            decision.reason,
+            reason,
             None if position is None else str(position),
             now_ms(),
             barrier_ms,

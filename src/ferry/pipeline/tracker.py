@@ -46,6 +46,7 @@ from ferry.pipeline.events import (
     TruncateTable,
 )
 from ferry.pipeline.exceptions import SchemaError
+from ferry.pipeline.positions import POSITIONAL_CONNECTORS, position_note, renames_by_position
 from ferry.pipeline.schema import Column, Schema, TableId, schema_from_dict, schema_to_dict
 from ferry.pipeline.types import widen
 
@@ -92,6 +93,10 @@ class TrackedTable:
     #: Renames that are final: a name older records carry → the column's name now (for records
     #: read again after a truncate, older than the rename).
     renamed: dict[str, str] = field(default_factory=dict)
+    #: Renames proved by column positions (no DDL: :mod:`ferry.pipeline.positions`), old → new name.
+    by_position: dict[str, str] = field(default_factory=dict)
+    #: Columns gone or new in a schema step whose positions proved no rename (a drop and an add).
+    unproved: set[str] = field(default_factory=set)
 
     def copy(self) -> TrackedTable:
         """A copy that changes apart from this one (schemas are immutable, and shared)."""
@@ -104,6 +109,8 @@ class TrackedTable:
             [PendingRemoval(p.change, dict(p.holders)) for p in self.pending],
             set(self.topics),
             dict(self.renamed),
+            dict(self.by_position),
+            set(self.unproved),
         )
 
 
@@ -224,6 +231,8 @@ class SchemaTracker:
             return [change, *self.described(SchemaObserved(table_id, described, None, "DDL"), watermarks)]
         self._seen(tracked, event.position)
         previous = tracked.partitions.get(partition)
+        if previous is not None and event.connector in POSITIONAL_CONNECTORS:
+            self._renamed_by_position(tracked, table_id, previous, new)
         had = (
             set()
             if previous is None
@@ -445,6 +454,37 @@ class SchemaTracker:
         if position is not None:
             tracked.topics.add(position.topic)
 
+    def _renamed_by_position(
+        self, tracked: TrackedTable, table_id: TableId, previous: Schema, new: Schema
+    ) -> None:
+        """A schema step of a partition whose connector orders columns as the source numbers them:
+        the renames its positions prove join those DDL would have named (and so go as they do);
+        the columns gone or new that no position explains are a drop and an add."""
+        proved = renames_by_position(previous, new)
+        renames = self.pending_renames.setdefault(table_id, [])
+        # what earlier steps noted is kept while its change has not reached the sink
+        tracked.by_position = {
+            o: n for o, n in tracked.by_position.items() if RenameColumn(table_id, o, n) in renames
+        }
+        dropping = {p.change.column_name for p in tracked.pending if isinstance(p.change, DropColumn)}
+        tracked.unproved &= dropping
+        for old_name, new_name in proved:
+            rename = RenameColumn(table_id, old_name, new_name)
+            if rename not in renames:
+                renames.append(rename)
+            tracked.by_position[old_name] = new_name
+        explained = {n for pair in proved for n in pair}
+        gone = {n for n in previous.names if n not in new and n not in explained}
+        came = {n for n in new.names if n not in previous and n not in explained}
+        if gone and came:  # a step that a rename could have made
+            tracked.unproved |= gone | came
+
+    def note(self, table_id: TableId, change: SchemaChange) -> str | None:
+        """How a change was told apart where column positions were looked at (see
+        :func:`~ferry.pipeline.positions.position_note`)."""
+        tracked = self.tables.get(table_id)
+        return None if tracked is None else position_note(tracked.by_position, tracked.unproved, change)
+
     def _aliases_for(
         self, table_id: TableId, tracked: TrackedTable, partition: int, new: Schema
     ) -> dict[str, str]:
@@ -550,7 +590,9 @@ class SchemaTracker:
                 tracked.renamed = {o: n for o, n in renamed.items() if o != n}
                 renames = self.pending_renames.get(table_id, [])
                 chain = _chain(renames, change.old_name)
-                self.pending_renames[table_id] = [r for r in renames if r.old_name not in chain[:-1]]
+                # the renames up to the name the column has now; those after it are still to come
+                done = chain[: chain.index(new_name)] if new_name in chain else chain[:-1]
+                self.pending_renames[table_id] = [r for r in renames if r.old_name not in done]
             emitted.append(change)
         return emitted
 
@@ -641,6 +683,8 @@ class SchemaTracker:
                     "pending": [_pending_to_dict(p) for p in t.pending],
                     "topics": sorted(t.topics),
                     **({"renamed": t.renamed} if t.renamed else {}),
+                    **({"by_position": t.by_position} if t.by_position else {}),
+                    **({"unproved": sorted(t.unproved)} if t.unproved else {}),
                 }
                 for tid, t in self.tables.items()
             },
@@ -667,6 +711,8 @@ class SchemaTracker:
                 [_pending_from_dict(table_id, p) for p in t.get("pending", [])],
                 set(t.get("topics", [])),
                 dict(t.get("renamed", {})),
+                dict(t.get("by_position", {})),
+                set(t.get("unproved", [])),
             )
         for tid, renames in data.get("pending_renames", {}).items():
             table_id = TableId.parse(tid)

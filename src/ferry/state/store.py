@@ -92,6 +92,8 @@ def merge_schemas(
             ours.pending,
             ours.topics | theirs.topics,
             {**theirs.renamed, **ours.renamed},
+            {**theirs.by_position, **ours.by_position},
+            theirs.unproved | ours.unproved,
         )
     out = merged.snapshot()
     # a table one side holds alone, or both alike, is kept as it was written

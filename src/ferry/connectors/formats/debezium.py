@@ -227,6 +227,8 @@ class _Table:
     """Per (table, partition) state."""
 
     table_id: TableId
+    connector: str | None = None
+    """The ``source.connector`` of the table's change events (``mysql``, ``postgresql``, ...)."""
     inferred: InferredTable = field(default_factory=InferredTable.empty)
     emitted: Schema | None = None
     """The schema last emitted for the table in this partition."""
@@ -279,13 +281,13 @@ class DebeziumChangeDecoder(Generic[_State]):
 
     _tables: dict[tuple[Any, ...], _State]
 
-    def _table_state(self, table_id: TableId) -> _State:
-        """The state of a table first seen."""
+    def _table_state(self, table_id: TableId, connector: str | None) -> _State:
+        """The state of a table first seen (``connector``: the ``source`` block's, when it has one)."""
         raise NotImplementedError
 
     def _new_table(self, source: Row, partition: int) -> _State:
         table = self._tables[(source.get("db"), source.get("schema"), source["table"], partition)] = (
-            self._table_state(source_table_id(source))
+            self._table_state(source_table_id(source), _connector(source))
         )
         return table
 
@@ -293,7 +295,7 @@ class DebeziumChangeDecoder(Generic[_State]):
         state_key = ("topic", topic, partition)
         table = self._tables.get(state_key)
         if table is None:
-            table = self._tables[state_key] = self._table_state(topic_table_id(topic))
+            table = self._tables[state_key] = self._table_state(topic_table_id(topic), None)
         return table
 
     def _no_row_op(
@@ -634,7 +636,7 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
                 after = self._mark_unavailable(after, plan)
             if table.emitted is not schema:
                 if schema.columns and (table.emitted is None or table.emitted != schema):
-                    out.append(SchemaObserved(table.table_id, schema, position))
+                    out.append(SchemaObserved(table.table_id, schema, position, connector=table.connector))
                 table.emitted = schema
             ts = source.get("ts_ms") if type(source) is dict else None
             out.append(
@@ -815,7 +817,7 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
             schema = inferred.schema
         if table.emitted is not schema:
             if schema.columns and (table.emitted is None or table.emitted != schema):
-                out.append(SchemaObserved(table.table_id, schema, position))
+                out.append(SchemaObserved(table.table_id, schema, position, connector=table.connector))
             table.emitted = schema
         typed.misses = 0
         if typed.columnar:
@@ -985,7 +987,7 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
             )
         if table.emitted is not schema:
             if schema.columns and (table.emitted is None or table.emitted != schema):
-                out.append(SchemaObserved(table.table_id, schema, position))
+                out.append(SchemaObserved(table.table_id, schema, position, connector=table.connector))
             table.emitted = schema
         ts = metadata.get("__source_ts_ms") or metadata.get("__ts_ms")
         out.append(
@@ -1038,7 +1040,7 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
         before = self._key_row(key, converter, table)
         if schema is not None and table.emitted is not schema:
             if schema.columns and (table.emitted is None or table.emitted != schema):
-                out.append(SchemaObserved(table.table_id, schema, position))
+                out.append(SchemaObserved(table.table_id, schema, position, connector=table.connector))
             table.emitted = schema
         self._deletes[(topic, partition)] = (position.offset, key)
         out.append(_new(DataChange, (table.table_id, Op.DELETE, before, None, position, None)))
@@ -1204,14 +1206,19 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
 
     # --------------------------------------------------------------------------------- tables
 
-    def _table_state(self, table_id: TableId) -> _Table:
-        return _Table(table_id)
+    def _table_state(self, table_id: TableId, connector: str | None) -> _Table:
+        return _Table(table_id, connector)
 
 
 def source_table_id(source: Row) -> TableId:
     """MySQL ``db``/``table``; connectors whose source block has a ``schema``: ``schema``/``table``."""
     db, schema, name = source.get("db"), source.get("schema"), source["table"]
     return TableId(None, str(schema) if schema else (str(db) if db else None), str(name))
+
+
+def _connector(source: Row) -> str | None:
+    connector = source.get("connector")
+    return connector if isinstance(connector, str) else None
 
 
 def topic_table_id(topic: str) -> TableId:

@@ -86,6 +86,8 @@ class _Table:
     """Per (table, partition) state."""
 
     table_id: TableId
+    connector: str | None = None
+    """The ``source.connector`` of the table's change events (``mysql``, ``postgresql``, ...)."""
     emitted: Schema | None = None
     """The schema last emitted for the table in this partition."""
 
@@ -203,7 +205,7 @@ class DebeziumAvroDecoder(DebeziumChangeDecoder[_Table]):
                         after = mark(after, markers)
                 if table.emitted is not schema:
                     if table.emitted is None or table.emitted != schema:
-                        append(SchemaObserved(table.table_id, schema, position))
+                        append(SchemaObserved(table.table_id, schema, position, connector=table.connector))
                     table.emitted = schema
                 ts = (source.get("ts_ms") if type(source) is dict else None) or envelope.get("ts_ms")
                 append(new(DataChange, (table.table_id, op, before, after, position, ts)))
@@ -264,8 +266,8 @@ class DebeziumAvroDecoder(DebeziumChangeDecoder[_Table]):
 
     # ----------------------------------------------------------------------------- tables
 
-    def _table_state(self, table_id: TableId) -> _Table:
-        return _Table(table_id)
+    def _table_state(self, table_id: TableId, connector: str | None) -> _Table:
+        return _Table(table_id, connector)
 
 
 def _build_plan(writer: WriterSchema) -> _Plan:
