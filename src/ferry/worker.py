@@ -113,9 +113,14 @@ def _transforms(job: JobConfig) -> TableTransforms | None:
 
 
 def build_runner(
-    job: JobConfig, *, sink: Sink | None = None, hints: HintSource | None = None
+    job: JobConfig,
+    *,
+    sink: Sink | None = None,
+    hints: HintSource | None = None,
+    startup_timeout_s: float = DEFAULT_STARTUP_TIMEOUT_S,
 ) -> PipelineRunner:
-    """Everything a pipeline needs, from its job file."""
+    """Everything a pipeline needs, from its job file; a topic named that does not exist is waited
+    for up to ``startup_timeout_s`` (then ``source.topic-missing`` decides)."""
     check_supported(job)
     source_config, pipeline = job.source, job.pipeline
     properties = {
@@ -145,6 +150,8 @@ def build_runner(
             dict(source_config.scan_bounded_specific_offsets or {}),
         ),
         retries=retries,
+        topic_missing=source_config.topic_missing,
+        topic_wait_s=startup_timeout_s,
     )
     options = source_config.decoder_options()
     definitions = None
@@ -378,7 +385,7 @@ class FerryWorker:
     def _run_pipeline(self) -> None:
         self._started.set()
         try:
-            self.runner = build_runner(self.job)
+            self.runner = build_runner(self.job, startup_timeout_s=self.startup_timeout_s)
             run_with_status(self.runner, self.job.pipeline.status_port, self.stop_event, self.status_host)
         except BaseException as e:
             self.error = e

@@ -221,7 +221,12 @@ def run(
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
-    run_with_status(build_runner(config), config.pipeline.status_port, stop, status_host)
+    run_with_status(
+        build_runner(config, startup_timeout_s=startup_timeout),
+        config.pipeline.status_port,
+        stop,
+        status_host,
+    )
 
 
 @main.command()
