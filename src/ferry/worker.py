@@ -16,7 +16,9 @@ import logging
 import os
 import signal
 import subprocess
+import sys
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,14 +39,15 @@ from ferry.connectors.kafka.dead_letter import KafkaDeadLetter
 from ferry.connectors.kafka.schema_changes import SchemaChangeReader
 from ferry.connectors.kafka.source import EndPosition, KafkaSource, StartPosition
 from ferry.exceptions import TerminalError
-from ferry.logs import kafka_logger
+from ferry.logs import kafka_logger, mask_secrets
 from ferry.pipeline.events import Event
+from ferry.pipeline.phase import Phase
 from ferry.pipeline.route import Route, TableRouter
 from ferry.pipeline.router import SchemaChangeRouter
 from ferry.pipeline.runner import PipelineRunner
 from ferry.pipeline.schema_operator import HintSource
 from ferry.pipeline.settings import RunnerSettings
-from ferry.process import parent_death_hook
+from ferry.process import STOP_GRACE_S, parent_death_hook
 from ferry.retry import RetryPolicy
 from ferry.sinks import Sink
 from ferry.sinks.registry import sink_class
@@ -267,39 +270,49 @@ def run_with_status(
             server.stop()
 
 
-def run_instances(commands: Sequence[Sequence[str]]) -> int:
+def run_instances(commands: Sequence[Sequence[str]], grace_s: float = STOP_GRACE_S) -> int:
     """Run the worker processes of one ``ferry run`` (``pipeline.parallelism``), one per command.
 
     SIGTERM and SIGINT are passed on to each (each takes its final checkpoint). When one fails, the
     others are stopped the same way, and the exit code is the first failure's; 0 when all stopped
-    cleanly (a bounded read, a stop).
+    cleanly (a bounded read, a stop). A process still there ``grace_s`` after it was told to stop
+    is killed (SIGKILL): it restarts from its last checkpoint.
     """
-    processes = {
+    running = {
         process.pid: process
         for process in (
             subprocess.Popen(list(command), preexec_fn=parent_death_hook(signal.SIGTERM))  # noqa: PLW1509
             for command in commands
         )
     }
-    running = dict(processes)
+    #: When the processes told to stop are killed (``time.monotonic()``), once they were told.
+    kill_at: list[float] = []
 
     def forward(sig: int, frame: object) -> None:
         for process in running.values():
             process.send_signal(sig)
+        if not kill_at:
+            kill_at.append(time.monotonic() + grace_s)
 
     previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGINT, signal.SIGTERM)}
-    failure = 0
+    failure, killed, tick = 0, False, threading.Event()
     try:
         while running:
-            pid, status = os.wait()
-            process = running.pop(pid, None)
-            if process is None:
-                continue
-            process.returncode = code = os.waitstatus_to_exitcode(status)
-            if code != 0 and failure == 0:
-                failure = code if code > 0 else 1
-                log.error("worker process %d exited with %d: stopping the others", pid, code)
-                forward(signal.SIGTERM, None)
+            for pid, process in list(running.items()):
+                code = process.poll()
+                if code is None:
+                    continue
+                del running[pid]
+                if code != 0 and failure == 0:
+                    failure = code if code > 0 else 1
+                    log.error("worker process %d exited with %d: stopping the others", pid, code)
+                    forward(signal.SIGTERM, None)
+            if running and kill_at and not killed and time.monotonic() >= kill_at[0]:
+                killed = True
+                for pid, process in running.items():
+                    log.error("worker process %d did not stop within %g s: killing it", pid, grace_s)
+                    process.kill()
+            tick.wait(0.1)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
@@ -327,8 +340,10 @@ class FerryWorker:
         worker_id: str | None = None,
         status_host: str = "127.0.0.1",
         startup_timeout_s: float = DEFAULT_STARTUP_TIMEOUT_S,
+        stop_grace_s: float = STOP_GRACE_S,
     ) -> None:
         self.job = job
+        self.stop_grace_s = stop_grace_s
         self.worker_id = worker_id
         self.status_host = status_host
         self.data_dir = Path(data_dir)
@@ -382,8 +397,42 @@ class FerryWorker:
         app.on_before_shutdown.connect(before_shutdown)  # type: ignore[arg-type]
         return app
 
+    def _watch_the_end(self) -> None:
+        """End the process when it outlives its pipeline: ``stop_grace_s`` after the pipeline
+        failed or ended, or after a stop beyond what its final checkpoint may wait for (the retry
+        policy's timeout). Closing a client, faust's own shutdown or a thread a library left behind
+        can keep a process alive; a restart resumes from the last checkpoint."""
+        final_s = self.job.pipeline.restart_strategy.timeout.total_seconds()
+        tick = threading.Event()
+        deadline: float | None = None
+        while deadline is None or time.monotonic() < deadline:
+            tick.wait(0.2)
+            if deadline is not None:
+                continue
+            if self._failed_now():
+                deadline = time.monotonic() + self.stop_grace_s
+            elif self.stop_event.is_set():
+                deadline = time.monotonic() + final_s + self.stop_grace_s
+            elif self._done.is_set():
+                deadline = time.monotonic() + self.stop_grace_s
+        log.error(
+            "the worker of pipeline %s did not end within %g s of its pipeline: exiting",
+            self.job.pipeline.name,
+            self.stop_grace_s,
+        )
+        logging.shutdown()
+        if self.error is not None:  # the one line ``ferry run`` would have printed
+            sys.stderr.write(f"error: {mask_secrets(str(self.error))}\n")
+            sys.stderr.flush()
+        os._exit(1 if self._failed_now() else 0)
+
+    def _failed_now(self) -> bool:
+        runner = self.runner
+        return self.error is not None or (runner is not None and runner.status.phase is Phase.FAILED)
+
     def _run_pipeline(self) -> None:
         self._started.set()
+        threading.Thread(target=self._watch_the_end, name="ferry-stop-bound", daemon=True).start()
         try:
             self.runner = build_runner(self.job, startup_timeout_s=self.startup_timeout_s)
             run_with_status(self.runner, self.job.pipeline.status_port, self.stop_event, self.status_host)

@@ -22,6 +22,7 @@ from ferry.cli.output import render_status
 from ferry.config.exceptions import ConfigError
 from ferry.exceptions import FerryError
 from ferry.logs import FORMATS, LogFormat, configure, mask_secrets, register_secrets, secrets_of
+from ferry.process import STOP_GRACE_S
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -145,6 +146,15 @@ def validate(job: Path) -> None:
     metavar="SECONDS",
     help="Give up (exit 1) when the brokers do not answer, or the worker has not started, in this time.",
 )
+@click.option(
+    "--stop-grace",
+    type=click.FloatRange(min=0, min_open=True),
+    default=STOP_GRACE_S,
+    show_default=True,
+    metavar="SECONDS",
+    help="A worker process still there this long after its pipeline failed (or, after a stop, "
+    "after what its final checkpoint may wait: restart-strategy.timeout) is ended (SIGKILL).",
+)
 @click.option("--instance", type=click.IntRange(min=0), default=None, hidden=True)
 @click.pass_context
 @handle_errors
@@ -156,6 +166,7 @@ def run(
     worker_id: str | None,
     status_host: str,
     startup_timeout: float,
+    stop_grace: float,
     instance: int | None,
 ) -> None:
     """Run a pipeline until it is stopped (SIGTERM/SIGINT take a final checkpoint).
@@ -179,6 +190,7 @@ def run(
             for arg in (f"--{name.replace('_', '-')}", str(value))
         ]
         options = ["--status-host", status_host, "--startup-timeout", str(startup_timeout)]
+        options += ["--stop-grace", str(stop_grace)]
         options += [] if worker else ["--no-worker"]
         sys.exit(
             run_instances(
@@ -197,7 +209,9 @@ def run(
                         str(i) if worker_id is None else f"{worker_id}-{i}",
                     ]
                     for i in range(parallelism)
-                ]
+                ],
+                # a worker's own bound comes first (its final checkpoint, then the grace)
+                config.pipeline.restart_strategy.timeout.total_seconds() + 2 * stop_grace,
             )
         )
     if instance is not None and config.pipeline.status_port is not None:
@@ -207,7 +221,11 @@ def run(
         from ferry.worker import FerryWorker  # noqa: PLC0415
 
         ferry_worker = FerryWorker(
-            config, worker_id=worker_id, status_host=status_host, startup_timeout_s=startup_timeout
+            config,
+            worker_id=worker_id,
+            status_host=status_host,
+            startup_timeout_s=startup_timeout,
+            stop_grace_s=stop_grace,
         )
         code = ferry_worker.run()
         if ferry_worker.error is not None:
