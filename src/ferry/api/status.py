@@ -22,9 +22,10 @@ from prometheus_client.exposition import choose_encoder
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from ferry.api.metrics import build_info, registry_of
+from ferry.api.metrics import build_info, registry_of, retry_families
 from ferry.pipeline.phase import Phase
 from ferry.pipeline.runner import PipelineRunner
+from ferry.pipeline.status import retry_metrics
 
 
 def labelled(families: Iterable[Metric], **labels: str) -> Iterator[Metric]:
@@ -142,6 +143,8 @@ class PipelineCollector(Collector):
                 name,
                 m.last_checkpoint_ms / 1000,
             )
+        retry = runner.status.retry
+        yield from retry_families(("pipeline",), [((name,), None if retry is None else retry_metrics(retry))])
         yield from labelled(m.timings.registry.collect(), pipeline=name)
 
 

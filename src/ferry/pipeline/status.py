@@ -65,11 +65,18 @@ class RunnerStatus:
         self.update(time.monotonic())
 
     def waited(self) -> None:
-        """What was retried succeeded: the detail is what it was before."""
-        if self._detail_before_wait is not None:
-            self.detail, self._detail_before_wait = self._detail_before_wait, None
-            self.retry = None
-            self.update(time.monotonic())
+        """What was retried succeeded: the detail is what it was before (or the source's outage,
+        while it lasts)."""
+        if self._detail_before_wait is None:
+            return
+        if self._outage is not None:
+            if self.retry is not self._outage:
+                self.detail, self.retry = str(self._outage), self._outage
+                self.update(time.monotonic())
+            return
+        self.detail, self._detail_before_wait = self._detail_before_wait, None
+        self.retry = None
+        self.update(time.monotonic())
 
     def wait_for_topics(self, stop: threading.Event) -> None:
         """Until the topics the source names exist: PENDING (not ready), saying which is missing."""

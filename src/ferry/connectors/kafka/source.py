@@ -159,6 +159,8 @@ class KafkaSource:
             "bootstrap.servers": bootstrap_servers,
             "group.id": group_id,
             "on_commit": self._committed,
+            # the client's own errors (brokers unreachable) are told here, inside consume()
+            "error_cb": self._client_error,
         }
         self.retries = retries or RetryPolicy()
         self.start = start or StartPosition()
@@ -185,6 +187,8 @@ class KafkaSource:
         self._outage: RetryWait | None = None
         self._outage_since = 0.0
         self._next_probe = 0.0
+        #: A fatal error the client told of: raised by the next poll.
+        self._fatal: SourceError | None = None
 
     # ------------------------------------------------------------------------------ Source
 
@@ -199,7 +203,7 @@ class KafkaSource:
         named = [t for t in self.subscription if not t.startswith("^")]
         if not named:
             return
-        settings = {k: v for k, v in self.settings.items() if k != "on_commit"}
+        settings = {k: v for k, v in self.settings.items() if k not in ("on_commit", "error_cb")}
         probe = Consumer(settings, logger=log)
         began = time.monotonic()
         try:
@@ -237,6 +241,8 @@ class KafkaSource:
             records = self.consumer.consume(num_messages=max_records, timeout=timeout)
         except KafkaException as e:
             raise SourceError(f"consuming from {self.subscription}: {e}") from e
+        if self._fatal is not None:
+            raise self._fatal
         if self._outage is not None and (records or time.monotonic() >= self._next_probe):
             self._probe(bool(records))
         for record in records:
@@ -343,7 +349,8 @@ class KafkaSource:
         (kept for the next call), up to the partition's end now."""
         topic, number = partition
         if self._reader is None:
-            settings = {**self.settings, "group.id": f"{self.group_id}-reader", "enable.partition.eof": True}
+            settings = {k: v for k, v in self.settings.items() if k != "error_cb"}
+            settings |= {"group.id": f"{self.group_id}-reader", "enable.partition.eof": True}
             self._reader = Consumer(settings, logger=log)
         reader = self._reader
         reader.assign([TopicPartition(topic, number, offset)])
@@ -471,6 +478,15 @@ class KafkaSource:
             else:
                 log.warning("Kafka error (will retry): %s", error.str())
         return good
+
+    def _client_error(self, error: KafkaError) -> None:
+        """An error of the client itself (not of a partition), told during a call to it."""
+        if error.code() in UNREACHABLE:
+            self._unreachable(error)
+        elif error.fatal():
+            self._fatal = SourceError(f"Kafka error on consumer group {self.group_id}: {error.str()}")
+        else:
+            log.warning("Kafka error (will retry): %s", error.str())
 
     def _unreachable(self, error: KafkaError) -> None:
         """The client reports that brokers cannot be reached: an outage until they answer again."""
