@@ -52,6 +52,7 @@ from ferry.retry import RetryPolicy
 from ferry.sinks import Sink
 from ferry.sinks.registry import sink_class
 from ferry.state import StateStore
+from ferry.state.store import open_error
 
 if TYPE_CHECKING:
     from ferry.pipeline.transform import TableTransforms
@@ -80,22 +81,54 @@ class StartupError(TerminalError):
     ``ferry run`` exits with the message instead of waiting, so a supervisor can restart it."""
 
 
+#: What librdkafka says of a connection no broker takes: refused, or a host name that resolves to
+#: nothing. A broker that is merely slow says neither, and is waited for.
+_REFUSALS = ("connection refused", "failed to resolve", "name or service not known")
+
+
 def check_brokers(source: KafkaSourceConfig, timeout_s: float) -> None:
-    """Raise :class:`StartupError` unless the source's brokers answer within ``timeout_s``."""
-    from confluent_kafka import KafkaException  # noqa: PLC0415
+    """Raise :class:`StartupError` unless the source's brokers answer within ``timeout_s``; at once
+    when every broker refused the connection (librdkafka's ``_ALL_BROKERS_DOWN`` after refusals
+    only): nothing listens there, waiting cannot help."""
+    from confluent_kafka import KafkaError, KafkaException  # noqa: PLC0415
     from confluent_kafka.admin import AdminClient  # noqa: PLC0415
+
+    refusals: list[str] = []
+    others: list[str] = []
+    all_down = threading.Event()
+
+    def client_error(error: KafkaError) -> None:
+        if error.code() == KafkaError._ALL_BROKERS_DOWN:
+            all_down.set()
+        elif error.code() in (KafkaError._TRANSPORT, KafkaError._RESOLVE):
+            text = error.str()
+            (refusals if any(r in text.lower() for r in _REFUSALS) else others).append(text)
 
     settings = client_settings(source.properties)
     admin = AdminClient(
-        {**settings, "bootstrap.servers": source.bootstrap_servers, "log_level": 0}, logger=kafka_logger()
+        {**settings, "bootstrap.servers": source.bootstrap_servers, "log_level": 0, "error_cb": client_error},
+        logger=kafka_logger(),
     )
-    try:
-        admin.list_topics(timeout=timeout_s)
-    except KafkaException as e:
-        reason = e.args[0].str() if e.args and hasattr(e.args[0], "str") else str(e)
-        raise StartupError(
-            f"cannot reach the Kafka brokers {source.bootstrap_servers} within {timeout_s:g} s: {reason}"
-        ) from None
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            admin.list_topics(timeout=min(1.0, max(deadline - time.monotonic(), 0.01)))
+            return
+        except KafkaException as e:
+            reason = e.args[0].str() if e.args and hasattr(e.args[0], "str") else str(e)
+        admin.poll(0)  # the client's errors are told here
+        if all_down.is_set() and refusals and not others:
+            raise StartupError(
+                f"cannot reach the Kafka brokers {source.bootstrap_servers}: every one refused the "
+                f"connection ({refusals[-1]}); correct source.properties.bootstrap.servers, or start "
+                "the brokers"
+            )
+        if time.monotonic() >= deadline:
+            raise StartupError(
+                f"cannot reach the Kafka brokers {source.bootstrap_servers} within {timeout_s:g} s: "
+                f"{reason}; check source.properties.bootstrap.servers, or give the brokers more time "
+                "(--startup-timeout)"
+            )
 
 
 def build_sink(job: JobConfig) -> Sink:
@@ -208,11 +241,7 @@ def build_runner(
         decode=decoder.decode,
         sink=sink,
         # a state store down when the pipeline starts is waited for as one that goes down later
-        state=retries.call(
-            lambda: StateStore(pipeline.state_url),
-            "connecting to the state store",
-            transient=StateStore.is_transient,
-        ),
+        state=_open_state_store(pipeline.state_url, retries),
         router=router,
         tables=tables,
         dead_letter=dead_letter,
@@ -230,6 +259,20 @@ def build_runner(
     runner.decode = runner.metrics.timings.watch(runner.decode)
     keep_freed_arenas()  # each checkpoint's rows reuse the memory of the last one's (ferry.arenas)
     return runner
+
+
+def _open_state_store(url: str, retries: RetryPolicy) -> StateStore:
+    """The state store, waited for under the retry policy while it cannot be reached; a store that
+    cannot be opened (or is still down once the policy gives up) is a :class:`StateStoreError`
+    naming ``pipeline.state.url``."""
+    from sqlalchemy.exc import DBAPIError  # noqa: PLC0415
+
+    try:
+        return retries.call(
+            lambda: StateStore(url), "connecting to the state store", transient=StateStore.is_transient
+        )
+    except DBAPIError as e:
+        raise open_error(url, e) from None
 
 
 def _in_memory(state_url: str) -> bool:

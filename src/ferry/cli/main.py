@@ -282,13 +282,14 @@ def status(
     from ferry.config.loader import load_job  # noqa: PLC0415
     from ferry.state import StateStore  # noqa: PLC0415
 
+    key = "--state-url" if state_url is not None else "pipeline.state.url"
     if job is not None:
         config = load_job(job)
         state_url = state_url or config.pipeline.state_url
         pipeline_name = pipeline_name or config.pipeline.name
     if state_url is None:
         raise click.UsageError("give a job file or --state-url")
-    store = StateStore(state_url)
+    store = StateStore(state_url, create=False, key=key)
     if watch:
         if output != "text":
             raise click.UsageError("--watch renders a table: give it without --output json")
