@@ -289,10 +289,10 @@ def status(
         pipeline_name = pipeline_name or config.pipeline.name
     if state_url is None:
         raise click.UsageError("give a job file or --state-url")
+    if watch and output != "text":
+        raise click.UsageError("--watch renders a table: give it without --output json")
     store = StateStore(state_url, create=False, key=key)
     if watch:
-        if output != "text":
-            raise click.UsageError("--watch renders a table: give it without --output json")
         from ferry.cli.watch import watch_status  # noqa: PLC0415
 
         watch_status(store, pipeline_name, interval, refreshes=refreshes)
