@@ -57,8 +57,8 @@ def handle_errors(func: F) -> F:
 EXIT_CODES = """\b
 Exit codes:
   0  success
-  1  the pipeline failed (the message names the sink, table and change, or the
-     topic, partition and offset)
+  1  the pipeline failed, or could not start (the message names the sink, table
+     and change, the topic, partition and offset, or the key to change)
   2  invalid input: a job file, a server file, an argument
   4  an unexpected error (a bug in ferry: the traceback is logged)
   ferry check: 0, 1, 2 fully, partially or in-compatible; 3 unreadable input"""
