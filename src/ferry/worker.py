@@ -14,6 +14,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -79,6 +80,29 @@ class StartupError(TerminalError):
     """A pipeline could not start: its brokers cannot be reached, or its worker failed to start.
 
     ``ferry run`` exits with the message instead of waiting, so a supervisor can restart it."""
+
+
+def check_client_settings(source: KafkaSourceConfig) -> None:
+    """Refuse (:class:`UnsupportedOptionError` at the key) a ``properties.*`` setting the Kafka
+    client does not take: an unknown name, a value out of its range, a mechanism it lacks."""
+    from confluent_kafka import Consumer, KafkaException  # noqa: PLC0415
+
+    from ferry.connectors.kafka.source import DEFAULT_CONSUMER_SETTINGS, close_bounded  # noqa: PLC0415
+
+    settings = {**DEFAULT_CONSUMER_SETTINGS, **source.properties, "group.id": "ferry-settings-check"}
+    try:
+        consumer = Consumer({**settings, "log_level": 0}, logger=kafka_logger())
+    except KafkaException as e:
+        reason = e.args[0].str() if e.args and hasattr(e.args[0], "str") else str(e)
+        named = re.search(r'"([^"]+)"', reason)
+        key = named[1] if named and named[1] in source.properties else None
+        where = f"source.properties.{key}" if key else "source.properties"
+        raise UnsupportedOptionError(
+            ("" if key else f"{where}: ") + f"the Kafka client refuses it: {reason}; correct or remove it "
+            "(the settings are librdkafka's: https://github.com/confluentinc/librdkafka/blob/master/CONFIGURATION.md)",
+            where if key else None,
+        ) from None
+    close_bounded(consumer)
 
 
 #: What librdkafka says of a connection no broker takes: refused, or a host name that resolves to

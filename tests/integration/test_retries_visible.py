@@ -20,7 +20,7 @@ import pytest
 from prometheus_client import generate_latest
 
 from ferry.api.app import create_app
-from ferry.api.status import registry_for
+from ferry.api.status import health, readiness, registry_for
 from ferry.config.loader import load_job_text
 from ferry.control.config import TokenConfig
 from ferry.local.kafka_broker import KafkaBroker, TopicFactory, produce
@@ -142,12 +142,14 @@ def test_a_broker_away_is_shown_until_it_is_back(
                 assert saved["metrics"]["retry"]["attempt"] >= 1
                 scraped = generate_latest(registry_for(runner)).decode()
                 assert f'ferry_retrying{{pipeline="{group_id}"}} 1.0' in scraped
+                assert readiness(runner)[0] == 503 and health(runner)[0] == 200  # waiting, not ready
             wait_for(
                 lambda: runner.status.retry is None or bool(errors),
                 120,
                 lambda: f"the outage to end in the status ({runner.status.detail!r})",
             )
             assert runner.status.detail == "reading" and not errors
+            assert readiness(runner)[0] == 200
     finally:
         store.close()
 

@@ -183,3 +183,18 @@ def test_a_java_jaas_configuration_is_refused_at_validation(tmp_path: Path) -> N
         assert line.startswith(f"error: {job}:{line_number}:3: source.properties.sasl.jaas.config: "), line
         assert "properties.sasl.username: alice" in line and "properties.sasl.password" in line
         assert "properties.sasl.mechanism: SCRAM-SHA-256" in line and "alice-secret" not in result.stderr
+
+
+def test_a_setting_the_kafka_client_refuses_is_invalid_input_at_its_line(
+    kafka_bootstrap: str, tmp_path: Path
+) -> None:
+    job = tmp_path / "job.yaml"
+    job.write_text(
+        job_yaml(kafka_bootstrap, "orders", tmp_path, "p", source_extra="  properties.fetch.max.byte: 1000\n")
+    )
+    line_number = next(n for n, x in enumerate(job.read_text().splitlines(), 1) if "fetch.max.byte" in x)
+    result = ferry("run", job, cwd=tmp_path)
+    assert result.returncode == 2, result.stderr[-3000:]
+    [line] = error_lines(result)
+    assert line.startswith(f"error: {job}:{line_number}:3: source.properties.fetch.max.byte: "), line
+    assert 'No such configuration property: "fetch.max.byte"' in line and "Traceback" not in result.stderr

@@ -170,8 +170,9 @@ def health(runner: PipelineRunner) -> tuple[int, dict[str, Any]]:
 
 
 def readiness(runner: PipelineRunner) -> tuple[int, dict[str, Any]]:
-    """``/readyz``: ready while the pipeline is running."""
-    ok = runner.status.phase is Phase.RUNNING
+    """``/readyz``: ready while the pipeline is running and retries nothing (a pipeline that cannot
+    read, write or commit now is not ready, though alive: ``/healthz`` stays 200 while it waits)."""
+    ok = runner.status.phase is Phase.RUNNING and runner.status.retry is None
     return (200 if ok else 503), {
         "status": "ready" if ok else "not ready",
         "phase": runner.status.phase,

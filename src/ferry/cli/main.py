@@ -172,14 +172,19 @@ def run(
     """Run a pipeline until it is stopped (SIGTERM/SIGINT take a final checkpoint).
 
     With pipeline.parallelism N above 1, N worker processes of the pipeline (one consumer group)."""
-    from ferry.config.loader import read_job  # noqa: PLC0415
-    from ferry.worker import check_brokers, run_instances  # noqa: PLC0415
+    from ferry.config.checks import UnsupportedOptionError  # noqa: PLC0415
+    from ferry.config.loader import problem_at, read_job  # noqa: PLC0415
+    from ferry.worker import check_brokers, check_client_settings, run_instances  # noqa: PLC0415
 
     config, warnings = read_job(job)
     register_secrets(secrets_of(config))
     for warning in warnings:
         logging.getLogger(__name__).warning("%s", warning)
     _check_supported(job, config)
+    try:
+        check_client_settings(config.source)
+    except UnsupportedOptionError as e:
+        raise e if e.key_path is None else problem_at(job, e.key_path, str(e)) from None
     check_brokers(config.source, startup_timeout)
     parallelism = config.pipeline.parallelism
     if instance is None and parallelism > 1:

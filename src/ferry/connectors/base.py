@@ -125,6 +125,10 @@ class TopicWaiting(Protocol):
 class OutageReporting(Protocol):
     """A source whose client reconnects to its brokers by itself: it tells while it cannot."""
 
+    #: Told while a request to the brokers is retried, and once it succeeded after a retry.
+    on_wait: Callable[[RetryWait], None]
+    on_waited: Callable[[], None]
+
     @property
     def outage(self) -> RetryWait | None:
         """What the client retries now (the brokers unreachable), or None while they answer."""

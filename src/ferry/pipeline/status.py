@@ -48,6 +48,10 @@ class RunnerStatus:
     _outage: RetryWait | None = field(default=None, init=False)
     _window: tuple[float, int] = field(default_factory=lambda: (time.monotonic(), 0), init=False)
 
+    def __post_init__(self) -> None:
+        if isinstance(self.source, OutageReporting):  # its requests' retries shown as the runner's
+            self.source.on_wait, self.source.on_waited = self.waiting, self.waited
+
     def set(self, phase: Phase, detail: str) -> None:
         self.phase, self.detail = phase, detail
         self.update(time.monotonic())

@@ -187,6 +187,9 @@ class KafkaSource:
         self._outage: RetryWait | None = None
         self._outage_since = 0.0
         self._next_probe = 0.0
+        #: Told while a request to the brokers is retried, and once it succeeded after a retry.
+        self.on_wait: Callable[[RetryWait], None] = lambda wait: None
+        self.on_waited: Callable[[], None] = lambda: None
         #: A fatal error the client told of: raised by the next poll.
         self._fatal: SourceError | None = None
 
@@ -658,10 +661,19 @@ class KafkaSource:
     def _ask(self, request: Callable[[], T], what: str) -> T:
         """A request to the broker, asked again under the retry policy while it cannot answer; a
         client error that does not pass (or the policy's end) is a :class:`SourceError`."""
+        waits: list[RetryWait] = []
+
+        def on_wait(wait: RetryWait) -> None:
+            waits.append(wait)
+            self.on_wait(wait)
+
         try:
-            return self.retries.call(request, what, transient=may_pass)
+            answer = self.retries.call(request, what, transient=may_pass, on_wait=on_wait)
         except KafkaException as e:
             raise SourceError(f"{what}: {e}") from e
+        if waits:
+            self.on_waited()
+        return answer
 
     def _watermarks(self, consumer: Consumer, tp: TopicPartition) -> tuple[int, int]:
         """The first and the next offset of a partition, asked of its leader now."""
