@@ -1,4 +1,4 @@
-"""Child processes that do not outlive their parent."""
+"""Child processes that do not outlive their parent, and how long a process may take to stop."""
 
 from __future__ import annotations
 
@@ -10,6 +10,11 @@ import sys
 from collections.abc import Callable
 
 _PR_SET_PDEATHSIG = 1
+
+#: How long a process of ferry's may take to end once its pipeline failed, or once it was told to
+#: stop beyond what its final checkpoint may wait (``restart-strategy.timeout``); then it is
+#: killed (SIGKILL). A pipeline killed so restarts from its last checkpoint, losing nothing.
+STOP_GRACE_S = 30.0
 
 
 def parent_death_hook(sig: signal.Signals = signal.SIGTERM) -> Callable[[], None] | None:

@@ -9,14 +9,20 @@ tried again after an exponentially growing, jittered delay, until it succeeds, t
 used up or the next wait would pass the policy's total ``timeout``; then the last error is raised as
 it was. Any other error is raised at once: retrying cannot fix a refused login or a refused change.
 
-While it waits, ``on_wait`` is told what failed, which attempt it was and when the next one comes,
-so the pipeline's status detail shows it.
+The total ``timeout`` is the moment of the last attempt: a wait that would pass it is shortened to
+end there, so an outage shorter than the timeout is always waited out and one longer fails the
+operation one attempt after the timeout (as the retry's message says).
+
+While it waits, ``on_wait`` is told what failed, which attempt it was and when the next one comes
+(a :class:`RetryWait`, whose text is the status detail), so the pipeline's status, its web page and
+its metrics show it.
 """
 
 from __future__ import annotations
 
 import logging
 import random
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import timedelta
@@ -29,21 +35,53 @@ from tenacity import (
     Retrying,
     retry_if_exception,
     stop_after_attempt,
-    stop_before_delay,
+    stop_after_delay,
 )
 from tenacity.wait import wait_base
 
 from ferry.exceptions import TransientError
 from ferry.options import ConfigModel, Duration
 
-__all__ = ["RestartStrategyConfig", "RestartStrategyType", "RetryPolicy", "is_transient"]
+__all__ = ["RestartStrategyConfig", "RestartStrategyType", "RetryPolicy", "RetryWait", "is_transient"]
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
+
+@dataclass(frozen=True, slots=True)
+class RetryWait:
+    """A retry waiting: what failed, which attempt it was and when the next one comes. Its text is
+    the status detail ("saving the checkpoint: attempt 3 of 100 failed (...); retrying in 2.1 s
+    (giving up 120 s after the first attempt)")."""
+
+    #: What is retried ("saving the checkpoint", "flushing the sink").
+    what: str
+    #: The attempt that failed (the first is 1), and the most the policy makes.
+    attempt: int
+    attempts: int
+    #: The error of that attempt, one line.
+    error: str
+    #: The wait before the next attempt (seconds), and when that attempt comes (epoch ms).
+    wait_s: float
+    next_attempt_ms: int
+    #: When the operation is given up: its first attempt plus the policy's timeout (epoch ms);
+    #: None when something else decides (a broker the client reconnects to by itself).
+    gives_up_ms: int | None
+    #: The policy's total time, for the message.
+    timeout_s: float | None = None
+
+    def __str__(self) -> str:
+        bound = "" if self.timeout_s is None else f" (giving up {self.timeout_s:g} s after the first attempt)"
+        attempts = f" of {self.attempts}" if self.attempts else ""
+        return (
+            f"{self.what}: attempt {self.attempt}{attempts} failed ({self.error}); "
+            f"retrying in {self.wait_s:.1f} s{bound}"
+        )
+
+
 #: Told, before each wait, what the pipeline is waiting for.
-OnWait = Callable[[str], None]
+OnWait = Callable[[RetryWait], None]
 
 
 def is_transient(error: BaseException) -> bool:
@@ -79,7 +117,8 @@ class RetryPolicy:
         """``work()``, tried again after a transient error under this policy; ``what`` names it in
         logs and in the status detail ("saving the checkpoint")."""
         retrying = Retrying(
-            stop=stop_after_attempt(self.attempts) | stop_before_delay(self.timeout_s),
+            # the last attempt is at the timeout: _Backoff shortens the wait before it to end there
+            stop=stop_after_attempt(self.attempts) | stop_after_delay(self.timeout_s),
             wait=_Backoff(self),
             retry=retry_if_exception(transient),
             before_sleep=_announcer(self, what, on_wait),
@@ -94,14 +133,14 @@ class RetryPolicy:
             raise
 
     def waits(self) -> list[float]:
-        """The waits between attempts without jitter, as far as the total time allows (for docs
-        and tests)."""
+        """The waits between attempts without jitter when each attempt fails at once: the last one
+        shortened to end at the total time (for docs and tests)."""
         out: list[float] = []
         for n in range(1, self.attempts):
-            wait = self._base_wait(n)
-            if sum(out) + wait > self.timeout_s:
+            left = self.timeout_s - sum(out)
+            if left <= 0:
                 break
-            out.append(wait)
+            out.append(min(self._base_wait(n), left))
         return out
 
     def _base_wait(self, attempt: int) -> float:
@@ -117,17 +156,27 @@ class _Backoff(wait_base):
     def __call__(self, retry_state: RetryCallState) -> float:
         base = self.policy._base_wait(retry_state.attempt_number)
         jitter = self.policy.jitter
-        return max(0.0, base * (1 + random.uniform(-jitter, jitter)))
+        wait = max(0.0, base * (1 + random.uniform(-jitter, jitter)))
+        # no wait passes the total time: the last attempt comes at it, not a whole wait before
+        left = self.policy.timeout_s - (retry_state.seconds_since_start or 0.0)
+        return min(wait, max(left, 0.0))
 
 
 def _announcer(policy: RetryPolicy, what: str, on_wait: OnWait | None) -> Callable[[RetryCallState], None]:
     def announce(state: RetryCallState) -> None:
         error = state.outcome.exception() if state.outcome is not None else None
         wait = state.upcoming_sleep
-        detail = (
-            f"{what}: attempt {state.attempt_number} of {policy.attempts} failed "
-            f"({describe_error(error)}); retrying in {wait:.1f} s "
-            f"(giving up {policy.timeout_s:g} s after the first attempt)"
+        now = time.time()
+        since = state.seconds_since_start or 0.0
+        detail = RetryWait(
+            what,
+            state.attempt_number,
+            policy.attempts,
+            describe_error(error),
+            wait,
+            int((now + wait) * 1000),
+            int((now - since + policy.timeout_s) * 1000),
+            policy.timeout_s,
         )
         log.log(policy.log_level, "%s", detail)
         if on_wait is not None:

@@ -14,9 +14,12 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import re
 import signal
 import subprocess
+import sys
 import threading
+import time
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -37,19 +40,21 @@ from ferry.connectors.kafka.dead_letter import KafkaDeadLetter
 from ferry.connectors.kafka.schema_changes import SchemaChangeReader
 from ferry.connectors.kafka.source import EndPosition, KafkaSource, StartPosition
 from ferry.exceptions import TerminalError
-from ferry.logs import kafka_logger
+from ferry.logs import kafka_logger, mask_secrets
 from ferry.pipeline.events import Event
+from ferry.pipeline.phase import Phase
 from ferry.pipeline.route import Route, TableRouter
 from ferry.pipeline.router import SchemaChangeRouter
 from ferry.pipeline.runner import PipelineRunner
 from ferry.pipeline.schema_operator import HintSource
 from ferry.pipeline.settings import RunnerSettings
-from ferry.process import parent_death_hook
+from ferry.process import STOP_GRACE_S, parent_death_hook
 from ferry.retry import RetryPolicy
 from ferry.sinks import Sink
 from ferry.sinks.base import PlaceholderWriting
 from ferry.sinks.registry import sink_class
 from ferry.state import StateStore
+from ferry.state.store import open_error
 
 if TYPE_CHECKING:
     from ferry.pipeline.transform import TableTransforms
@@ -78,22 +83,77 @@ class StartupError(TerminalError):
     ``ferry run`` exits with the message instead of waiting, so a supervisor can restart it."""
 
 
+def check_client_settings(source: KafkaSourceConfig) -> None:
+    """Refuse (:class:`UnsupportedOptionError` at the key) a ``properties.*`` setting the Kafka
+    client does not take: an unknown name, a value out of its range, a mechanism it lacks."""
+    from confluent_kafka import Consumer, KafkaException  # noqa: PLC0415
+
+    from ferry.connectors.kafka.source import DEFAULT_CONSUMER_SETTINGS, close_bounded  # noqa: PLC0415
+
+    settings = {**DEFAULT_CONSUMER_SETTINGS, **source.properties, "group.id": "ferry-settings-check"}
+    try:
+        consumer = Consumer({**settings, "log_level": 0}, logger=kafka_logger())
+    except KafkaException as e:
+        reason = e.args[0].str() if e.args and hasattr(e.args[0], "str") else str(e)
+        named = re.search(r'"([^"]+)"', reason)
+        key = named[1] if named and named[1] in source.properties else None
+        where = f"source.properties.{key}" if key else "source.properties"
+        raise UnsupportedOptionError(
+            ("" if key else f"{where}: ") + f"the Kafka client refuses it: {reason}; correct or remove it "
+            "(the settings are librdkafka's: https://github.com/confluentinc/librdkafka/blob/master/CONFIGURATION.md)",
+            where if key else None,
+        ) from None
+    close_bounded(consumer)
+
+
+#: What librdkafka says of a connection no broker takes: refused, or a host name that resolves to
+#: nothing. A broker that is merely slow says neither, and is waited for.
+_REFUSALS = ("connection refused", "failed to resolve", "name or service not known")
+
+
 def check_brokers(source: KafkaSourceConfig, timeout_s: float) -> None:
-    """Raise :class:`StartupError` unless the source's brokers answer within ``timeout_s``."""
-    from confluent_kafka import KafkaException  # noqa: PLC0415
+    """Raise :class:`StartupError` unless the source's brokers answer within ``timeout_s``; at once
+    when every broker refused the connection (librdkafka's ``_ALL_BROKERS_DOWN`` after refusals
+    only): nothing listens there, waiting cannot help."""
+    from confluent_kafka import KafkaError, KafkaException  # noqa: PLC0415
     from confluent_kafka.admin import AdminClient  # noqa: PLC0415
+
+    refusals: list[str] = []
+    others: list[str] = []
+    all_down = threading.Event()
+
+    def client_error(error: KafkaError) -> None:
+        if error.code() == KafkaError._ALL_BROKERS_DOWN:
+            all_down.set()
+        elif error.code() in (KafkaError._TRANSPORT, KafkaError._RESOLVE):
+            text = error.str()
+            (refusals if any(r in text.lower() for r in _REFUSALS) else others).append(text)
 
     settings = client_settings(source.properties)
     admin = AdminClient(
-        {**settings, "bootstrap.servers": source.bootstrap_servers, "log_level": 0}, logger=kafka_logger()
+        {**settings, "bootstrap.servers": source.bootstrap_servers, "log_level": 0, "error_cb": client_error},
+        logger=kafka_logger(),
     )
-    try:
-        admin.list_topics(timeout=timeout_s)
-    except KafkaException as e:
-        reason = e.args[0].str() if e.args and hasattr(e.args[0], "str") else str(e)
-        raise StartupError(
-            f"cannot reach the Kafka brokers {source.bootstrap_servers} within {timeout_s:g} s: {reason}"
-        ) from None
+    deadline = time.monotonic() + timeout_s
+    while True:
+        try:
+            admin.list_topics(timeout=min(1.0, max(deadline - time.monotonic(), 0.01)))
+            return
+        except KafkaException as e:
+            reason = e.args[0].str() if e.args and hasattr(e.args[0], "str") else str(e)
+        admin.poll(0)  # the client's errors are told here
+        if all_down.is_set() and refusals and not others:
+            raise StartupError(
+                f"cannot reach the Kafka brokers {source.bootstrap_servers}: every one refused the "
+                f"connection ({refusals[-1]}); correct source.properties.bootstrap.servers, or start "
+                "the brokers"
+            )
+        if time.monotonic() >= deadline:
+            raise StartupError(
+                f"cannot reach the Kafka brokers {source.bootstrap_servers} within {timeout_s:g} s: "
+                f"{reason}; check source.properties.bootstrap.servers, or give the brokers more time "
+                "(--startup-timeout)"
+            )
 
 
 def build_sink(job: JobConfig) -> Sink:
@@ -114,9 +174,14 @@ def _transforms(job: JobConfig) -> TableTransforms | None:
 
 
 def build_runner(
-    job: JobConfig, *, sink: Sink | None = None, hints: HintSource | None = None
+    job: JobConfig,
+    *,
+    sink: Sink | None = None,
+    hints: HintSource | None = None,
+    startup_timeout_s: float = DEFAULT_STARTUP_TIMEOUT_S,
 ) -> PipelineRunner:
-    """Everything a pipeline needs, from its job file."""
+    """Everything a pipeline needs, from its job file; a topic named that does not exist is waited
+    for up to ``startup_timeout_s`` (then ``source.topic-missing`` decides)."""
     check_supported(job)
     source_config, pipeline = job.source, job.pipeline
     properties = {
@@ -148,6 +213,8 @@ def build_runner(
             dict(source_config.scan_bounded_specific_offsets or {}),
         ),
         retries=retries,
+        topic_missing=source_config.topic_missing,
+        topic_wait_s=startup_timeout_s,
     )
     options = source_config.decoder_options()
     definitions = None
@@ -213,11 +280,7 @@ def build_runner(
         decode=decoder.decode,
         sink=sink,
         # a state store down when the pipeline starts is waited for as one that goes down later
-        state=retries.call(
-            lambda: StateStore(pipeline.state_url),
-            "connecting to the state store",
-            transient=StateStore.is_transient,
-        ),
+        state=_open_state_store(pipeline.state_url, retries),
         router=router,
         tables=tables,
         dead_letter=dead_letter,
@@ -235,6 +298,20 @@ def build_runner(
     runner.decode = runner.metrics.timings.watch(runner.decode)
     keep_freed_arenas()  # each checkpoint's rows reuse the memory of the last one's (ferry.arenas)
     return runner
+
+
+def _open_state_store(url: str, retries: RetryPolicy) -> StateStore:
+    """The state store, waited for under the retry policy while it cannot be reached; a store that
+    cannot be opened (or is still down once the policy gives up) is a :class:`StateStoreError`
+    naming ``pipeline.state.url``."""
+    from sqlalchemy.exc import DBAPIError  # noqa: PLC0415
+
+    try:
+        return retries.call(
+            lambda: StateStore(url), "connecting to the state store", transient=StateStore.is_transient
+        )
+    except DBAPIError as e:
+        raise open_error(url, e) from None
 
 
 def _in_memory(state_url: str) -> bool:
@@ -275,39 +352,49 @@ def run_with_status(
             server.stop()
 
 
-def run_instances(commands: Sequence[Sequence[str]]) -> int:
+def run_instances(commands: Sequence[Sequence[str]], grace_s: float = STOP_GRACE_S) -> int:
     """Run the worker processes of one ``ferry run`` (``pipeline.parallelism``), one per command.
 
     SIGTERM and SIGINT are passed on to each (each takes its final checkpoint). When one fails, the
     others are stopped the same way, and the exit code is the first failure's; 0 when all stopped
-    cleanly (a bounded read, a stop).
+    cleanly (a bounded read, a stop). A process still there ``grace_s`` after it was told to stop
+    is killed (SIGKILL): it restarts from its last checkpoint.
     """
-    processes = {
+    running = {
         process.pid: process
         for process in (
             subprocess.Popen(list(command), preexec_fn=parent_death_hook(signal.SIGTERM))  # noqa: PLW1509
             for command in commands
         )
     }
-    running = dict(processes)
+    #: When the processes told to stop are killed (``time.monotonic()``), once they were told.
+    kill_at: list[float] = []
 
     def forward(sig: int, frame: object) -> None:
         for process in running.values():
             process.send_signal(sig)
+        if not kill_at:
+            kill_at.append(time.monotonic() + grace_s)
 
     previous = {sig: signal.signal(sig, forward) for sig in (signal.SIGINT, signal.SIGTERM)}
-    failure = 0
+    failure, killed, tick = 0, False, threading.Event()
     try:
         while running:
-            pid, status = os.wait()
-            process = running.pop(pid, None)
-            if process is None:
-                continue
-            process.returncode = code = os.waitstatus_to_exitcode(status)
-            if code != 0 and failure == 0:
-                failure = code if code > 0 else 1
-                log.error("worker process %d exited with %d: stopping the others", pid, code)
-                forward(signal.SIGTERM, None)
+            for pid, process in list(running.items()):
+                code = process.poll()
+                if code is None:
+                    continue
+                del running[pid]
+                if code != 0 and failure == 0:
+                    failure = code if code > 0 else 1
+                    log.error("worker process %d exited with %d: stopping the others", pid, code)
+                    forward(signal.SIGTERM, None)
+            if running and kill_at and not killed and time.monotonic() >= kill_at[0]:
+                killed = True
+                for pid, process in running.items():
+                    log.error("worker process %d did not stop within %g s: killing it", pid, grace_s)
+                    process.kill()
+            tick.wait(0.1)
     finally:
         for sig, handler in previous.items():
             signal.signal(sig, handler)
@@ -335,8 +422,10 @@ class FerryWorker:
         worker_id: str | None = None,
         status_host: str = "127.0.0.1",
         startup_timeout_s: float = DEFAULT_STARTUP_TIMEOUT_S,
+        stop_grace_s: float = STOP_GRACE_S,
     ) -> None:
         self.job = job
+        self.stop_grace_s = stop_grace_s
         self.worker_id = worker_id
         self.status_host = status_host
         self.data_dir = Path(data_dir)
@@ -390,10 +479,44 @@ class FerryWorker:
         app.on_before_shutdown.connect(before_shutdown)  # type: ignore[arg-type]
         return app
 
+    def _watch_the_end(self) -> None:
+        """End the process when it outlives its pipeline: ``stop_grace_s`` after the pipeline
+        failed or ended, or after a stop beyond what its final checkpoint may wait for (the retry
+        policy's timeout). Closing a client, faust's own shutdown or a thread a library left behind
+        can keep a process alive; a restart resumes from the last checkpoint."""
+        final_s = self.job.pipeline.restart_strategy.timeout.total_seconds()
+        tick = threading.Event()
+        deadline: float | None = None
+        while deadline is None or time.monotonic() < deadline:
+            tick.wait(0.2)
+            if deadline is not None:
+                continue
+            if self._failed_now():
+                deadline = time.monotonic() + self.stop_grace_s
+            elif self.stop_event.is_set():
+                deadline = time.monotonic() + final_s + self.stop_grace_s
+            elif self._done.is_set():
+                deadline = time.monotonic() + self.stop_grace_s
+        log.error(
+            "the worker of pipeline %s did not end within %g s of its pipeline: exiting",
+            self.job.pipeline.name,
+            self.stop_grace_s,
+        )
+        logging.shutdown()
+        if self.error is not None:  # the one line ``ferry run`` would have printed
+            sys.stderr.write(f"error: {mask_secrets(str(self.error))}\n")
+            sys.stderr.flush()
+        os._exit(1 if self._failed_now() else 0)
+
+    def _failed_now(self) -> bool:
+        runner = self.runner
+        return self.error is not None or (runner is not None and runner.status.phase is Phase.FAILED)
+
     def _run_pipeline(self) -> None:
         self._started.set()
+        threading.Thread(target=self._watch_the_end, name="ferry-stop-bound", daemon=True).start()
         try:
-            self.runner = build_runner(self.job)
+            self.runner = build_runner(self.job, startup_timeout_s=self.startup_timeout_s)
             run_with_status(self.runner, self.job.pipeline.status_port, self.stop_event, self.status_host)
         except BaseException as e:
             self.error = e

@@ -46,7 +46,7 @@ class PartitionLogSource:
     def commit(self, offsets: Mapping[tuple[str, int], int]) -> None:
         pass
 
-    def lag(self) -> dict[tuple[str, int], int]:
+    def lag(self, since: Mapping[tuple[str, int], int] | None = None) -> dict[tuple[str, int], int]:
         return {}
 
     def finished(self) -> bool:

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
+import time
 
 import pytest
 from pydantic import ValidationError
@@ -10,7 +11,7 @@ from sqlalchemy.exc import OperationalError, ProgrammingError
 
 from ferry.config.job import PipelineConfig
 from ferry.exceptions import TerminalError, TransientError
-from ferry.retry import RestartStrategyType, RetryPolicy
+from ferry.retry import RestartStrategyType, RetryPolicy, RetryWait
 from ferry.state import StateStore
 
 #: Waits of a millisecond: the tests count attempts, they do not wait.
@@ -34,17 +35,23 @@ class Flaky:
 
 def test_a_transient_error_is_retried_and_each_wait_is_announced() -> None:
     work = Flaky(3, TransientError("broker not reachable"))
-    announced: list[str] = []
-    assert FAST.call(work, "storing the dead letters", on_wait=announced.append) == 4
+    waits: list[RetryWait] = []
+    assert FAST.call(work, "storing the dead letters", on_wait=waits.append) == 4
+    announced = [str(w) for w in waits]
     assert len(announced) == 3
     assert announced[0].startswith("storing the dead letters: attempt 1 of 5 failed")
     assert "TransientError: broker not reachable" in announced[0]
     assert "attempt 3 of 5" in announced[2] and "retrying in" in announced[2]
+    # what the status and the metrics show of it
+    assert [(w.what, w.attempt, w.attempts) for w in waits] == [
+        ("storing the dead letters", n, 5) for n in (1, 2, 3)
+    ]
+    assert all(w.next_attempt_ms <= (w.gives_up_ms or 0) for w in waits)
 
 
 def test_a_permanent_error_fails_at_once() -> None:
     work = Flaky(3, TerminalError("permission denied"))
-    announced: list[str] = []
+    announced: list[RetryWait] = []
     with pytest.raises(TerminalError, match="permission denied"):
         FAST.call(work, "flushing the sink", on_wait=announced.append)
     assert (work.calls, announced) == (1, [])
@@ -57,13 +64,30 @@ def test_the_last_error_is_raised_when_the_attempts_are_used_up() -> None:
     assert work.calls == 5
 
 
-def test_no_wait_passes_the_total_timeout() -> None:
-    # the first wait (an hour) would end after the timeout: no second attempt
-    policy = RetryPolicy(attempts=100, timeout_s=1.0, initial_s=3600.0, max_s=3600.0)
-    work = Flaky(1, TransientError("down"))
+def test_no_wait_passes_the_total_timeout_and_the_last_attempt_comes_at_it() -> None:
+    # the first wait (an hour) would end after the timeout: it is shortened to end at the timeout,
+    # where the last attempt is made, as the message says ("giving up 0.3 s after the first attempt")
+    policy = RetryPolicy(attempts=100, timeout_s=0.3, initial_s=3600.0, max_s=3600.0)
+    work = Flaky(5, TransientError("down"))
+    waits: list[RetryWait] = []
+    began = time.monotonic()
     with pytest.raises(TransientError):
-        policy.call(work, "flushing the sink")
-    assert work.calls == 1
+        policy.call(work, "flushing the sink", on_wait=waits.append)
+    assert work.calls == 2
+    assert time.monotonic() - began >= 0.3 * (1 - 1e-3)
+    assert (
+        len(waits) == 1
+        and waits[0].wait_s <= 0.3
+        and "giving up 0.3 s after the first attempt" in str(waits[0])
+    )
+
+
+def test_the_policy_gives_up_at_its_timeout_not_a_whole_wait_before() -> None:
+    # the default waits 0.5, 1, 2, 4, 8, 16, 30, 30 s and then the 28.5 s left: the last attempt is
+    # at 120 s, not at 91.5 s because a full 30 s wait would have passed the timeout
+    policy = PipelineConfig.model_validate({}).restart_strategy.policy()
+    assert policy.waits() == [0.5, 1.0, 2.0, 4.0, 8.0, 16.0, 30.0, 30.0, 28.5]
+    assert sum(policy.waits()) == policy.timeout_s == 120.0
 
 
 def test_the_caller_says_what_is_transient() -> None:
@@ -75,14 +99,14 @@ def test_the_caller_says_what_is_transient() -> None:
 
 def test_waits_grow_exponentially_up_to_the_longest_and_stay_within_the_total() -> None:
     policy = RetryPolicy(attempts=100, timeout_s=60.0, initial_s=1.0, max_s=10.0, multiplier=2.0)
-    assert policy.waits() == [1.0, 2.0, 4.0, 8.0, 10.0, 10.0, 10.0, 10.0]
+    assert policy.waits() == [1.0, 2.0, 4.0, 8.0, 10.0, 10.0, 10.0, 10.0, 5.0]
     assert RetryPolicy(attempts=3, timeout_s=60.0, initial_s=1.0).waits() == [1.0, 2.0]
 
 
 def test_the_default_survives_a_thirty_second_outage_and_gives_up_within_two_minutes() -> None:
     policy = PipelineConfig.model_validate({}).restart_strategy.policy()
     waits = policy.waits()
-    assert sum(waits) > 30 * (1 + policy.jitter) and sum(waits) <= 120
+    assert sum(waits) > 30 * (1 + policy.jitter) and sum(waits) == 120
 
 
 def test_restart_strategy_keys_in_flinks_shape() -> None:

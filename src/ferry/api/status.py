@@ -22,9 +22,10 @@ from prometheus_client.exposition import choose_encoder
 from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
 from prometheus_client.registry import Collector
 
-from ferry.api.metrics import build_info, registry_of
+from ferry.api.metrics import build_info, registry_of, retry_families
 from ferry.pipeline.phase import Phase
 from ferry.pipeline.runner import PipelineRunner
+from ferry.pipeline.status import retry_metrics
 
 
 def labelled(families: Iterable[Metric], **labels: str) -> Iterator[Metric]:
@@ -142,6 +143,8 @@ class PipelineCollector(Collector):
                 name,
                 m.last_checkpoint_ms / 1000,
             )
+        retry = runner.status.retry
+        yield from retry_families(("pipeline",), [((name,), None if retry is None else retry_metrics(retry))])
         yield from labelled(m.timings.registry.collect(), pipeline=name)
 
 
@@ -167,8 +170,9 @@ def health(runner: PipelineRunner) -> tuple[int, dict[str, Any]]:
 
 
 def readiness(runner: PipelineRunner) -> tuple[int, dict[str, Any]]:
-    """``/readyz``: ready while the pipeline is running."""
-    ok = runner.status.phase is Phase.RUNNING
+    """``/readyz``: ready while the pipeline is running and retries nothing (a pipeline that cannot
+    read, write or commit now is not ready, though alive: ``/healthz`` stays 200 while it waits)."""
+    ok = runner.status.phase is Phase.RUNNING and runner.status.retry is None
     return (200 if ok else 503), {
         "status": "ready" if ok else "not ready",
         "phase": runner.status.phase,

@@ -28,6 +28,7 @@ from starlette.exceptions import HTTPException
 import ferry
 from ferry.control.config import ANY_ENVIRONMENT
 from ferry.control.overview import PipelineOverview, overview
+from ferry.control.service import iso
 from ferry.control.store import Sample
 from ferry.pipeline.catch_up import format_eta
 from ferry.pipeline.checkpoints import now_ms
@@ -50,6 +51,7 @@ _templates = Environment(
     lstrip_blocks=True,
 )
 _templates.filters["eta"] = format_eta
+_templates.filters["utc_time"] = lambda ms: iso(int(ms))
 
 
 @dataclass(frozen=True, slots=True)

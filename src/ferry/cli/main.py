@@ -24,6 +24,7 @@ from ferry.config.exceptions import ConfigError
 from ferry.connectors.exceptions import UntypedRecordsError
 from ferry.exceptions import FerryError
 from ferry.logs import FORMATS, LogFormat, configure, mask_secrets, register_secrets, secrets_of
+from ferry.process import STOP_GRACE_S
 
 F = TypeVar("F", bound=Callable[..., Any])
 
@@ -58,8 +59,8 @@ def handle_errors(func: F) -> F:
 EXIT_CODES = """\b
 Exit codes:
   0  success
-  1  the pipeline failed (the message names the sink, table and change, or the
-     topic, partition and offset)
+  1  the pipeline failed, or could not start (the message names the sink, table
+     and change, the topic, partition and offset, or the key to change)
   2  invalid input: a job file, a server file, an argument, or records the job
      file cannot read as written (payload-only records without types)
   4  an unexpected error (a bug in ferry: the traceback is logged)
@@ -148,6 +149,15 @@ def validate(job: Path) -> None:
     metavar="SECONDS",
     help="Give up (exit 1) when the brokers do not answer, or the worker has not started, in this time.",
 )
+@click.option(
+    "--stop-grace",
+    type=click.FloatRange(min=0, min_open=True),
+    default=STOP_GRACE_S,
+    show_default=True,
+    metavar="SECONDS",
+    help="A worker process still there this long after its pipeline failed (or, after a stop, "
+    "after what its final checkpoint may wait: restart-strategy.timeout) is ended (SIGKILL).",
+)
 @click.option("--instance", type=click.IntRange(min=0), default=None, hidden=True)
 @click.pass_context
 @handle_errors
@@ -159,19 +169,25 @@ def run(
     worker_id: str | None,
     status_host: str,
     startup_timeout: float,
+    stop_grace: float,
     instance: int | None,
 ) -> None:
     """Run a pipeline until it is stopped (SIGTERM/SIGINT take a final checkpoint).
 
     With pipeline.parallelism N above 1, N worker processes of the pipeline (one consumer group)."""
-    from ferry.config.loader import read_job  # noqa: PLC0415
-    from ferry.worker import check_brokers, run_instances  # noqa: PLC0415
+    from ferry.config.checks import UnsupportedOptionError  # noqa: PLC0415
+    from ferry.config.loader import problem_at, read_job  # noqa: PLC0415
+    from ferry.worker import check_brokers, check_client_settings, run_instances  # noqa: PLC0415
 
     config, warnings = read_job(job)
     register_secrets(secrets_of(config))
     for warning in warnings:
         logging.getLogger(__name__).warning("%s", warning)
     _check_supported(job, config)
+    try:
+        check_client_settings(config.source)
+    except UnsupportedOptionError as e:
+        raise e if e.key_path is None else problem_at(job, e.key_path, str(e)) from None
     check_brokers(config.source, startup_timeout)
     parallelism = config.pipeline.parallelism
     if instance is None and parallelism > 1:
@@ -182,6 +198,7 @@ def run(
             for arg in (f"--{name.replace('_', '-')}", str(value))
         ]
         options = ["--status-host", status_host, "--startup-timeout", str(startup_timeout)]
+        options += ["--stop-grace", str(stop_grace)]
         options += [] if worker else ["--no-worker"]
         sys.exit(
             run_instances(
@@ -200,7 +217,9 @@ def run(
                         str(i) if worker_id is None else f"{worker_id}-{i}",
                     ]
                     for i in range(parallelism)
-                ]
+                ],
+                # a worker's own bound comes first (its final checkpoint, then the grace)
+                config.pipeline.restart_strategy.timeout.total_seconds() + 2 * stop_grace,
             )
         )
     if instance is not None and config.pipeline.status_port is not None:
@@ -210,7 +229,11 @@ def run(
         from ferry.worker import FerryWorker  # noqa: PLC0415
 
         ferry_worker = FerryWorker(
-            config, worker_id=worker_id, status_host=status_host, startup_timeout_s=startup_timeout
+            config,
+            worker_id=worker_id,
+            status_host=status_host,
+            startup_timeout_s=startup_timeout,
+            stop_grace_s=stop_grace,
         )
         code = ferry_worker.run()
         if ferry_worker.error is not None:
@@ -224,7 +247,12 @@ def run(
     stop = threading.Event()
     for sig in (signal.SIGINT, signal.SIGTERM):
         signal.signal(sig, lambda *_: stop.set())
-    run_with_status(build_runner(config), config.pipeline.status_port, stop, status_host)
+    run_with_status(
+        build_runner(config, startup_timeout_s=startup_timeout),
+        config.pipeline.status_port,
+        stop,
+        status_host,
+    )
 
 
 @main.command()
@@ -262,16 +290,17 @@ def status(
     from ferry.config.loader import load_job  # noqa: PLC0415
     from ferry.state import StateStore  # noqa: PLC0415
 
+    key = "--state-url" if state_url is not None else "pipeline.state.url"
     if job is not None:
         config = load_job(job)
         state_url = state_url or config.pipeline.state_url
         pipeline_name = pipeline_name or config.pipeline.name
     if state_url is None:
         raise click.UsageError("give a job file or --state-url")
-    store = StateStore(state_url)
+    if watch and output != "text":
+        raise click.UsageError("--watch renders a table: give it without --output json")
+    store = StateStore(state_url, create=False, key=key)
     if watch:
-        if output != "text":
-            raise click.UsageError("--watch renders a table: give it without --output json")
         from ferry.cli.watch import watch_status  # noqa: PLC0415
 
         watch_status(store, pipeline_name, interval, refreshes=refreshes)

@@ -4,6 +4,8 @@ pipeline and savepoint resources (as the API answers them)."""
 from __future__ import annotations
 
 import datetime as dt
+import socket
+import time
 from collections.abc import Mapping
 from typing import Any
 
@@ -21,17 +23,64 @@ def _when(ms: int | None) -> str:
     return dt.datetime.fromtimestamp(ms / 1000, tz=dt.UTC).strftime("%Y-%m-%d %H:%M:%S UTC")
 
 
+#: A worker on another host whose status is older than this is taken for gone (a running worker
+#: writes its status every second, and at least before and after each wait of a retry).
+STALE_AFTER_MS = 5 * 60 * 1000
+#: The phases in which a worker is expected to write its status again.
+_LIVE_PHASES = (Phase.PENDING, Phase.RUNNING, Phase.STOPPING)
+
+
+def worker_alive(worker: str, updated_ms: int | None, now: int) -> bool:
+    """Whether a worker (``host:pid:random``) that last said it runs may still run: on this host,
+    whether its process is there; elsewhere, whether its status is recent."""
+    host, _, rest = worker.partition(":")
+    pid = rest.partition(":")[0]
+    if host == socket.gethostname() and pid.isdigit():
+        try:
+            with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as stat:
+                return stat.read().rpartition(")")[2].split()[0] != "Z"  # a zombie ended
+        except FileNotFoundError:
+            return False
+        except OSError:
+            pass  # no /proc: the status's age decides
+    return updated_ms is not None and now - updated_ms < STALE_AFTER_MS
+
+
+def live_phase(row: Mapping[str, Any], now: int) -> tuple[str, str]:
+    """The phase and detail of a status row as they are now: a pipeline whose status says it runs
+    but none of whose workers is there any more has FAILED (killed, or ended without a word)."""
+    phase, detail = str(row["phase"]), str(row["detail"])
+    if phase not in _LIVE_PHASES:
+        return phase, detail
+    metrics = row.get("metrics") or {}
+    workers = {w: s for w, s in (metrics.get("workers") or {}).items() if s.get("phase") in _LIVE_PHASES}
+    if not workers and metrics.get("worker"):
+        workers = {metrics["worker"]: {"updated_ms": row.get("updated_ms")}}
+    if not workers:
+        return phase, detail
+    gone = sorted(w for w, s in workers.items() if not worker_alive(w, s.get("updated_ms"), now))
+    if not gone:
+        return phase, detail
+    said = f"it last said {phase}: {detail} (at {_when(row.get('updated_ms'))})"
+    if len(gone) == len(workers):
+        what = "its worker" if len(gone) == 1 else "its workers"
+        return str(Phase.FAILED), f"{what} {', '.join(gone)} ended without a final status (killed?); {said}"
+    return phase, f"{detail}; worker {', '.join(gone)} ended without a final status (killed?)"
+
+
 def status_data(store: StateStore, names: list[str]) -> list[dict[str, Any]]:
     out = []
+    now = int(time.time() * 1000)
     for name in names:
         row = store.get_status(name)
         checkpoint = store.latest_checkpoint(name)
         history = store.schema_history(name)
+        phase, detail = live_phase(row, now) if row else ("UNKNOWN", "no status recorded")
         out.append(
             {
                 "pipeline": name,
-                "phase": row["phase"] if row else "UNKNOWN",
-                "detail": row["detail"] if row else "no status recorded",
+                "phase": phase,
+                "detail": detail,
                 "updated_ms": row["updated_ms"] if row else None,
                 "metrics": row["metrics"] if row else {},
                 "checkpoint": None

@@ -4,6 +4,9 @@ control plane make them before anything starts."""
 
 from __future__ import annotations
 
+import re
+from collections.abc import Mapping
+
 from ferry.config.job import JobConfig, expand_schema_change_tags
 from ferry.exceptions import TerminalError
 from ferry.pipeline.events import SchemaChangeType
@@ -60,3 +63,33 @@ def check_supported(job: JobConfig) -> None:
     refusal = behavior_refusal(job.sink.type, job.pipeline.schema_change_behavior)
     if refusal is not None:
         raise UnsupportedOptionError(refusal, "pipeline.schema.change.behavior")
+    jaas = job.source.properties.get("sasl.jaas.config")
+    if jaas is not None:
+        raise UnsupportedOptionError(
+            jaas_refusal(jaas, job.source.properties), "source.properties.sasl.jaas.config"
+        )
+
+
+#: ``username="..."`` in a JAAS configuration (the password is never read out of it).
+_JAAS_USERNAME = re.compile(r"""\busername\s*=\s*["']([^"']*)["']""")
+
+
+def jaas_refusal(jaas: str, properties: Mapping[str, str]) -> str:
+    """Why ``properties.sasl.jaas.config`` is refused, and what to write instead: Kafka's Java
+    clients read JAAS, librdkafka takes the user name and password as settings of their own."""
+    mechanism = properties.get("sasl.mechanism")
+    if "PlainLoginModule" in jaas:
+        mechanism = mechanism or "PLAIN"
+    elif "ScramLoginModule" in jaas:
+        mechanism = mechanism or "SCRAM-SHA-512"
+    found = _JAAS_USERNAME.search(jaas)
+    user = found[1] if found else "<user>"
+    instead = f"properties.sasl.username: {user}, its password as properties.sasl.password" + (
+        f" (with properties.sasl.mechanism: {mechanism})" if mechanism else ""
+    )
+    if "OAuthBearerLoginModule" in jaas:
+        instead = "properties.sasl.oauthbearer.* (librdkafka's OAUTHBEARER settings)"
+    return (
+        "properties.sasl.jaas.config is a Java JAAS configuration, which the Kafka client of ferry "
+        f"(librdkafka) does not read: write {instead} instead"
+    )

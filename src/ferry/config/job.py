@@ -336,6 +336,9 @@ class KafkaSourceConfig(StartupOptions):
     properties: dict[str, str] = Field(default_factory=dict, repr=False)
     topic: tuple[str, ...] | None = None
     topic_pattern: str | None = Field(default=None, alias="topic-pattern")
+    #: A topic of ``topic`` that does not exist once the start-up timeout passed: ``fail`` the run
+    #: naming it, or ``wait`` for it (the status PENDING, saying so).
+    topic_missing: Literal["fail", "wait"] = Field(default="fail", alias="topic-missing")
     value_format: ValueFormat = Field(default=ValueFormat.DEBEZIUM_JSON, alias="value.format")
     schema_change_topic: str | None = Field(default=None, alias="schema-change.topic")
     #: The schema registry of ``debezium-avro``: comma-separated ``http(s)://`` URLs.

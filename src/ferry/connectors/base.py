@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
-from collections.abc import Collection, Sequence
+import threading
+from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol, runtime_checkable
 
 from ferry.offsets import Offsets
+from ferry.retry import RetryWait
 
 
 class Source(Protocol):
@@ -24,8 +26,9 @@ class Source(Protocol):
         """Record the next offsets to read (after the sink made everything before them durable)."""
         ...
 
-    def lag(self) -> dict[tuple[str, int], int]:
-        """Records not yet read, per assigned partition."""
+    def lag(self, since: Offsets | None = None) -> dict[tuple[str, int], int]:
+        """Records not yet read, per assigned partition; with ``since`` (the offsets a restart reads
+        from, once a run ended), the records from those offsets on."""
         ...
 
     def finished(self) -> bool:
@@ -123,6 +126,30 @@ class RecordReading(Protocol):
     def read_from(self, partition: tuple[str, int], offset: int, count: int) -> Sequence[Any]:
         """Up to ``count`` records of ``partition`` from the first one at or after ``offset`` (none
         past the partition's current end), as ``poll`` returns them."""
+        ...
+
+
+@runtime_checkable
+class TopicWaiting(Protocol):
+    """A source that reads topics by name, which must exist before it reads."""
+
+    def wait_for_topics(self, on_wait: Callable[[str], None], stop: threading.Event) -> None:
+        """Return once every topic named exists (or ``stop`` is set); meanwhile tell ``on_wait``
+        what is missing. Raise when the source is told to give up on a missing topic."""
+        ...
+
+
+@runtime_checkable
+class OutageReporting(Protocol):
+    """A source whose client reconnects to its brokers by itself: it tells while it cannot."""
+
+    #: Told while a request to the brokers is retried, and once it succeeded after a retry.
+    on_wait: Callable[[RetryWait], None]
+    on_waited: Callable[[], None]
+
+    @property
+    def outage(self) -> RetryWait | None:
+        """What the client retries now (the brokers unreachable), or None while they answer."""
         ...
 
 

@@ -44,11 +44,12 @@ class MemorySource:
     def commit(self, offsets: Mapping[tuple[str, int], int]) -> None:
         self.committed.update(offsets)
 
-    def lag(self) -> dict[tuple[str, int], int]:
+    def lag(self, since: Mapping[tuple[str, int], int] | None = None) -> dict[tuple[str, int], int]:
         lag: dict[tuple[str, int], int] = {}
-        for record in self.records[self.position :]:
+        for record in self.records if since is not None else self.records[self.position :]:
             key = (record.topic(), record.partition())
-            lag[key] = lag.get(key, 0) + 1
+            if since is None or record.offset() >= since.get(key, 0):
+                lag[key] = lag.get(key, 0) + 1
         return lag
 
     def finished(self) -> bool:

@@ -360,6 +360,7 @@ class ControlPlane:
                     "records_behind",
                     "rate_eps",
                     "eta_s",
+                    "retry",
                 )
             }
             status.lost_offsets = metrics.get("lost_offsets") or row.traits.get("lostOffsets") or None

@@ -57,7 +57,7 @@ from ferry.control.store import PipelineRow, Sample, SavepointRow
 from ferry.offsets import encode_offsets
 from ferry.pipeline.checkpoints import now_ms
 from ferry.pipeline.phase import Phase
-from ferry.process import parent_death_hook
+from ferry.process import STOP_GRACE_S, parent_death_hook
 
 log = logging.getLogger(__name__)
 
@@ -81,6 +81,8 @@ class Child:
     log_handle: TextIO
     signalled: bool = False
     started: float = field(default_factory=time.monotonic)
+    #: When the process is killed if it has not stopped by then (``time.monotonic()``), once signalled.
+    kill_at: float | None = None
 
     def exit_code(self) -> int | None:
         return self.process.poll()
@@ -326,6 +328,13 @@ class Supervisor:
                 if not child.signalled:
                     child.process.send_signal(signal.SIGTERM if graceful else signal.SIGKILL)
                     child.signalled = True
+                    # its final checkpoint may wait under the retry policy; then it is killed
+                    final_s = job_of(row).pipeline.restart_strategy.timeout.total_seconds()
+                    child.kill_at = time.monotonic() + final_s + STOP_GRACE_S
+                elif child.kill_at is not None and time.monotonic() >= child.kill_at:
+                    log.error("pipeline %s: its process did not stop in time: killing it", row.name)
+                    child.process.kill()
+                    child.kill_at = None
                 self.store.heartbeat(row, self.worker, child.process.pid, InstanceState.RUNNING)
                 return
             code = child.exit_code()

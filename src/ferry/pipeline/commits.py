@@ -59,6 +59,7 @@ from ferry.pipeline.metrics import Metrics
 from ferry.pipeline.schema import TableId
 from ferry.pipeline.settings import RunnerSettings
 from ferry.pipeline.status import RunnerStatus
+from ferry.retry import RetryWait
 from ferry.sinks.base import Sink, TableFlushing
 
 if TYPE_CHECKING:
@@ -97,9 +98,9 @@ class CheckpointCommit:
         self.newest_event_ms: int | None = None
         self.error: FerryError | None = None
         #: What the steps' retries say while they wait (``on_wait``); ``None`` once the commit ended.
-        self.details: SimpleQueue[str | None] = SimpleQueue()
+        self.details: SimpleQueue[RetryWait | None] = SimpleQueue()
         #: Told what a retry waits for: the status itself when the steps run on the consume thread.
-        self.on_wait: Callable[[str], None] = self.details.put
+        self.on_wait: Callable[[RetryWait], None] = self.details.put
         #: How long each step took, by name, as they ran (seconds).
         self.took: dict[str, float] = {}
         self._steps: deque[tuple[str, Step]] = deque()
@@ -220,7 +221,7 @@ class SteppedCommits:
 class Commits:
     """The commit in flight, seen from the consume thread: at most one at a time."""
 
-    def __init__(self, background: Background, on_wait: Callable[[str], None]) -> None:
+    def __init__(self, background: Background, on_wait: Callable[[RetryWait], None]) -> None:
         self.background = background
         self.on_wait = on_wait
         self.in_flight: CheckpointCommit | None = None
@@ -366,7 +367,7 @@ class Checkpoints:
         commit.newest_event_ms = self.metrics.timings.newest_event_ms
         retries, name, state = self.settings.retries, self.settings.name, self.state
 
-        def on_wait(detail: str) -> None:
+        def on_wait(detail: RetryWait) -> None:
             commit.on_wait(detail)
 
         def flush_sink() -> None:

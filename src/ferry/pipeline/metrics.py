@@ -14,7 +14,7 @@ import os
 import socket
 import time
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -164,6 +164,9 @@ class Metrics:
     assigned: dict[str, list[int]] = field(default_factory=dict)
     #: Records deleted by retention before they were read: ``{topic, partition, wanted, earliest}``.
     lost_offsets: list[dict[str, Any]] = field(default_factory=list)
+    #: What the pipeline retries now, if anything: ``{what, attempt, attempts, error,
+    #: next_attempt_ms, gives_up_ms}`` (:func:`ferry.pipeline.status.retry_metrics`).
+    retry: dict[str, Any] | None = None
     timings: Timings = field(default_factory=Timings, repr=False, compare=False)
     recent: RecentRate = field(default_factory=RecentRate, repr=False, compare=False)
     catch_up_log: CatchUpLog = field(default_factory=CatchUpLog, repr=False, compare=False)
@@ -185,8 +188,11 @@ class Metrics:
         source: Source,
         partitions: PartitionOffsets,
         schemas: SchemaOperator,
+        *,
+        restart_from: Mapping[tuple[str, int], int] | None = None,
     ) -> tuple[float, int]:
-        """Bring the counters up to date before the status is saved; returns the throughput window."""
+        """Bring the counters up to date before the status is saved; returns the throughput window.
+        ``restart_from``: the offsets a restart reads from (the run ended), from which the lag counts."""
         since, count = window
         if now - since >= 1.0:
             self.throughput_eps = round((self.records_read - count) / (now - since), 1)
@@ -204,7 +210,7 @@ class Metrics:
                 for r in lost
             ]
         try:
-            self.lag = encode_offsets(source.lag())
+            self.lag = encode_offsets(source.lag() if restart_from is None else source.lag(restart_from))
         except Exception:
             log.debug("lag not available", exc_info=True)
         self.catching_up(now)

@@ -134,6 +134,8 @@ class PipelineRunner:
             schemas=self.schemas,
         )
         self.schemas.on_detail = self.status.set_detail
+        self.schemas.on_wait = self.status.waiting
+        self.schemas.on_waited = self.status.waited
         self.checkpoints = Checkpoints(
             settings=settings,
             source=source,
@@ -167,13 +169,15 @@ class PipelineRunner:
 
     # ------------------------------------------------------------------------------ lifecycle
 
-    def open(self) -> None:
+    def open(self, stop: threading.Event | None = None) -> None:
         checkpoint = self.settings.retries.call(
             lambda: self.state.latest_checkpoint(self.settings.name),
             "reading the checkpoint",
             on_wait=self.status.waiting,
             transient=self.state.is_transient,
         )
+        self.status.waited()
+        self.status.wait_for_topics(stop or threading.Event())  # PENDING while a topic is missing
         self.schemas.restore(None if checkpoint is None else checkpoint.schemas)
         starts = {} if checkpoint is None else dict(checkpoint.offsets)
         self._refresh_aliases()
@@ -190,7 +194,7 @@ class PipelineRunner:
         """Run until ``stop`` is set, a bounded read ends, or a terminal error."""
         stop = stop or threading.Event()
         try:
-            self.open()
+            self.open(stop)
             with self.garbage.running() if self.settings.tune_gc else contextlib.nullcontext():
                 while not stop.is_set():
                     self.step()
@@ -202,10 +206,10 @@ class PipelineRunner:
                 self.checkpoint()
             self.status.set(Phase.STOPPED, "stopped after a final checkpoint")
         except FerryError as e:
-            self.status.set(Phase.FAILED, str(e))
+            self.status.failed(str(e), self.checkpoints.checkpointed)
             raise
         except Exception as e:
-            self.status.set(Phase.FAILED, f"{type(e).__name__}: {e}")
+            self.status.failed(f"{type(e).__name__}: {e}", self.checkpoints.checkpointed)
             raise
         finally:
             self.close()
@@ -238,6 +242,7 @@ class PipelineRunner:
             records = self.source.poll(self.settings.batch_size, self.settings.poll_timeout_s)
             if records:
                 self.process(self.decode(records), records)
+            self.status.outage()  # the source's brokers unreachable, or back
         self.checkpoints.commits.poll()
         now = time.monotonic()
         due = self.checkpoints.due(now, self.rows.count)

@@ -29,7 +29,7 @@ from concurrent.futures import TimeoutError as FutureTimeout
 from contextlib import contextmanager
 from dataclasses import replace
 from functools import partial
-from typing import TYPE_CHECKING, Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from ferry.exceptions import FerryError, TerminalError
 from ferry.offsets import Partition
@@ -57,11 +57,14 @@ from ferry.pipeline.schema import Schema, TableId, widen_schemas
 from ferry.pipeline.settings import SchemaSettings
 from ferry.pipeline.tracker import SchemaTracker, Watermarks
 from ferry.pipeline.types import can_widen
+from ferry.retry import RetryWait
 from ferry.sinks.base import AsyncSchemaChanges, SchemaCaching, Sink
 from ferry.sinks.exceptions import SinkTerminalError
 
 if TYPE_CHECKING:
     from ferry.pipeline.transform import TableTransforms
+
+T = TypeVar("T")
 
 log = logging.getLogger(__name__)
 
@@ -179,6 +182,10 @@ class SchemaOperator:
         self.wait_ms = 0
         #: Tells the runner what it shows: a detail line while a change waits.
         self.on_detail: Callable[[str], None] = lambda detail: None
+        #: Tells the runner that a call to the sink or the state store is retried, and when what
+        #: was retried succeeded (its status shows the retry meanwhile).
+        self.on_wait: Callable[[RetryWait], None] = lambda wait: None
+        self.on_waited: Callable[[], None] = lambda: None
         #: Tells the runner which source tables' rows must be shaped anew (their sink table changed).
         self.on_sink_changed: Callable[[Collection[TableId]], None] = lambda tables: None
         #: Saves the schemas once the sink has the changes, beside the barrier's offsets: a restart
@@ -485,10 +492,9 @@ class SchemaOperator:
     def _created_here(self, source_table: TableId, sink_table: TableId) -> bool:
         """Whether the schema history says that this pipeline created ``sink_table`` for
         ``source_table`` (and has not dropped it since), and that no other source table changed it."""
-        history = self.settings.retries.call(
+        history = self._retried(
             partial(self.state.schema_history, self.settings.pipeline, str(sink_table)),
             f"reading the schema history of {sink_table}",
-            on_wait=self.on_detail,
             transient=self.state.is_transient,
         )
         created = False
@@ -608,13 +614,20 @@ class SchemaOperator:
             return schema
         return self.transforms.schema(source_table, schema)
 
+    def _retried(
+        self, work: Callable[[], T], what: str, transient: Callable[[BaseException], bool] | None = None
+    ) -> T:
+        """``work()`` under the retry policy, its waits shown in the runner's status."""
+        extra = {} if transient is None else {"transient": transient}
+        result = self.settings.retries.call(work, what, on_wait=self.on_wait, **extra)
+        self.on_waited()
+        return result
+
     def sink_schema(self, sink_table: TableId) -> Schema | None:
         self.before_sink()
         if sink_table not in self._sink_schemas:
-            self._sink_schemas[sink_table] = self.settings.retries.call(
-                partial(self.sink.table_schema, sink_table),
-                f"reading the schema of {sink_table}",
-                on_wait=self.on_detail,
+            self._sink_schemas[sink_table] = self._retried(
+                partial(self.sink.table_schema, sink_table), f"reading the schema of {sink_table}"
             )
         return self._sink_schemas[sink_table]
 
@@ -672,14 +685,13 @@ class SchemaOperator:
                 if decision.action in (Action.APPLY, Action.IGNORED):
                     after = apply_schema_change(sink_schema, decision.change)
                     try:
-                        self.settings.retries.call(
+                        self._retried(
                             partial(
                                 self._bounded,
                                 partial(self.sink.apply_schema_change, decision.change, after),
                                 f"applying {decision.change}",
                             ),
                             f"applying {decision.change}",
-                            on_wait=self.on_detail,
                         )
                         self._await_schema_change(sink_table, decision.change)
                     except SinkTerminalError as e:

@@ -16,8 +16,10 @@ with the offsets merged again.
 
 from __future__ import annotations
 
+import errno
 import json
 import logging
+import os
 from abc import abstractmethod
 from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
@@ -47,6 +49,29 @@ OFFSET_SNAPSHOTS = 10
 #: How many times a commit that lost a race to another writer is tried.
 COMMIT_ATTEMPTS = 8
 #: How a commit that lost a race to another writer is tried again.
+#: What the file system says when it cannot take a write now but may later: full (or a quota, or
+#: a file-size limit), read-only, or a folder whose permissions were taken away. Retried under the
+#: pipeline's restart strategy like any outage; an operator frees the space or the folder.
+STORAGE_ERRNOS = frozenset({errno.ENOSPC, errno.EDQUOT, errno.EFBIG, errno.EROFS, errno.EACCES, errno.EPERM})
+#: The same, as the libraries that write files (pyarrow) put them in their messages.
+_STORAGE_MESSAGES = tuple(os.strerror(n).lower() for n in STORAGE_ERRNOS)
+
+
+def storage_may_recover(error: BaseException) -> bool:
+    """Whether ``error`` (or one it was raised from) is the table's storage refusing a write for a
+    reason an operator can remove (:data:`STORAGE_ERRNOS`)."""
+    seen: set[int] = set()
+    current: BaseException | None = error
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        if isinstance(current, OSError) and current.errno in STORAGE_ERRNOS:
+            return True
+        if isinstance(current, OSError) and any(m in str(current).lower() for m in _STORAGE_MESSAGES):
+            return True
+        current = current.__cause__ or current.__context__
+    return False
+
+
 COMMIT_RETRIES = RetryPolicy(
     attempts=COMMIT_ATTEMPTS, timeout_s=60.0, initial_s=0.05, max_s=2.0, jitter=0.5, log_level=logging.INFO
 )
@@ -353,5 +378,6 @@ class TableFormatSink(Sink):
             raise
         except Exception as e:
             self._schemas.pop(table_id, None)
-            error = SinkTransientError if self.is_transient(e) else SinkTerminalError
+            transient = self.is_transient(e) or storage_may_recover(e)
+            error = SinkTransientError if transient else SinkTerminalError
             raise error(f"{action}: {type(e).__name__}: {e}", sink=self.type, table=str(table_id)) from e

@@ -24,15 +24,16 @@ from pathlib import Path
 from typing import Any
 
 import orjson
-from sqlalchemy import create_engine, delete, event, insert, select, update
+from sqlalchemy import create_engine, delete, event, insert, inspect, make_url, select, update
 from sqlalchemy.engine import Connection, Engine
-from sqlalchemy.exc import DBAPIError, IntegrityError, InterfaceError, OperationalError
+from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, InterfaceError, OperationalError
 
 from ferry.exceptions import TransientError
 from ferry.offsets import decode_offsets, encode_offsets
 from ferry.pipeline.checkpoints import Checkpoint, SchemaHistoryEntry, now_ms
 from ferry.pipeline.schema import TableId
 from ferry.pipeline.tracker import SchemaTracker, TrackedTable
+from ferry.state.exceptions import StateStoreError
 from ferry.state.tables import WRITER, checkpoints, create_tables, leases, locks, schema_history, status
 
 KEEP_CHECKPOINTS = 10
@@ -132,24 +133,80 @@ _PERMANENT_MARKERS = (
 )
 
 
-class StateStore:
-    """Checkpoints, status and schema history of pipelines, in one SQL database."""
+def masked_url(url: str) -> str:
+    """``url`` with its password hidden (``postgresql://ferry:***@db/ferry``)."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        return "an URL that is not one" if "@" in url else url
 
-    def __init__(self, url: str) -> None:
-        if url.startswith("sqlite:///") and not url.startswith("sqlite:///:memory:"):
-            Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+
+def open_error(url: str, error: BaseException, key: str = "pipeline.state.url") -> StateStoreError:
+    """Why the state store at ``url`` cannot be opened, in one line that names ``key`` (masked) and
+    what to change."""
+    cause = error.orig if isinstance(error, DBAPIError) else error
+    reason = " ".join(str(cause).split()) or type(cause).__name__
+    lower = reason.lower()
+    if "authentication failed" in lower or "password" in lower or "access denied" in lower:
+        advice = f"correct the user name and password in {key}"
+    elif "does not exist" in lower or "unknown database" in lower:
+        advice = f"create that database, or correct {key}"
+    elif "permission denied" in lower or "readonly" in lower or "read-only" in lower:
+        advice = f"give the user of {key} the right to create and write tables, or use another database"
+    elif isinstance(error, DBAPIError):
+        advice = f"check that the database of {key} runs and can be reached from here"
+    else:
+        advice = (
+            f"write an SQLAlchemy URL in {key} (sqlite:///path/state.db, postgresql://user:password@host/db)"
+        )
+    return StateStoreError(f"cannot open the state store {masked_url(url)} ({key}): {reason}; {advice}")
+
+
+class StateStore:
+    """Checkpoints, status and schema history of pipelines, in one SQL database.
+
+    ``create`` (a pipeline, the control plane): the tables are created when missing. Without it (a
+    command that only reads, ``ferry status``) nothing is created: a store that is not there is a
+    :class:`StateStoreError`, as is a URL that cannot be one, a refused login or a database that
+    cannot be reached; ``key`` names where the URL came from in its message."""
+
+    def __init__(self, url: str, *, create: bool = True, key: str = "pipeline.state.url") -> None:
+        sqlite_file = url.startswith("sqlite:///") and not url.startswith("sqlite:///:memory:")
+        path = Path(url.removeprefix("sqlite:///").split("?", 1)[0])
+        if sqlite_file and create:
+            path.parent.mkdir(parents=True, exist_ok=True)
+        elif sqlite_file and not path.is_file():
+            raise StateStoreError(
+                f"no state store at {url} ({key}): the file {path} does not exist; correct the path "
+                "(this command only reads a state store, it creates none)"
+            )
         self.url = url
         self._sqlite = url.startswith("sqlite")
-        self.engine: Engine = create_engine(
-            url,
-            json_serializer=lambda o: orjson.dumps(o).decode(),
-            # a server restarted since a pooled connection was opened: that connection is replaced
-            # rather than failing its next statement
-            **({"connect_args": {"timeout": 30}} if self._sqlite else {"pool_pre_ping": True}),
-        )
+        try:
+            self.engine: Engine = create_engine(
+                url,
+                json_serializer=lambda o: orjson.dumps(o).decode(),
+                # a server restarted since a pooled connection was opened: that connection is
+                # replaced rather than failing its next statement
+                **({"connect_args": {"timeout": 30}} if self._sqlite else {"pool_pre_ping": True}),
+            )
+        except (ArgumentError, ImportError) as e:
+            raise open_error(url, e, key) from None
         if self._sqlite:
             _serialise_sqlite_writers(self.engine)
-        create_tables(self.engine)
+        try:
+            if create:
+                create_tables(self.engine)
+            elif not inspect(self.engine).has_table(status.name):
+                raise StateStoreError(
+                    f"no state store at {masked_url(url)} ({key}): the database holds no table "
+                    f"{status.name}; correct {key} (this command only reads a state store, it creates none)"
+                )
+        except DBAPIError as e:
+            if create and self.is_transient(e):
+                raise  # waited for under the retry policy (see ferry.worker.build_runner)
+            self.engine.dispose()
+            raise open_error(url, e, key) from None
 
     @staticmethod
     def is_transient(error: BaseException) -> bool:

@@ -18,15 +18,24 @@ may have moved it).
 
 A broker that cannot be reached is waited for: the source's requests to it (ends and starts of
 partitions, committed offsets, topic metadata) are asked again under the pipeline's retry policy
-(``pipeline.restart-strategy``), and the consumer's own reconnection errors are warnings. Offsets are
-committed to the group asynchronously: the pipeline's state store holds them already, so a
-checkpoint (or a schema change's barrier) never waits for the broker to take them.
+(``pipeline.restart-strategy``), and the consumer's own reconnection errors are warnings, and an
+outage (:attr:`KafkaSource.outage`) the pipeline's status shows until the brokers answer again
+(asked once a second). Offsets are committed to the group asynchronously: the pipeline's state
+store holds them already, so a checkpoint (or a schema change's barrier) never waits for the broker
+to take them.
+
+Topics named (``topic``, not ``topic-pattern``) must exist: :meth:`KafkaSource.wait_for_topics`
+waits for them up to the start-up timeout, then fails naming them, or (``topic-missing: wait``)
+waits on, saying so. Closing is bounded: librdkafka's close leaves the group and may wait on a
+broker or a group that does not answer; after :data:`CLOSE_TIMEOUT_S` the consumer is left to end
+with the process.
 """
 
 from __future__ import annotations
 
 import logging
 import re
+import threading
 import time
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -45,7 +54,7 @@ from confluent_kafka import (
 
 from ferry.connectors.base import KeyValue, LostRange, Position, RebalanceListener, offset_runs
 from ferry.connectors.kafka.exceptions import SourceError, error_may_pass, may_pass
-from ferry.retry import RetryPolicy
+from ferry.retry import RetryPolicy, RetryWait
 
 log = logging.getLogger(__name__)
 
@@ -68,6 +77,32 @@ DEFAULT_CONSUMER_SETTINGS = {
     # partitions back at once)
     "session.timeout.ms": 10_000,
 }
+
+#: The client's errors that say the brokers cannot be reached now.
+UNREACHABLE = frozenset({KafkaError._TRANSPORT, KafkaError._ALL_BROKERS_DOWN, KafkaError._RESOLVE})
+#: How often the brokers are asked whether they answer again during an outage (seconds).
+PROBE_S = 1.0
+#: How long closing a consumer may take before it is left to end with the process (seconds).
+CLOSE_TIMEOUT_S = 10.0
+
+
+def close_bounded(consumer: Consumer, timeout_s: float = CLOSE_TIMEOUT_S) -> bool:
+    """Close ``consumer`` within ``timeout_s``; False (logged) when its close did not end then.
+
+    librdkafka's close leaves the consumer group and waits for the broker's answer; a broker or a
+    group coordinator that does not answer can keep it waiting far longer than a pipeline may take
+    to stop. The close runs on a daemon thread, which the process does not wait for."""
+    thread = threading.Thread(target=consumer.close, name="ferry-kafka-close", daemon=True)
+    thread.start()
+    thread.join(timeout_s)
+    if thread.is_alive():
+        log.warning(
+            "closing the Kafka consumer did not end within %g s (the broker or the group does not "
+            "answer); leaving it to end with the process",
+            timeout_s,
+        )
+        return False
+    return True
 
 
 @dataclass(frozen=True, slots=True)
@@ -116,6 +151,8 @@ class KafkaSource:
         start_per_topic: Mapping[str, StartPosition] | None = None,
         end: EndPosition | None = None,
         retries: RetryPolicy | None = None,
+        topic_missing: str = "fail",
+        topic_wait_s: float = 60.0,
     ) -> None:
         if not topics and not topic_pattern:
             raise SourceError("a Kafka source needs topics or a topic pattern")
@@ -128,6 +165,8 @@ class KafkaSource:
             "bootstrap.servers": bootstrap_servers,
             "group.id": group_id,
             "on_commit": self._committed,
+            # the client's own errors (brokers unreachable) are told here, inside consume()
+            "error_cb": self._client_error,
         }
         self.retries = retries or RetryPolicy()
         self.start = start or StartPosition()
@@ -147,11 +186,56 @@ class KafkaSource:
         self._rebalanced = False
         #: Every partition of the topics subscribed to, listed once per assignment (reads_alone).
         self._subscribed: set[tuple[str, int]] | None = None
+        #: A named topic that does not exist: ``fail`` after ``topic_wait_s``, or ``wait`` on.
+        self.topic_missing = topic_missing
+        self.topic_wait_s = topic_wait_s
+        #: The brokers unreachable: since when (``time.time()``), the attempts and the last error.
+        self._outage: RetryWait | None = None
+        self._outage_since = 0.0
+        self._next_probe = 0.0
+        #: Told while a request to the brokers is retried, and once it succeeded after a retry.
+        self.on_wait: Callable[[RetryWait], None] = lambda wait: None
+        self.on_waited: Callable[[], None] = lambda: None
+        #: A fatal error the client told of: raised by the next poll.
+        self._fatal: SourceError | None = None
 
     # ------------------------------------------------------------------------------ Source
 
     def set_rebalance_listener(self, listener: RebalanceListener | None) -> None:
         self._listener = listener
+
+    @property
+    def outage(self) -> RetryWait | None:
+        return self._outage
+
+    def wait_for_topics(self, on_wait: Callable[[str], None], stop: threading.Event) -> None:
+        named = [t for t in self.subscription if not t.startswith("^")]
+        if not named:
+            return
+        settings = {k: v for k, v in self.settings.items() if k not in ("on_commit", "error_cb")}
+        probe = Consumer(settings, logger=log)
+        began = time.monotonic()
+        try:
+            while not stop.is_set():
+                listed = self._ask(partial(probe.list_topics, None, timeout=10), "listing the topics")
+                missing = [t for t in named if t not in listed.topics or listed.topics[t].error is not None]
+                if not missing:
+                    return
+                waited = time.monotonic() - began
+                names = ", ".join(repr(t) for t in missing)
+                what = "topic " + names if len(missing) == 1 else "topics " + names
+                if waited < self.topic_wait_s:
+                    on_wait(f"waiting for {what} to be created (for up to {self.topic_wait_s:g} s)")
+                elif self.topic_missing == "fail":
+                    raise SourceError(
+                        f"{what} of source.topic does not exist (waited {waited:.0f} s): create it, "
+                        "correct source.topic, or set source.topic-missing: wait"
+                    )
+                else:
+                    on_wait(f"waiting for {what} to be created (source.topic-missing: wait)")
+                stop.wait(0.5)
+        finally:
+            close_bounded(probe)
 
     def open(self, start_offsets: Mapping[tuple[str, int], int]) -> None:
         self._checkpoint_offsets = dict(start_offsets)
@@ -166,6 +250,10 @@ class KafkaSource:
             records = self.consumer.consume(num_messages=max_records, timeout=timeout)
         except KafkaException as e:
             raise SourceError(f"consuming from {self.subscription}: {e}") from e
+        if self._fatal is not None:
+            raise self._fatal
+        if self._outage is not None and (records or time.monotonic() >= self._next_probe):
+            self._probe(bool(records))
         for record in records:
             if record.error() is not None:
                 records = self._without_errors(records)
@@ -220,21 +308,25 @@ class KafkaSource:
             # the broker was away or the group moved on (a rebalance): the state store has the offsets
             log.warning("committing offsets to the consumer group failed: %s", error.str())
 
-    def lag(self) -> dict[tuple[str, int], int]:
+    def lag(self, since: Mapping[tuple[str, int], int] | None = None) -> dict[tuple[str, int], int]:
         if self.consumer is None or not self.assigned:
             return {}
         positions = self.consumer.position([TopicPartition(t, p) for t, p in self.assigned])
         out = {}
         for tp in positions:
+            key = (tp.topic, tp.partition)
             # the high watermark of the last fetch response: a broker round trip per partition
             # (about 0.2 s here) would cost the hot path more than the status is worth
             _low, high = self.consumer.get_watermark_offsets(tp, cached=True)
             if high < 0:
                 continue
-            position = (
-                tp.offset if tp.offset >= 0 else self._checkpoint_offsets.get((tp.topic, tp.partition), 0)
-            )
-            out[(tp.topic, tp.partition)] = max(high - position, 0)
+            if since is not None:
+                # the run ended: what a restart reads again (from the checkpoint, or from where
+                # this run started) is still to be written
+                position = since.get(key, self._start_offsets.get(key, tp.offset))
+            else:
+                position = tp.offset if tp.offset >= 0 else self._checkpoint_offsets.get(key, 0)
+            out[key] = max(high - position, 0)
         return out
 
     def high_watermarks(self, topics: Collection[str]) -> dict[tuple[str, int], int]:
@@ -276,8 +368,8 @@ class KafkaSource:
         (kept for the next call), up to the partition's end now."""
         topic, number = partition
         if self._reader is None:
-            settings = {
-                **self.settings,
+            settings = {k: v for k, v in self.settings.items() if k != "error_cb"}
+            settings |= {
                 "group.id": f"{self.group_id}-reader",
                 "enable.partition.eof": True,
                 # a fetch the broker holds at the partition's end (500 ms by default) would delay
@@ -380,10 +472,10 @@ class KafkaSource:
         # (or failed, and must not take one), so nobody is told
         self._listener = None
         if self._reader is not None:
-            self._reader.close()
+            close_bounded(self._reader)
             self._reader = None
         if self.consumer is not None:
-            self.consumer.close()
+            close_bounded(self.consumer)
             self.consumer = None
 
     # ------------------------------------------------------------------------------ positions
@@ -399,6 +491,8 @@ class KafkaSource:
             elif error.code() == KafkaError._MAX_POLL_EXCEEDED:
                 # the group moved the partitions on; the consumer rejoins at its next poll
                 log.warning("left the consumer group (%s); rejoining", error.str())
+            elif error.code() in UNREACHABLE and not record.topic():
+                self._unreachable(error)
             elif not error_may_pass(error):
                 where = (
                     f"{record.topic()}[{record.partition()}]"
@@ -409,6 +503,52 @@ class KafkaSource:
             else:
                 log.warning("Kafka error (will retry): %s", error.str())
         return good
+
+    def _client_error(self, error: KafkaError) -> None:
+        """An error of the client itself (not of a partition), told during a call to it."""
+        if error.code() in UNREACHABLE:
+            self._unreachable(error)
+        elif error.fatal():
+            self._fatal = SourceError(f"Kafka error on consumer group {self.group_id}: {error.str()}")
+        else:
+            log.warning("Kafka error (will retry): %s", error.str())
+
+    def _unreachable(self, error: KafkaError) -> None:
+        """The client reports that brokers cannot be reached: an outage until they answer again."""
+        now = time.time()
+        if self._outage is None:
+            self._outage_since = now
+            log.warning("the Kafka brokers %s cannot be reached: %s", self.bootstrap_servers, error.str())
+        attempt = 1 if self._outage is None else self._outage.attempt
+        self._set_outage(attempt, f"KafkaError: {error.str()}", now)
+
+    def _set_outage(self, attempt: int, error: str, now: float) -> None:
+        self._next_probe = time.monotonic() + PROBE_S
+        since = time.strftime("%H:%M:%S", time.gmtime(self._outage_since))
+        self._outage = RetryWait(
+            f"reading from the Kafka brokers {self.bootstrap_servers} (unreachable since {since} UTC; "
+            "the consumer reconnects by itself)",
+            attempt,
+            0,
+            error,
+            PROBE_S,
+            int((now + PROBE_S) * 1000),
+            None,
+        )
+
+    def _probe(self, answered: bool) -> None:
+        """During an outage: records arrived (``answered``), or the brokers are asked for metadata."""
+        assert self.consumer is not None and self._outage is not None
+        if not answered:
+            only = next((t for t in self.subscription if not t.startswith("^")), None)
+            try:
+                self.consumer.list_topics(only, timeout=PROBE_S)
+            except KafkaException as e:
+                reason = e.args[0].str() if e.args and isinstance(e.args[0], KafkaError) else str(e)
+                self._set_outage(self._outage.attempt + 1, f"KafkaError: {reason}", time.time())
+                return
+        log.info("the Kafka brokers %s answer again", self.bootstrap_servers)
+        self._outage = None
 
     def _on_revoke(self, consumer: Consumer, partitions: list[TopicPartition]) -> None:
         self._rebalanced = True
@@ -543,10 +683,19 @@ class KafkaSource:
     def _ask(self, request: Callable[[], T], what: str) -> T:
         """A request to the broker, asked again under the retry policy while it cannot answer; a
         client error that does not pass (or the policy's end) is a :class:`SourceError`."""
+        waits: list[RetryWait] = []
+
+        def on_wait(wait: RetryWait) -> None:
+            waits.append(wait)
+            self.on_wait(wait)
+
         try:
-            return self.retries.call(request, what, transient=may_pass)
+            answer = self.retries.call(request, what, transient=may_pass, on_wait=on_wait)
         except KafkaException as e:
             raise SourceError(f"{what}: {e}") from e
+        if waits:
+            self.on_waited()
+        return answer
 
     def _watermarks(self, consumer: Consumer, tp: TopicPartition) -> tuple[int, int]:
         """The first and the next offset of a partition, asked of its leader now."""
