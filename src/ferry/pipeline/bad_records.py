@@ -33,8 +33,26 @@ class BadRecords:
         self.metrics = metrics
         self.fail = fail
         self.reasons: Counter[str] = Counter()
+        #: Records sent since the last checkpoint (a record of several rows, or of a table routed to
+        #: several sink tables, goes once).
+        self.sent: set[tuple[str, int, int]] = set()
+        #: Records the dead-letter destination holds that a restart reads again (see :meth:`resume`).
+        self.stored: set[tuple[str, int, int]] = set()
+
+    def resume(self, stored: set[tuple[str, int, int]]) -> None:
+        """After a restart: ``stored`` are the records past the checkpoint's offsets that an earlier
+        run already sent; read again, they are counted but not sent a second time."""
+        self.stored = stored
+
+    def checkpointed(self) -> None:
+        """The rows read so far are shaped: a record met again is read again (after a truncate)."""
+        self.sent.clear()
 
     def record(self, reason: str, position: SourcePosition, key: bytes | None, value: bytes | None) -> None:
+        where = (position.topic, position.partition, position.offset)
+        if where in self.sent:
+            return
+        self.sent.add(where)
         self.metrics.bad_records += 1
         kind = reason.split(":", maxsplit=1)[0]
         self.reasons[kind] += 1
@@ -52,6 +70,9 @@ class BadRecords:
         del latest[:-LATEST_KEPT]
         if self.fail:
             raise BadRecordError(reason, position)
+        if where in self.stored:
+            log.info("bad record at %s: %s (in the dead-letter topic already)", position, reason)
+            return
         log.warning("bad record at %s: %s (sent to the dead-letter topic)", position, reason)
         self.dead_letter.send(
             reason=reason,

@@ -142,7 +142,7 @@ def _check_key(key: bytes | None, database: str, table: str, row: Row) -> None:
         raise DecodeError(
             f"the record key names table {named[0]}.{named[1]}, its row is of {database}.{table}"
         )
-    check_key(values, row)
+    check_key(values, row, columns=True)
 
 
 def _text(value: Any) -> str:
