@@ -108,11 +108,12 @@ def key_mismatch(key_values: dict[str, Any], row: dict[str, Any], *, columns: bo
     """The reason a record is bad when its key names other values than its row (the row would be
     written under its own key, not the record's), or None. With ``columns`` (a key whose fields are
     the table's key columns: Debezium's, Maxwell's ``pk.``), a key field the row does not have is a
-    mismatch too; otherwise only the key's fields that are columns of the row are compared."""
+    mismatch too, and so is a null in the key; otherwise only the key's fields that are columns of
+    the row are compared."""
     differ = [
         n
         for n, v in key_values.items()
-        if (n in row and not _same_key_value(v, row[n])) or (columns and n not in row)
+        if (n in row and not _same_key_value(v, row[n])) or (columns and (n not in row or v is None))
     ]
     if not differ:
         return None
@@ -129,6 +130,14 @@ def check_key(key_values: dict[str, Any], row: dict[str, Any], *, columns: bool 
     reason = key_mismatch(key_values, row, columns=columns)
     if reason is not None:
         raise DecodeError(reason)
+
+
+def check_key_values(keys: list[str], row: dict[str, Any]) -> None:
+    """Raise :class:`DecodeError` when ``row`` has no value for one of the primary key columns
+    ``keys`` (the message's own list of them): such a row cannot be written by key."""
+    for key in keys:
+        if row.get(key) is None:
+            raise DecodeError(f"the row has no value for primary key column {key!r}")
 
 
 def json_key(key: bytes | None) -> Any:

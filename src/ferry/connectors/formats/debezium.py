@@ -567,8 +567,11 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
                 raise DecodeError("'before' and 'after' must be JSON objects or null")
             key = record.key()
             keys, key_row = ((), None) if key is None else self._key_names(key, topic, partition)
+            inferred = plan.row is None and self._definitions is None
+            if keys and inferred:  # before the row's values reach the table's inferred schema
+                self._check_key(key, after if after is not None else before, topic, partition, key_row)
             converter, schema = self._convert(table, plan, keys, after, before)
-            if keys:
+            if keys and not inferred:
                 self._check_key(
                     key,
                     after if after is not None else before,
@@ -884,6 +887,9 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
             ((), None) if key is None else self._key_names(key, position.topic, position.partition)
         )
         row: Row | None = payload if payload else None
+        inferred = plan.row is None and self._definitions is None
+        if keys and row is not None and inferred:  # before the row reaches the inferred schema
+            self._check_key(key, row, position.topic, position.partition, key_row)
         if op is Op.DELETE:
             converter, schema = self._convert(table, plan, keys, None, row)
             before, after = row if row is not None else self._key_row(key, converter, table), None
@@ -892,7 +898,7 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
                 raise DecodeError("a flattened record without columns")
             converter, schema = self._convert(table, plan, keys, row, None)
             before, after = None, row
-        if keys and row is not None:
+        if keys and row is not None and not inferred:
             self._check_key(
                 key, row, position.topic, position.partition, key_row, converter=converter, table=table
             )

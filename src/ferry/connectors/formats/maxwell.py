@@ -21,7 +21,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ferry.connectors.exceptions import DecodeError
-from ferry.connectors.formats import InferredTable, JsonMessageDecoder, check_key, hints, json_key
+from ferry.connectors.formats import (
+    InferredTable,
+    JsonMessageDecoder,
+    check_key,
+    check_key_values,
+    hints,
+    json_key,
+)
 from ferry.connectors.formats.ddl import parse_ddl
 from ferry.connectors.formats.mysql_types import mysql_type
 from ferry.connectors.record import RecordLike
@@ -98,6 +105,7 @@ class MaxwellJsonDecoder(JsonMessageDecoder):
             before, row = ({**data, **old} if old else None), data
         else:
             before, row = None, data
+        check_key_values(keys, data)
         _check_key(record.key(), database, name, data)
         table = self._table(database, name, position.partition)
         inferred = table.inferred
