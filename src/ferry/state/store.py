@@ -17,6 +17,8 @@ at a time do what must happen once, such as applying a schema change at the sink
 
 from __future__ import annotations
 
+import contextlib
+import os
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -130,12 +132,21 @@ _PERMANENT_MARKERS = (
 )
 
 
+def _create_private(database: Path) -> None:
+    """An SQLite database file made, empty, readable by its owner only (mode 0600; SQLite gives its
+    journal and WAL files the database's mode): it holds the jobs of the control plane, and with
+    them any secret written inline."""
+    database.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(database, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+
+
 class StateStore:
     """Checkpoints, status and schema history of pipelines, in one SQL database."""
 
     def __init__(self, url: str) -> None:
         if url.startswith("sqlite:///") and not url.startswith("sqlite:///:memory:"):
-            Path(url.removeprefix("sqlite:///")).parent.mkdir(parents=True, exist_ok=True)
+            _create_private(Path(url.removeprefix("sqlite:///").partition("?")[0]))
         self.url = url
         self._sqlite = url.startswith("sqlite")
         self.engine: Engine = create_engine(
