@@ -100,8 +100,10 @@ class TableSelection:
     Where each topic carries one table (Debezium's ``<prefix>.<database or schema>.<table>``, for
     fixed topics and topic patterns alike), a record's table is the one its topic's name carries:
     a record naming another (its ``source`` block, a flattened record's ``__db``/``__table``) is
-    refused. Where a topic carries many tables (Canal, Maxwell), a job with routes takes the tables
-    a route matches; one without takes every table of its topics.
+    refused. A topic of fewer than three names (one a topic router such as ``ByLogicalTableRouter``
+    named, ``shop.all_orders``) carries no table: its records may name any. Where a topic carries
+    many tables (Canal, Maxwell), a job with routes takes the tables a route matches; one without
+    takes every table of its topics.
     """
 
     def __init__(
@@ -128,7 +130,9 @@ class TableSelection:
             return None
         if self.topics_name_tables:
             parts = topic.split(".")
-            carried = (parts[-2] if len(parts) >= 2 else None, parts[-1])
+            if len(parts) < 3:  # not Debezium's naming (a topic a router named): it names no table
+                return None
+            carried = (parts[-2], parts[-1])
             if (table.schema_name, table.table_name) == carried:
                 return None
             return (
