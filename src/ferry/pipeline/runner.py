@@ -39,20 +39,13 @@ import time
 from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
-from ferry.connectors.base import (
-    DeadLetter,
-    DeadLetterHistory,
-    KeepingAlive,
-    Rebalancing,
-    Source,
-    Watermarking,
-)
+from ferry.connectors.base import DeadLetter, KeepingAlive, Rebalancing, Source, Watermarking
 from ferry.exceptions import FerryError
 from ferry.offsets import Partition
 from ferry.pipeline.bad_records import BadRecords
 from ferry.pipeline.barriers import Barrier
 from ferry.pipeline.buffers import RowBuffers
-from ferry.pipeline.checkpoints import Checkpoint, CheckpointStore
+from ferry.pipeline.checkpoints import CheckpointStore
 from ferry.pipeline.collector import GarbageCollection
 from ferry.pipeline.commits import Background, Checkpoints, SerialDeadLetter
 from ferry.pipeline.events import BadRecord, DataChange, Event, SchemaHint, SchemaObserved, Tombstone
@@ -81,11 +74,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: How long before its checkpoint was saved a dead letter of a record past the checkpoint may have
-#: been stored: the longest a checkpoint's commit takes (under ``restart-strategy``'s default timeout,
-#: each of its three steps retried for up to 2 minutes), with room to spare.
-DEAD_LETTER_LOOKBACK_MS = 10 * 60_000
-
 
 class PipelineRunner:
     """Runs one pipeline: source → decoder → schema operator → sink, with checkpoints."""
@@ -109,8 +97,7 @@ class PipelineRunner:
         selection: TableSelection | None = None,
     ) -> None:
         self.settings = settings
-        #: Which tables records may name (None: every table, as the tests' doubles take them).
-        self.selection = selection
+        self.selection = selection  # which tables records may name (None: all, as doubles take them)
         self.source = source
         self.decode = decode
         self.sink = sink
@@ -188,7 +175,7 @@ class PipelineRunner:
         )
         self.schemas.restore(None if checkpoint is None else checkpoint.schemas)
         starts = {} if checkpoint is None else dict(checkpoint.offsets)
-        self._dead_letters_stored(checkpoint, starts)
+        self.bad.resume(self.dead_letter, checkpoint, starts, self.settings.retries, self.status.waiting)
         self._refresh_aliases()
         self.truncates.restored()
         if isinstance(self.source, Rebalancing):
@@ -198,22 +185,6 @@ class PipelineRunner:
             self.partitions.offsets = dict(starts)
         self.source.open(starts)
         self.status.set(Phase.RUNNING, "reading")
-
-    def _dead_letters_stored(self, checkpoint: Checkpoint | None, starts: Mapping[Partition, int]) -> None:
-        """The records past the checkpoint that a run before this one already stored in the
-        dead-letter destination: read again now, they are not sent twice. Such a dead letter was
-        sent after the checkpoint started, at most a checkpoint's commit before it was saved
-        (:data:`DEAD_LETTER_LOOKBACK_MS`)."""
-        dead_letter = self.dead_letter
-        if self.settings.fail_on_bad_record or not isinstance(dead_letter, DeadLetterHistory):
-            return
-        since = None if checkpoint is None else checkpoint.created_ms - DEAD_LETTER_LOOKBACK_MS
-        stored = self.settings.retries.call(
-            lambda: dead_letter.stored_since(since),
-            "reading the dead-letter topic",
-            on_wait=self.status.waiting,
-        )
-        self.bad.resume({s for s in stored if s[2] >= starts.get((s[0], s[1]), 0)})
 
     def run(self, stop: threading.Event | None = None) -> None:
         """Run until ``stop`` is set, a bounded read ends, or a terminal error."""
@@ -291,25 +262,16 @@ class PipelineRunner:
             self._process(events, records)
 
     def _process(self, events: list[Event], records: Sequence[Any]) -> None:
+        if self.selection is not None:  # records of tables the job does not route: dead letters
+            events = self.bad.routed(self.selection, events, self.rows.raw.materialize)
         buffers = self.rows.tables
         skip = self.partitions.skip
         aliases = self._aliases
-        selection = self.selection
-        taken: tuple[TableId, str] | None = None  # the last table and topic the selection took
         buffered = 0
         started = time.monotonic()
         for index, event in enumerate(events):
             if type(event) is DataChange:
                 table_id = event.table_id
-                if selection is not None and event.position is not None:
-                    topic = event.position.topic
-                    if taken is None or taken[0] is not table_id or taken[1] != topic:
-                        refusal = selection.refusal(topic, table_id)
-                        if refusal is not None:
-                            self.rows.raw.materialize(table_id)
-                            self.bad.row(refusal, event)
-                            continue
-                        taken = (table_id, topic)
                 buffer = buffers.get(table_id)
                 if buffer is None:
                     buffer = self._open_table(table_id, event)
@@ -333,13 +295,6 @@ class PipelineRunner:
             elif isinstance(event, BadRecord):
                 self.bad.record(event.reason, event.position, event.key, event.value)
             elif isinstance(event, SchemaObserved | SchemaHint):
-                if selection is not None and event.position is not None:
-                    refusal = selection.refusal(event.position.topic, event.table_id)
-                    if refusal is not None:
-                        if isinstance(event, SchemaHint):  # DDL of a table the job does not route
-                            ddl = event.ddl.encode() if event.ddl else None
-                            self.bad.record(refusal, event.position, None, ddl)
-                        continue  # a schema observed: its record's row is refused with it
                 self.rows.count += buffered
                 buffered = 0
                 if index and time.monotonic() - started > self.settings.poll_budget_s:
@@ -431,12 +386,11 @@ class PipelineRunner:
     def begin_checkpoint(self, schemas: Mapping[str, Any] | None = None) -> None:
         """After the commit in flight, the buffered rows written; their commit is left running."""
         self.checkpoints.take(self.write_buffers, schemas)
+        self.bad.checkpointed()
 
     def write_buffers(self, source_tables: Collection[TableId] | None = None) -> dict[str, int]:
         """The rows buffered (of ``source_tables`` only, when given) shaped and handed to the sink;
         returns the rows per sink table."""
         schemas, within = self.schemas, self._leftover is not None  # within a batch: see RowBuffers
         keep = lambda t: schemas.tracker.schema(t) is not None  # noqa: E731
-        written = self.rows.write(self.shaper.write, keep, within, source_tables)
-        self.bad.checkpointed()
-        return written
+        return self.rows.write(self.shaper.write, keep, within, source_tables)

@@ -241,6 +241,8 @@ def test_pipeline_get_shows_secrets_masked_unless_asked(tmp_path: Path) -> None:
         assert "sink-secret-4410" not in cli.run("pipeline", "get", "orders", "--output", "json").stdout
         shown = cli.json("pipeline", "get", "orders", "--show-secrets")
         assert shown["spec"]["job"] == SECRET_JOB
+        cli.run("pipeline", "stop", "orders")  # a PUT of the resource as GET showed it
+        assert "sink-secret-4410" in cli.plane.get_pipeline("default", "orders").spec.job
     finally:
         cli.plane.close()
 
