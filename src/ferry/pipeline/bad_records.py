@@ -82,18 +82,24 @@ class BadRecords:
     ) -> list[Event]:
         """``events`` without those of tables the job does not route (see :meth:`unrouted`)."""
         kept: list[Event] | None = None
-        taken: tuple[TableId, str] | None = None  # the last table and topic the selection took
+        table: TableId | None = None  # the last table and topic the selection took
+        topic = ""
         for index, event in enumerate(events):
-            if (
-                isinstance(event, DataChange | SchemaObserved | SchemaHint)
-                and event.position is not None
-                and taken != (event.table_id, event.position.topic)
-            ):
-                if self.unrouted(selection, event, materialize):
-                    if kept is None:
-                        kept = list(events[:index])
+            if type(event) is DataChange:
+                position = event.position
+                if position is None or (event.table_id is table and position.topic == topic):
+                    if kept is not None:
+                        kept.append(event)
                     continue
-                taken = (event.table_id, event.position.topic)
+            elif not isinstance(event, SchemaObserved | SchemaHint) or event.position is None:
+                if kept is not None:
+                    kept.append(event)
+                continue
+            if self.unrouted(selection, event, materialize):
+                if kept is None:
+                    kept = list(events[:index])
+                continue
+            table, topic = event.table_id, event.position.topic  # type: ignore[union-attr]
             if kept is not None:
                 kept.append(event)
         return events if kept is None else kept

@@ -156,12 +156,12 @@ class RowShaper:
         """The rows with a value for each of the sink table's key columns; a row without one (a
         record that names no key, or a null one) cannot be written by key: it is a bad row."""
         keyed = []
-        delete = Op.DELETE
+        delete, update = Op.DELETE, Op.UPDATE
         for change in changes:
-            before, after = change.before, change.after
-            missing = _missing_key(before if change.op is delete else after, keys)
-            if missing is None and change.op is not delete:
-                missing = _missing_key(before, keys)  # an update's old key is deleted by it
+            op = change.op
+            missing = _missing_key(change.before if op is delete else change.after, keys)
+            if missing is None and op is update:
+                missing = _missing_key(change.before, keys)  # an update's old key is deleted by it
             if missing is None:
                 keyed.append(change)
             else:
