@@ -670,6 +670,7 @@ source:
   properties.group.id: {name}
   topic: {topics}
   value.format: debezium-json
+  debezium-json.infer-types: true  # payload-only runs (--no-schema): BIGINT and STRING columns
   scan.startup.mode: earliest-offset
   scan.bounded.mode: latest-offset
 sink:

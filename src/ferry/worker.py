@@ -28,7 +28,7 @@ from ferry.config.checks import (  # noqa: F401 - earlier callers import the err
     behavior_refusal,
     check_supported,
 )
-from ferry.config.job import JobConfig, KafkaSourceConfig, ValueFormat
+from ferry.config.job import DeleteTombstoneHandling, JobConfig, KafkaSourceConfig, ValueFormat
 from ferry.config.names import kafka_name
 from ferry.connectors.formats import decoder_for
 from ferry.connectors.formats.definitions import TableDefinitions
@@ -47,6 +47,7 @@ from ferry.pipeline.settings import RunnerSettings
 from ferry.process import parent_death_hook
 from ferry.retry import RetryPolicy
 from ferry.sinks import Sink
+from ferry.sinks.base import PlaceholderWriting
 from ferry.sinks.registry import sink_class
 from ferry.state import StateStore
 
@@ -119,7 +120,9 @@ def build_runner(
     check_supported(job)
     source_config, pipeline = job.source, job.pipeline
     properties = {
-        k: v for k, v in source_config.properties.items() if k not in ("bootstrap.servers", "group.id")
+        k: v
+        for k, v in source_config.consumer_properties().items()
+        if k not in ("bootstrap.servers", "group.id")
     }
     group_id = source_config.properties.get("group.id", pipeline.kafka_name)
 
@@ -154,7 +157,17 @@ def build_runner(
         options = {**options, "definitions": definitions}
     if source_config.value_format.value == "debezium-json":
         # epoch and decimal columns stay raw until a sink that takes them converts them (Arrow)
-        options = {**options, "raw_values": True}
+        options = {
+            **options,
+            "raw_values": True,
+            "infer_types": source_config.infer_types,
+            # ExtractNewRecordState writes each delete as a tombstone alone
+            "tombstone_deletes": source_config.delete_tombstone_handling_mode
+            is DeleteTombstoneHandling.DELETE_TO_TOMBSTONE,
+        }
+    if source_config.value_format.value.startswith("debezium-"):
+        placeholder = source_config.debezium_unavailable_value_placeholder
+        options = {**options, "unavailable_value_placeholder": placeholder}
     decoder = decoder_for(source_config.value_format.value, **options)
     if hints is None and source_config.schema_change_topic:
         hints = SchemaChangeReader(
@@ -165,6 +178,8 @@ def build_runner(
             retries=retries,
         )
     sink = sink or build_sink(job)
+    if isinstance(sink, PlaceholderWriting):
+        sink.unavailable_value_placeholder = source_config.debezium_unavailable_value_placeholder
     router = SchemaChangeRouter(
         sink,
         pipeline.schema_change_behavior,

@@ -111,7 +111,8 @@ def kafka_backend(context: Context) -> Backend:
     def rows(table_id: TableId) -> list[dict[str, Any]]:
         records = read_all(bootstrap, topic, expected=sink.delivered, timeout=10)
         state: dict[Any, dict[str, Any] | None] = {}
-        for event in decoder_for("debezium-json").decode(records):
+        # the sink's payload-only records, typed from their values (debezium-json.infer-types)
+        for event in decoder_for("debezium-json", infer_types=True).decode(records):
             if isinstance(event, DataChange) and event.table_id == table_id:
                 row = event.row
                 state[row["id"]] = None if event.op is Op.DELETE else row

@@ -1,12 +1,14 @@
 """``ferry run`` on what the real Debezium connectors (Kafka Connect 4.1, Debezium 3.6.1.Final) wrote
 while capturing a real MariaDB and a real PostgreSQL, into Iceberg and into Hologres (on
-PostgreSQL): every sink table equals the source database's own final table, row for row.
+PostgreSQL), and the PostgreSQL captures into Paimon too: every sink table equals the source
+database's own final table, row for row and cell for cell.
 
 One workload per session feeds every connector (``tests.support.fixtures.debezium_capture``). Each
 capture mode's pipelines read its topics from the start up to the end Debezium reached
-(``scan.bounded.mode: latest-offset``) with the schema-change topic as DDL hints. All pipelines
-run at once, next to a pipeline that is killed and restarted again and again (the ``pipelines``
-fixture); the tests then check one mode and sink each. Values are compared after the
+(``scan.bounded.mode: latest-offset``) with the schema-change topic as DDL hints (the PostgreSQL
+connector has none). All pipelines run at once, next to two pipelines that are killed and
+restarted again and again (the MySQL envelope mode's, and the PostgreSQL topics of 3 partitions';
+the ``runs`` fixture); the tests then check one mode and sink each. Values are compared after the
 normalisation of :mod:`tests.support.oracle`, with the source's final state adjusted only where a
 sink declares it does not apply a change (:mod:`tests.support.expectations`).
 """
@@ -29,18 +31,20 @@ from confluent_kafka import Consumer, TopicPartition
 from ferry.pipeline.router import SchemaChangeBehavior
 from ferry.state import StateStore
 from tests.integration.helpers import start_run
-from tests.support.debezium import MYSQL_MODES, POSTGRES_MODE, CaptureMode
+from tests.support.debezium import MYSQL_MODES, POSTGRES_MODES, CaptureMode
 from tests.support.expectations import SinkExpectation, compare_sink, declared, sink_expectation
 from tests.support.fixtures import CapturedSource, DebeziumCapture
 from tests.support.oracle import SinkComparison
 from tests.support.postgres import PostgresServer
-from tests.support.sinks import SinkTables, iceberg_tables, postgres_tables
+from tests.support.sinks import SinkTables, iceberg_tables, paimon_tables, postgres_tables
 from tests.support.stall import StalledError, StallWatch, wait_unless_stalled
 
 #: The first test waits for the session's capture and every pipeline: bounds of its own, generous.
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(3600)]
 
 SINKS = ("iceberg", "hologres")
+#: The PostgreSQL captures' sinks: Paimon too.
+POSTGRES_SINKS = ("iceberg", "paimon", "hologres")
 BEHAVIOR = SchemaChangeBehavior.LENIENT
 #: A run has stalled once it used this much CPU without finishing (each needs a fraction of it)...
 RUN_CPU_S = 240.0
@@ -62,7 +66,8 @@ def job_text(
     mode: CaptureMode, source: CapturedSource, bootstrap: str, sink: str, directory: Path, name: str
 ) -> str:
     """The job file of one capture mode's topics into ``sink`` (YAML lines indented under ``sink:``)."""
-    ddl_topic = "" if mode is POSTGRES_MODE else f"  schema-change.topic: {mode.topic_prefix}\n"
+    ddl_topic = "" if mode in POSTGRES_MODES else f"  schema-change.topic: {mode.topic_prefix}\n"
+    options = "".join(f"  {key}: {value}\n" for key, value in mode.job_options.items())
     pattern = rf"{re.escape(mode.topic_prefix)}\.{re.escape(source.namespace)}\..*"
     return (
         "source:\n"
@@ -70,7 +75,7 @@ def job_text(
         f"  properties.bootstrap.servers: {bootstrap}\n"
         f"  topic-pattern: '{pattern}'\n"
         "  value.format: debezium-json\n"
-        f"{ddl_topic}"
+        f"{ddl_topic}{options}"
         "  scan.startup.mode: earliest-offset\n"
         "  scan.bounded.mode: latest-offset\n"
         f"sink:\n{sink}"
@@ -84,6 +89,10 @@ def job_text(
 
 def iceberg_sink(warehouse: Path) -> str:
     return f"  type: iceberg\n  catalog.properties.warehouse: {warehouse}\n"
+
+
+def paimon_sink(warehouse: Path) -> str:
+    return f"  type: paimon\n  catalog.properties.warehouse: {warehouse}\n"
 
 
 def hologres_sink(server: PostgresServer, database: str) -> str:
@@ -239,6 +248,18 @@ STOPS: tuple[tuple[str, signal.Signals], ...] = (
     ("schema change", signal.SIGKILL),
     ("checkpoint", signal.SIGTERM),
 )
+#: The stops of the PostgreSQL topics of 3 partitions: :data:`STOPS` and two SIGKILLs right after
+#: a rename was applied at the sink. The workload renames three times; the first run is killed
+#: right after the first rename and the next one at its first checkpoint, so that a rename is
+#: still ahead for the third run even when the runs read far beyond their checkpoints.
+POSTGRES_STOPS: tuple[tuple[str, signal.Signals], ...] = (
+    ("rename", signal.SIGKILL),
+    ("checkpoint", signal.SIGKILL),
+    ("rename", signal.SIGKILL),
+    ("schema change", signal.SIGTERM),
+    ("schema change", signal.SIGKILL),
+    ("checkpoint", signal.SIGTERM),
+)
 
 
 def _records_checkpointed(state: StateStore, pipeline: str) -> int:
@@ -255,12 +276,31 @@ def _changes_applied(state: StateStore, pipeline: str) -> int:
     )
 
 
+def _renames_applied(state: StateStore, pipeline: str) -> int:
+    """Column renames the history shows applied at the sink."""
+    return sum(
+        1
+        for e in state.schema_history(pipeline)
+        if e.outcome == "apply" and e.change.lower().startswith("rename.column")
+    )
+
+
+#: What each moment of the stops counts: a run is stopped once the count grew.
+MOMENTS: dict[str, Callable[[StateStore, str], int]] = {
+    "checkpoint": _records_checkpointed,
+    "schema change": _changes_applied,
+    "rename": _renames_applied,
+}
+
+
 @dataclass
 class RestartedPipeline:
-    """The envelope mode into Iceberg with small batches, stopped at each of :data:`STOPS`, then
-    run to its end; :meth:`run` records what happened (it runs in a thread of its own)."""
+    """A mode of :data:`RESTARTED_MODES` into Iceberg with small batches, stopped at each of its
+    ``stops`` (:data:`STOPS`, :data:`POSTGRES_STOPS`), then run to its end; :meth:`run` records what
+    happened (it runs in a thread of its own)."""
 
     pipeline: Pipeline
+    stops: tuple[tuple[str, signal.Signals], ...] = STOPS
     stopped: list[str] = field(default_factory=list)
     error: str | None = None
     _aborted: threading.Event = field(default_factory=threading.Event)
@@ -297,8 +337,8 @@ class RestartedPipeline:
         name, log = self.pipeline.name, self.pipeline.log
         state = StateStore(f"sqlite:///{self.pipeline.directory}/state.db")
         try:
-            for moment, how in STOPS:
-                measure = _records_checkpointed if moment == "checkpoint" else _changes_applied
+            for moment, how in self.stops:
+                measure = MOMENTS[moment]
                 before = measure(state, name)
                 process = self._start()
                 try:
@@ -358,6 +398,12 @@ def _pipeline(
 
         def read() -> SinkTables:
             return iceberg_tables(warehouse, source.namespace)
+    elif sink == "paimon":
+        paimon_warehouse = directory / "paimon"
+        sink_yaml = paimon_sink(paimon_warehouse)
+
+        def read() -> SinkTables:
+            return paimon_tables(paimon_warehouse, source.namespace)
     else:
         database = name.replace("-", "_")
         conninfo = hologres_database(postgres_server, database)
@@ -376,36 +422,30 @@ def _pipeline(
     return pipeline
 
 
+#: The pipelines killed and restarted (:class:`RestartedPipeline`), into Iceberg: the MySQL envelope
+#: mode's, and the PostgreSQL topics of 3 partitions'.
+RESTARTED_MODES: tuple[CaptureMode, ...] = (MYSQL_MODES[0], POSTGRES_MODES[1])
+RESTARTED = tuple(f"{mode.name}-restarts" for mode in RESTARTED_MODES)
+
+
 @dataclass
 class ModuleRuns:
     pipelines: dict[str, Pipeline]
-    restarted: RestartedPipeline
+    #: By name (:data:`RESTARTED`).
+    restarted: dict[str, RestartedPipeline]
 
 
-@pytest.fixture(scope="module")
-def runs(
-    debezium_capture: DebeziumCapture,
+def _restarted_pipeline(
+    capture: DebeziumCapture,
+    mode: CaptureMode,
     postgres_server: PostgresServer,
     tmp_path_factory: pytest.TempPathFactory,
-) -> Iterator[ModuleRuns]:
-    """Every mode into every sink, and the restarted pipeline, run at once."""
-    capture = debezium_capture
-    made: list[Pipeline] = []
-    for source in (capture.mysql, capture.postgres):
-        for mode in source.modes:
-            for sink in SINKS:
-                name = f"{mode.name}-{sink}"
-                made.append(
-                    _pipeline(
-                        capture, source, mode, sink, tmp_path_factory.mktemp(name), postgres_server, name
-                    )
-                )
-    restart_name = f"{MYSQL_MODES[0].name}-restarts"
-    restart_dir = tmp_path_factory.mktemp(restart_name)
+) -> RestartedPipeline:
+    source = capture.postgres if mode in POSTGRES_MODES else capture.mysql
+    name = f"{mode.name}-restarts"
     restarted = RestartedPipeline(
-        _pipeline(
-            capture, capture.mysql, MYSQL_MODES[0], "iceberg", restart_dir, postgres_server, restart_name
-        )
+        _pipeline(capture, source, mode, "iceberg", tmp_path_factory.mktemp(name), postgres_server, name),
+        POSTGRES_STOPS if mode in POSTGRES_MODES else STOPS,
     )
     # small batches and frequent checkpoints: each run has moments to be stopped at
     job = restarted.pipeline.job
@@ -415,32 +455,72 @@ def runs(
         ),
         encoding="utf-8",
     )
+    return restarted
+
+
+@pytest.fixture(scope="module")
+def runs(
+    debezium_capture: DebeziumCapture,
+    postgres_server: PostgresServer,
+    tmp_path_factory: pytest.TempPathFactory,
+) -> Iterator[ModuleRuns]:
+    """Every mode into every sink of its source, and the restarted pipelines, run at once."""
+    capture = debezium_capture
+    made: list[Pipeline] = []
+    for source, sinks in ((capture.mysql, SINKS), (capture.postgres, POSTGRES_SINKS)):
+        for mode in source.modes:
+            for sink in sinks:
+                name = f"{mode.name}-{sink}"
+                made.append(
+                    _pipeline(
+                        capture, source, mode, sink, tmp_path_factory.mktemp(name), postgres_server, name
+                    )
+                )
+    restarted = [
+        _restarted_pipeline(capture, mode, postgres_server, tmp_path_factory) for mode in RESTARTED_MODES
+    ]
     began = time.monotonic()
-    thread = threading.Thread(target=restarted.run, name="restarted-pipeline", daemon=True)
-    thread.start()
+    threads = [
+        threading.Thread(target=r.run, name=f"restarted-{r.pipeline.name}", daemon=True) for r in restarted
+    ]
+    for thread in threads:
+        thread.start()
     try:
         run_pipelines(made)
-        thread.join(timeout=len(STOPS) * (PROGRESS_WALL_S + 90) + RUN_WALL_S)
+        stops = max(len(r.stops) for r in restarted)
+        deadline = time.monotonic() + stops * (PROGRESS_WALL_S + 90) + RUN_WALL_S
+        for thread in threads:
+            thread.join(timeout=max(0.0, deadline - time.monotonic()))
     finally:
-        if thread.is_alive():
-            restarted.abort()
-            thread.join(timeout=60)
-    print(f"\n{len(made) + 1} pipelines run in {time.monotonic() - began:.1f} s")
-    for pipeline in [*made, restarted.pipeline]:
+        for r, thread in zip(restarted, threads, strict=True):
+            if thread.is_alive():
+                r.abort()
+                thread.join(timeout=60)
+    print(f"\n{len(made) + len(restarted)} pipelines run in {time.monotonic() - began:.1f} s")
+    for pipeline in [*made, *(r.pipeline for r in restarted)]:
+        if pipeline.mode.refused is not None:
+            print(f"\n{pipeline.name}: exit {pipeline.returncode}, refused:\n{log_tail(pipeline.log, 600)}")
+            continue
         pipeline.compare(capture.bootstrap)
         assert pipeline.comparison is not None
         print(
             f"\n{pipeline.name}: exit {pipeline.returncode} after {pipeline.seconds:.1f} s, "
             f"{len(pipeline.dead_letters)} dead letters\n{pipeline.comparison.report()}"
         )
-    yield ModuleRuns({p.name: p for p in made}, restarted)
+    yield ModuleRuns({p.name: p for p in made}, {r.pipeline.name: r for r in restarted})
 
 
 def check(pipeline: Pipeline) -> None:
     """Assert the run ended well and the sink holds exactly what it must."""
+    name = pipeline.name
+    if pipeline.mode.refused is not None:  # refused at validation: nothing read, exit 2, the reason
+        assert pipeline.returncode == 2, (
+            f"{name}: ferry run exited {pipeline.returncode}:\n{log_tail(pipeline.log)}"
+        )
+        assert pipeline.mode.refused in log_tail(pipeline.log), log_tail(pipeline.log)
+        return
     comparison = pipeline.comparison
     assert comparison is not None
-    name = pipeline.name
     assert pipeline.stalled is None, (
         f"{name}: ferry run stalled: it {pipeline.stalled}:\n{log_tail(pipeline.log)}"
     )
@@ -456,7 +536,10 @@ def check(pipeline: Pipeline) -> None:
     assert comparison.differences == 0, comparison.report()
 
 
-CASES = [f"{mode.name}-{sink}" for mode in (*MYSQL_MODES, POSTGRES_MODE) for sink in SINKS]
+CASES = [
+    *(f"{mode.name}-{sink}" for mode in MYSQL_MODES for sink in SINKS),
+    *(f"{mode.name}-{sink}" for mode in POSTGRES_MODES for sink in POSTGRES_SINKS),
+]
 
 
 @pytest.mark.parametrize("case", CASES)
@@ -464,14 +547,19 @@ def test_the_sink_equals_the_source_database(case: str, runs: ModuleRuns) -> Non
     check(runs.pipelines[case])
 
 
-def test_killed_and_restarted_runs_end_exact(runs: ModuleRuns) -> None:
+@pytest.mark.parametrize("case", RESTARTED)
+def test_killed_and_restarted_runs_end_exact(case: str, runs: ModuleRuns) -> None:
     """Killed with SIGKILL and stopped with SIGTERM at several moments (two of them right after a
-    schema change was applied at the sink), restarted each time: no stall, and the sink ends exact."""
-    restarted = runs.restarted
+    schema change was applied at the sink; on the PostgreSQL topics two more SIGKILLs, right after a
+    rename was), restarted each time: no stall, and the sink ends exact."""
+    restarted = runs.restarted[case]
     print(f"\nstopped: {restarted.stopped}")
     assert restarted.error is None, f"{restarted.error}\nstopped: {restarted.stopped}"
+    moments = [f"{how.name} right after a {moment}" for moment, how in restarted.stops]
+    assert len(restarted.stopped) == len(moments), (
+        f"the runs ended before they could be stopped at each of {moments}: stopped {restarted.stopped}"
+    )
     assert any("schema change" in s for s in restarted.stopped), (
         f"no run was stopped right after a schema change: {restarted.stopped}"
     )
-    assert len(restarted.stopped) >= 4, f"the runs ended before they could be stopped: {restarted.stopped}"
     check(restarted.pipeline)

@@ -208,7 +208,8 @@ def test_debezium_json_round_trip(kafka_bootstrap: str, database: str) -> None:
     assert first["op"] == "c" and first["source"] == {"db": database, "table": "customers"}
     assert [orjson.loads(r.key()) for r in records] == [{"id": 1}, {"id": 2}, {"id": 2}, {"id": 1}]
 
-    schemas, rows = decoded(decoder_for("debezium-json").decode(records))
+    # payload-only records: read back as a job with debezium-json.infer-types reads them
+    schemas, rows = decoded(decoder_for("debezium-json", infer_types=True).decode(records))
     same_rows(rows, sent)
     assert schemas[-1].table_id == table and schemas[-1].schema.primary_keys == ("id",)
     assert sink.delivered == 4

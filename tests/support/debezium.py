@@ -9,6 +9,12 @@ unless the mode is about changing one; the one exception is ``skipped.operations
 (``t``) makes the MySQL connector drop a TRUNCATE without a trace (no truncate event, nothing on the
 schema-change topic either), so the MySQL connectors emit truncate events (``skipped.operations=none``)
 and a truncation can reach the sinks at all.
+
+Two PostgreSQL connectors read the same publication (``FOR ALL TABLES``, whose default ``publish``
+includes ``truncate``: pgoutput sends truncate messages), each with its own replication slot and
+``topic.prefix``. One keeps every default, ``skipped.operations=t`` too (a TRUNCATE never reaches its
+topics), on topics of 1 partition; the other runs topics of 3 partitions and emits truncate
+events (``skipped.operations=none``), which a sink must order with the rows of the other partitions.
 """
 
 from __future__ import annotations
@@ -37,6 +43,10 @@ class CaptureMode:
     flattened: bool = False
     #: Whether a TRUNCATE reaches the topics (``ExtractNewRecordState`` drops truncate events).
     emits_truncate: bool = True
+    #: Source keys the job file of this mode says (what the connector's settings mean to ferry).
+    job_options: Mapping[str, str] = field(default_factory=dict)
+    #: The message ``ferry run`` refuses the mode's job file with at validation, or None.
+    refused: str | None = None
 
     @property
     def topic_prefix(self) -> str:
@@ -45,6 +55,17 @@ class CaptureMode:
     @property
     def connector_name(self) -> str:
         return f"{self.topic_prefix}-connector"
+
+
+def _unwrap(delete_mode: str | None = None) -> dict[str, str]:
+    """``ExtractNewRecordState`` with its defaults but ``delete.tombstone.handling.mode``."""
+    settings = {
+        "transforms": "unwrap",
+        "transforms.unwrap.type": "io.debezium.transforms.ExtractNewRecordState",
+    }
+    if delete_mode is not None:
+        settings["transforms.unwrap.delete.tombstone.handling.mode"] = delete_mode
+    return settings
 
 
 MYSQL_MODES: tuple[CaptureMode, ...] = (
@@ -66,6 +87,43 @@ MYSQL_MODES: tuple[CaptureMode, ...] = (
         },
         flattened=True,
         emits_truncate=False,
+        job_options={"debezium-json.delete.tombstone.handling.mode": "rewrite"},
+    ),
+    CaptureMode(
+        "flattened-defaults",
+        "ExtractNewRecordState at its defaults: a delete is a null row (delete.tombstone.handling.mode=tombstone)",
+        _unwrap(),
+        flattened=True,
+        emits_truncate=False,
+    ),
+    CaptureMode(
+        "flattened-rewrite-with-tombstone",
+        "ExtractNewRecordState, rewrite-with-tombstone, payload only: __deleted rows, then tombstones",
+        {
+            **_unwrap("rewrite-with-tombstone"),
+            "key.converter.schemas.enable": "false",
+            "value.converter.schemas.enable": "false",
+        },
+        flattened=True,
+        emits_truncate=False,
+        job_options={"debezium-json.delete.tombstone.handling.mode": "rewrite-with-tombstone"},
+    ),
+    CaptureMode(
+        "flattened-delete-to-tombstone",
+        "ExtractNewRecordState, delete-to-tombstone: a delete is a tombstone alone",
+        _unwrap("delete-to-tombstone"),
+        flattened=True,
+        emits_truncate=False,
+        job_options={"debezium-json.delete.tombstone.handling.mode": "delete-to-tombstone"},
+    ),
+    CaptureMode(
+        "flattened-drop",
+        "ExtractNewRecordState, drop: deletes never reach Kafka (the job is refused)",
+        _unwrap("drop"),
+        flattened=True,
+        emits_truncate=False,
+        job_options={"debezium-json.delete.tombstone.handling.mode": "drop"},
+        refused="delete.tombstone.handling.mode=drop removes every delete before it reaches Kafka",
     ),
     CaptureMode(
         "decimal-string-time-connect",
@@ -79,7 +137,26 @@ MYSQL_MODES: tuple[CaptureMode, ...] = (
     ),
 )
 
-POSTGRES_MODE = CaptureMode("postgres", "PostgreSQL connector, pgoutput, JSON converter with schemas")
+POSTGRES_MODES: tuple[CaptureMode, ...] = (
+    CaptureMode(
+        "postgres",
+        "PostgreSQL connector, pgoutput, JSON converter with schemas (Debezium's defaults: "
+        "a TRUNCATE is not emitted), topics of 1 partition",
+        {"topic.creation.default.partitions": "1"},
+        emits_truncate=False,
+    ),
+    CaptureMode(
+        "postgres-partitioned",
+        "PostgreSQL connector, pgoutput, JSON converter with schemas, topics of 3 partitions, "
+        "truncate events emitted (skipped.operations=none)",
+        {"skipped.operations": "none"},
+    ),
+)
+
+
+def data_topic_partitions(mode: CaptureMode) -> int:
+    """How many partitions Connect gives the data topics of ``mode``."""
+    return int(mode.settings.get("topic.creation.default.partitions", DATA_TOPIC_PARTITIONS))
 
 
 def _common(bootstrap: str, mode: CaptureMode) -> dict[str, str]:

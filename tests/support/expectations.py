@@ -8,7 +8,7 @@ schema change the workload made under the pipeline's behaviour:
 - a dropped column the sink does not drop stays, and its values are not compared;
 - a renamed column the sink adds as a new column (keeping the old one, NULL from then on) is read
   as the new column, or the old one where the new one is NULL (rows last written before the
-  rename).
+  rename); a column renamed twice is read through both renames, newest name first.
 
 Every change a sink declares it applies must show exactly as at the source.
 """
@@ -37,7 +37,8 @@ class SinkExpectation:
     absent: list[str]
     #: Per table, sink columns that are there by declaration and carry no value to compare.
     kept_columns: dict[str, set[str]] = field(default_factory=dict)
-    #: Per table, new column -> old column: the value is the new one's, else the old one's.
+    #: Per table, new column -> old column, in the order of the renames: the value is the new
+    #: one's, else the old one's (as read itself, so that a chain of renames is followed).
     renamed_as_new: dict[str, dict[str, str]] = field(default_factory=dict)
     #: The declared outcomes taken into account, for the report.
     notes: list[str] = field(default_factory=list)
@@ -47,7 +48,7 @@ class SinkExpectation:
         merged = dict(row)
         for new, old in self.renamed_as_new.get(table, {}).items():
             if merged.get(new) is None:
-                merged[new] = row.get(old)
+                merged[new] = merged.get(old)
         return merged
 
 

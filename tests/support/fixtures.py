@@ -22,9 +22,10 @@ from ferry.local.kafka_broker import KafkaBroker
 from tests.support.connect import KafkaConnect, KafkaConnectError
 from tests.support.debezium import (
     MYSQL_MODES,
-    POSTGRES_MODE,
+    POSTGRES_MODES,
     CaptureMode,
     binlog_offset_reached,
+    data_topic_partitions,
     mysql_connector_config,
     postgres_connector_config,
     wait_emitted,
@@ -130,7 +131,7 @@ def capture_workloads(
     began = time.monotonic()
     shop = ShopWorkload()
     accounts = AccountsWorkload()
-    connectors = [m.connector_name for m in (*MYSQL_MODES, POSTGRES_MODE)]
+    connectors = [m.connector_name for m in (*MYSQL_MODES, *POSTGRES_MODES)]
     with contextlib.ExitStack() as stack:
         mysql: Any = stack.enter_context(contextlib.closing(mariadb_connection(mariadb)))
         pg: Any = stack.enter_context(psycopg.connect(postgres.conninfo))
@@ -139,6 +140,9 @@ def capture_workloads(
         shop.create_snapshot(mysql)
         create_binlog_markers(mysql)
         accounts.create_snapshot(pg)
+        toasted = accounts.toasted_bytes(pg)
+        if not all(toasted.values()):
+            raise AssertionError(f"the PostgreSQL workload stored no value out of line (TOAST): {toasted}")
         create_wal_markers(pg)
         for number, mode in enumerate(MYSQL_MODES):
             config = mysql_connector_config(
@@ -149,15 +153,13 @@ def capture_workloads(
                 server_id=FIRST_CONNECTOR_SERVER_ID + number,
             )
             connect.create_connector(mode.connector_name, config)
-        connect.create_connector(
-            POSTGRES_MODE.connector_name,
-            postgres_connector_config(
-                POSTGRES_MODE,
-                postgres,
-                [POSTGRES_SCHEMA, POSTGRES_CONTROL_SCHEMA],
-                bootstrap=bootstrap,
-            ),
-        )
+        for mode in POSTGRES_MODES:
+            connect.create_connector(
+                mode.connector_name,
+                postgres_connector_config(
+                    mode, postgres, [POSTGRES_SCHEMA, POSTGRES_CONTROL_SCHEMA], bootstrap=bootstrap
+                ),
+            )
         for name in connectors:
             connect.wait_running(name)
         seconds["connectors running"] = time.monotonic() - began
@@ -171,6 +173,7 @@ def capture_workloads(
         seconds["workloads run"] = time.monotonic() - began
         _wait_all_emitted(connect, mysql, pg, "every change")
         seconds["changes emitted"] = time.monotonic() - began
+        _check_partitions(bootstrap, POSTGRES_MODES, f"{POSTGRES_SCHEMA}.accounts")
         # everything is in the topics: the paused connectors cost the pipelines under test nothing
         for name in connectors:
             connect.pause_connector(name)
@@ -180,7 +183,7 @@ def capture_workloads(
             connect,
             CapturedSource(MYSQL_MODES, SHOP_DATABASE, mariadb_state(mysql, SHOP_DATABASE), ["promotions"], shop_summary),
             CapturedSource(
-                (POSTGRES_MODE,), POSTGRES_SCHEMA, postgres_state(pg, POSTGRES_SCHEMA), [], accounts_summary
+                POSTGRES_MODES, POSTGRES_SCHEMA, postgres_state(pg, POSTGRES_SCHEMA), [], accounts_summary
             ),
             seconds,
         )  # fmt: skip
@@ -188,7 +191,8 @@ def capture_workloads(
             f"\nDebezium capture: {shop_summary.row_changes} MariaDB row changes "
             f"({dict(shop_summary.operations)}), {len(shop_summary.schema_changes)} schema changes; "
             f"{accounts_summary.row_changes} PostgreSQL row changes, "
-            f"{len(accounts_summary.schema_changes)} schema changes; "
+            f"({dict(accounts_summary.operations)}), {len(accounts_summary.schema_changes)} schema changes, "
+            f"bytes stored out of line (TOAST) {toasted} before and {accounts.toasted_bytes(pg)} after; "
             + ", ".join(f"{what} at {s:.1f} s" for what, s in seconds.items())
         )
         yield capture
@@ -201,7 +205,23 @@ def _wait_all_emitted(connect: KafkaConnect, mysql: Any, pg: Any, what: str) -> 
         wait_emitted(
             connect, mode.connector_name, binlog_offset_reached(position), f"{what} (binlog {position})"
         )
-    wait_emitted(connect, POSTGRES_MODE.connector_name, wal_offset_reached(lsn), f"{what} (LSN {lsn})")
+    for mode in POSTGRES_MODES:
+        wait_emitted(connect, mode.connector_name, wal_offset_reached(lsn), f"{what} (LSN {lsn})")
+
+
+def _check_partitions(bootstrap: str, modes: tuple[CaptureMode, ...], table: str) -> None:
+    """Each mode's data topic of ``table`` has the partitions the mode asks for."""
+    from confluent_kafka.admin import AdminClient
+
+    admin = AdminClient({"bootstrap.servers": bootstrap})
+    for mode in modes:
+        topic = f"{mode.topic_prefix}.{table}"
+        described = admin.list_topics(topic, timeout=30).topics[topic]
+        if described.error is not None or len(described.partitions) != data_topic_partitions(mode):
+            raise AssertionError(
+                f"{topic} has {len(described.partitions)} partitions ({described.error}), "
+                f"the mode asks for {data_topic_partitions(mode)}"
+            )
 
 
 def _delete_connectors(connect: KafkaConnect, names: list[str]) -> None:

@@ -14,13 +14,19 @@ value, and only then:
   timestamps: Hologres's ``broaden`` strategy does);
 - DATETIME/TIMESTAMP: a naive UTC ``datetime`` (aware ones are converted to UTC; ISO-8601 text, as
   Debezium's ``ZonedTimestamp`` is, is parsed);
-- TIME: a ``timedelta`` since midnight (a ``datetime.time`` is converted).
+- TIME: a ``timedelta`` since midnight (a ``datetime.time`` is converted);
+- BOOLEAN: ``bool``;
+- BYTEA: ``bytes`` (a ``memoryview`` or ``bytearray`` is converted);
+- JSON/JSONB: the parsed document (the text a sink stores is parsed; PostgreSQL's own ``jsonb``
+  orders keys and spaces its text its own way, so texts are not compared).
 
 A value of another Python type (a date written as a number of days, say) is a difference.
 """
 
 from __future__ import annotations
 
+import json
+from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, date, datetime, time, timedelta
@@ -42,6 +48,9 @@ TEXT_TYPES = {
 }
 DATETIME_TYPES = {"datetime", "timestamp", "timestamp without time zone", "timestamp with time zone"}
 TIME_TYPES = {"time", "time without time zone"}
+BOOLEAN_TYPES = {"boolean"}
+BINARY_TYPES = {"bytea"}
+JSON_TYPES = {"json", "jsonb"}
 
 #: How many differences a comparison lists (all are counted).
 LISTED_DIFFERENCES = 25
@@ -104,8 +113,9 @@ def mariadb_state(
     return tables
 
 
-def postgres_state(connection: Any, schema: str) -> dict[str, SourceTable]:
-    """Every base table of ``schema`` with its rows (a psycopg connection)."""
+def postgres_state(connection: Any, schema: str, only: Iterable[str] | None = None) -> dict[str, SourceTable]:
+    """Every base table of ``schema`` (or ``only`` those) with its rows (a psycopg connection); the
+    connection's transaction is committed."""
     described = connection.execute(
         "SELECT c.table_name, c.column_name, c.data_type, c.numeric_scale FROM information_schema.columns c "
         "JOIN information_schema.tables t ON t.table_schema = c.table_schema AND t.table_name = c.table_name "
@@ -120,6 +130,9 @@ def postgres_state(connection: Any, schema: str) -> dict[str, SourceTable]:
         (schema,),
     ).fetchall()
     tables = _tables(schema, described, keys)
+    if only is not None:
+        wanted = set(only)
+        tables = {name: table for name, table in tables.items() if name in wanted}
     for table in tables.values():
         names = ", ".join(f'"{c.name}"' for c in table.columns)
         _fill(table, connection.execute(f'SELECT {names} FROM "{schema}"."{table.name}"').fetchall())
@@ -222,6 +235,29 @@ def normalise(column: SourceColumn, value: Any) -> Any:
         if not isinstance(value, timedelta):
             raise IncomparableValueError(f"{value!r} ({type(value).__name__}) for time column {column.name}")
         return value
+    if kind in BOOLEAN_TYPES:
+        if not isinstance(value, bool):
+            raise IncomparableValueError(
+                f"{value!r} ({type(value).__name__}) for boolean column {column.name}"
+            )
+        return value
+    if kind in BINARY_TYPES:
+        if not isinstance(value, (bytes, bytearray, memoryview)):
+            raise IncomparableValueError(
+                f"{value!r:.80} ({type(value).__name__}) for bytea column {column.name}"
+            )
+        return bytes(value)
+    if kind in JSON_TYPES:
+        if isinstance(value, str):
+            try:
+                return json.loads(value)
+            except ValueError:
+                raise IncomparableValueError(f"{value!r:.80} is not JSON, for column {column.name}") from None
+        if not isinstance(value, (dict, list, int, float, bool)):
+            raise IncomparableValueError(
+                f"{value!r:.80} ({type(value).__name__}) for JSON column {column.name}"
+            )
+        return value
     raise AssertionError(f"no normalisation for source type {kind!r} of column {column.name}")
 
 
@@ -236,11 +272,16 @@ class TableComparison:
 
     table: str
     rows_compared: int = 0
+    cells_compared: int = 0
     differences: int = 0
     listed: list[str] = field(default_factory=list)
+    #: The differences in a column's values, by column.
+    by_column: Counter[str] = field(default_factory=Counter)
 
-    def differ(self, text: str) -> None:
+    def differ(self, text: str, column: str | None = None) -> None:
         self.differences += 1
+        if column is not None:
+            self.by_column[column] += 1
         if len(self.listed) < LISTED_DIFFERENCES:
             self.listed.append(text)
 
@@ -259,14 +300,31 @@ class SinkComparison:
         return sum(t.rows_compared for t in self.tables)
 
     @property
+    def cells_compared(self) -> int:
+        return sum(t.cells_compared for t in self.tables)
+
+    @property
     def differences(self) -> int:
         return sum(t.differences for t in self.tables)
 
     def report(self) -> str:
-        lines = [f"{self.target}: {self.rows_compared} rows compared, {self.differences} differences"]
+        lines = [
+            f"{self.target}: {self.rows_compared} rows and {self.cells_compared} cells compared, "
+            f"{self.differences} differences"
+        ]
         lines += [f"  (declared: {note})" for note in self.notes]
         for table in self.tables:
-            lines.append(f"  {table.table}: {table.rows_compared} rows, {table.differences} differences")
+            lines.append(
+                f"  {table.table}: {table.rows_compared} rows, {table.cells_compared} cells, "
+                f"{table.differences} differences"
+                + (
+                    " (values by column: "
+                    + ", ".join(f"{c} {n}" for c, n in table.by_column.most_common())
+                    + ")"
+                    if table.by_column
+                    else ""
+                )
+            )
             lines += [f"    - {text}" for text in table.listed]
             if table.differences > len(table.listed):
                 lines.append(f"    ... and {table.differences - len(table.listed)} more")
@@ -315,29 +373,43 @@ def compare_table(
             comparison.differ(f"a row's key cannot be read: {exc}")
             continue
         if key in by_key:
-            comparison.differ(f"key {key} is in the sink twice: {by_key[key]} and {row}")
+            comparison.differ(f"key {key} is in the sink twice: {_row(by_key[key])} and {_row(row)}")
         by_key[key] = row
     for key, expected in sorted(source.rows.items(), key=lambda item: str(item[0])):
         actual = by_key.pop(
             tuple(normalise(c, expected[c.name]) for c in source.columns if c.name in source.key), None
         )
         if actual is None:
-            comparison.differ(f"key {key}: missing from the sink; the source has {expected}")
+            comparison.differ(f"key {key}: missing from the sink; the source has {_row(expected)}")
             continue
         comparison.rows_compared += 1
         for column in source.columns:
             if column.name not in kept:
                 continue
             want = normalise(column, expected[column.name])
+            comparison.cells_compared += 1
             try:
                 got = normalise(column, actual.get(column.name))
             except IncomparableValueError as exc:
-                comparison.differ(f"key {key}, column {column.name}: {exc}; the source has {want!r}")
+                comparison.differ(
+                    f"key {key}, column {column.name}: {exc}; the source has {_shown(want)}", column.name
+                )
                 continue
             if got != want:
                 comparison.differ(
-                    f"key {key}, column {column.name}: the sink has {got!r}, the source {want!r}"
+                    f"key {key}, column {column.name}: the sink has {_shown(got)}, the source {_shown(want)}",
+                    column.name,
                 )
     for key, row in by_key.items():
-        comparison.differ(f"key {key}: in the sink but not in the source: {row}")
+        comparison.differ(f"key {key}: in the sink but not in the source: {_row(row)}")
     return comparison
+
+
+def _shown(value: Any) -> str:
+    """A value in a difference, long ones cut (a TOASTed value is kilobytes)."""
+    text = repr(value)
+    return text if len(text) <= 120 else f"{text[:100]}... ({len(text)} characters)"
+
+
+def _row(row: Mapping[str, Any]) -> str:
+    return "{" + ", ".join(f"{name!r}: {_shown(value)}" for name, value in row.items()) + "}"

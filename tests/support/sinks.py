@@ -1,5 +1,6 @@
-"""Reading back what a pipeline wrote: every table of an Iceberg namespace (pyiceberg) or of a
-PostgreSQL schema (psycopg, the Hologres sink's tables), as (columns, rows) by table name."""
+"""Reading back what a pipeline wrote, each with the sink's own client: every table of an Iceberg
+namespace (pyiceberg), of a Paimon database (pypaimon) or of a PostgreSQL schema (psycopg, the
+Hologres sink's tables), as (columns, rows) by table name."""
 
 from __future__ import annotations
 
@@ -80,4 +81,31 @@ def postgres_tables(conninfo: str, schema: str) -> SinkTables:
             )
             columns = [d.name for d in cursor.description or ()]
             tables[name] = (columns, [dict(zip(columns, row, strict=True)) for row in cursor.fetchall()])
+    return tables
+
+
+def paimon_tables(warehouse: Path, database: str) -> SinkTables:
+    """The tables of ``database`` in the Paimon filesystem catalog at ``warehouse``, read with
+    pypaimon's own reader (a primary-key table's files merged by key); the column the table's
+    ``rowkind.field`` option names (the row kind of each change) is left out."""
+    from pypaimon import CatalogFactory
+    from pypaimon.catalog.catalog_exception import DatabaseNotExistException
+
+    if not warehouse.exists():
+        return {}
+    catalog = CatalogFactory.create({"metastore": "filesystem", "warehouse": str(warehouse)})
+    try:
+        names = catalog.list_tables(database)
+    except DatabaseNotExistException:
+        return {}
+    tables: SinkTables = {}
+    for name in names:
+        table = catalog.get_table(f"{database}.{name}")
+        hidden = table.table_schema.options.get("rowkind.field")
+        columns = [f.name for f in table.fields if f.name != hidden]
+        builder = table.new_read_builder()
+        data = builder.new_read().to_arrow(builder.new_scan().plan().splits())
+        if data is not None and hidden in data.column_names:
+            data = data.drop_columns([hidden])
+        tables[name] = (columns, [] if data is None else data.to_pylist())
     return tables

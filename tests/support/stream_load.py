@@ -9,7 +9,9 @@ protocol on ``PUT /api/{db}/{table}/_stream_load`` and writes the rows into Mari
 - ``label``: a label that already loaded answers ``"Status": "Label Already Exists"`` (with
   ``ExistingJobStatus: FINISHED``) and loads nothing; a failed load leaves its label free;
 - rows are upserted by the table's primary key; a row whose ``__op`` (StarRocks) or
-  ``__DORIS_DELETE_SIGN__`` (Doris) is 1 deletes the row with its key;
+  ``__DORIS_DELETE_SIGN__`` (Doris) is 1 deletes the row with its key; the table's columns a
+  load does not name are NULL in the rows it writes, unless it is a partial update
+  (``partial_update: true``, StarRocks; ``partial_columns: true``, Doris), which keeps their values;
 - a row the server refuses (not an object, a bad value) is filtered: above ``max_filter_ratio`` the
   load fails and nothing of it is kept; the answer's ``ErrorURL`` serves the rejected rows
   (``GET /api/_load_error_log?file=...``);
@@ -193,6 +195,10 @@ class StreamLoadServer(LocalHttpServer):
         rows: list[Any] = data if strip else [data]
         header = handler.headers.get("columns")
         columns = parse_columns(header) if header else None
+        partial = any(
+            handler.headers.get(name, "false").lower() == "true"
+            for name in ("partial_update", "partial_columns")
+        )
         try:
             max_ratio = float(handler.headers.get("max_filter_ratio", "0"))
         except ValueError:
@@ -220,6 +226,7 @@ class StreamLoadServer(LocalHttpServer):
                 rows=rows,
                 columns=columns,
                 max_ratio=max_ratio,
+                partial=partial,
             )
         finally:
             connection.close()
@@ -235,6 +242,7 @@ class StreamLoadServer(LocalHttpServer):
         rows: list[Any],
         columns: list[str] | None,
         max_ratio: float,
+        partial: bool = False,
     ) -> dict[str, Any]:
         import pymysql
 
@@ -267,6 +275,8 @@ class StreamLoadServer(LocalHttpServer):
                     condition = " AND ".join(f"{_q(k)} = %s" for k in keys)
                     cursor.execute(f"DELETE FROM {_q(table)} WHERE {condition}", [row[k] for k in keys])
                 else:
+                    if not partial:  # the columns the load does not name take NULL
+                        names += [c for c in table_columns if c not in names and c not in DELETE_COLUMNS]
                     values = [row.get(c) for c in names]
                     placeholders = ", ".join("%s" for _ in names)
                     others = [_q(c) for c in names if c not in keys]

@@ -6,8 +6,11 @@ take most changes, ``promotions`` exists in the snapshot and is dropped, ``shipm
 midway and truncated later. Between the changes come, in this order: ADD COLUMN (last), ADD COLUMN
 ... AFTER, RENAME COLUMN, INT → BIGINT, VARCHAR(40) → VARCHAR(120), CREATE TABLE, DROP COLUMN,
 DROP TABLE and TRUNCATE TABLE. Changes are grouped in transactions of one to four statements; a
-few updates change a primary key. The PostgreSQL workload (:class:`AccountsWorkload`) is smaller:
-ADD COLUMN, INT → BIGINT, VARCHAR widening and DROP COLUMN (PostgreSQL sends Debezium no DDL).
+few updates change a primary key. The PostgreSQL workload (:class:`AccountsWorkload`) runs on schema
+``inventory``: TOASTed text, bytea and jsonb under ``REPLICA IDENTITY DEFAULT`` and ``FULL``,
+columns added with and without defaults, renames (a chain, and a column added earlier), INTEGER →
+BIGINT, VARCHAR and NUMERIC widenings, DROP COLUMN, a table created midway and truncated later
+(PostgreSQL sends Debezium no DDL: its connector's records show the changes).
 
 Markers (:func:`mark_binlog`, :func:`mark_wal`) are rows written to a control table after the
 workload; the position before the last one is what a connector's committed offset must reach.
@@ -24,7 +27,7 @@ from datetime import date, datetime, timedelta
 from decimal import Decimal
 from typing import Any
 
-from tests.support.oracle import SourceTable, mariadb_state
+from tests.support.oracle import SourceTable, mariadb_state, postgres_state
 from tests.support.sources import BinlogPosition, binlog_end, wal_end
 
 SEED = 20240611
@@ -367,37 +370,148 @@ def mark_binlog(connection: Any, label: str) -> BinlogPosition:
 # PostgreSQL
 # --------------------------------------------------------------------------------------------------
 
+#: The size range of a TOASTed value (characters of text, bytes of bytea, the text inside jsonb):
+#: letters and digits in random order do not compress (pglz looks for repeats, and gives up below a
+#: 25 % saving), so a row holding one is over PostgreSQL's TOAST threshold (about 2 kB) and the
+#: value is stored out of line.
+TOASTED_SIZE = (2_500, 4_500)
+#: The TOASTed columns of each table that has them.
+TOASTED_COLUMNS = {"documents": ("body", "attachment", "meta"), "attachments": ("content", "data", "props")}
+
+
+def _toasted_text(rng: random.Random) -> str:
+    return "".join(rng.choices(string.ascii_letters + string.digits, k=rng.randint(*TOASTED_SIZE)))
+
+
+def _large_text(rng: random.Random) -> str | None:
+    """NULL, a short text, or (mostly) one stored out of line."""
+    roll = rng.random()
+    if roll < 0.1:
+        return None
+    return _word(rng, 0, 40) if roll < 0.35 else _toasted_text(rng)
+
+
+def _large_bytes(rng: random.Random) -> bytes | None:
+    roll = rng.random()
+    if roll < 0.1:
+        return None
+    return rng.randbytes(rng.randint(0, 40) if roll < 0.35 else rng.randint(*TOASTED_SIZE))
+
+
+def _large_json(rng: random.Random) -> Any:
+    from psycopg.types.json import Jsonb
+
+    roll = rng.random()
+    if roll < 0.1:
+        return None
+    document = {
+        "title": _word(rng, 1, 20),
+        "n": rng.randint(-1000, 1000),
+        "tags": [_word(rng, 1, 8) for _ in range(rng.randint(0, 3))],
+        "text": _word(rng, 0, 40) if roll < 0.35 else _toasted_text(rng),
+    }
+    return Jsonb(document)
+
 
 class AccountsWorkload:
-    """The PostgreSQL workload on schema ``inventory``: ``accounts`` takes the schema changes,
-    ``payments`` only rows."""
+    """The PostgreSQL workload on schema ``inventory``, what a PostgreSQL user runs under Debezium's
+    PostgreSQL connector: :meth:`create_snapshot` before the connectors start, :meth:`run_changes`
+    once they stream.
 
-    def __init__(self, seed: int = SEED + 1, changes: int = 600) -> None:
+    - ``accounts`` (``REPLICA IDENTITY DEFAULT``) takes most schema changes: columns added without
+      a default (nullable) and with one (``text NOT NULL``, ``integer``, ``date``: existing rows
+      read the default), a rename chain (``opened`` → ``opened_on`` → ``started_on``), the rename
+      of a column added earlier (``note`` → ``remark``, not the last column by then), INTEGER →
+      BIGINT, a VARCHAR widening and a DROP COLUMN;
+    - ``payments`` (``DEFAULT``) gets a ``numeric NOT NULL`` column with a default, a numeric
+      precision change and a nullable column;
+    - ``documents`` (``REPLICA IDENTITY DEFAULT``) and ``attachments`` (``REPLICA IDENTITY FULL``)
+      hold TOASTed text, bytea and jsonb (:data:`TOASTED_SIZE`), touched by some updates and not by
+      others: an update that leaves a TOASTed value alone sends it as unchanged, and Debezium writes
+      its placeholder instead (under ``FULL`` the old row has the value). ``documents`` gets a
+      ``boolean NOT NULL`` column with a default, ``attachments`` a nullable ``text`` one;
+    - ``transfers`` is created midway and truncated later (rows follow the truncation).
+
+    Changes are grouped in transactions of one to four statements; a few updates change a primary
+    key (under ``REPLICA IDENTITY DEFAULT`` such an update of a row whose TOASTed value stays would
+    leave Debezium nothing to send for it, neither in the old row, which has the key only, nor in the
+    new one, so the key updates of ``documents`` set its TOASTed columns too). PostgreSQL sends
+    Debezium no DDL: every schema change is learnt from the records.
+    """
+
+    def __init__(self, seed: int = SEED + 1, changes: int = 2400) -> None:
         self.rng = random.Random(seed)
         self.changes = changes
         self.summary = WorkloadSummary()
         self._owner_length = 40
         self._wide_levels = False
-        self.ids: dict[str, list[int]] = {"accounts": [], "payments": []}
-        self.next_id: dict[str, int] = {"accounts": 1, "payments": 1}
-        self.columns: dict[str, dict[str, Make]] = {
-            "accounts": {
-                "owner": lambda rng: _word(rng, 3, self._owner_length) or "o",
-                "amount": lambda rng: _maybe(rng, _money(10)),
-                "opened": lambda rng: _maybe(rng, _date),
-                "level": self._level,
-            },
-            "payments": {
-                "account_id": lambda rng: rng.randint(1, 200),
-                "amount": _money(12),
-                "paid_at": lambda rng: _maybe(rng, _datetime(1)),
-            },
-        }
+        self._payment_digits = 12
+        self.tables: dict[str, TableModel] = {
+            "accounts": TableModel(
+                "accounts",
+                [
+                    ColumnModel("owner", "varchar(40) NOT NULL", lambda rng: _word(rng, 3, self._owner_length) or "o"),
+                    ColumnModel("amount", "numeric(10,2)", lambda rng: _maybe(rng, _money(10))),
+                    ColumnModel("opened", "date", lambda rng: _maybe(rng, _date)),
+                    ColumnModel("level", "integer", self._level),
+                    ColumnModel("legacy_code", "varchar(8)", lambda rng: _maybe(rng, lambda r: _word(r, 1, 8))),
+                ],
+                weight=35,
+            ),
+            "payments": TableModel(
+                "payments",
+                [
+                    ColumnModel("account_id", "integer NOT NULL", lambda rng: rng.randint(1, 400)),
+                    ColumnModel("amount", "numeric(14,2) NOT NULL", self._payment_amount),
+                    ColumnModel("paid_at", "timestamp(6)", lambda rng: _maybe(rng, _datetime(1))),
+                ],
+                weight=20,
+            ),
+            "documents": TableModel(
+                "documents",
+                [
+                    ColumnModel("title", "varchar(60) NOT NULL", lambda rng: _word(rng, 1, 60) or "t"),
+                    ColumnModel("body", "text", _large_text),
+                    ColumnModel("attachment", "bytea", _large_bytes),
+                    ColumnModel("meta", "jsonb", _large_json),
+                    ColumnModel("revision", "integer", lambda rng: rng.randint(0, 1000)),
+                ],
+                weight=15,
+            ),
+            "attachments": TableModel(
+                "attachments",
+                [
+                    ColumnModel("name", "varchar(60) NOT NULL", lambda rng: _word(rng, 1, 60) or "n"),
+                    ColumnModel("content", "text", _large_text),
+                    ColumnModel("data", "bytea", _large_bytes),
+                    ColumnModel("props", "jsonb", _large_json),
+                    ColumnModel("version", "integer", lambda rng: rng.randint(0, 1000)),
+                ],
+                weight=15,
+            ),
+        }  # fmt: skip
+        self.replica_identity = {"attachments": "FULL"}
+        steps = [
+            self._add_column_without_default,
+            self._add_text_not_null_default,
+            self._widen_int,
+            self._add_integer_default,
+            self._rename_opened,
+            self._add_numeric_not_null_default,
+            self._widen_varchar,
+            self._create_table,
+            self._add_boolean_not_null_default,
+            self._rename_added_column,
+            self._widen_numeric,
+            self._add_date_default,
+            self._rename_opened_again,
+            self._truncate_table,
+            self._add_text_default_full_identity,
+            self._drop_column,
+            self._add_nullable_column,
+        ]
         self._schema_changes: dict[int, Callable[[Any], None]] = {
-            changes * 1 // 5: self._add_column,
-            changes * 2 // 5: self._widen_int,
-            changes * 3 // 5: self._widen_varchar,
-            changes * 4 // 5: self._drop_column,
+            changes * (n + 1) // (len(steps) + 2): step for n, step in enumerate(steps)
         }
 
     def _level(self, rng: random.Random) -> int | None:
@@ -405,73 +519,208 @@ class AccountsWorkload:
             return None
         return rng.randint(2**31, 2**52) if self._wide_levels and rng.random() < 0.5 else rng.randint(0, 100)
 
-    def create_snapshot(self, connection: Any) -> None:
-        """Create the schema and its tables with the rows the connector's snapshot reads."""
+    def _payment_amount(self, rng: random.Random) -> Decimal:
+        return Decimal(rng.randint(-(10**self._payment_digits) + 1, 10**self._payment_digits - 1)).scaleb(-2)
+
+    # -- snapshot --------------------------------------------------------------------------------
+
+    def create_snapshot(self, connection: Any, rows: dict[str, int] | None = None) -> None:
+        """Create the schema and its tables with the rows the connectors' snapshot reads."""
+        counts = rows or {"accounts": 150, "payments": 150, "documents": 40, "attachments": 40}
         connection.execute(f"CREATE SCHEMA {POSTGRES_SCHEMA}")
-        connection.execute(
-            f"CREATE TABLE {POSTGRES_SCHEMA}.accounts (id bigint PRIMARY KEY, owner varchar(40) NOT NULL, "
-            "amount numeric(10,2), opened date, level integer)"
-        )
-        connection.execute(
-            f"CREATE TABLE {POSTGRES_SCHEMA}.payments (id bigint PRIMARY KEY, account_id integer NOT NULL, "
-            "amount numeric(14,2) NOT NULL, paid_at timestamp(6))"
-        )
-        for table, count in (("accounts", 60), ("payments", 80)):
-            for _ in range(count):
+        for table in self.tables.values():
+            connection.execute(_postgres_create_statement(table))
+            if (identity := self.replica_identity.get(table.name)) is not None:
+                connection.execute(f"ALTER TABLE {POSTGRES_SCHEMA}.{table.name} REPLICA IDENTITY {identity}")
+            for _ in range(counts.get(table.name, 0)):
                 self._insert(connection, table)
         connection.commit()
         self.summary = WorkloadSummary()
 
-    def _insert(self, connection: Any, table: str) -> None:
-        row = {"id": self.next_id[table], **{n: m(self.rng) for n, m in self.columns[table].items()}}
-        self.ids[table].append(self.next_id[table])
-        self.next_id[table] += 1
-        names = ", ".join(row)
-        marks = ", ".join(["%s"] * len(row))
-        connection.execute(
-            f"INSERT INTO {POSTGRES_SCHEMA}.{table} ({names}) VALUES ({marks})", list(row.values())
-        )
-        self.summary.operations["insert"] += 1
+    def toasted_bytes(self, connection: Any) -> dict[str, int]:
+        """The size of each TOAST relation of the tables with TOASTed columns: what is stored out of
+        line (a table whose values all fit in its rows has an empty one)."""
+        counts: dict[str, int] = {}
+        for name in TOASTED_COLUMNS:
+            (counts[name],) = connection.execute(
+                "SELECT pg_relation_size(reltoastrelid) FROM pg_class WHERE oid = %s::regclass",
+                (f"{POSTGRES_SCHEMA}.{name}",),
+            ).fetchone()
+        connection.commit()
+        return counts
+
+    # -- changes ---------------------------------------------------------------------------------
 
     def run_changes(self, connection: Any) -> WorkloadSummary:
-        """Run the row changes and schema changes, in transactions of a few changes each."""
+        """Run the row changes and schema changes; returns what was done."""
         rng = self.rng
-        for step in range(self.changes):
+        step = 0
+        while step < self.changes:
             if step in self._schema_changes:
                 connection.commit()
                 self._schema_changes[step](connection)
                 connection.commit()
-            table = "accounts" if rng.random() < 0.6 else "payments"
-            ids = self.ids[table]
-            roll = rng.random()
-            if not ids or roll < 0.4:
-                self._insert(connection, table)
-            elif roll < 0.85:
-                columns = self.columns[table]
-                chosen = rng.sample(sorted(columns), rng.randint(1, 2))
-                assignments = ", ".join(f"{n} = %s" for n in chosen)
-                connection.execute(
-                    f"UPDATE {POSTGRES_SCHEMA}.{table} SET {assignments} WHERE id = %s",
-                    [*(columns[n](rng) for n in chosen), rng.choice(ids)],
-                )
-                self.summary.operations["update"] += 1
-            else:
-                row_id = rng.choice(ids)
-                ids.remove(row_id)
-                connection.execute(f"DELETE FROM {POSTGRES_SCHEMA}.{table} WHERE id = %s", (row_id,))
-                self.summary.operations["delete"] += 1
-            if rng.random() < 0.4:
-                connection.commit()
-        connection.commit()
+            for _ in range(rng.randint(1, 4)):
+                self._change(connection)
+                step += 1
+                if step in self._schema_changes or step >= self.changes:
+                    break
+            connection.commit()
         return self.summary
+
+    def _change(self, connection: Any) -> None:
+        rng = self.rng
+        tables = list(self.tables.values())
+        table = rng.choices(tables, weights=[t.weight for t in tables])[0]
+        roll = rng.random()
+        if not table.ids or roll < 0.35:
+            self._insert(connection, table)
+        elif roll < 0.80:
+            self._update(connection, table)
+        elif roll < 0.83:
+            self._rekey(connection, table)
+        else:
+            self._delete(connection, table)
+
+    def _execute(self, connection: Any, statement: str, params: Any) -> None:
+        affected = connection.execute(statement, params).rowcount
+        if affected != 1:
+            raise AssertionError(f"{statement} {params} changed {affected} rows, expected 1")
+
+    def _insert(self, connection: Any, table: TableModel) -> None:
+        row = {"id": table.next_id, **table.values(self.rng)}
+        table.ids.append(table.next_id)
+        table.next_id += 1
+        names = ", ".join(row)
+        marks = ", ".join(["%s"] * len(row))
+        self._execute(
+            connection,
+            f"INSERT INTO {POSTGRES_SCHEMA}.{table.name} ({names}) VALUES ({marks})",
+            list(row.values()),
+        )
+        self.summary.operations["insert"] += 1
+
+    def _update(self, connection: Any, table: TableModel) -> None:
+        rng = self.rng
+        columns = rng.sample(table.columns, rng.randint(1, min(3, len(table.columns))))
+        values = {c.name: c.make(rng) for c in columns}
+        assignments = ", ".join(f"{n} = %s" for n in values)
+        self._execute(
+            connection,
+            f"UPDATE {POSTGRES_SCHEMA}.{table.name} SET {assignments} WHERE id = %s",
+            [*values.values(), rng.choice(table.ids)],
+        )
+        self.summary.operations["update"] += 1
+
+    def _rekey(self, connection: Any, table: TableModel) -> None:
+        old = self.rng.choice(table.ids)
+        new = table.next_id
+        table.next_id += 1
+        table.ids.remove(old)
+        table.ids.append(new)
+        rewritten = TOASTED_COLUMNS.get(table.name, ()) if table.name not in self.replica_identity else ()
+        values = {"id": new, **{n: table.column(n).make(self.rng) for n in rewritten}}
+        assignments = ", ".join(f"{n} = %s" for n in values)
+        self._execute(
+            connection,
+            f"UPDATE {POSTGRES_SCHEMA}.{table.name} SET {assignments} WHERE id = %s",
+            [*values.values(), old],
+        )
+        self.summary.operations["rekey"] += 1
+
+    def _delete(self, connection: Any, table: TableModel) -> None:
+        row_id = self.rng.choice(table.ids)
+        table.ids.remove(row_id)
+        self._execute(connection, f"DELETE FROM {POSTGRES_SCHEMA}.{table.name} WHERE id = %s", (row_id,))
+        self.summary.operations["delete"] += 1
+
+    # -- schema changes --------------------------------------------------------------------------
 
     def _ddl(self, connection: Any, statement: str) -> None:
         connection.execute(statement)
         self.summary.schema_changes.append(statement)
 
-    def _add_column(self, connection: Any) -> None:
-        self._ddl(connection, f"ALTER TABLE {POSTGRES_SCHEMA}.accounts ADD COLUMN note text")
-        self.columns["accounts"]["note"] = lambda rng: _maybe(rng, lambda r: _word(r, 0, 50), 0.3)
+    def _add(self, connection: Any, table: str, column: ColumnModel) -> None:
+        self._ddl(connection, f"ALTER TABLE {POSTGRES_SCHEMA}.{table} ADD COLUMN {column.name} {column.ddl}")
+        self.tables[table].columns.append(column)
+
+    def _rename(self, connection: Any, table: str, old: str, new: str) -> None:
+        self._ddl(connection, f"ALTER TABLE {POSTGRES_SCHEMA}.{table} RENAME COLUMN {old} TO {new}")
+        self.tables[table].column(old).name = new
+        self.summary.renamed_columns.setdefault(table, {})[new] = old
+
+    def _add_column_without_default(self, connection: Any) -> None:
+        self._add(
+            connection,
+            "accounts",
+            ColumnModel("note", "text", lambda rng: _maybe(rng, lambda r: _word(r, 0, 50), 0.3)),
+        )
+
+    def _add_text_not_null_default(self, connection: Any) -> None:
+        self._add(
+            connection,
+            "accounts",
+            ColumnModel("region", "text NOT NULL DEFAULT 'eu'", lambda rng: rng.choice(["eu", "us", "apac"])),
+        )
+
+    def _add_integer_default(self, connection: Any) -> None:
+        self._add(
+            connection,
+            "accounts",
+            ColumnModel(
+                "credit", "integer DEFAULT 100", lambda rng: _maybe(rng, lambda r: r.randint(-1000, 1000))
+            ),
+        )
+
+    def _add_numeric_not_null_default(self, connection: Any) -> None:
+        self._add(
+            connection,
+            "payments",
+            ColumnModel(
+                "fee",
+                "numeric(8,3) NOT NULL DEFAULT 1.250",
+                lambda rng: Decimal(rng.randint(0, 99_999)).scaleb(-3),
+            ),
+        )
+
+    def _add_boolean_not_null_default(self, connection: Any) -> None:
+        self._add(
+            connection,
+            "documents",
+            ColumnModel("archived", "boolean NOT NULL DEFAULT false", lambda rng: rng.random() < 0.3),
+        )
+
+    def _add_date_default(self, connection: Any) -> None:
+        self._add(
+            connection,
+            "accounts",
+            ColumnModel("since", "date DEFAULT '2020-02-29'", lambda rng: _maybe(rng, _date)),
+        )
+
+    def _add_text_default_full_identity(self, connection: Any) -> None:
+        self._add(
+            connection,
+            "attachments",
+            ColumnModel(
+                "kind", "text DEFAULT 'file'", lambda rng: rng.choice(["file", "image", "note", None])
+            ),
+        )
+
+    def _add_nullable_column(self, connection: Any) -> None:
+        self._add(
+            connection,
+            "payments",
+            ColumnModel("memo", "varchar(30)", lambda rng: _maybe(rng, lambda r: _word(r, 1, 30), 0.4)),
+        )
+
+    def _rename_opened(self, connection: Any) -> None:
+        self._rename(connection, "accounts", "opened", "opened_on")
+
+    def _rename_opened_again(self, connection: Any) -> None:
+        self._rename(connection, "accounts", "opened_on", "started_on")
+
+    def _rename_added_column(self, connection: Any) -> None:
+        self._rename(connection, "accounts", "note", "remark")
 
     def _widen_int(self, connection: Any) -> None:
         self._ddl(connection, f"ALTER TABLE {POSTGRES_SCHEMA}.accounts ALTER COLUMN level TYPE bigint")
@@ -481,10 +730,42 @@ class AccountsWorkload:
         self._ddl(connection, f"ALTER TABLE {POSTGRES_SCHEMA}.accounts ALTER COLUMN owner TYPE varchar(80)")
         self._owner_length = 75
 
+    def _widen_numeric(self, connection: Any) -> None:
+        self._ddl(
+            connection, f"ALTER TABLE {POSTGRES_SCHEMA}.payments ALTER COLUMN amount TYPE numeric(18,2)"
+        )
+        self._payment_digits = 16
+
+    def _create_table(self, connection: Any) -> None:
+        transfers = TableModel(
+            "transfers",
+            [
+                ColumnModel("from_account", "bigint NOT NULL", lambda rng: rng.randint(1, 400)),
+                ColumnModel("to_account", "bigint NOT NULL", lambda rng: rng.randint(1, 400)),
+                ColumnModel("amount", "numeric(12,2) NOT NULL", _money(12)),
+                ColumnModel("reference", "varchar(40)", lambda rng: _maybe(rng, lambda r: _word(r, 1, 40))),
+                ColumnModel("booked_on", "date", lambda rng: _maybe(rng, _date)),
+            ],
+            weight=15,
+        )
+        self._ddl(connection, _postgres_create_statement(transfers))
+        self.tables["transfers"] = transfers
+
     def _drop_column(self, connection: Any) -> None:
-        self._ddl(connection, f"ALTER TABLE {POSTGRES_SCHEMA}.accounts DROP COLUMN opened")
-        del self.columns["accounts"]["opened"]
-        self.summary.dropped_columns.setdefault("accounts", []).append("opened")
+        self._ddl(connection, f"ALTER TABLE {POSTGRES_SCHEMA}.accounts DROP COLUMN legacy_code")
+        accounts = self.tables["accounts"]
+        accounts.columns.remove(accounts.column("legacy_code"))
+        self.summary.dropped_columns.setdefault("accounts", []).append("legacy_code")
+
+    def _truncate_table(self, connection: Any) -> None:
+        self.summary.truncated_tables.update(postgres_state(connection, POSTGRES_SCHEMA, ["transfers"]))
+        self._ddl(connection, f"TRUNCATE TABLE {POSTGRES_SCHEMA}.transfers")
+        self.tables["transfers"].ids.clear()
+
+
+def _postgres_create_statement(table: TableModel) -> str:
+    columns = ", ".join(f"{c.name} {c.ddl}" for c in table.columns)
+    return f"CREATE TABLE {POSTGRES_SCHEMA}.{table.name} (id bigint PRIMARY KEY, {columns})"
 
 
 def create_wal_markers(connection: Any) -> None:

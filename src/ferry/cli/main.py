@@ -1,9 +1,10 @@
 """The ``ferry`` command: a thin shell over the library.
 
 Every command renders text or JSON; errors become exit codes here and nowhere else: 0 success,
-1 the pipeline failed, 2 invalid input (a job file, an argument), 4 an unexpected error (a bug:
-the traceback is logged). ``ferry check`` answers with its verdict instead (0, 1, 2) and 3 for
-input it cannot read (:data:`ferry.check.cli.EXIT_INPUT_ERROR`). ``ferry --help`` lists them.
+1 the pipeline failed, 2 invalid input (a job file, an argument, records the job cannot type), 4 an
+unexpected error (a bug: the traceback is logged). ``ferry check`` answers with its verdict instead
+(0, 1, 2) and 3 for input it cannot read (:data:`ferry.check.cli.EXIT_INPUT_ERROR`). ``ferry --help``
+lists them.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ import click
 import ferry
 from ferry.cli.output import render_status
 from ferry.config.exceptions import ConfigError
+from ferry.connectors.exceptions import UntypedRecordsError
 from ferry.exceptions import FerryError
 from ferry.logs import FORMATS, LogFormat, configure, mask_secrets, register_secrets, secrets_of
 
@@ -37,7 +39,7 @@ def handle_errors(func: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return func(*args, **kwargs)
-        except ConfigError as e:
+        except (ConfigError, UntypedRecordsError) as e:
             click.echo(f"error: {mask_secrets(str(e))}", err=True)
             sys.exit(EXIT_INVALID)
         except FerryError as e:
@@ -58,7 +60,8 @@ Exit codes:
   0  success
   1  the pipeline failed (the message names the sink, table and change, or the
      topic, partition and offset)
-  2  invalid input: a job file, a server file, an argument
+  2  invalid input: a job file, a server file, an argument, or records the job
+     file cannot read as written (payload-only records without types)
   4  an unexpected error (a bug in ferry: the traceback is logged)
   ferry check: 0, 1, 2 fully, partially or in-compatible; 3 unreadable input"""
 

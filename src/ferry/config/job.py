@@ -47,6 +47,7 @@ from ferry.pipeline.route import RouteMode, UnroutedTables
 from ferry.pipeline.router import SchemaChangeBehavior
 from ferry.pipeline.schema import TableId
 from ferry.pipeline.udf import UserFunction
+from ferry.pipeline.unavailable import DEFAULT_PLACEHOLDER
 from ferry.retry import RestartStrategyConfig, fold_restart_strategy
 from ferry.sinks.registry import SINKS, SinkConfig
 
@@ -114,8 +115,39 @@ class ValueFormat(StrEnum):
 
 #: Other spellings of ``value.format`` values (Flink's name of the Debezium Avro format).
 _VALUE_FORMAT_SPELLINGS = {"debezium-avro-confluent": ValueFormat.DEBEZIUM_AVRO}
+#: The Debezium JSON format's options by field name → their key after ``debezium-json.``.
+_DEBEZIUM_JSON_OPTIONS = {
+    "delete_tombstone_handling_mode": "delete.tombstone.handling.mode",
+    "infer_types": "infer-types",
+    "schema_include": "schema-include",
+}
 #: The formats written by Debezium, which has a schema-change topic.
 _DEBEZIUM_FORMATS = frozenset({ValueFormat.DEBEZIUM_JSON, ValueFormat.DEBEZIUM_AVRO})
+
+
+class DeleteTombstoneHandling(StrEnum):
+    """``debezium-json.delete.tombstone.handling.mode``: the ``delete.tombstone.handling.mode`` of
+    Debezium's ``ExtractNewRecordState`` transform (its values, its default), as the connector runs
+    it. What each writes for a delete, and what ferry reads it as:"""
+
+    TOMBSTONE = "tombstone"
+    """A record of the key with a null row (``{"schema": ..., "payload": null}``, or ``null``
+    without schemas): a delete by key."""
+    REWRITE = "rewrite"
+    """The before-image with ``__deleted: "true"``: a delete."""
+    REWRITE_WITH_TOMBSTONE = "rewrite-with-tombstone"
+    """The rewritten delete, then the connector's tombstone (passed over)."""
+    DELETE_TO_TOMBSTONE = "delete-to-tombstone"
+    """A tombstone alone (a key, no value): a delete by key."""
+    DROP = "drop"
+    """Nothing: the deletes never reach Kafka. Refused: no sink's table can be exact."""
+
+
+def _debezium_json_field(option: str, default: Any) -> Any:
+    """An option of the Debezium JSON format: ``debezium-json.<option>`` (Flink's spelling), or
+    prefixed with ``value.`` as Flink's Kafka connector writes the options of its value format."""
+    keys = (f"debezium-json.{option}", f"value.debezium-json.{option}")
+    return Field(default=default, alias=keys[0], validation_alias=AliasChoices(*keys))
 
 
 class RegistryCredentialsSource(StrEnum):
@@ -312,6 +344,17 @@ class KafkaSourceConfig(StartupOptions):
     schema_registry_credentials_source: RegistryCredentialsSource | None = _registry_field(
         "basic-auth.credentials-source"
     )
+    #: Whether the records carry their schema (Flink's key; unset: each record says so itself).
+    schema_include: bool | None = _debezium_json_field("schema-include", None)
+    #: Whether payload-only records without a table definition are typed from their JSON values.
+    infer_types: bool = _debezium_json_field("infer-types", False)
+    delete_tombstone_handling_mode: DeleteTombstoneHandling = _debezium_json_field(
+        "delete.tombstone.handling.mode", DeleteTombstoneHandling.TOMBSTONE
+    )
+    #: How often the consumer looks for new topics (of ``topic-pattern``) and partitions.
+    topic_partition_discovery_interval: Duration = Field(
+        default=timedelta(seconds=30), alias="scan.topic-partition-discovery.interval"
+    )
     scan_bounded_mode: BoundedMode = Field(default=BoundedMode.UNBOUNDED, alias="scan.bounded.mode")
     scan_bounded_timestamp_millis: int | None = Field(
         default=None, ge=0, alias="scan.bounded.timestamp-millis"
@@ -320,6 +363,11 @@ class KafkaSourceConfig(StartupOptions):
         default=None, alias="scan.bounded.specific-offsets"
     )
     tables: tuple[TopicStartConfig, ...] = ()
+    #: Debezium's ``unavailable.value.placeholder`` (its PostgreSQL connector writes it for an
+    #: unchanged TOASTed value): set it as the connector sets it.
+    debezium_unavailable_value_placeholder: str = Field(
+        default=DEFAULT_PLACEHOLDER, min_length=1, alias="debezium.unavailable.value.placeholder"
+    )
     #: What becomes of a record naming a table the job does not route (see ``TableSelection``).
     unrouted_tables: UnroutedTables = Field(default=UnroutedTables.DEAD_LETTER, alias="unrouted-tables")
 
@@ -358,6 +406,16 @@ class KafkaSourceConfig(StartupOptions):
         return value
 
     _pattern = field_validator("topic_pattern")(check_regex)
+
+    @field_validator("debezium_unavailable_value_placeholder")
+    @classmethod
+    def _placeholder_hex(cls, value: str) -> str:
+        if value.startswith("hex:"):
+            try:
+                bytes.fromhex(value[4:])
+            except ValueError:
+                raise ValueError("after 'hex:' write the placeholder's bytes in hexadecimal") from None
+        return value
 
     @field_validator("value_format", mode="before")
     @classmethod
@@ -456,6 +514,7 @@ class KafkaSourceConfig(StartupOptions):
                 f"only Debezium has a schema-change topic; {self.value_format} has DDL in the data topics",
                 "schema-change.topic",
             )
+        self._check_debezium_json()
         _check_position(
             "scan.bounded",
             self.scan_bounded_mode,
@@ -470,6 +529,46 @@ class KafkaSourceConfig(StartupOptions):
                 raise OptionError(f"topic {table.topic!r} already has a start override", "tables", i, "topic")
             seen.add(table.topic)
         return self
+
+    def _check_debezium_json(self) -> None:
+        # options other than their defaults (a job written back whole has them all)
+        given = sorted(
+            name
+            for name in _DEBEZIUM_JSON_OPTIONS
+            if getattr(self, name) != type(self).model_fields[name].default
+        )
+        if given and self.value_format is not ValueFormat.DEBEZIUM_JSON:
+            option = f"debezium-json.{_DEBEZIUM_JSON_OPTIONS[given[0]]}"
+            json, actual = ValueFormat.DEBEZIUM_JSON, self.value_format
+            raise OptionError(f"only used when value.format is {json} (it is {actual})", option)
+        if self.delete_tombstone_handling_mode is DeleteTombstoneHandling.DROP:
+            raise OptionError(
+                "ExtractNewRecordState with delete.tombstone.handling.mode=drop removes every delete "
+                "before it reaches Kafka, so the sink's tables keep the rows the source deleted: set the "
+                "transform's delete.tombstone.handling.mode to tombstone (Debezium's default), rewrite, "
+                "rewrite-with-tombstone or delete-to-tombstone, and this key with it",
+                "debezium-json.delete.tombstone.handling.mode",
+            )
+        if self.schema_include is False and self.schema_change_topic is None and not self.infer_types:
+            raise OptionError(
+                "records without their schema cannot be typed without table definitions (decimals, "
+                "dates, times and bytes would be guessed from their JSON values): turn the converter's "
+                "schemas on (value.converter.schemas.enable=true) and remove this key, or name the "
+                "schema-change topic (schema-change.topic, the MySQL connector's topic.prefix), or "
+                "accept types inferred from the values with debezium-json.infer-types: true",
+                "debezium-json.schema-include",
+            )
+
+    def consumer_properties(self) -> dict[str, str]:
+        """The consumer's settings: ``properties.*``, with new topics and partitions looked for at
+        ``scan.topic-partition-discovery.interval`` unless the metadata refresh is given there."""
+        properties = dict(self.properties)
+        interval = self.topic_partition_discovery_interval
+        # librdkafka re-reads the topic metadata (and matches topic-pattern again) at this interval
+        properties.setdefault(
+            "topic.metadata.refresh.interval.ms", str(max(1, round(interval.total_seconds() * 1000)))
+        )
+        return properties
 
     def reads_topic(self, topic: str) -> bool:
         """Whether ``topic`` is one of this source's data topics (by name or by pattern)."""

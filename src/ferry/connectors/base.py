@@ -89,13 +89,31 @@ class RetentionReporting(Protocol):
         ...
 
 
+#: Where a record is: (topic, partition, offset).
+Position = tuple[str, int, int]
+#: A record's key and value.
+KeyValue = tuple[bytes | None, bytes | None]
+
+
 @runtime_checkable
 class RecordFetching(Protocol):
-    """A source that can read one record again (for a dead letter that must carry it as it was)."""
+    """A source that can read records again (for dead letters that must carry them as they were)."""
 
-    def fetch(self, position: tuple[str, int, int]) -> tuple[bytes | None, bytes | None] | None:
-        """The key and value of the record at (topic, partition, offset); None when it is gone."""
+    def fetch_many(self, positions: Collection[Position]) -> dict[Position, KeyValue]:
+        """The key and value of each record at these (topic, partition, offset) positions, read
+        again in as few passes as it takes; a record that is gone is missing from the result."""
         ...
+
+
+def offset_runs(offsets: Sequence[int], gap: int) -> list[tuple[int, int]]:
+    """Sorted ``offsets`` as (first, last) runs, a run going on over gaps of at most ``gap``."""
+    runs: list[tuple[int, int]] = []
+    for offset in offsets:
+        if runs and offset - runs[-1][1] <= gap + 1:
+            runs[-1] = (runs[-1][0], offset)
+        else:
+            runs.append((offset, offset))
+    return runs
 
 
 @runtime_checkable

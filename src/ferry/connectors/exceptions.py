@@ -34,3 +34,16 @@ class UnknownFormatError(TerminalError, ValueError):
     def __init__(self, message: str, *, format: str) -> None:
         super().__init__(message)
         self.format = format
+
+
+class UntypedRecordsError(TerminalError):
+    """Records the job has no types for: payload-only Debezium records (the JSON converter with
+    ``schemas.enable=false``) without a table definition, when the job does not accept types
+    inferred from the values. Their decimals, dates, times and bytes would be written as guesses,
+    so the pipeline stops on the first one (the command exits as for an invalid job file)."""
+
+    def __init__(self, message: str, *, topic: str, partition: int, offset: int) -> None:
+        super().__init__(f"topic {topic}, partition {partition}, offset {offset}: {message}")
+        self.topic = topic
+        self.partition = partition
+        self.offset = offset

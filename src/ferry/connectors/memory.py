@@ -11,6 +11,7 @@ import time
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from ferry.connectors.base import KeyValue, Position
 from ferry.connectors.record import Record
 
 
@@ -23,6 +24,8 @@ class MemorySource:
         self.committed: dict[tuple[str, int], int] = {}
         self.start_offsets: dict[tuple[str, int], int] = {}
         self.closed = False
+        #: How many times records were read again (:meth:`fetch_many`).
+        self.fetches = 0
 
     def add(self, records: Iterable[Record]) -> None:
         self.records.extend(records)
@@ -64,11 +67,14 @@ class MemorySource:
                 ends[key] = max(ends.get(key, 0), record.offset() + 1)
         return ends
 
-    def fetch(self, position: tuple[str, int, int]) -> tuple[bytes | None, bytes | None] | None:
-        for record in self.records:
-            if (record.topic(), record.partition(), record.offset()) == tuple(position):
-                return record.key(), record.value()
-        return None
+    def fetch_many(self, positions: Collection[Position]) -> dict[Position, KeyValue]:
+        self.fetches += 1
+        wanted = set(positions)
+        return {
+            (r.topic(), r.partition(), r.offset()): (r.key(), r.value())
+            for r in self.records
+            if (r.topic(), r.partition(), r.offset()) in wanted
+        }
 
     def close(self) -> None:
         self.closed = True

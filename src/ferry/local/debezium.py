@@ -35,6 +35,17 @@ def DECIMAL(precision: int, scale: int) -> dict[str, Any]:  # noqa: N802 - SQL s
     }
 
 
+def VARCHAR(length: int) -> dict[str, Any]:  # noqa: N802 - SQL spelling
+    """A string column with its source type, as ``column.propagate.source.type`` sends it."""
+    return {
+        "type": "string",
+        "parameters": {
+            "__debezium.source.column.type": "VARCHAR",
+            "__debezium.source.column.length": str(length),
+        },
+    }
+
+
 _MYSQL_TYPES = {
     "int32": ("INT", 4),
     "int64": ("BIGINT", -5),
@@ -118,7 +129,10 @@ class DebeziumTable:
         if spec.get("name") == "io.debezium.time.MicroTimestamp":
             return "DATETIME(6)"
         name, _ = _MYSQL_TYPES[spec["type"]]
-        return "VARCHAR(255)" if name == "VARCHAR" else name
+        if name == "VARCHAR":
+            length = spec.get("parameters", {}).get("__debezium.source.column.length", "255")
+            return f"VARCHAR({length})"
+        return name
 
     # ------------------------------------------------------------------------------ records
 
@@ -226,7 +240,7 @@ class DebeziumTable:
             sql = self._sql_type(c.spec)
             name = sql.split("(")[0]
             length = int(sql.split("(")[1].split(",")[0].rstrip(")")) if "(" in sql else None
-            scale = int(c.spec["parameters"]["scale"]) if "parameters" in c.spec else None
+            scale = int(c.spec["parameters"]["scale"]) if "scale" in c.spec.get("parameters", {}) else None
             columns.append(
                 {
                     "name": c.name,

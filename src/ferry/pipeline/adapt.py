@@ -5,6 +5,12 @@ tables feed one sink table, rows no longer match the sink. A :class:`RowAdapter`
 (source schema, sink schema) pair: a column the sink lacks is dropped from the row (and counted), a
 column the source lacks is NULL, and a value whose type differs is cast only when nothing is lost;
 otherwise :class:`CastError` says why and the row goes to the dead-letter destination.
+
+A value must also fit the sink column: a string or binary value longer than the column's length
+(a VARCHAR(20) column the sink kept when the source widened it to VARCHAR(100)), an integer out
+of the column's range, a decimal with more digits than the column's precision or scale. Such a
+row is refused here, before the write, naming the column, its type and the value's length or
+digits; the rest of the batch is written.
 """
 
 from __future__ import annotations
@@ -20,6 +26,7 @@ from ferry.exceptions import TerminalError
 from ferry.pipeline.events import DataChange, Op, Row
 from ferry.pipeline.schema import Schema
 from ferry.pipeline.types import DataType, TypeRoot
+from ferry.pipeline.unavailable import UNAVAILABLE, keep_partial
 
 Cast = Callable[[Any], Any]
 
@@ -30,14 +37,20 @@ _INT_RANGE = {
     TypeRoot.BIGINT: (-(2**63), 2**63 - 1),
 }
 _TEXT = (TypeRoot.CHAR, TypeRoot.VARCHAR, TypeRoot.STRING)
+_BINARY = (TypeRoot.BINARY, TypeRoot.VARBINARY, TypeRoot.BYTES)
+#: The longest value shown in a reason: a long value is cut (its length is named).
+SHOWN_CHARS = 80
 
 
 class CastError(TerminalError):
     """A value cannot be cast to the sink column's type without loss."""
 
     def __init__(self, column: str, value: Any, target: DataType, why: str = "") -> None:
+        shown = repr(value)
+        if len(shown) > SHOWN_CHARS:
+            shown = shown[:SHOWN_CHARS] + "..."
         super().__init__(
-            f"column {column!r}: value {value!r} cannot be cast to {target} without loss"
+            f"column {column!r}: value {shown} cannot be cast to {target} without loss"
             + (f" ({why})" if why else "")
         )
         self.column = column
@@ -47,8 +60,14 @@ def cast_for(source: DataType, target: DataType) -> Cast | None:
     """A function casting values of ``source`` to ``target`` losslessly (raising ValueError), or
     ``None`` when values pass unchanged."""
     s, t = source.root, target.root
-    if source.same_ignoring_nullability(target) or (s in _TEXT and t in _TEXT):
+    if source.same_ignoring_nullability(target):
         return None
+    if t in _TEXT or t in _BINARY:
+        convert = _to_text if t in _TEXT else _to_bytes
+        within = _shorter_than(source, target)
+        if within is None:
+            return None if s in _TEXT and t in _TEXT else convert
+        return lambda v: within(convert(v))
     if t in _INT_RANGE:
         low, high = _INT_RANGE[t]
         if s in _INT_RANGE and _INT_RANGE[s][0] >= low and _INT_RANGE[s][1] <= high:
@@ -60,17 +79,34 @@ def cast_for(source: DataType, target: DataType) -> Cast | None:
         quantum = decimal.Decimal(1).scaleb(-(target.scale or 0))
         digits = target.precision or 38
         return lambda v: _to_decimal(v, quantum, digits)
-    if t in _TEXT:
-        return _to_text
     if t is TypeRoot.BOOLEAN:
         return _to_bool
     if t is TypeRoot.DATE:
         return _to_date
     if t in (TypeRoot.TIMESTAMP, TypeRoot.TIMESTAMP_LTZ, TypeRoot.TIMESTAMP_TZ):
         return _to_timestamp
-    if t in (TypeRoot.BYTES, TypeRoot.VARBINARY, TypeRoot.BINARY):
-        return _to_bytes
     return None
+
+
+def _shorter_than(source: DataType, target: DataType) -> Callable[[Any], Any] | None:
+    """A check that a string (in characters) or binary value (in bytes) is no longer than the
+    target column's length, or None when every value of ``source`` is (or the target has none)."""
+    if target.root not in (TypeRoot.CHAR, TypeRoot.VARCHAR, TypeRoot.BINARY, TypeRoot.VARBINARY):
+        return None
+    limit = target.length
+    if limit is None:
+        return None
+    bounded = source.root in (TypeRoot.CHAR, TypeRoot.VARCHAR, TypeRoot.BINARY, TypeRoot.VARBINARY)
+    if bounded and source.length is not None and source.length <= limit:
+        return None
+    unit = "bytes" if target.root in _BINARY else "characters"
+
+    def within(v: Any) -> Any:
+        if len(v) > limit:
+            raise ValueError(f"{len(v)} {unit} long, longer than {limit}")
+        return v
+
+    return within
 
 
 def _to_int(v: Any, low: int, high: int) -> int:
@@ -215,14 +251,14 @@ class RowAdapter:
         out = {name: row.get(sources.get(name, name)) for name in self.names}
         for name, cast in self.casts.items():
             value = out[name]
-            if value is not None and (only is None or name in only):
+            if value is not None and value is not UNAVAILABLE and (only is None or name in only):
                 try:
                     out[name] = cast(value)
                 except (ValueError, ArithmeticError) as e:
                     raise CastError(name, value, self.targets[name], str(e)) from e
         if only is not None:
             out = {name: (out[name] if name in only else None) for name in self.names}
-        return out
+        return keep_partial(row, out)
 
     def adapt(self, change: DataChange) -> DataChange:
         if self.identity:

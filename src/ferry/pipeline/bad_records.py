@@ -1,21 +1,32 @@
 """Records that cannot be processed: to the dead-letter destination with the reason, as read.
 
 A record the decoder could not read goes as it is; a row that fails later (a transform, a cast to
-the sink's types) goes as its record was read, fetched again from the source (ferry's rendering
-of the row when the source cannot). With ``on-bad-record: fail`` the first one stops the pipeline.
+the sink's types, a value its sink column cannot hold) goes as its record was read, fetched again
+from the source (ferry's rendering of the row when the source cannot). Such rows are counted at
+once and sent together (:meth:`BadRecords.send_pending`) before the checkpoint that passes them:
+the source reads them again in one pass per partition, not one round trip per row, so a dead
+letter costs about what a row written costs. With ``on-bad-record: fail`` the first one stops the
+pipeline.
 
-A record goes once: a record of several rows, or of a table routed to several sink tables, is sent
-once per checkpoint; after a restart, a record a run before stored (it failed before its
-checkpoint) is not sent again (:meth:`BadRecords.resume`).
+A row the sink's destination refused during a write (:class:`~ferry.sinks.base.RowRefusing`) is
+sent by :meth:`BadRecords.refused` on the thread that flushes the sink, and stored before it
+returns, as ferry's rendering of the row (the source is not read from that thread); it is counted
+by the next :meth:`BadRecords.settle` on the consume thread.
+
+A record goes once: a record of several rows, or of a table routed to several sink tables, is one
+dead letter per checkpoint; after a restart, a record a run before stored (it failed before its
+checkpoint) is counted and not sent again (:meth:`BadRecords.resume`). Records naming a table the
+job does not route are dead letters too (:meth:`BadRecords.routed`).
 """
 
 from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
+from queue import Empty, SimpleQueue
 
-from ferry.connectors.base import DeadLetter, DeadLetterHistory, RecordFetching, Source
+from ferry.connectors.base import DeadLetter, DeadLetterHistory, KeyValue, Position, RecordFetching, Source
 from ferry.offsets import Partition
 from ferry.pipeline.checkpoints import Checkpoint, now_ms
 from ferry.pipeline.events import DataChange, Event, SchemaHint, SchemaObserved, SourcePosition
@@ -25,33 +36,52 @@ from ferry.pipeline.route import TableSelection
 from ferry.pipeline.schema import TableId
 from ferry.pipeline.shaping import change_bytes
 from ferry.retry import OnWait, RetryPolicy
+from ferry.sinks.base import RefusedRow
 
 log = logging.getLogger(__name__)
 
+#: How many of the latest bad records the status keeps, and how much of each reason.
+LATEST_KEPT = 5
+REASON_CHARS = 500
+#: How many bad records are logged one by one between two checkpoints; the others are counted in
+#: one line (the status keeps the latest, the dead-letter topic every one).
+LOGGED_PER_CHECKPOINT = 10
 #: How long before its checkpoint was saved a dead letter of a record past the checkpoint may have
 #: been stored: the longest a checkpoint's commit takes (under ``restart-strategy``'s default
 #: timeout, each of its three steps retried for up to 2 minutes), with room to spare.
 DEAD_LETTER_LOOKBACK_MS = 10 * 60_000
 
-#: How many of the latest bad records the status keeps, and how much of each reason.
-LATEST_KEPT = 5
-REASON_CHARS = 500
-
 
 class BadRecords:
     """Sends bad records to the dead-letter destination and counts them by reason."""
 
-    def __init__(self, dead_letter: DeadLetter, source: Source, metrics: Metrics, *, fail: bool) -> None:
+    def __init__(
+        self,
+        dead_letter: DeadLetter,
+        source: Source,
+        metrics: Metrics,
+        *,
+        fail: bool,
+        selection: TableSelection | None = None,
+    ) -> None:
         self.dead_letter = dead_letter
         self.source = source
         self.metrics = metrics
         self.fail = fail
+        #: Which tables records may name (None: every table, as the tests' doubles take them).
+        self.selection = selection
         self.reasons: Counter[str] = Counter()
-        #: Records sent since the last checkpoint (a record of several rows, or of a table routed to
-        #: several sink tables, goes once).
-        self.sent: set[tuple[str, int, int]] = set()
+        #: Rows counted but not sent yet: their records are read again together.
+        self._pending: list[tuple[str, DataChange]] = []
+        #: Bad records since the last :meth:`send_pending`, logged or not.
+        self._since_logged = 0
+        #: Rows the sink refused, sent already, to be counted on the consume thread.
+        self._refused: SimpleQueue[tuple[str, SourcePosition]] = SimpleQueue()
+        #: Records counted since the last checkpoint (a record of several rows, or of a table routed
+        #: to several sink tables, goes once).
+        self.sent: set[Position] = set()
         #: Records the dead-letter destination holds that a restart reads again (see :meth:`resume`).
-        self.stored: set[tuple[str, int, int]] = set()
+        self.stored: set[Position] = set()
 
     def resume(
         self,
@@ -73,14 +103,11 @@ class BadRecords:
         )
         self.stored = {s for s in stored if s[2] >= starts.get((s[0], s[1]), 0)}
 
-    def checkpointed(self) -> None:
-        """The rows read so far are shaped: a record met again is read again (after a truncate)."""
-        self.sent.clear()
-
-    def routed(
-        self, selection: TableSelection, events: list[Event], materialize: Callable[[TableId], None]
-    ) -> list[Event]:
+    def routed(self, events: list[Event], materialize: Callable[[TableId], None]) -> list[Event]:
         """``events`` without those of tables the job does not route (see :meth:`unrouted`)."""
+        selection = self.selection
+        if selection is None:
+            return events
         kept: list[Event] | None = None
         table: TableId | None = None  # the last table and topic the selection took
         topic = ""
@@ -124,11 +151,29 @@ class BadRecords:
             self.record(refusal, position, None, event.ddl.encode() if event.ddl else None)
         return True
 
-    def record(self, reason: str, position: SourcePosition, key: bytes | None, value: bytes | None) -> None:
+    def _first(self, position: SourcePosition) -> bool:
+        """Whether ``position``'s record is met for the first time since the last checkpoint."""
         where = (position.topic, position.partition, position.offset)
         if where in self.sent:
-            return
+            return False
         self.sent.add(where)
+        return True
+
+    def record(self, reason: str, position: SourcePosition, key: bytes | None, value: bytes | None) -> None:
+        if self._first(position):
+            self._count(reason, position)
+            self._send(reason, position, key, value)
+
+    def _count(self, reason: str, position: SourcePosition) -> None:
+        self._tally(reason, position)
+        if self.fail:
+            raise BadRecordError(reason, position)
+        self._since_logged += 1
+        if self._since_logged <= LOGGED_PER_CHECKPOINT:
+            log.warning("bad record at %s: %s (sent to the dead-letter topic)", position, reason)
+
+    def _tally(self, reason: str, position: SourcePosition) -> None:
+        """The metrics of one bad record: its count, its reason's, the latest kept."""
         self.metrics.bad_records += 1
         kind = reason.split(":", maxsplit=1)[0]
         self.reasons[kind] += 1
@@ -144,12 +189,11 @@ class BadRecords:
             }
         )
         del latest[:-LATEST_KEPT]
-        if self.fail:
-            raise BadRecordError(reason, position)
-        if where in self.stored:
-            log.info("bad record at %s: %s (in the dead-letter topic already)", position, reason)
+
+    def _send(self, reason: str, position: SourcePosition, key: bytes | None, value: bytes | None) -> None:
+        if (position.topic, position.partition, position.offset) in self.stored:
+            log.info("bad record at %s: in the dead-letter topic already", position)
             return
-        log.warning("bad record at %s: %s (sent to the dead-letter topic)", position, reason)
         self.dead_letter.send(
             reason=reason,
             topic=position.topic,
@@ -160,10 +204,54 @@ class BadRecords:
         )
 
     def row(self, reason: str, change: DataChange) -> None:
+        """A row that cannot be written: counted now, sent by the next :meth:`send_pending`."""
         assert change.position is not None
-        found = self.source.fetch(change.position) if isinstance(self.source, RecordFetching) else None
-        key, value = found if found is not None else (None, change_bytes(change))
-        self.record(reason, change.position, key, value)
+        if self._first(change.position):
+            self._count(reason, change.position)
+            self._pending.append((reason, change))
+
+    def send_pending(self) -> None:
+        """Send the rows :meth:`row` was given, their records read again together (at a
+        checkpoint: a record met again after it is read again, after a truncate)."""
+        self.sent.clear()
+        unlogged, self._since_logged = self._since_logged - LOGGED_PER_CHECKPOINT, 0
+        if unlogged > 0:
+            log.warning("%d more bad records sent to the dead-letter topic (not logged one by one)", unlogged)
+        if not self._pending:
+            return
+        pending, self._pending = self._pending, []
+        found: Mapping[Position, KeyValue] = {}
+        if isinstance(self.source, RecordFetching):
+            found = self.source.fetch_many({c.position for _, c in pending if c.position is not None})
+        for reason, change in pending:
+            position = change.position
+            assert position is not None
+            record = found.get(position)
+            key, value = record if record is not None else (None, change_bytes(change))
+            self._send(reason, position, key, value)
+
+    def refused(self, rows: Sequence[RefusedRow]) -> None:
+        """Rows the sink's destination refused in a write: sent and stored now (any thread)."""
+        for row in rows:
+            position = row.change.position
+            assert position is not None
+            if self.fail:
+                raise BadRecordError(row.reason, position)
+            log.warning(
+                "row at %s refused by the sink: %s (sent to the dead-letter topic)", position, row.reason
+            )
+            self._send(row.reason, position, None, change_bytes(row.change))
+            self._refused.put((row.reason, position))
+        self.dead_letter.flush()
+
+    def settle(self) -> None:
+        """Count the rows :meth:`refused` sent (consume thread)."""
+        while True:
+            try:
+                reason, position = self._refused.get_nowait()
+            except Empty:
+                return
+            self._tally(reason, position)
 
     def check_something_written(self, buffered: int) -> None:
         """A bounded read that ends with every record it read in the dead-letter topic fails."""

@@ -316,9 +316,12 @@ class Checkpoints:
         metrics: Metrics,
         status: RunnerStatus,
         background: Background | None = None,
+        settle: Callable[[], None] | None = None,
     ) -> None:
         self.settings = settings
         self.source = source
+        #: Counts on the consume thread what a commit did beside (rows the sink refused).
+        self.settle = settle
         self.sink = sink
         self.dead_letter = dead_letter
         self.state = state
@@ -397,6 +400,8 @@ class Checkpoints:
             raise checkpoint_error(e) from e
         self.checkpointed = commit.offsets
         self.schemas.saved = commit.schemas
+        if self.settle is not None:
+            self.settle()
         self.status.waited()
         metrics = self.metrics
         for table, count in commit.written.items():
@@ -429,6 +434,8 @@ class Checkpoints:
         # first: a row of these tables sent to the dead letter is not read again after a restart
         retries.call(self.dead_letter.flush, "storing the dead letters", on_wait=on_wait)
         retries.call(lambda: sink.flush_tables(sink_tables, offsets), "flushing the sink", on_wait=on_wait)
+        if self.settle is not None:
+            self.settle()
         self.status.waited()
         for table, count in written.items():
             self.metrics.rows_written[table] = self.metrics.rows_written.get(table, 0) + count

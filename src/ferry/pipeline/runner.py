@@ -67,7 +67,7 @@ from ferry.pipeline.settings import RunnerSettings
 from ferry.pipeline.shaping import RowShaper, in_table_names
 from ferry.pipeline.status import RunnerStatus
 from ferry.pipeline.truncates import OrderOf, TruncateOrder
-from ferry.sinks.base import Sink
+from ferry.sinks.base import RowRefusing, Sink
 
 if TYPE_CHECKING:
     from ferry.pipeline.transform import TableTransforms
@@ -97,7 +97,6 @@ class PipelineRunner:
         selection: TableSelection | None = None,
     ) -> None:
         self.settings = settings
-        self.selection = selection  # which tables records may name (None: all, as doubles take them)
         self.source = source
         self.decode = decode
         self.sink = sink
@@ -109,6 +108,7 @@ class PipelineRunner:
         self.metrics = Metrics(worker=self.worker)
         letters = SerialDeadLetter(dead_letter)  # sent here, flushed by a checkpoint's commit
         self.bad = BadRecords(letters, source, self.metrics, fail=settings.fail_on_bad_record)
+        self.bad.selection = selection
         self.schemas = SchemaOperator(
             settings=settings.schema,
             sink=sink,
@@ -147,7 +147,10 @@ class PipelineRunner:
             metrics=self.metrics,
             status=self.status,
             background=background,
+            settle=self.bad.settle,
         )
+        if isinstance(sink, RowRefusing):  # rows its destination refuses go to the dead-letter topic
+            sink.on_refused(self.bad.refused)
         self.schemas.before_sink = self.checkpoints.wait
         self.rows = RowBuffers()
         self.shaper = RowShaper(
@@ -262,8 +265,7 @@ class PipelineRunner:
             self._process(events, records)
 
     def _process(self, events: list[Event], records: Sequence[Any]) -> None:
-        if self.selection is not None:  # records of tables the job does not route: dead letters
-            events = self.bad.routed(self.selection, events, self.rows.raw.materialize)
+        events = self.bad.routed(events, self.rows.raw.materialize)  # records of tables not routed out
         buffers = self.rows.tables
         skip = self.partitions.skip
         aliases = self._aliases
@@ -386,11 +388,12 @@ class PipelineRunner:
     def begin_checkpoint(self, schemas: Mapping[str, Any] | None = None) -> None:
         """After the commit in flight, the buffered rows written; their commit is left running."""
         self.checkpoints.take(self.write_buffers, schemas)
-        self.bad.checkpointed()
 
     def write_buffers(self, source_tables: Collection[TableId] | None = None) -> dict[str, int]:
         """The rows buffered (of ``source_tables`` only, when given) shaped and handed to the sink;
         returns the rows per sink table."""
         schemas, within = self.schemas, self._leftover is not None  # within a batch: see RowBuffers
         keep = lambda t: schemas.tracker.schema(t) is not None  # noqa: E731
-        return self.rows.write(self.shaper.write, keep, within, source_tables)
+        written = self.rows.write(self.shaper.write, keep, within, source_tables)
+        self.bad.send_pending()  # before the commit that stores the dead letters and passes their rows
+        return written

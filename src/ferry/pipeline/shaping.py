@@ -19,10 +19,27 @@ from ferry.pipeline.raw_values import RawForms, RawValues, materialize_all, merg
 from ferry.pipeline.route import TableRouter
 from ferry.pipeline.schema import Schema, TableId
 from ferry.pipeline.schema_operator import SchemaOperator
-from ferry.sinks.base import RawValuesWriting, Sink
+from ferry.pipeline.types import TypeRoot
+from ferry.pipeline.unavailable import keep_partial, partial_changes, unavailable_reason
+from ferry.sinks.base import PartialRowsWriting, RawValuesWriting, Sink
 
 if TYPE_CHECKING:
     from ferry.pipeline.transform import TableTransforms
+
+#: The types of the columns a source may leave without a value (see :mod:`ferry.pipeline.unavailable`).
+_PARTIAL_TYPES = frozenset(
+    (
+        TypeRoot.STRING,
+        TypeRoot.VARCHAR,
+        TypeRoot.CHAR,
+        TypeRoot.BYTES,
+        TypeRoot.VARBINARY,
+        TypeRoot.BINARY,
+        TypeRoot.ARRAY,
+        TypeRoot.MAP,
+        TypeRoot.VARIANT,
+    )
+)
 
 
 class RowShaper:
@@ -67,9 +84,10 @@ class RowShaper:
         as they are, unchanged."""
         written: dict[str, int] = {}
         forms = self._raw_forms(buffers, raw or {})
-        for sink_table, changes in self.shape(buffers).items():
+        for sink_table, shaped in self.shape(buffers).items():
             sink_schema = self.schemas.sink_schema(sink_table)
             assert sink_schema is not None
+            changes = self._complete(sink_table, sink_schema, shaped)
             if changes:
                 table_forms = forms.get(sink_table)
                 if table_forms:
@@ -79,6 +97,27 @@ class RowShaper:
                     self.sink.write(sink_table, sink_schema, changes)
                 written[str(sink_table)] = len(changes)
         return written
+
+    def _complete(
+        self, sink_table: TableId, sink_schema: Schema, changes: list[DataChange]
+    ) -> list[DataChange]:
+        """The changes a sink table gets: its partial rows (see :mod:`ferry.pipeline.unavailable`)
+        completed by the sink, or sent to the dead-letter destination where it cannot write them
+        exactly."""
+        if not changes or not any(c.type.root in _PARTIAL_TYPES for c in sink_schema):
+            return changes
+        partial = partial_changes(changes)
+        if not partial:
+            return changes
+        if isinstance(self.sink, PartialRowsWriting):
+            rejected = dict(self.sink.complete_rows(sink_table, sink_schema, changes, partial))
+        else:
+            rejected = {i: unavailable_reason(changes[i]) for i in partial}
+        if not rejected:
+            return changes
+        for index, reason in sorted(rejected.items()):
+            self.bad_row(f"{sink_table}: {reason}", changes[index])
+        return [c for i, c in enumerate(changes) if i not in rejected]
 
     def _raw_forms(
         self, buffers: Mapping[TableId, list[DataChange]], raw: Mapping[TableId, Sequence[RawValues]]
@@ -136,6 +175,13 @@ class RowShaper:
         schema = self.schemas.tracker.schema(source_table)
         if self.transforms is None or schema is None:
             return changes
+        partial = partial_changes(changes)
+        if partial:  # an expression cannot be computed from a value that was not sent
+            for index in partial:
+                reason = f"{unavailable_reason(changes[index])}; a transform reads the row"
+                self.bad_row(reason, changes[index])
+            kept = set(partial)
+            changes = [c for i, c in enumerate(changes) if i not in kept]
         return self.transforms.rows(source_table, schema, changes, self._transform_failed)
 
     def _transform_failed(self, change: DataChange, reason: str) -> None:
@@ -183,7 +229,7 @@ class RowShaper:
             try:
                 adapted.append(adapter.adapt(change))
             except CastError as e:
-                self.bad_row(str(e), change)
+                self.bad_row(f"sink table {sink_table}: {e}", change)
         return adapted
 
 
@@ -201,7 +247,7 @@ def in_table_names(change: DataChange, names: Mapping[str, str]) -> DataChange:
     before, after = change.before, change.after
     return change._replace(
         before=None if before is None else {names.get(k, k): v for k, v in before.items()},
-        after=None if after is None else {names.get(k, k): v for k, v in after.items()},
+        after=None if after is None else keep_partial(after, {names.get(k, k): v for k, v in after.items()}),
     )
 
 

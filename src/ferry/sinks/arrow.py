@@ -5,16 +5,18 @@ Imported only by those sinks: pyarrow comes with their extras.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ferry.pipeline.events import Row
+from ferry.pipeline.events import DataChange, Row
 from ferry.pipeline.raw_values import RAW_TYPES, ColumnForm, RawForms, materialize_column
 from ferry.pipeline.schema import TableId
-from ferry.sinks.exceptions import SinkTerminalError
+from ferry.sinks.base import RefusedRow, RefusedRows
+from ferry.sinks.exceptions import SinkRowError, SinkTerminalError
 
 _VALUE_ERRORS = (pa.ArrowException, TypeError, ValueError, OverflowError)
 #: An epoch count's unit → the Arrow type of the same counts.
@@ -53,9 +55,7 @@ def rows_to_arrow(
     except _VALUE_ERRORS as e:
         for name, form in deferred.items():  # the message names the value the source sent
             materialize_column(rows, name, form)
-        raise SinkTerminalError(
-            _explain_bad_value(arrow_schema, rows, e), sink=sink, table=str(table_id)
-        ) from e
+        raise SinkRowError(_explain_bad_value(arrow_schema, rows, e), sink=sink, table=str(table_id)) from e
     for field in arrow_schema:
         if not field.nullable and data.column(field.name).null_count:
             raise SinkTerminalError(
@@ -64,6 +64,65 @@ def rows_to_arrow(
                 table=str(table_id),
             )
     return data
+
+
+def rows_to_arrow_setting_aside(
+    arrow_schema: pa.Schema,
+    rows: list[Row],
+    changes: Sequence[DataChange],
+    refuse: RefusedRows | None,
+    *,
+    sink: str,
+    table_id: TableId,
+    raw: RawForms | None = None,
+) -> tuple[pa.Table, set[int]]:
+    """:func:`rows_to_arrow`, but a row with a value that does not fit its column is set aside
+    rather than failing the batch, when ``refuse`` is given: it goes to ``refuse`` (with the change
+    of ``changes`` it comes from, and the reason) before anything is committed. Returns the table
+    of the other rows and the indexes in ``rows`` of those set aside."""
+    try:
+        return rows_to_arrow(arrow_schema, rows, sink=sink, table_id=table_id, raw=raw), set()
+    except SinkRowError:
+        if refuse is None:
+            raise
+        unfit = _unfit_rows(arrow_schema, rows)
+        by_row = {id(row): c for c in changes for row in (c.before, c.after) if row is not None}
+        if not unfit or any(id(rows[i]) not in by_row for i in unfit):
+            raise  # the rows at fault cannot be told apart, or not traced to their changes
+    refuse(
+        [
+            RefusedRow(by_row[id(rows[i])], f"{sink} sink, table {table_id}: {reason}")
+            for i, reason in sorted(unfit.items())
+        ]
+    )
+    kept = [row for i, row in enumerate(rows) if i not in unfit]
+    return rows_to_arrow(arrow_schema, kept, sink=sink, table_id=table_id, raw=raw), set(unfit)
+
+
+def _unfit_rows(arrow_schema: pa.Schema, rows: list[Row]) -> dict[int, str]:
+    """Per row index, why a value of it does not fit its column: a column at a time, then the
+    values of a column that does not build one by one."""
+    unfit: dict[int, str] = {}
+    for field in arrow_schema:
+        values = [row.get(field.name) for row in rows]
+        try:
+            pa.array(values, type=field.type)
+            continue
+        except _VALUE_ERRORS:
+            pass
+        for i, value in enumerate(values):
+            if i in unfit:
+                continue
+            try:
+                pa.array([value], type=field.type)
+            except _VALUE_ERRORS as e:
+                unfit[i] = f"column {field.name}: value {_shown(value)} does not fit {field.type} ({e})"
+    return unfit
+
+
+def _shown(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 80 else text[:80] + "..."
 
 
 def _raw_columns(rows: list[Row], deferred: dict[str, tuple[ColumnForm, pa.DataType]]) -> dict[str, pa.Array]:

@@ -13,13 +13,14 @@ already shaped to the sink table's schema.
 Optional abilities are small protocols: :class:`OffsetCommitting` for sinks whose commits also
 record the source offsets they contain (exactly-once restarts), :class:`TableFlushing` for sinks
 that can commit some tables' rows alone (the barrier before a schema change then commits only the
-tables it concerns).
+tables it concerns). :class:`RowRefusing` for sinks that set aside a row their destination refuses
+and write the others.
 """
 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from collections.abc import Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Protocol, runtime_checkable
@@ -162,6 +163,32 @@ class TableFlushing(Protocol):
         ...
 
 
+@dataclass(frozen=True, slots=True)
+class RefusedRow:
+    """A row the destination refused, and why (naming the sink table and, where the destination
+    does, the column)."""
+
+    change: DataChange
+    reason: str
+
+
+#: Where a sink hands the rows it set aside (the pipeline sends them to the dead-letter topic
+#: and stores them there before it returns).
+RefusedRows = Callable[[Sequence[RefusedRow]], None]
+
+
+@runtime_checkable
+class RowRefusing(Protocol):
+    """A sink that sets aside a row its destination refuses for its data, and writes the others:
+    when a write fails for a row, it writes the rows one by one, hands those refused to the
+    handler given here (before it commits what it wrote, where it can), and goes on. Without a
+    handler the write fails as it did."""
+
+    def on_refused(self, handler: RefusedRows) -> None:
+        """From now on, refused rows go to ``handler``."""
+        ...
+
+
 @runtime_checkable
 class TableDropping(Protocol):
     """A sink that can drop a table for a replay to rebuild it (Iceberg, Paimon)."""
@@ -204,13 +231,44 @@ class RawValuesWriting(Protocol):
         ...
 
 
+@runtime_checkable
+class PartialRowsWriting(Protocol):
+    """A sink that writes partial rows exactly: an update whose new row lacks some values
+    (:data:`~ferry.pipeline.unavailable.UNAVAILABLE`: an unchanged TOASTed value Debezium did not
+    get) keeps, in those columns, the values the sink's table holds. Without it, such a row goes
+    to the dead-letter destination."""
+
+    def complete_rows(
+        self, table_id: TableId, schema: Schema, changes: Sequence[DataChange], partial: Sequence[int]
+    ) -> list[tuple[int, str]]:
+        """Before :meth:`Sink.write` of ``changes``, of which those at the indexes ``partial`` are
+        partial: fill their values in place where the sink must (a sink that leaves the columns
+        out of its writes fills none), and return the indexes it cannot write exactly, each with
+        the reason (they are sent to the dead-letter destination, not written)."""
+        ...
+
+
+@runtime_checkable
+class PlaceholderWriting(Protocol):
+    """A sink that writes a value the source did not send as the source wrote it: its
+    placeholder (the Kafka sink: the record as Debezium wrote it)."""
+
+    #: The source's placeholder (Debezium's ``unavailable.value.placeholder``); set by the worker.
+    unavailable_value_placeholder: str
+
+
 __all__ = [
     "COMMENTS_NOT_SYNCED",
     "TABLE_FORMAT_CHANGES",
     "AsyncSchemaChanges",
     "ChangeKind",
     "OffsetCommitting",
+    "PartialRowsWriting",
+    "PlaceholderWriting",
     "RawValuesWriting",
+    "RefusedRow",
+    "RefusedRows",
+    "RowRefusing",
     "SchemaCaching",
     "Sink",
     "SinkCapabilities",

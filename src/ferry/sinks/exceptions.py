@@ -25,6 +25,11 @@ class SinkTerminalError(SinkError, TerminalError):
     """A sink operation that will not succeed on retry (incompatible schema, refused change)."""
 
 
+class SinkRowError(SinkTerminalError):
+    """The destination refused a row of a write for its data (a value it cannot hold, a constraint
+    it breaks): the row is to be found and set aside, not the write retried as it is."""
+
+
 def incompatible_table(
     problems: Sequence[str], existing: Schema, wanted: Schema, *, sink: str, table: TableId
 ) -> SinkTerminalError:

@@ -20,9 +20,11 @@ from ferry.pipeline.raw_values import RawForms
 from ferry.pipeline.router import change_kind
 from ferry.pipeline.schema import Schema, TableId
 from ferry.pipeline.types import DataType
+from ferry.pipeline.unavailable import fill, unavailable_reason
 from ferry.sinks.base import ChangeKind, Sink, SinkCapabilities, Support
 from ferry.sinks.declaration import SinkDeclaration
 from ferry.sinks.exceptions import SinkTerminalError, SinkTransientError
+from ferry.sinks.rows import complete_from_versions
 
 #: Everything supported: the default for a memory sink.
 ALL_SUPPORTED = SinkCapabilities(changes={kind: Support.APPLY for kind in ChangeKind})
@@ -163,6 +165,29 @@ class MemorySink(Sink):
             self.committed_with(table_id, offsets)
             del self.pending[table_id]
 
+    def complete_rows(
+        self, table_id: TableId, schema: Schema, changes: Sequence[DataChange], partial: Sequence[int]
+    ) -> list[tuple[int, str]]:
+        """A partial row takes its missing values from its key's last version: among the rows
+        not committed yet, else in the table; a key the table does not hold has none."""
+        keys = schema.primary_keys
+        if not keys:
+            return [(i, f"{unavailable_reason(changes[i])}; the table has no primary key") for i in partial]
+        still, deleted = complete_from_versions(
+            changes, partial, keys, self.pending.get(table_id, ()), self.type
+        )
+        rejected = [(i, f"{unavailable_reason(changes[i])}; its row was deleted before") for i in deleted]
+        table = self.tables.get(table_id)
+        for index in still:
+            after = changes[index].after
+            assert after is not None
+            held = None if table is None else table.rows.get(tuple(after.get(k) for k in keys))
+            if held is None or not fill(after, held):
+                rejected.append(
+                    (index, f"{unavailable_reason(changes[index])}; the table has no row of its key")
+                )
+        return rejected
+
     def committed_with(self, table_id: TableId, offsets: Offsets) -> None:
         """A table's rows were committed with these offsets (kept by a sink that records them)."""
 
@@ -243,6 +268,12 @@ class NullSink(Sink):
     ) -> None:
         """Rows with raw columns (:mod:`ferry.pipeline.raw_values`): discarded unconverted."""
         self.rows_written += len(changes)
+
+    def complete_rows(
+        self, table_id: TableId, schema: Schema, changes: Sequence[DataChange], partial: Sequence[int]
+    ) -> list[tuple[int, str]]:
+        """Counted as written, as every row."""
+        return []
 
     def flush(self, offsets: Offsets) -> None:
         self.flushes += 1

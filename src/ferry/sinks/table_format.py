@@ -19,8 +19,9 @@ from __future__ import annotations
 import json
 import logging
 from abc import abstractmethod
-from collections.abc import Callable, Collection, Iterable, Iterator, Sequence
+from collections.abc import Callable, Collection, Hashable, Iterable, Iterator, Sequence
 from contextlib import AbstractContextManager, contextmanager, nullcontext
+from operator import itemgetter
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
@@ -29,9 +30,11 @@ from ferry.pipeline.apply import is_applied
 from ferry.pipeline.events import CreateTable, DataChange, DropTable, Op, Row, SchemaChange, TruncateTable
 from ferry.pipeline.raw_values import ColumnForm, RawForms, materialize_column, same_form
 from ferry.pipeline.schema import Schema, TableId
+from ferry.pipeline.unavailable import fill, unavailable_reason
 from ferry.retry import RetryPolicy
-from ferry.sinks.base import Sink
+from ferry.sinks.base import RefusedRows, Sink
 from ferry.sinks.exceptions import SinkError, SinkTerminalError, SinkTransientError
+from ferry.sinks.rows import complete_from_versions
 
 log = logging.getLogger(__name__)
 
@@ -65,6 +68,8 @@ class TableFormatSink(Sink):
         self.skipped_deletes: dict[TableId, int] = {}
         self._schemas: dict[TableId, Schema | None] = {}
         self._buffers: dict[TableId, list[DataChange]] = {}
+        #: Where a row whose value does not fit its column goes (None: the commit fails).
+        self.refused: RefusedRows | None = None
         self._written_schemas: dict[TableId, Schema] = {}
         #: Per table, the forms of the raw columns of its buffered rows (see :meth:`write_raw`)
         self._raw_forms: dict[TableId, dict[str, ColumnForm]] = {}
@@ -115,6 +120,11 @@ class TableFormatSink(Sink):
     @abstractmethod
     def drop_catalog_table(self, table_id: TableId) -> None:
         """Drop an existing table from the catalog."""
+
+    @abstractmethod
+    def read_rows(self, table: Any, keys: tuple[str, ...], values: list[Hashable]) -> list[Row]:
+        """The rows of ``table`` whose key is one of ``values`` (tuples for a composite key), as
+        the table holds them now (at least those: the caller matches the keys)."""
 
     def already_applied(self, change: SchemaChange) -> bool:
         """Whether the table already shows the change (a replay); names compared exactly."""
@@ -184,6 +194,11 @@ class TableFormatSink(Sink):
                 self.alter_table(change)
         self._schemas.pop(table_id, None)
 
+    def on_refused(self, handler: RefusedRows) -> None:
+        """A row with a value that does not fit its column is set aside (see
+        :func:`ferry.sinks.arrow.rows_to_arrow_setting_aside`) and goes to ``handler``."""
+        self.refused = handler
+
     def write(self, table_id: TableId, schema: Schema, changes: Sequence[DataChange]) -> None:
         buffer = self._buffers.get(table_id)
         if buffer is None:
@@ -213,6 +228,42 @@ class TableFormatSink(Sink):
     def raw_forms(self, table_id: TableId) -> RawForms | None:
         """The forms of the raw columns of a table's buffered rows (None: no column is raw)."""
         return self._raw_forms.get(table_id)
+
+    def complete_rows(
+        self, table_id: TableId, schema: Schema, changes: Sequence[DataChange], partial: Sequence[int]
+    ) -> list[tuple[int, str]]:
+        """A partial row takes its missing values from its key's last version: buffered for this
+        checkpoint, else read from the table (one read of every such key of the checkpoint)."""
+        keys = schema.primary_keys
+        if not keys:
+            return [(i, f"{unavailable_reason(changes[i])}; the table has no primary key") for i in partial]
+        buffered = self._buffers.get(table_id, ())
+        still, deleted = complete_from_versions(changes, partial, keys, buffered, self.type)
+        rejected = [(i, f"{unavailable_reason(changes[i])}; its row was deleted before") for i in deleted]
+        if not still:
+            return rejected
+        get = itemgetter(*keys)
+        wanted: dict[Hashable, list[int]] = {}
+        for index in still:
+            after = changes[index].after
+            assert after is not None
+            wanted.setdefault(get(after), []).append(index)
+        table = self.load_table(table_id)
+        held: dict[Hashable, Row] = {}
+        if table is not None:
+            with self.errors(table_id, "reading the rows to update"):
+                held = {get(row): row for row in self.read_rows(table, keys, list(wanted))}
+        for key, indexes in wanted.items():
+            for index in indexes:
+                after = changes[index].after
+                assert after is not None
+                row = held.get(key)
+                if row is None or not fill(after, row):
+                    reason = f"{unavailable_reason(changes[index])}; the table has no row of its key"
+                    rejected.append((index, reason))
+                else:
+                    held[key] = after  # a later partial row of the key in this checkpoint
+        return rejected
 
     def append_only_rows(self, table_id: TableId, changes: Sequence[DataChange]) -> list[Row]:
         """The rows a table without a primary key gets: the new rows of inserts and updates. Its

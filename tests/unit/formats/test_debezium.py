@@ -91,7 +91,7 @@ FIXTURES: dict[str, tuple[dict[str, int], int]] = {
 @pytest.mark.parametrize("path", sorted(FIXTURES))
 def test_fixture(path: str) -> None:
     expected, observed = FIXTURES[path]
-    events = decoder_for("debezium-json").decode(records(path))
+    events = decoder_for("debezium-json", infer_types=True).decode(records(path))
     assert summary(events) == expected
     assert len(of_type(events, SchemaObserved)) == observed
     for event in of_type(events, DataChange):
@@ -105,7 +105,7 @@ def test_fixture(path: str) -> None:
 def decode(
     *values: Any, topic: str = "srv.inventory.products", key: Any = None, partition: int = 0
 ) -> list[Any]:
-    return decoder_for("debezium-json").decode(
+    return decoder_for("debezium-json", infer_types=True).decode(
         [Record(topic, partition, i, key=_bytes(key), value=_bytes(v)) for i, v in enumerate(values)]
     )
 
@@ -117,7 +117,9 @@ def _bytes(value: Any) -> bytes | None:
 
 
 def test_schema_drift_in_the_envelope_gives_one_more_schema_observed() -> None:
-    events = decoder_for("debezium-json").decode(records("apache-flink-cdc/debezium-json-with-schema.txt"))
+    events = decoder_for("debezium-json", infer_types=True).decode(
+        records("apache-flink-cdc/debezium-json-with-schema.txt")
+    )
     observed = of_type(events, SchemaObserved)
     products = TableId(None, "$databaseName", "products")
     assert [o.table_id for o in observed] == [TableId(None, "$databaseName", "customers"), products, products]
@@ -132,7 +134,9 @@ def test_schema_drift_in_the_envelope_gives_one_more_schema_observed() -> None:
 
 
 def test_schema_drift_without_the_envelope_is_inferred() -> None:
-    events = decoder_for("debezium-json").decode(records("apache-flink-cdc/debezium-json.txt"))
+    events = decoder_for("debezium-json", infer_types=True).decode(
+        records("apache-flink-cdc/debezium-json.txt")
+    )
     observed = [o for o in of_type(events, SchemaObserved) if o.table_id.table_name == "products"]
     assert len(observed) == 2
     assert observed[1].schema.names == (*observed[0].schema.names, "new_col")
@@ -142,7 +146,7 @@ def test_schema_drift_without_the_envelope_is_inferred() -> None:
 
 
 def test_values_with_the_envelope() -> None:
-    events = decoder_for("debezium-json").decode(
+    events = decoder_for("debezium-json", infer_types=True).decode(
         records("apache-paimon/kafka/debezium/table/schema/alltype/debezium-data-1.txt")
     )
     (observed,) = of_type(events, SchemaObserved)
@@ -174,7 +178,9 @@ def test_values_with_the_envelope() -> None:
 
 
 def test_values_with_the_envelope_seatunnel() -> None:
-    events = decoder_for("debezium-json").decode(records("apache-seatunnel/debezium_data.txt"))
+    events = decoder_for("debezium-json", infer_types=True).decode(
+        records("apache-seatunnel/debezium_data.txt")
+    )
     first = of_type(events, DataChange)[0].after
     assert first["f_binary"] == b"abct" + bytes(60)
     assert first["f_bigint_unsigned"] == Decimal(987654321)
@@ -188,7 +194,7 @@ def test_values_with_the_envelope_seatunnel() -> None:
 def test_values_without_the_envelope_stay_as_json_gives_them() -> None:
     # these events have no source block: the table comes from the topic name
     topic = "mysql_binlog_source.column_type_test.full_types"
-    events = decoder_for("debezium-json").decode(
+    events = decoder_for("debezium-json", infer_types=True).decode(
         records("apache-flink-cdc/debezium-data-schema-exclude.json", topic)
     )
     snapshot = of_type(events, DataChange)[0]
@@ -203,7 +209,7 @@ def test_values_without_the_envelope_stay_as_json_gives_them() -> None:
 
 
 def test_records_contradicting_their_schema() -> None:
-    events = decoder_for("debezium-json").decode(
+    events = decoder_for("debezium-json", infer_types=True).decode(
         records("apache-flink-cdc/debezium-data-schema-include.json")
     )
     assert [e.reason for e in of_type(events, BadRecord)] == [
@@ -290,7 +296,7 @@ def test_the_envelope_is_converted_once_and_payloads_still_differ() -> None:
             },
         }
 
-    decoder = decoder_for("debezium-json")
+    decoder = decoder_for("debezium-json", infer_types=True)
     events = decoder.decode(
         [
             Record("srv.inventory.products", 0, i, value=orjson.dumps(event(i, "d" if i == 3 else "c")))
@@ -316,7 +322,7 @@ def test_the_envelope_is_converted_once_and_payloads_still_differ() -> None:
 
 
 def test_primary_keys_from_the_key_schema() -> None:
-    events = decoder_for("debezium-json").decode(
+    events = decoder_for("debezium-json", infer_types=True).decode(
         key_value_records("apache-paimon/kafka/debezium-avro/table/schema/alltype/debezium-avro-data-1.txt")
     )
     (observed,) = of_type(events, SchemaObserved)
@@ -410,7 +416,7 @@ def test_a_tombstone_is_a_tombstone_and_the_batch_goes_on() -> None:
     }
     delete = {"op": "d", "before": {"id": 1004}, "after": None, "source": {"db": "inventory", "table": "t"}}
     topic = "dbserver1.inventory.customers"
-    events = decoder_for("debezium-json").decode(
+    events = decoder_for("debezium-json", infer_types=True).decode(
         [
             Record(topic, 0, 0, key=orjson.dumps(key), value=orjson.dumps(delete)),
             Record(topic, 0, 1, key=orjson.dumps(key), value=None),
@@ -443,7 +449,9 @@ def test_table_ids() -> None:
 
 
 def test_snapshot_rows() -> None:
-    events = decoder_for("debezium-json").decode(records("apache-flink/debezium-data-schema-include.txt"))
+    events = decoder_for("debezium-json", infer_types=True).decode(
+        records("apache-flink/debezium-data-schema-include.txt")
+    )
     first = of_type(events, DataChange)[0]
     # MySQL 1.1 marks snapshot rows with source.snapshot and op "c": an insert.
     assert first.op is Op.INSERT
@@ -454,7 +462,7 @@ def test_snapshot_rows() -> None:
         "weight": 3.140000104904175,
     }
     assert first.ts_ms == 1589355606100
-    events = decoder_for("debezium-json").decode(
+    events = decoder_for("debezium-json", infer_types=True).decode(
         records("apache-flink/debezium-postgres-data-schema-include.txt")
     )
     assert of_type(events, DataChange)[0].op is Op.READ
@@ -462,7 +470,7 @@ def test_snapshot_rows() -> None:
 
 
 def test_updates_without_before_image() -> None:
-    events = decoder_for("debezium-json").decode(
+    events = decoder_for("debezium-json", infer_types=True).decode(
         records("apache-flink/debezium-postgres-data-replica-identity.txt")
     )
     updates = [e for e in of_type(events, DataChange) if e.op is Op.UPDATE]
@@ -470,12 +478,12 @@ def test_updates_without_before_image() -> None:
 
 
 def test_partial_before_images_and_nested_values() -> None:
-    events = decoder_for("debezium-json").decode(
+    events = decoder_for("debezium-json", infer_types=True).decode(
         records("apache-paimon/kafka/debezium/table/schemaevolution/debezium-data-3.txt")
     )
     update = next(e for e in of_type(events, DataChange) if e.op is Op.UPDATE)
     assert update.before == {"address": "Shanghai"}
-    events = decoder_for("debezium-json").decode(
+    events = decoder_for("debezium-json", infer_types=True).decode(
         records("apache-paimon/kafka/debezium/table/nestedtype/debezium-data-1.txt")
     )
     assert of_type(events, DataChange)[0].after["row"] == '{"row_key":"value"}'

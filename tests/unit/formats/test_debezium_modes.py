@@ -100,7 +100,7 @@ def test_the_ddl_types_are_the_sources() -> None:
 @pytest.mark.parametrize("time_mode", TIME_MODES)
 def test_each_time_mode_with_the_envelope_alone(time_mode: str) -> None:
     value = change_event("c", None, row_values("precise", time_mode), envelope=True, time_mode=time_mode)
-    (observed, change) = decode(DebeziumJsonDecoder(), value)
+    (observed, change) = decode(DebeziumJsonDecoder(infer_types=True), value)
     assert isinstance(observed, SchemaObserved) and isinstance(change, DataChange)
     types = {c.name: str(c.type) for c in observed.schema.columns}
     assert change.after["day"] == date(2020, 7, 17)
@@ -127,7 +127,7 @@ def test_each_time_mode_with_the_envelope_alone(time_mode: str) -> None:
 )
 def test_each_decimal_mode_with_the_envelope_alone(decimal_mode: str, price: Any, price_type: str) -> None:
     value = change_event("c", None, row_values(decimal_mode), envelope=True, decimal_mode=decimal_mode)
-    (observed, change) = decode(DebeziumJsonDecoder(), value)
+    (observed, change) = decode(DebeziumJsonDecoder(infer_types=True), value)
     assert isinstance(observed, SchemaObserved) and isinstance(change, DataChange)
     assert change.after["price"] == price and type(change.after["price"]) is type(price)
     assert str(observed.schema.column("price").type) == price_type
@@ -157,7 +157,7 @@ def test_a_tinyint1_outside_0_and_1_is_a_bad_record_with_the_ddl() -> None:
         "field 'flag' is not a valid BOOLEAN: 7 (a TINYINT(1) (BOOLEAN) value other than 0 and 1)"
     )
     # without the DDL it is the connector's INT16
-    (observed, change) = decode(DebeziumJsonDecoder(), value)
+    (observed, change) = decode(DebeziumJsonDecoder(infer_types=True), value)
     assert isinstance(change, DataChange) and change.after["flag"] == 7
     assert isinstance(observed, SchemaObserved) and str(observed.schema.column("flag").type) == "SMALLINT"
 
@@ -199,9 +199,10 @@ def test_a_row_decodes_the_same_with_and_without_the_envelope(decimal_mode: str,
     assert (change.after or change.before) == (expected() if op != "d" else {**expected(), "name": "Old"})
 
 
-def test_payload_only_without_a_definition_is_inferred() -> None:
+def test_payload_only_without_a_definition_is_inferred_when_the_job_accepts_it() -> None:
     value = change_event("c", None, row_values(), envelope=False)
-    (observed, change) = decode(DebeziumJsonDecoder(definitions(described_schema(["id", "name"]))), value)
+    known = definitions(described_schema(["id", "name"]))
+    (observed, change) = decode(DebeziumJsonDecoder(known, infer_types=True), value)
     assert isinstance(observed, SchemaObserved) and isinstance(change, DataChange)
     assert change.after["price"] == "BOI="  # base64 text, as it came
     assert str(observed.schema.column("price").type) == "STRING"
@@ -292,7 +293,7 @@ def test_payload_only_values_the_ddl_contradicts(changes: dict[str, Any], reason
 def test_definitions_are_matched_once_per_shape_and_refreshed_once() -> None:
     calls: list[int] = []
     known = TableDefinitions(refresh=lambda: calls.append(1))
-    decoder = DebeziumJsonDecoder(known)
+    decoder = DebeziumJsonDecoder(known, infer_types=True)
     rows = [change_event("c", None, row_values(id=i), envelope=False) for i in range(3)]
     events = decode(decoder, *rows)
     assert len(calls) == 1  # one unknown shape: one refresh, then inference
@@ -309,7 +310,7 @@ def test_a_refresh_brings_the_definitions_of_shapes_seen_before() -> None:
     older = {k: v for k, v in row_values().items() if k != "ratio"}
     topic_contents = [[], [described_schema(list(older)), described_schema()]]
     known = TableDefinitions(refresh=lambda: [known.add(TABLE, s) for s in topic_contents.pop(0)])
-    decoder = DebeziumJsonDecoder(known)
+    decoder = DebeziumJsonDecoder(known, infer_types=True)
     events = decode(
         decoder,
         change_event("c", None, older, envelope=False),  # refreshed: nothing yet, inferred
@@ -432,7 +433,7 @@ def test_flattened_rows_without_added_fields_are_upserts(envelope: bool) -> None
         flattened(row_values(), {"__deleted": "false"}, envelope=envelope),
         flattened(row_values(), {"__deleted": "true"}, envelope=envelope),
     ]
-    events = decode(DebeziumJsonDecoder(), *values, keys=[key(envelope=envelope)] * 3)
+    events = decode(DebeziumJsonDecoder(infer_types=True), *values, keys=[key(envelope=envelope)] * 3)
     changes = of_type(events, DataChange)
     assert [c.op for c in changes] == [Op.UPDATE, Op.UPDATE, Op.DELETE]
     assert [c.table_id for c in changes] == [TABLE] * 3  # from the topic
@@ -460,7 +461,7 @@ def test_a_flattened_delete_without_columns_takes_the_key() -> None:
 
 def test_a_flattened_row_names_its_table() -> None:
     value = orjson.dumps({"id": 1, "__db": "shop", "__table": "orders"})
-    (change,) = of_type(decode(DebeziumJsonDecoder(), value), DataChange)
+    (change,) = of_type(decode(DebeziumJsonDecoder(infer_types=True), value), DataChange)
     assert change.table_id == TableId(None, "shop", "orders")
     assert change.after == {"id": 1}
 
@@ -479,7 +480,7 @@ def test_a_flattened_row_names_its_table() -> None:
     ],
 )
 def test_bad_flattened_records(value: dict[str, Any], reason: str) -> None:
-    (bad,) = decode(DebeziumJsonDecoder(), orjson.dumps(value))
+    (bad,) = decode(DebeziumJsonDecoder(infer_types=True), orjson.dumps(value))
     assert isinstance(bad, BadRecord) and bad.reason == reason
 
 

@@ -27,7 +27,7 @@ from ferry.pipeline.raw_values import RawValues
 
 
 def _generic() -> DebeziumJsonDecoder:
-    decoder = DebeziumJsonDecoder()
+    decoder = DebeziumJsonDecoder(infer_types=True)
     decoder._typed_rows = False  # the reference: every record read by orjson and the row converters
     return decoder
 
@@ -58,10 +58,10 @@ def _materialized(events: list[Event]) -> list[Event]:
 
 
 def _both(batch: list[Record]) -> list[Event]:
-    typed = DebeziumJsonDecoder().decode(batch)
+    typed = DebeziumJsonDecoder(infer_types=True).decode(batch)
     generic = _generic().decode(batch)
     _same(typed, generic)
-    raw = DebeziumJsonDecoder(raw_values=True).decode(batch)
+    raw = DebeziumJsonDecoder(raw_values=True, infer_types=True).decode(batch)
     _same(_materialized(raw), generic)
     return typed
 
@@ -123,7 +123,7 @@ def _records(pairs: list[tuple[bytes | None, bytes | None]]) -> list[Record]:
 @pytest.mark.parametrize("with_schema", [True, False], ids=["envelope", "payload-only"])
 def test_a_stream_of_changes_decodes_the_same_typed(with_schema: bool) -> None:
     batch = _records(_stream(with_schema))
-    decoder = DebeziumJsonDecoder()
+    decoder = DebeziumJsonDecoder(infer_types=True)
     read, one_by_one, typed = decoder._typed_change, decoder._decode_record, []
     singly: list[Record] = []
 
@@ -273,7 +273,7 @@ def test_integer_keys_compared_by_their_bytes_match_only_their_own_row(with_sche
     good_key, value = table.insert({"id": 42, "note": "n42"})
     wrong_digit = good_key.replace(b":42}", b":420}")
     as_string = good_key.replace(b":42}", b':"42"}')
-    decoder = DebeziumJsonDecoder()
+    decoder = DebeziumJsonDecoder(infer_types=True)
     decoder.decode(_records(pairs[:2]))
     assert [run.key_column for run in decoder._runs.values()] == ["id"]  # the bytes are compared
     events = _both(_records([*pairs, (wrong_digit, value), (as_string, value), (good_key, value)]))
@@ -506,7 +506,7 @@ def test_a_stream_cut_into_batches_decodes_the_same_typed_as_it_goes(
             pair = (table.insert(row)[0], None)
         topic, partition = ("srv.shop.orders", place) if place < 2 else ("srv.shop.orders_v2", 0)
         batch.append(Record(topic, partition, offset, key=pair[0], value=pair[1]))
-    typed, generic = DebeziumJsonDecoder(), _generic()
+    typed, generic = DebeziumJsonDecoder(infer_types=True), _generic()
     bounds = sorted({0, len(batch), *(c for c in cuts if c < len(batch))})
     for start, end in itertools.pairwise(bounds):
         _same(typed.decode(batch[start:end]), generic.decode(batch[start:end]))
@@ -519,7 +519,7 @@ def test_a_raw_values_decoder_leaves_epoch_and_decimal_columns_raw_but_keys(with
     table = _table(with_schema)
     table.key = ("id", "created_at")
     pairs = [table.insert(_row(key)) for key in range(1, 6)]
-    events = DebeziumJsonDecoder(raw_values=True).decode(_records(pairs))
+    events = DebeziumJsonDecoder(raw_values=True, infer_types=True).decode(_records(pairs))
     raw = [e for e in events if isinstance(e, RawValues)]
     changes = [e for e in events if isinstance(e, DataChange)]
     if not with_schema:  # payload-only rows are typed by what they show: no epoch or decimal

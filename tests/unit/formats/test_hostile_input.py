@@ -117,7 +117,7 @@ def avro_decoder(cls_name: str) -> Callable[[], Decoder]:
 
 
 DECODERS: dict[str, Callable[[], Decoder]] = {
-    "debezium-json": lambda: decoder_for("debezium-json"),
+    "debezium-json": lambda: decoder_for("debezium-json", infer_types=True),
     "debezium-schema-change": lambda: decoder_for("debezium-schema-change"),
     "debezium-avro": avro_decoder("debezium-avro"),
     "debezium-avro-confluent": avro_decoder("debezium-avro-confluent"),
@@ -402,7 +402,7 @@ def test_a_key_that_does_not_match_its_row_is_a_bad_record_with_both(schema: boo
         key, value = b'{"id": 8}', orjson.dumps(orjson.loads(value)["payload"])
     else:
         key = key.replace(b'"payload":{"id":7}', b'"payload":{"id":8}')
-    decoder = decoder_for("debezium-json")
+    decoder = decoder_for("debezium-json", infer_types=True)
     good, bad = decoder.decode(
         [
             Record(TOPIC, 0, 0, key=JSON_TABLE.insert(ROW)[0], value=value),
@@ -416,7 +416,7 @@ def test_a_key_that_does_not_match_its_row_is_a_bad_record_with_both(schema: boo
 
 
 def test_a_flattened_record_whose_key_does_not_match_is_a_bad_record() -> None:
-    [bad] = decoder_for("debezium-json").decode(
+    [bad] = decoder_for("debezium-json", infer_types=True).decode(
         [Record(TOPIC, 0, 0, key=b'{"id": 1}', value=b'{"id": 2, "item": "two", "__op": "c"}')]
     )
     assert isinstance(bad, BadRecord) and "id is 1 in the key and 2 in the row" in bad.reason

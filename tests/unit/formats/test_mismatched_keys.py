@@ -24,7 +24,11 @@ TOPIC = "shop.inventory.products"
 
 def decode(format: str, pairs: list[tuple[bytes | None, bytes]]) -> list[Event]:
     records = [Record(TOPIC, 0, i, key=k, value=v) for i, (k, v) in enumerate(pairs)]
-    return [e for e in decoder_for(format).decode(records) if isinstance(e, (DataChange, BadRecord))]
+    # payload-only Debezium rows typed from their values, as a job with debezium-json.infer-types
+    options = {"infer_types": True} if format == "debezium-json" else {}
+    return [
+        e for e in decoder_for(format, **options).decode(records) if isinstance(e, (DataChange, BadRecord))
+    ]
 
 
 def assert_bad_with_both(event: Event, key: bytes, value: bytes, *named: str) -> None:

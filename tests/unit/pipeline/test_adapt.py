@@ -1,5 +1,6 @@
 import datetime as dt
 import decimal
+import re
 
 import pytest
 
@@ -60,3 +61,41 @@ def test_lossy_casts_fail_naming_the_column(
     adapter = RowAdapter(Schema.of([Column("v", source)]), Schema.of([Column("v", sink)]), identity)
     with pytest.raises(CastError, match=f"column 'v'.*{why}"):
         adapter.adapt_row({"v": value})
+
+
+@pytest.mark.parametrize(
+    ("source", "sink", "fits", "too_long", "why"),
+    [
+        (T.VARCHAR(100), T.VARCHAR(20), "x" * 20, "x" * 21, "21 characters long, longer than 20"),
+        (T.STRING(), T.CHAR(3), "abc", "abcd", "4 characters long, longer than 3"),
+        (T.BIGINT(), T.VARCHAR(2), 42, 420, "3 characters long, longer than 2"),
+        (T.BYTES(), T.VARBINARY(4), b"\x00" * 4, b"\x00" * 5, "5 bytes long, longer than 4"),
+        (T.STRING(), T.VARCHAR(2), "éé", "ééé", "3 characters long, longer than 2"),
+    ],
+)
+def test_a_value_longer_than_its_sink_column_is_refused_naming_its_length(
+    source: T.DataType, sink: T.DataType, fits: object, too_long: object, why: str
+) -> None:
+    adapter = RowAdapter(Schema.of([Column("v", source)]), Schema.of([Column("v", sink)]), identity)
+    change = DataChange(TableId.parse("t"), Op.INSERT, None, {"v": fits})
+    assert adapter.adapt(change).after == {"v": fits if not isinstance(fits, int) else str(fits)}
+    with pytest.raises(CastError, match=f"column 'v': .* cannot be cast to {re.escape(str(sink))}.*{why}"):
+        adapter.adapt(change._replace(after={"v": too_long}))
+
+
+def test_a_column_at_least_as_long_as_the_source_is_not_checked() -> None:
+    for source, sink in (
+        (T.VARCHAR(20), T.VARCHAR(20)),
+        (T.VARCHAR(20), T.VARCHAR(100)),
+        (T.CHAR(5), T.STRING()),
+    ):
+        assert RowAdapter(Schema.of([Column("v", source)]), Schema.of([Column("v", sink)]), identity).identity
+
+
+def test_a_long_value_is_cut_in_the_reason() -> None:
+    adapter = RowAdapter(
+        Schema.of([Column("v", T.STRING())]), Schema.of([Column("v", T.VARCHAR(5))]), identity
+    )
+    with pytest.raises(CastError) as caught:
+        adapter.adapt(DataChange(TableId.parse("t"), Op.INSERT, None, {"v": "y" * 10_000}))
+    assert len(str(caught.value)) < 300 and "10000 characters long" in str(caught.value)

@@ -379,7 +379,7 @@ def test_a_record_naming_another_table_than_its_topics_is_dead_lettered(tmp_path
         Record("srv.inv.elsewhere", 0, 0, key=b'{"id": 7}', value=_json(unsourced)),
     ]
     runner = runner_for(PRODUCERS["debezium-json"], records, sink, dead, tmp_path / "s.db")
-    runner.selection = TableSelection(TableRouter(), topics_name_tables=True)
+    runner.bad.selection = TableSelection(TableRouter(), topics_name_tables=True)
     runner.run()
     assert letters(dead) == [(TOPIC, 0, 1)]
     assert dead.records[0].reason.startswith(

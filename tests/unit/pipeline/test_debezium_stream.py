@@ -76,7 +76,7 @@ def runner_for(
     return PipelineRunner(
         settings=RunnerSettings(name="dbz", tune_gc=False, fail_on_bad_record=fail_on_bad_record),
         source=source,
-        decode=decoder_for("debezium-json").decode,
+        decode=decoder_for("debezium-json", infer_types=True).decode,
         sink=sink,
         state=StateStore(f"sqlite:///{tmp_path}/state.db"),
         router=SchemaChangeRouter(sink, behavior, SCHEMA_CHANGE_TAGS),
@@ -229,7 +229,7 @@ def test_a_batch_dense_in_schema_changes_is_processed_in_parts_polling_the_consu
     runner = PipelineRunner(
         settings=RunnerSettings(name="dense", tune_gc=False, poll_budget_s=0.0),
         source=source,
-        decode=decoder_for("debezium-json").decode,
+        decode=decoder_for("debezium-json", infer_types=True).decode,
         sink=sink,
         state=StateStore(f"sqlite:///{tmp_path}/state.db"),
         router=SchemaChangeRouter(sink, SchemaChangeBehavior.EVOLVE, SCHEMA_CHANGE_TAGS),

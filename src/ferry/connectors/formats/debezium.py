@@ -14,7 +14,15 @@ parts of the topic name (``server.db.table``). Primary keys are the fields of th
 Other shapes of the same topics:
 
 * A tombstone (a key and a null value, which Debezium writes after each delete with its default
-  ``tombstones.on.delete=true``) is a :class:`~ferry.pipeline.events.Tombstone`.
+  ``tombstones.on.delete=true``) is a :class:`~ferry.pipeline.events.Tombstone`, passed over.
+  ``ExtractNewRecordState`` with ``delete.tombstone.handling.mode=delete-to-tombstone`` writes a
+  delete as a tombstone alone: a tombstone is a delete by its key when the decoder is told so
+  (``tombstone_deletes``, the job's ``debezium-json.delete.tombstone.handling.mode``), or when the
+  partition's last record was a flattened row; never when it follows the delete of its key (the
+  connector's own tombstone after a delete, also of ``rewrite-with-tombstone``).
+* A null row (``{"schema": ..., "payload": null}``, or ``null`` without the envelope) is
+  ``ExtractNewRecordState``'s delete with its default ``delete.tombstone.handling.mode=tombstone``:
+  a delete by the record key.
 * A flattened record (Debezium's ``ExtractNewRecordState`` transform), with or without the
   envelope, is the row itself: no ``op``, ``before``, ``after`` or ``source``. Fields named with
   the transform's default prefix ``__`` are its metadata and never columns: ``__op``
@@ -27,7 +35,9 @@ Other shapes of the same topics:
   schema-change topic described), a table's columns have the DDL's types where the record's own
   say less, and payload-only rows decode to what the envelope would have given (see
   :mod:`~ferry.connectors.formats.debezium_columns`). Without a definition the envelope's types
-  are used, and payload-only schemas are inferred from the values.
+  are used. Payload-only rows without a definition are typed by inference from their values only
+  when the decoder is told to (``infer_types``, the job's ``debezium-json.infer-types``): otherwise
+  the first stops the pipeline (:class:`~ferry.connectors.exceptions.UntypedRecordsError`).
 """
 
 from __future__ import annotations
@@ -41,7 +51,7 @@ from typing import Any, ClassVar, Generic, TypeVar
 import msgspec
 import orjson
 
-from ferry.connectors.exceptions import DecodeError
+from ferry.connectors.exceptions import DecodeError, UntypedRecordsError
 from ferry.connectors.formats import (
     InferredTable,
     bad_record,
@@ -53,6 +63,7 @@ from ferry.connectors.formats.connect_types import ConversionError, RowConverter
 from ferry.connectors.formats.debezium_columns import EnvelopeRefinement, PayloadRows
 from ferry.connectors.formats.debezium_typed import MAX_MISSES, TypedPayloads
 from ferry.connectors.formats.definitions import TableDefinitions
+from ferry.connectors.formats.placeholders import Markers, Placeholders, mark
 from ferry.connectors.formats.source_order import source_order
 from ferry.connectors.record import RecordLike
 from ferry.pipeline.collector import collection_paused
@@ -68,6 +79,7 @@ from ferry.pipeline.events import (
 )
 from ferry.pipeline.raw_values import RawValues
 from ferry.pipeline.schema import Schema, TableId
+from ferry.pipeline.unavailable import DEFAULT_PLACEHOLDER
 
 _OPS = {"c": Op.INSERT, "u": Op.UPDATE, "d": Op.DELETE, "r": Op.READ}
 _ENVELOPE = b'{"schema":'
@@ -97,6 +109,9 @@ class _Plan:
     flat: _Plan | None = None
     typed: TypedPayloads | None = None
     """The typed decoder of the payloads of this schema, when its columns' types allow one."""
+    unavailable: Markers | None = None
+    """Per column, the value Debezium's unavailable-value placeholder is read as (None: not
+    found yet)."""
 
     def flattened(self) -> _Plan:
         """The plan of the same schema read as a flattened row (``ExtractNewRecordState``)."""
@@ -225,6 +240,8 @@ class _Table:
     """The DDL's refinement of ``refined_plan``'s rows, when a definition matched them."""
     shapes: dict[tuple[str, ...], _Defined | None] = field(default_factory=dict)
     """Payload-only rows by their column names: the definition that matched them, if any."""
+    converter: RowConverter | PayloadRows | None = None
+    """What converted the last flattened row: a delete by key converts its key the same way."""
 
 
 @dataclass(slots=True, eq=False)
@@ -300,8 +317,22 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
     ddl_field = "ddl"
     ddl_format = "debezium-schema-change"
 
-    def __init__(self, definitions: TableDefinitions | None = None, raw_values: bool = False) -> None:
+    def __init__(
+        self,
+        definitions: TableDefinitions | None = None,
+        raw_values: bool = False,
+        unavailable_value_placeholder: str = DEFAULT_PLACEHOLDER,
+        infer_types: bool = False,
+        tombstone_deletes: bool = False,
+    ) -> None:
         self._definitions = definitions
+        self._placeholders = Placeholders(unavailable_value_placeholder)
+        """Debezium's ``unavailable.value.placeholder``: an update's column holding it is
+        :data:`~ferry.pipeline.unavailable.UNAVAILABLE` (:mod:`placeholders`)."""
+        self._infer_types = infer_types
+        """Whether payload-only rows without a definition take types inferred from their values."""
+        self._tombstone_deletes = tombstone_deletes
+        """Whether a tombstone is a delete by its key (``delete-to-tombstone``) in every partition."""
         self._raw_values = raw_values
         """Whether typed rows keep their epoch and decimal columns raw (:mod:`ferry.pipeline.raw_values`)."""
         #: Rows of a typed decoder converted together (chunk by chunk), unless they stay raw.
@@ -323,6 +354,13 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
         """The table state (of one of its partitions) of each entry of :attr:`_columnar`."""
         self._runs: dict[tuple[str, int], _Run] = {}
         """Per partition: the shape its last record had, when the typed decoder read it."""
+        self._deletes: dict[tuple[str, int], tuple[int, bytes | None]] = {}
+        """Per partition: the offset and key of its last delete (a tombstone after it is its own)."""
+        self._flat_tables: dict[tuple[str, int], _Table] = {}
+        """Per partition whose last record was a flattened row: its table (a delete by key is of
+        that table)."""
+        self._key_converters: dict[bytes, RowConverter | None] = {}
+        """Converters of keys by their schema's bytes, for deletes by key of a table without rows yet."""
 
     def decode(self, records: Sequence[RecordLike]) -> list[Event]:
         with collection_paused():
@@ -370,13 +408,15 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
         """Decode the records from ``index`` on as long as each matches its partition's run (see
         :class:`_Run`): the index of the first that does not (or of the end)."""
         append, runs, columnar, encode, count = out.append, self._runs, self._columnar, _encode, len(records)
+        deletes = self._deletes
         chunk = self._column_chunk
-        new, position_type, data_change, ops, delete, envelope = (
+        new, position_type, data_change, ops, delete, update, envelope = (
             _new,
             SourcePosition,
             DataChange,
             _OPS,
             Op.DELETE,
+            Op.UPDATE,
             _ENVELOPE,
         )
         decode_errors = (msgspec.ValidationError, msgspec.DecodeError)
@@ -395,6 +435,7 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
                 entered = index
                 typed, prefix, table, schema = run.typed, run.prefix, run.table, run.schema
                 decode, plain, row_of, rows = typed.decode, typed.plain, typed.row, None
+                unavailable = typed.unavailable
                 start = len(prefix)
                 db, schema_name, name = run.source
                 key_prefix, key_names, key_column = run.key_prefix, run.key_names, run.key_column
@@ -465,6 +506,8 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
                     break
             if table.emitted is not schema:
                 break
+            if op is update and unavailable and after is not None:
+                after = mark(after, unavailable)
             if rows is not None:  # as _typed_change keeps them, written out here: no call per record
                 if after is not None:
                     rows.append(after)
@@ -473,6 +516,7 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
                 if len(rows) >= chunk:
                     typed.convert_columns(rows)
                     rows.clear()
+            offset = record.offset()
             append(
                 new(
                     data_change,
@@ -481,11 +525,13 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
                         op,
                         before,
                         after,
-                        new(position_type, (topic, partition, record.offset())),
+                        new(position_type, (topic, partition, offset)),
                         source.ts_ms or payload.ts_ms,
                     ),
                 )
             )
+            if op is delete:
+                deletes[(topic, partition)] = (offset, key)
             index += 1
         if run is not None and index > entered:
             run.typed.misses = 0
@@ -501,7 +547,7 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
             if self._runs:
                 self._runs.pop((topic, partition), None)
             if value is None:
-                out.append(Tombstone(position, record.key()))
+                self._tombstone(record, position, out)
                 return
             plan = _INFER
             payload: Any = None
@@ -540,6 +586,9 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
                     raise DecodeError(json_error(e)) from None
                 if type(payload) is dict and "payload" in payload and "schema" in payload:
                     payload, plan = self._envelope(payload, value, topic, partition)
+            if payload is None:
+                self._key_delete(record, plan, position, out)
+                return
             if type(payload) is not dict:
                 raise DecodeError("not a Debezium change event: the payload is not a JSON object")
             code = payload.get("op")
@@ -548,6 +597,8 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
             if op is None and code is None and not any(f in payload for f in _ENVELOPE_FIELDS):
                 self._flattened(payload, plan, record, position, out)
                 return
+            if self._flat_tables:
+                self._flat_tables.pop((topic, partition), None)  # the partition's rows have the envelope
             if type(source) is dict and (name := source.get("table")):
                 table = self._tables.get((source.get("db"), source.get("schema"), name, topic, partition))
                 if table is None:
@@ -570,7 +621,7 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
             inferred = plan.row is None and self._definitions is None
             if keys and inferred:  # before the row's values reach the table's inferred schema
                 self._check_key(key, after if after is not None else before, topic, partition, key_row)
-            converter, schema = self._convert(table, plan, keys, after, before)
+            converter, schema = self._convert(table, plan, keys, after, before, position=position)
             if keys and not inferred:
                 self._check_key(
                     key,
@@ -582,10 +633,13 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
                     table=table,
                 )
             if op is Op.DELETE:
+                self._deletes[(topic, partition)] = (position.offset, key)
                 if before is None:
                     before = self._key_row(key, converter, table)
             elif after is None:
                 raise DecodeError(f"op {payload['op']!r} without an 'after' row")
+            elif op is Op.UPDATE:
+                after = self._mark_unavailable(after, plan)
             if table.emitted is not schema:
                 if schema.columns and (table.emitted is None or table.emitted != schema):
                     out.append(SchemaObserved(table.table_id, schema, position))
@@ -598,15 +652,26 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
                 self._learned(topic, partition, table)
         except DecodeError as e:
             out.append(bad_record(record, e.reason))
+        except UntypedRecordsError:
+            raise  # the job, not the record, is wrong
         except Exception as e:  # a record must never stop the batch
             out.append(bad_record(record, internal_error(e)))
 
     # ------------------------------------------------------------------------------- rows
 
     def _convert(
-        self, table: _Table, plan: _Plan, keys: tuple[str, ...], after: Row | None, before: Row | None
+        self,
+        table: _Table,
+        plan: _Plan,
+        keys: tuple[str, ...],
+        after: Row | None,
+        before: Row | None,
+        *,
+        position: SourcePosition,
     ) -> tuple[RowConverter | PayloadRows | None, Schema]:
-        """Convert a change's rows in place: their converter and their table's schema."""
+        """Convert a change's rows in place: their converter and their table's schema. A
+        payload-only row without a definition raises :class:`UntypedRecordsError` unless types
+        inferred from its values are accepted."""
         row = plan.row
         definitions = self._definitions
         if row is not None:
@@ -638,6 +703,8 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
                 except ConversionError as e:
                     raise DecodeError(e.reason) from None
                 return defined.rows, defined.schema(keys)
+        if not self._infer_types and (after is not None or before is not None):
+            raise UntypedRecordsError(_untyped(table.table_id, definitions is not None), **position._asdict())
         inferred = table.inferred
         changed = inferred.with_keys(keys) if keys != inferred.keys else False
         if after is not None and inferred.observe(after):
@@ -743,6 +810,8 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
                 return False
             if before_struct is not None and (before := typed.row(before_struct)) is None:
                 return False
+        if op is Op.UPDATE and typed.unavailable and after is not None:
+            after = mark(after, typed.unavailable)
         if plan is not None:
             schema = plan.schemas.get(names)
             if schema is None:
@@ -773,6 +842,10 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
         out.append(
             _new(DataChange, (table.table_id, op, before, after, position, source.ts_ms or payload.ts_ms))
         )
+        if op is Op.DELETE:
+            self._deletes[(position.topic, position.partition)] = (position.offset, key)
+        if self._flat_tables:
+            self._flat_tables.pop((position.topic, position.partition), None)
         if prefix is not None:
             run = self._runs[(position.topic, position.partition)] = _Run(
                 position.topic,
@@ -849,6 +922,20 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
         shape.rebuilt += 1
         shape.kinds, shape.schema = dict(inferred.kinds), inferred.schema
         shape.typed = TypedPayloads.of_inferred(inferred)
+        if shape.typed is not None:
+            shape.typed.unavailable = self._placeholders.inferred_markers(
+                name for name, kind in inferred.kinds.items() if kind is str
+            )
+
+    def _mark_unavailable(self, after: Row, plan: _Plan) -> Row:
+        """An update's new row with the columns that hold Debezium's placeholder unavailable
+        (:func:`~ferry.connectors.formats.placeholders.mark`)."""
+        if plan.row is None:
+            return self._placeholders.mark_inferred(after)
+        markers = plan.unavailable
+        if markers is None:
+            markers = plan.unavailable = self._placeholders.markers(plan.row.fields)
+        return mark(after, markers) if markers else after
 
     def _give_up(self, typed: TypedPayloads, plan: _Plan | None, position: SourcePosition) -> None:
         """A typed decoder that keeps failing (records of another shape) is not tried any more."""
@@ -891,13 +978,18 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
         if keys and row is not None and inferred:  # before the row reaches the inferred schema
             self._check_key(key, row, position.topic, position.partition, key_row)
         if op is Op.DELETE:
-            converter, schema = self._convert(table, plan, keys, None, row)
+            converter, schema = self._convert(table, plan, keys, None, row, position=position)
             before, after = row if row is not None else self._key_row(key, converter, table), None
+            self._deletes[(position.topic, position.partition)] = (position.offset, key)
         else:
             if row is None:
                 raise DecodeError("a flattened record without columns")
-            converter, schema = self._convert(table, plan, keys, row, None)
+            converter, schema = self._convert(table, plan, keys, row, None, position=position)
             before, after = None, row
+            if op is Op.UPDATE:
+                after = self._mark_unavailable(row, plan)
+        table.converter = converter
+        self._flat_tables[(position.topic, position.partition)] = table
         if keys and row is not None and not inferred:
             self._check_key(
                 key, row, position.topic, position.partition, key_row, converter=converter, table=table
@@ -910,6 +1002,80 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
         out.append(
             _new(DataChange, (table.table_id, op, before, after, position, ts if type(ts) is int else None))
         )
+
+    def _tombstone(self, record: RecordLike, position: SourcePosition, out: list[Event]) -> None:
+        """A key without a value: a delete by the key (``ExtractNewRecordState``'s
+        ``delete-to-tombstone``) when tombstones are deletes or the partition's rows are flattened,
+        unless it follows the delete of its key; else passed over."""
+        key = record.key()
+        partition = (position.topic, position.partition)
+        last = self._deletes.get(partition)
+        if (
+            key is None
+            or (last is not None and last == (position.offset - 1, key))
+            or not (self._tombstone_deletes or partition in self._flat_tables)
+        ):
+            out.append(Tombstone(position, key))
+        else:
+            self._key_delete(record, _INFER, position, out)
+
+    def _key_delete(
+        self, record: RecordLike, plan: _Plan, position: SourcePosition, out: list[Event]
+    ) -> None:
+        """A delete by the record key: of the partition's table (its last flattened row's, else
+        the topic's), the key converted as its rows are (by ``plan``, the schema of a null row;
+        else as the table's last row, the key's own schema, or the table's definition)."""
+        topic, partition = position.topic, position.partition
+        key = record.key()
+        if key is None:
+            raise DecodeError("a delete without a key (a null row, or a tombstone): nothing names its row")
+        table = self._flat_tables.get((topic, partition)) or self._topic_table(topic, partition)
+        keys, _ = self._key_names(key, topic, partition)
+        if not keys:
+            raise DecodeError("a delete by key whose key names no columns (it is not a JSON object)")
+        schema: Schema | None = None
+        converter: RowConverter | PayloadRows | None
+        if plan is not _INFER:
+            plan = plan.flattened()
+            if plan.error is not None or plan.row is None:
+                raise DecodeError(plan.error or "the record's schema has no columns")
+            converter = plan.row
+            refined = (
+                None if self._definitions is None else self._refined(table, plan, plan.row, self._definitions)
+            )
+            schema = plan.schema(keys) if refined is None else refined.schema(keys)
+        else:
+            converter = table.converter or self._key_converter(key)
+        before = self._key_row(key, converter, table)
+        if schema is not None and table.emitted is not schema:
+            if schema.columns and (table.emitted is None or table.emitted != schema):
+                out.append(SchemaObserved(table.table_id, schema, position))
+            table.emitted = schema
+        self._deletes[(topic, partition)] = (position.offset, key)
+        out.append(_new(DataChange, (table.table_id, Op.DELETE, before, None, position, None)))
+
+    def _key_converter(self, key: bytes) -> RowConverter | None:
+        """The converter of a key with its schema (the key converter's ``schemas.enable=true``)."""
+        try:
+            document = orjson.loads(key)
+        except orjson.JSONDecodeError:
+            return None
+        if (
+            type(document) is not dict
+            or type(document.get("schema")) is not dict
+            or "payload" not in document
+        ):
+            return None
+        schema = document["schema"]
+        prefix = _schema_prefix(key, schema) or orjson.dumps(schema)
+        if prefix not in self._key_converters:
+            if len(self._key_converters) >= _MAX_CACHED_SCHEMAS:
+                self._key_converters.clear()
+            try:
+                self._key_converters[prefix] = RowConverter(schema)
+            except DecodeError:
+                self._key_converters[prefix] = None
+        return self._key_converters[prefix]
 
     def _flat_table(self, metadata: Row, topic: str, partition: int) -> _Table:
         name = metadata.get("__table")
@@ -943,6 +1109,10 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
             if len(self._plans) >= _MAX_CACHED_SCHEMAS:
                 self._plans.clear()
             plan = self._plans[cache_key] = _build_plan(schema)
+            if plan.row is not None:
+                plan.unavailable = self._placeholders.markers(plan.row.fields)
+                if plan.typed is not None:
+                    plan.typed.unavailable = plan.unavailable
         if prefix is not None:
             self._last_plan[(topic, partition)] = (prefix, plan)
         return plan
@@ -1083,6 +1253,23 @@ def no_row_event(
         hint = f" (a schema-change event: use the {ddl_format} format)" if ddl_field in envelope else ""
         return bad_record(record, f"not a Debezium change event: no 'op' field{hint}", position)
     return bad_record(record, f"unknown op {code!r}", position)
+
+
+def _untyped(table_id: TableId, defined: bool) -> str:
+    """Why a payload-only row of ``table_id`` cannot be typed, and what to change."""
+    missing = (
+        f"the schema-change topic has no definition of {table_id} with the row's columns"
+        if defined
+        else "the job names no source of table definitions"
+    )
+    return (
+        f"a record of {table_id} without its schema (the payload alone), and {missing}: its decimals, "
+        "dates, times and bytes cannot be typed. Turn the converter's schemas on "
+        "(value.converter.schemas.enable=true), or name a source of table definitions "
+        "(source.schema-change.topic, the MySQL connector's topic.prefix; or value.format: "
+        "debezium-avro with a schema registry), or accept types inferred from the values "
+        "(source.debezium-json.infer-types: true)"
+    )
 
 
 def _is_metadata(name: Any) -> bool:

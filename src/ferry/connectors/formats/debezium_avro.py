@@ -40,6 +40,7 @@ from ferry.connectors.formats.connect_avro import AvroRow
 from ferry.connectors.formats.connect_types import ConversionError
 from ferry.connectors.formats.debezium import DebeziumChangeDecoder
 from ferry.connectors.formats.debezium_schema_change import DebeziumSchemaChangeDecoder
+from ferry.connectors.formats.placeholders import Markers, Placeholders, mark
 from ferry.connectors.formats.schema_registry import ConfluentAvroReader, WriterSchema, schema_id_of
 from ferry.connectors.record import RecordLike
 from ferry.pipeline.events import (
@@ -51,6 +52,7 @@ from ferry.pipeline.events import (
     Tombstone,
 )
 from ferry.pipeline.schema import Schema, TableId
+from ferry.pipeline.unavailable import DEFAULT_PLACEHOLDER
 
 __all__ = ["DebeziumAvroDecoder", "DebeziumAvroSchemaChangeDecoder"]
 
@@ -66,6 +68,9 @@ class _Plan:
     row: AvroRow | None
     error: str | None = None
     schemas: dict[tuple[str, ...], Schema] = field(default_factory=dict)
+    unavailable: Markers | None = None
+    """Per column, the value Debezium's unavailable-value placeholder is read as (None: not
+    found yet)."""
 
     def schema(self, keys: tuple[str, ...]) -> Schema:
         schema = self.schemas.get(keys)
@@ -114,8 +119,12 @@ class DebeziumAvroDecoder(DebeziumChangeDecoder[_Table]):
         schema_registry_user_info: SecretStr | str | None = None,
         *,
         reader: ConfluentAvroReader | None = None,
+        unavailable_value_placeholder: str = DEFAULT_PLACEHOLDER,
     ) -> None:
         self._reader = _reader(schema_registry_url, schema_registry_user_info, reader)
+        self._placeholders = Placeholders(unavailable_value_placeholder)
+        """Debezium's ``unavailable.value.placeholder``: an update's column holding it is
+        :data:`~ferry.pipeline.unavailable.UNAVAILABLE` (:mod:`placeholders`)."""
         self._plans: dict[int, _Plan] = {}
         self._key_names: dict[int, tuple[str, ...]] = {}
         self._tables: dict[tuple[Any, ...], _Table] = {}
@@ -186,6 +195,12 @@ class DebeziumAvroDecoder(DebeziumChangeDecoder[_Table]):
                         before = self._key_row(key, plan.row)
                 elif after is None:
                     raise DecodeError(f"op {envelope['op']!r} without an 'after' row")
+                elif op is Op.UPDATE:
+                    markers = plan.unavailable
+                    if markers is None:
+                        markers = plan.unavailable = self._placeholders.value_markers(plan.row.columns)
+                    if markers:
+                        after = mark(after, markers)
                 if table.emitted is not schema:
                     if table.emitted is None or table.emitted != schema:
                         append(SchemaObserved(table.table_id, schema, position))

@@ -78,6 +78,7 @@ class TypedPayloads:
         "misses",
         "plain",
         "schema",
+        "unavailable",
     )
 
     def __init__(
@@ -111,6 +112,9 @@ class TypedPayloads:
         self.schema = schema
         """The inferred schema this decoder was made for (None for an envelope's)."""
         self.misses = 0
+        self.unavailable: tuple[tuple[str, Any], ...] = ()
+        """Per column, the value Debezium's unavailable-value placeholder is read as: an
+        update's column equal to it is marked (:mod:`~ferry.connectors.formats.placeholders`)."""
 
     @classmethod
     def of_connect(cls, converter: RowConverter) -> TypedPayloads | None:

@@ -25,7 +25,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -69,7 +69,7 @@ class DeadLetterRecord:
         return (
             len(self.key or b"")
             + len(self.value or b"")
-            + sum(len(name) + len(value) for name, value in self.headers)
+            + sum([len(name) + len(value) for name, value in self.headers])
         )
 
     def truncated(self, limit: int) -> DeadLetterRecord:
@@ -158,7 +158,7 @@ class KafkaDeadLetter:
                     value=fitting.value,
                     key=fitting.key,
                     headers=list(fitting.headers),
-                    on_delivery=self._on_delivery(fitting),
+                    on_delivery=self._delivered,
                 )
                 break
             except BufferError:  # the producer's queue is full: let it deliver some first
@@ -169,19 +169,19 @@ class KafkaDeadLetter:
                 fitting = fitting.truncated(REFUSED_SIZE_LIMIT)
         self.producer.poll(0)
 
-    def _on_delivery(self, record: DeadLetterRecord) -> Callable[[KafkaError | None, Message], None]:
-        def delivered(error: KafkaError | None, message: Message) -> None:
-            if error is None:
-                return
-            if error.code() in (KafkaError.MSG_SIZE_TOO_LARGE, KafkaError.INVALID_RECORD):
-                self.truncated += 1
-                self._again.append(record.truncated(REFUSED_SIZE_LIMIT))
-            elif error_may_pass(error):
-                self._again.append(record)
-            else:
-                self._refused.append(f"{_origin(record)}: {error.str()}")
-
-        return delivered
+    def _delivered(self, error: KafkaError | None, message: Message) -> None:
+        """The delivery report of one record (one bound method for every record, not a closure
+        each): a failed one is kept to be produced again, or its refusal kept for the flush."""
+        if error is None:
+            return
+        record = DeadLetterRecord(message.key(), message.value(), tuple(message.headers() or ()))
+        if error.code() in (KafkaError.MSG_SIZE_TOO_LARGE, KafkaError.INVALID_RECORD):
+            self.truncated += 1
+            self._again.append(record.truncated(REFUSED_SIZE_LIMIT))
+        elif error_may_pass(error):
+            self._again.append(record)
+        else:
+            self._refused.append(f"{_origin(record)}: {error.str()}")
 
     def flush(self) -> None:
         """Wait until every record sent is stored; produce again those whose delivery failed for a

@@ -16,8 +16,10 @@ from collections.abc import Sequence
 import psycopg
 
 from ferry.pipeline import types as ft
+from ferry.pipeline.events import DataChange
 from ferry.pipeline.schema import Schema, TableId
 from ferry.pipeline.types import DataType, TypeRoot
+from ferry.pipeline.unavailable import unavailable_reason
 from ferry.sinks.base import SinkCapabilities
 from ferry.sinks.hologres import HOLOGRES
 from ferry.sinks.hologres.config import HologresSinkConfig, MutateType
@@ -29,6 +31,8 @@ from ferry.sinks.sql.sink import DbConnection, DbCursor, SqlSink
 #: SQLSTATE classes of errors that may pass on retry: connection exceptions, transaction rollbacks
 #: (serialization failures, deadlocks), insufficient resources, operator intervention.
 _TRANSIENT_SQLSTATE_CLASSES = ("08", "40", "53", "57")
+#: SQLSTATE classes of a row refused for its data: data exception, integrity constraint violation.
+_ROW_SQLSTATE_CLASSES = ("22", "23")
 #: What the server says when it refuses a login (no retry changes that).
 _LOGIN_REFUSALS = ("authentication failed", "no pg_hba.conf entry", "does not exist", "permission denied")
 _TIMES = (TypeRoot.TIME, TypeRoot.TIMESTAMP, TypeRoot.TIMESTAMP_LTZ, TypeRoot.TIMESTAMP_TZ)
@@ -75,8 +79,21 @@ class HologresSink(SqlSink):
             return state[:2] in _TRANSIENT_SQLSTATE_CLASSES
         return super().is_transient(error)
 
+    def is_row_error(self, error: Exception) -> bool:
+        if isinstance(error, psycopg.DataError | psycopg.IntegrityError):
+            return True  # psycopg's own refusals (a NUL in a text value) have no SQLSTATE
+        return isinstance(error, psycopg.Error) and (error.sqlstate or "")[:2] in _ROW_SQLSTATE_CLASSES
+
     def secrets(self) -> Sequence[str]:
         return (self.config.password.get_secret_value(),)
+
+    def complete_rows(
+        self, table_id: TableId, schema: Schema, changes: Sequence[DataChange], partial: Sequence[int]
+    ) -> list[tuple[int, str]]:
+        if self.config.mutate_type is MutateType.INSERT_OR_REPLACE:  # a row written is the whole row
+            reason = "; mutatetype insertorreplace writes whole rows"
+            return [(i, unavailable_reason(changes[i]) + reason) for i in partial]
+        return super().complete_rows(table_id, schema, changes, partial)
 
     def sink_type(self, source_type: DataType) -> DataType:
         mapped = hologres_type(source_type, self.config.type_normalize_strategy)

@@ -30,6 +30,7 @@ import uuid
 from collections.abc import Callable, Hashable, Iterable, Iterator
 from concurrent.futures import Executor, ThreadPoolExecutor
 from datetime import UTC, datetime
+from operator import itemgetter
 from typing import Any
 
 import numpy as np
@@ -78,11 +79,11 @@ from pyiceberg.transforms import (
 
 from ferry.offsets import Offsets
 from ferry.pipeline import events as E
-from ferry.pipeline.events import ColumnPositionKind, DataChange, Op, SchemaChange
+from ferry.pipeline.events import ColumnPositionKind, DataChange, Op, Row, SchemaChange
 from ferry.pipeline.schema import Schema, TableId
 from ferry.pipeline.types import DataType
 from ferry.retry import RetryPolicy
-from ferry.sinks.arrow import rows_to_arrow
+from ferry.sinks.arrow import rows_to_arrow_setting_aside
 from ferry.sinks.base import SinkCapabilities
 from ferry.sinks.exceptions import SinkTerminalError, SinkTransientError, incompatible_table
 from ferry.sinks.iceberg import ICEBERG
@@ -187,6 +188,14 @@ class IcebergSink(TableFormatSink):
 
     def drop_catalog_table(self, table_id: TableId) -> None:
         self.catalog.drop_table(self.identifier(table_id))
+
+    def read_rows(self, table: Table, keys: tuple[str, ...], values: list[Hashable]) -> list[Row]:
+        columns = [values] if len(keys) == 1 else [[_parts(v)[i] for v in values] for i in range(len(keys))]
+        prune = [_prune_filter(k, vals) for k, vals in zip(keys, columns, strict=True)]
+        rows: list[Row] = (
+            table.scan(row_filter=prune[0] if len(prune) == 1 else And(*prune)).to_arrow().to_pylist()
+        )
+        return rows
 
     # ------------------------------------------------------------------------------- schemas
 
@@ -316,9 +325,19 @@ class IcebergSink(TableFormatSink):
                 touched = list(last)
         else:
             rows = self.append_only_rows(table_id, changes)
-        data = rows_to_arrow(
-            schema.as_arrow(), rows, sink=self.type, table_id=table_id, raw=self.raw_forms(table_id)
+        data, unfit = rows_to_arrow_setting_aside(
+            schema.as_arrow(),
+            rows,
+            changes,
+            self.refused,
+            sink=self.type,
+            table_id=table_id,
+            raw=self.raw_forms(table_id),
         )
+        if unfit and touched:  # a row set aside leaves its key's row in the table as it was
+            get = itemgetter(*keys)
+            kept = {get(rows[i]) for i in unfit}
+            touched = [key for key in touched if key not in kept]
         if touched and merges_on_read(table):
             self._commit_row_delta(table_id, table, keys, touched, data, properties)
             return

@@ -58,7 +58,8 @@ from ferry.logs import kafka_logger
 from ferry.offsets import Offsets
 from ferry.pipeline.events import CreateTable, DataChange, DropTable, Op, Row, SchemaChange
 from ferry.pipeline.schema import Schema, TableId
-from ferry.pipeline.types import DataType, TypeRoot
+from ferry.pipeline.types import STRING, DataType, TypeRoot
+from ferry.pipeline.unavailable import DEFAULT_PLACEHOLDER, UNAVAILABLE, is_partial, placeholder_value
 from ferry.sinks.base import Sink, SinkCapabilities
 from ferry.sinks.exceptions import SinkError, SinkTerminalError, SinkTransientError
 from ferry.sinks.kafka import KAFKA
@@ -401,7 +402,14 @@ def envelope_schema(schema: Schema, record_name: str) -> dict[str, Any]:
 class TableFormat:
     """Turns the changes of one table, with one schema, into Kafka records (key, value)."""
 
-    def __init__(self, config: KafkaSinkConfig, table_id: TableId, schema: Schema, topic: str) -> None:
+    def __init__(
+        self,
+        config: KafkaSinkConfig,
+        table_id: TableId,
+        schema: Schema,
+        topic: str,
+        placeholder: str = DEFAULT_PLACEHOLDER,
+    ) -> None:
         self.table_id = table_id
         self.schema = schema
         self.topic = topic
@@ -411,6 +419,9 @@ class TableFormat:
         encoder = connect_encoder if connect else json_encoder
         self._encoders = tuple((c.name, e) for c in schema.columns if (e := encoder(c.type)) is not None)
         self.keys = schema.primary_keys
+        #: Per column, the source's placeholder of a value it did not send (see :meth:`_partial_row`).
+        self._placeholders = {c.name: placeholder_value(c.type, placeholder) for c in schema.columns}
+        self._text_placeholder = placeholder_value(STRING(), placeholder)
         self._key_encoders = tuple((n, e) for n, e in self._encoders if n in self.keys)
         self._csv_key = config.key_format == "csv"
         self._table = str(table_id)
@@ -453,6 +464,23 @@ class TableFormat:
             return row
         return _encode_fields(dict(row), self._encoders)
 
+    def _new_row(self, op: Op, row: Row | None) -> Row | None:
+        """An update's new row: a value the source did not send is its placeholder again."""
+        if op is Op.UPDATE and is_partial(row):
+            assert row is not None
+            row = self._partial_row(row)
+        return self._row(row)
+
+    def _partial_row(self, row: Row) -> Row:
+        """The row as Debezium wrote it: each unavailable value its placeholder."""
+        placeholders, text = self._placeholders, self._text_placeholder
+        out = dict(row)
+        for name, value in row.items():
+            if value is UNAVAILABLE:
+                held = placeholders.get(name, text)
+                out[name] = text if held is UNAVAILABLE else held
+        return out
+
     def _key(self, row: Row | None) -> bytes | None:
         if not self.keys or row is None:
             return None
@@ -467,7 +495,7 @@ class TableFormat:
         if self.canal:
             message = {
                 "old": [self._row(before)] if op is Op.UPDATE and before is not None else None,
-                "data": [self._row(before if op is Op.DELETE else after)],
+                "data": [self._row(before) if op is Op.DELETE else self._new_row(op, after)],
                 "type": _CANAL_TYPES[op],
                 "database": self.table_id.schema_name,
                 "table": self.table_id.table_name,
@@ -478,7 +506,7 @@ class TableFormat:
         else:
             message = {
                 "before": self._row(before),
-                "after": self._row(after),
+                "after": self._new_row(op, after),
                 "op": _DEBEZIUM_OPS[op],
                 "source": self._source,
             }
@@ -517,6 +545,9 @@ class KafkaSink(Sink):
     def __init__(self, config: KafkaSinkConfig, *, pipeline: str) -> None:
         self.config = config
         self.pipeline = pipeline
+        #: The source's placeholder of a value it did not send (Debezium's
+        #: ``unavailable.value.placeholder``): an update's row is written with it, as Debezium wrote it.
+        self.unavailable_value_placeholder = DEFAULT_PLACEHOLDER
         self._schemas: dict[TableId, Schema] = {}
         self._buffer: list[tuple[TableId, Schema, Sequence[DataChange]]] = []
         self._formats: dict[tuple[TableId, Schema], TableFormat] = {}
@@ -621,6 +652,12 @@ class KafkaSink(Sink):
 
     # ------------------------------------------------------------------------------- rows
 
+    def complete_rows(
+        self, table_id: TableId, schema: Schema, changes: Sequence[DataChange], partial: Sequence[int]
+    ) -> list[tuple[int, str]]:
+        """Partial rows are written with the source's placeholder, as Debezium wrote them."""
+        return []
+
     def write(self, table_id: TableId, schema: Schema, changes: Sequence[DataChange]) -> None:
         if changes:
             self._buffer.append((table_id, schema, list(changes)))
@@ -670,7 +707,9 @@ class KafkaSink(Sink):
         if table_format is None:
             if len(self._formats) >= _MAX_CACHED_FORMATS:
                 self._formats.clear()
-            table_format = TableFormat(self.config, table_id, schema, self.topic(table_id))
+            table_format = TableFormat(
+                self.config, table_id, schema, self.topic(table_id), self.unavailable_value_placeholder
+            )
             self._formats[cache_key] = table_format
         return table_format
 

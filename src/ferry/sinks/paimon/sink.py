@@ -31,7 +31,7 @@ import contextlib
 import logging
 import os
 import time
-from collections.abc import Iterator
+from collections.abc import Hashable, Iterator
 from dataclasses import replace
 from datetime import UTC, date, datetime
 from datetime import time as dt_time
@@ -57,7 +57,7 @@ from ferry.pipeline.events import ColumnPositionKind, DataChange, Op, Row, Schem
 from ferry.pipeline.schema import Schema, TableId
 from ferry.pipeline.types import DataType
 from ferry.pipeline.variant_functions import Variant
-from ferry.sinks.arrow import rows_to_arrow
+from ferry.sinks.arrow import rows_to_arrow_setting_aside
 from ferry.sinks.base import SinkCapabilities
 from ferry.sinks.exceptions import SinkTerminalError, incompatible_table
 from ferry.sinks.paimon import PAIMON
@@ -125,6 +125,20 @@ class PaimonSink(TableFormatSink):
 
     def drop_catalog_table(self, table_id: TableId) -> None:
         self.catalog.drop_table(self.identifier(table_id), True)
+
+    def read_rows(self, table: Any, keys: tuple[str, ...], values: list[Hashable]) -> list[Row]:
+        builder = table.new_read_builder()
+        predicates = builder.new_predicate_builder()
+        if len(keys) == 1:
+            condition = predicates.is_in(keys[0], list(values))
+        else:
+            condition = predicates.and_predicates(
+                [predicates.is_in(k, [v[i] for v in values]) for i, k in enumerate(keys)]  # type: ignore[index]
+            )
+        builder = builder.with_filter(condition)
+        data = builder.new_read().to_arrow(builder.new_scan().plan().splits())
+        rows: list[Row] = [] if data is None else data.to_pylist()
+        return rows
 
     # ------------------------------------------------------------------------------- schemas
 
@@ -309,10 +323,16 @@ class PaimonSink(TableFormatSink):
             rows = [_with_variants(row, variants, table_id) for row in rows]
         raw = self.raw_forms(table_id)
         if kinds is None or rowkind not in arrow_schema.names:
-            return rows_to_arrow(arrow_schema, rows, sink=self.type, table_id=table_id, raw=raw)
+            data, _unfit = rows_to_arrow_setting_aside(
+                arrow_schema, rows, changes, self.refused, sink=self.type, table_id=table_id, raw=raw
+            )
+            return data
         # the row kinds are a column of their own, not a key added to a copy of every row
         at = arrow_schema.get_field_index(rowkind)
-        data = rows_to_arrow(arrow_schema.remove(at), rows, sink=self.type, table_id=table_id, raw=raw)
+        data, unfit = rows_to_arrow_setting_aside(
+            arrow_schema.remove(at), rows, changes, self.refused, sink=self.type, table_id=table_id, raw=raw
+        )
+        kinds = [kind for i, kind in enumerate(kinds) if i not in unfit]
         return data.add_column(at, arrow_schema.field(at), pa.array(kinds, pa.string()))
 
     def _next_identifier(self) -> int:

@@ -40,6 +40,7 @@ class SelectDbSink(MySqlProtocolSink):
     dialect: MySqlProtocolDialect = SelectDbDialect()
     dialect_class = SelectDbDialect
     delete_column = "__DORIS_DELETE_SIGN__"
+    partial_update_header = "partial_columns"
 
     def __init__(
         self, config: SelectDbSinkConfig, *, pipeline: str, vendor_only_statements: bool = True

@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from functools import cached_property
 from typing import Any, NamedTuple
 
-from sqlalchemy import and_, bindparam, column, delete, insert, literal
+from sqlalchemy import and_, bindparam, column, delete, insert, literal, select
 from sqlalchemy.dialects import postgresql as pg
 from sqlalchemy.dialects.postgresql.base import (
     PGDDLCompiler,
@@ -320,6 +320,13 @@ class SqlDialect:
             index_elements=list(keys), set_={c: excluded[c] for c in others}
         )
         return self.compile_dml(update, columns)
+
+    def select_keys(self, table: SqlTable, keys: Sequence[str]) -> str:
+        """Whether the table holds a row of one key: its key columns, where each equals its parameter."""
+        condition = and_(*(column(k) == bindparam(f"key_{i}") for i, k in enumerate(keys)))
+        return self.compile_dml(
+            select(*(column(k) for k in keys)).select_from(self.sa_table(table)).where(condition)
+        )
 
     def delete_by_key(self, table: SqlTable, keys: Sequence[str]) -> str:
         condition = and_(*(column(k) == bindparam(f"key_{i}") for i, k in enumerate(keys)))

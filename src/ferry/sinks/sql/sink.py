@@ -7,7 +7,11 @@ replayed change is not applied twice), then runs the dialect's statements in one
 Rows. :meth:`SqlSink.write` only buffers. :meth:`SqlSink.flush` collapses each table's changes to
 the last state of every primary key, then in one transaction deletes the keys that are gone and
 upserts the rows that stay (batched with ``executemany``). A retried flush writes the same final
-states again: delivery is at-least-once and idempotent by primary key. A table without a primary
+states again: delivery is at-least-once and idempotent by primary key. When the database refuses
+a row for its data (:meth:`SqlSink.is_row_error`: a value it cannot hold, a constraint the row
+breaks) and a handler for refused rows is set (:meth:`SqlSink.on_refused`), the batch is written
+again one row (one key's last state) per transaction: the rows refused go to the handler with the
+database's message, the others are written. A table without a primary
 key is append-only: its deletes cannot be matched and are counted in :attr:`SqlSink.skipped_deletes`.
 
 A subclass gives :meth:`SqlSink.connect` (the driver), :meth:`SqlSink.is_transient` (which driver
@@ -30,9 +34,16 @@ from ferry.pipeline.apply import is_applied
 from ferry.pipeline.events import DataChange, Op, Row, SchemaChange
 from ferry.pipeline.schema import Column, Schema, TableId
 from ferry.pipeline.types import DataType, TypeRoot
-from ferry.sinks.base import Sink
-from ferry.sinks.exceptions import SinkError, SinkTerminalError, SinkTransientError, incompatible_table
-from ferry.sinks.rows import collapse
+from ferry.pipeline.unavailable import UNAVAILABLE, is_partial, unavailable_reason
+from ferry.sinks.base import RefusedRow, RefusedRows, Sink
+from ferry.sinks.exceptions import (
+    SinkError,
+    SinkRowError,
+    SinkTerminalError,
+    SinkTransientError,
+    incompatible_table,
+)
+from ferry.sinks.rows import collapse, complete_from_versions, one_change_per_key
 from ferry.sinks.sql.dialect import CatalogColumn, SqlDialect, SqlTable
 
 log = logging.getLogger(__name__)
@@ -81,6 +92,10 @@ class SqlSink(Sink):
         self._buffers: dict[TableId, list[DataChange]] = {}
         self._buffer_schemas: dict[TableId, Schema] = {}
         self._connection: DbConnection | None = None
+        self._refused: RefusedRows | None = None
+
+    def on_refused(self, handler: RefusedRows) -> None:
+        self._refused = handler
 
     # ------------------------------------------------------------------------------- driver hooks
 
@@ -91,6 +106,11 @@ class SqlSink(Sink):
     def is_transient(self, error: Exception) -> bool:
         """Whether a driver error may pass when the operation is tried again."""
         return isinstance(error, ConnectionError | TimeoutError)
+
+    def is_row_error(self, error: Exception) -> bool:
+        """Whether a driver error is the database refusing a row for its data (the same row fails
+        again, the others would not): such a write is retried one row at a time."""
+        return False
 
     def secrets(self) -> Sequence[str]:
         """Strings (passwords) replaced by ``***`` in every error message the sink raises."""
@@ -218,11 +238,34 @@ class SqlSink(Sink):
             return
         table_ids = list(self._buffers)
         single = table_ids[0] if len(table_ids) == 1 else None
-        with self._errors(single, "writing rows"), self._transaction() as cursor:
-            for table_id in table_ids:
-                self._write_table(cursor, table_id, self._buffer_schemas[table_id], self._buffers[table_id])
+        try:
+            with self._errors(single, "writing rows"), self._transaction() as cursor:
+                for table_id in table_ids:
+                    schema, changes = self._buffer_schemas[table_id], self._buffers[table_id]
+                    self._write_table(cursor, table_id, schema, changes)
+        except SinkRowError:
+            if self._refused is None:
+                raise
+            self._write_one_by_one(table_ids)
         self._buffers.clear()
         self._buffer_schemas.clear()
+
+    def _write_one_by_one(self, table_ids: Sequence[TableId]) -> None:
+        """The buffered rows written one key's last state per transaction; the rows the database
+        refuses for their data go to the handler of refused rows, with its message."""
+        assert self._refused is not None
+        refused: list[RefusedRow] = []
+        for table_id in table_ids:
+            schema = self._buffer_schemas[table_id]
+            for change in one_change_per_key(self._buffers[table_id], schema.primary_keys, self.type):
+                try:
+                    with self._errors(table_id, "writing a row"), self._transaction() as cursor:
+                        self._write_table(cursor, table_id, schema, [change])
+                except SinkRowError as e:
+                    refused.append(RefusedRow(change, str(e)))
+        if refused:
+            log.warning("%s sink: %d row(s) refused by the database, set aside", self.type, len(refused))
+            self._refused(refused)
 
     def _write_table(
         self, cursor: DbCursor, table_id: TableId, schema: Schema, changes: list[DataChange]
@@ -245,11 +288,50 @@ class SqlSink(Sink):
             return
         state = collapse(changes, keys, self.type)
         gone = [list(_parts(k, len(keys))) for k, row in state.items() if row is None]
-        kept = [values(row) for row in state.values() if row is not None]
+        whole: list[list[Any]] = []
+        partial: dict[tuple[str, ...], list[list[Any]]] = {}
+        for row in state.values():
+            if row is None:
+                continue
+            if is_partial(row):
+                # the columns without a value keep the table's: left out of the upsert
+                columns = tuple(n for n in names if row.get(n) is not UNAVAILABLE)
+                partial.setdefault(columns, []).append(
+                    [adapt_value(row.get(n), ty) for n, ty in zip(names, types, strict=True) if n in columns]
+                )
+            else:
+                whole.append(values(row))
         if gone:
             cursor.executemany(self.dialect.delete_by_key(table, keys), gone)
-        if kept:
-            cursor.executemany(self.upsert_statement(cursor, table_id, names, keys), kept)
+        if whole:
+            cursor.executemany(self.upsert_statement(cursor, table_id, names, keys), whole)
+        for columns, rows in partial.items():
+            cursor.executemany(self.upsert_statement(cursor, table_id, columns, keys), rows)
+
+    def complete_rows(
+        self, table_id: TableId, schema: Schema, changes: Sequence[DataChange], partial: Sequence[int]
+    ) -> list[tuple[int, str]]:
+        """Partial rows are written leaving their unavailable columns out of the upsert (the table
+        keeps its values); those of a key the table does not hold (and no earlier change of the
+        checkpoint wrote) cannot be, nor those of a table without a primary key."""
+        keys = schema.primary_keys
+        if not keys:
+            return [(i, f"{unavailable_reason(changes[i])}; the table has no primary key") for i in partial]
+        still, deleted = complete_from_versions(
+            changes, partial, keys, self._buffers.get(table_id, ()), self.type
+        )
+        rejected = [(i, f"{unavailable_reason(changes[i])}; its row was deleted before") for i in deleted]
+        if still:
+            with self._errors(table_id, "reading the rows to update"), self._transaction() as cursor:
+                query = self.dialect.select_keys(self.sql_table(table_id), keys)
+                for index in still:
+                    after = changes[index].after
+                    assert after is not None
+                    cursor.execute(query, [after[k] for k in keys])
+                    if not cursor.fetchall():
+                        reason = f"{unavailable_reason(changes[index])}; the table has no row of its key"
+                        rejected.append((index, reason))
+        return rejected
 
     def upsert_statement(
         self, cursor: DbCursor, table_id: TableId, columns: Sequence[str], keys: Sequence[str]
@@ -320,7 +402,13 @@ class SqlSink(Sink):
             transient = self.is_transient(e)
             if transient:
                 self._drop_connection()
-            error = SinkTransientError if transient else SinkTerminalError
+            error = (
+                SinkTransientError
+                if transient
+                else SinkRowError
+                if self.is_row_error(e)
+                else SinkTerminalError
+            )
             # the driver's exception is not chained: its text or arguments could hold a secret
             raise error(
                 self.scrub(f"{action}: {type(e).__name__}: {e}"), sink=self.type, table=table

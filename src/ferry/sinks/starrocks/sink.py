@@ -21,6 +21,7 @@ from __future__ import annotations
 import base64
 import hashlib
 import json
+import logging
 import re
 import time
 from collections.abc import Mapping, Sequence
@@ -37,9 +38,10 @@ from ferry.pipeline import types as ft
 from ferry.pipeline.events import AddColumn, ColumnPosition, ColumnPositionKind, DataChange, Op, SchemaChange
 from ferry.pipeline.schema import Schema, TableId
 from ferry.pipeline.types import DataType, TypeRoot
-from ferry.sinks.base import SinkCapabilities
-from ferry.sinks.exceptions import SinkTerminalError, SinkTransientError
-from ferry.sinks.rows import collapse
+from ferry.pipeline.unavailable import UNAVAILABLE, is_partial, keep_partial
+from ferry.sinks.base import RefusedRow, SinkCapabilities
+from ferry.sinks.exceptions import SinkRowError, SinkTerminalError, SinkTransientError
+from ferry.sinks.rows import collapse, one_change_per_key
 from ferry.sinks.sql.dialect import SqlTable
 from ferry.sinks.sql.sink import DbConnection, DbCursor, SqlSink
 from ferry.sinks.starrocks import STARROCKS
@@ -47,9 +49,13 @@ from ferry.sinks.starrocks.config import MySqlProtocolSinkConfig
 from ferry.sinks.starrocks.dialect import MySqlProtocolDialect, StarRocksDialect
 from ferry.sinks.starrocks.stream_load import stream_load
 
+log = logging.getLogger(__name__)
+
 #: MySQL error codes that may pass on retry: lock wait timeout, deadlock, server gone or lost, cannot
 #: connect, too many connections, server shutting down.
 _TRANSIENT_CODES = frozenset({1040, 1053, 1205, 1213, 2002, 2003, 2006, 2013})
+#: A row that breaks a CHECK constraint (MariaDB 4025, MySQL 3819).
+_CHECK_CONSTRAINT_CODES = frozenset({3819, 4025})
 #: Largest DECIMAL precision (StarRocks and Doris: 38); wider decimals are stored as strings.
 MAX_DECIMAL_PRECISION = 38
 #: Longest CHAR of a MySQL server.
@@ -74,6 +80,8 @@ class MySqlProtocolSink(SqlSink):
     dialect_class: ClassVar[type[MySqlProtocolDialect]]
     #: The column that marks a Stream Load row as a delete, and its value for upserts and deletes.
     delete_column: ClassVar[str]
+    #: The Stream Load header that loads some of the columns and keeps the others' values.
+    partial_update_header: ClassVar[str]
 
     def __init__(
         self, config: MySqlProtocolSinkConfig, *, pipeline: str, vendor_only_statements: bool = True
@@ -111,6 +119,12 @@ class MySqlProtocolSink(SqlSink):
             code = error.args[0] if error.args and isinstance(error.args[0], int) else None
             return code in _TRANSIENT_CODES
         return super().is_transient(error)
+
+    def is_row_error(self, error: Exception) -> bool:
+        if isinstance(error, pymysql.err.DataError | pymysql.err.IntegrityError):
+            return True  # a value too long or out of range, a NULL in a NOT NULL column
+        code = error.args[0] if isinstance(error, pymysql.err.MySQLError) and error.args else None
+        return code in _CHECK_CONSTRAINT_CODES
 
     def secrets(self) -> Sequence[str]:
         return (self.config.password.get_secret_value(),)
@@ -224,14 +238,56 @@ class MySqlProtocolSink(SqlSink):
             label = self.label(table_id, offsets)
             with self._errors(table_id, "loading rows"):
                 rows, columns = self.load_rows(table_id, schema, self._buffers[table_id])
-                if rows:
-                    self.last_loads[table_id] = self._stream_load(table_id, label, rows, columns)
+                whole, partial = split_partial(rows, columns)
+                try:
+                    if whole:
+                        self.last_loads[table_id] = self._stream_load(table_id, label, whole, columns)
+                    # a partial row's unavailable columns keep the table's values: one load per set
+                    # of columns, each under a label of its own (a retried flush loads none twice)
+                    for number, (loaded, group) in enumerate(sorted(partial.items())):
+                        self.last_loads[table_id] = self._stream_load(
+                            table_id, f"{label[:120]}_p{number}", group, loaded, partial=True
+                        )
+                except SinkRowError:
+                    if self._refused is None:
+                        raise
+                    self._load_one_by_one(table_id, schema, label)
             del self._buffers[table_id]
             del self._buffer_schemas[table_id]
         self.flushes += 1
 
+    def _load_one_by_one(self, table_id: TableId, schema: Schema, label: str) -> None:
+        """A batch the server filtered rows of, loaded one key's last state per load (each under
+        a label of its own, the same for a retried flush); the rows refused go to the handler of
+        refused rows with the server's reason."""
+        assert self._refused is not None
+        refused: list[RefusedRow] = []
+        changes = one_change_per_key(self._buffers[table_id], schema.primary_keys, self.type)
+        for index, change in enumerate(changes):
+            rows, columns = self.load_rows(table_id, schema, [change])
+            if not rows:
+                continue
+            whole, partial = split_partial(rows, columns)
+            try:
+                if whole:
+                    self._stream_load(table_id, f"{label[:110]}_r{index}", whole, columns)
+                for loaded, group in partial.items():
+                    self._stream_load(table_id, f"{label[:110]}_r{index}", group, loaded, partial=True)
+            except SinkRowError as e:
+                why = str(e).split(": ", 1)[-1]  # named after the whole table, not the load's
+                refused.append(RefusedRow(change, f"{self.type} sink, table {table_id}: {why}"))
+        if refused:
+            log.warning("%s sink: %d row(s) refused by the server, set aside", self.type, len(refused))
+            self._refused(refused)
+
     def _stream_load(
-        self, table_id: TableId, label: str, rows: list[dict[str, Any]], columns: list[str]
+        self,
+        table_id: TableId,
+        label: str,
+        rows: list[dict[str, Any]],
+        columns: Sequence[str],
+        *,
+        partial: bool = False,
     ) -> dict[str, Any]:
         table = self.sql_table(table_id)
         if table.schema is None:
@@ -250,7 +306,11 @@ class MySqlProtocolSink(SqlSink):
                     password=self.config.password.get_secret_value(),
                     timeout=self.config.connect_timeout,
                     sink=self.type,
-                    properties=self.config.load_properties,
+                    properties=(
+                        {**self.config.load_properties, self.partial_update_header: "true"}
+                        if partial
+                        else self.config.load_properties
+                    ),
                 )
             except SinkTransientError:
                 if index == len(urls) - 1:
@@ -282,7 +342,9 @@ class MySqlProtocolSink(SqlSink):
         keys = schema.primary_keys
 
         def values(row: Mapping[str, Any], deleted: bool) -> dict[str, Any]:
-            out = {n: load_value(row.get(n), t) for n, t in zip(names, types, strict=True)}
+            out = keep_partial(
+                row, {n: unavailable_or(row.get(n), t) for n, t in zip(names, types, strict=True)}
+            )
             out[self.delete_column] = 1 if deleted else 0
             return out
 
@@ -313,14 +375,40 @@ class MySqlProtocolSink(SqlSink):
         table = self.sql_table(table_id)
         names = schema.names
         keys = schema.primary_keys
-        rows, _ = self.load_rows(table_id, schema, changes)
-        gone = [[r[k] for k in keys] for r in rows if r[self.delete_column]]
-        kept = [[r[n] for n in names] for r in rows if not r[self.delete_column]]
+        rows, columns = self.load_rows(table_id, schema, changes)
+        whole, partial = split_partial(rows, columns)
+        gone = [[r[k] for k in keys] for r in whole if r[self.delete_column]]
+        kept = [[r[n] for n in names] for r in whole if not r[self.delete_column]]
         if gone:
             cursor.executemany(self.dialect.delete_by_key(table, keys), gone)
         if kept:
             statement = self.dialect.upsert(table, names, keys) if keys else self.dialect.insert(table, names)
             cursor.executemany(statement, kept)
+        for loaded, group in partial.items():
+            written = [n for n in loaded if n != self.delete_column]
+            statement = self.dialect.upsert(table, written, keys)
+            cursor.executemany(statement, [[r[n] for n in written] for r in group])
+
+
+def unavailable_or(value: Any, source_type: DataType) -> Any:
+    """:func:`load_value`, or :data:`~ferry.pipeline.unavailable.UNAVAILABLE` as it is."""
+    return value if value is UNAVAILABLE else load_value(value, source_type)
+
+
+def split_partial(
+    rows: list[dict[str, Any]], columns: Sequence[str]
+) -> tuple[list[dict[str, Any]], dict[tuple[str, ...], list[dict[str, Any]]]]:
+    """The whole rows of a load, and the partial ones (those with unavailable values) by the
+    columns they have, without the others."""
+    whole: list[dict[str, Any]] = []
+    partial: dict[tuple[str, ...], list[dict[str, Any]]] = {}
+    for row in rows:
+        if is_partial(row):
+            loaded = tuple(c for c in columns if row.get(c) is not UNAVAILABLE)
+            partial.setdefault(loaded, []).append({c: row[c] for c in loaded})
+        else:
+            whole.append(row)
+    return whole, partial
 
 
 def load_value(value: Any, source_type: DataType) -> Any:
@@ -353,3 +441,4 @@ class StarRocksSink(MySqlProtocolSink):
     dialect: MySqlProtocolDialect = StarRocksDialect()
     dialect_class = StarRocksDialect
     delete_column = "__op"
+    partial_update_header = "partial_update"

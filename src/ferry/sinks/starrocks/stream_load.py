@@ -19,7 +19,7 @@ import urllib.request
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ferry.sinks.exceptions import SinkTerminalError, SinkTransientError
+from ferry.sinks.exceptions import SinkRowError, SinkTerminalError, SinkTransientError
 
 #: Statuses of a load whose rows are (or already were) in the table.
 LOADED = ("Success", "Publish Timeout", "Label Already Exists")
@@ -92,10 +92,24 @@ def stream_load(
             f"stream load {label}: the answer is not JSON: {payload[:200]!r}", sink=sink, table=table
         ) from None
     if status.get("Status") not in LOADED:
-        raise SinkTerminalError(
-            f"stream load {label} failed: {status.get('Status')}: {status.get('Message')} "
-            f"(filtered rows: {status.get('NumberFilteredRows')}, errors: {status.get('ErrorURL')})",
-            sink=sink,
-            table=table,
+        filtered = status.get("NumberFilteredRows")
+        rows_refused = isinstance(filtered, int) and filtered > 0  # rows refused for their data
+        message = (
+            f"stream load {label} failed: {status.get('Status')}: {status.get('Message')}"
+            + (_error_log(status.get("ErrorURL"), timeout) if rows_refused else "")
+            + f" (filtered rows: {filtered}, errors: {status.get('ErrorURL')})"
         )
+        raise (SinkRowError if rows_refused else SinkTerminalError)(message, sink=sink, table=table)
     return status
+
+
+def _error_log(url: object, timeout: float) -> str:
+    """The start of the rows a load rejected and why (``ErrorURL``), best effort."""
+    if not isinstance(url, str) or not url.startswith(("http://", "https://")):
+        return ""
+    try:
+        with urllib.request.urlopen(url, timeout=timeout) as response:
+            text = response.read(2000).decode("utf-8", "replace")
+    except (urllib.error.URLError, OSError):
+        return ""
+    return ": " + " ".join(text.split())[:500]
