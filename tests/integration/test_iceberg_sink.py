@@ -583,6 +583,7 @@ def test_capabilities() -> None:
         ChangeKind.CREATE_TABLE,
         ChangeKind.ADD_COLUMN_LAST,
         ChangeKind.ADD_COLUMN_POSITIONED,
+        ChangeKind.ADD_COLUMN_DEFAULT,
         ChangeKind.DROP_COLUMN,
         ChangeKind.RENAME_COLUMN,
         ChangeKind.ALTER_COLUMN_TYPE,

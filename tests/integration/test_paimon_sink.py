@@ -102,6 +102,7 @@ def test_registry_and_capabilities_follow_the_matrix() -> None:
         ChangeKind.CREATE_TABLE,
         ChangeKind.ADD_COLUMN_LAST,
         ChangeKind.ADD_COLUMN_POSITIONED,
+        ChangeKind.ADD_COLUMN_DEFAULT,
         ChangeKind.DROP_COLUMN,
         ChangeKind.RENAME_COLUMN,
         ChangeKind.ALTER_COLUMN_TYPE,

@@ -10,6 +10,7 @@ value, and only then:
   ``decimal.handling.mode=string`` gives, or the float ``decimal.handling.mode=double`` gives);
 - floating point: ``float``;
 - text: ``str``;
+- BOOLEAN (PostgreSQL's; MariaDB's is a TINYINT): ``bool``;
 - DATE: ``date``; a ``datetime`` at midnight is taken as its date (a sink may store dates as
   timestamps: Hologres's ``broaden`` strategy does);
 - DATETIME/TIMESTAMP: a naive UTC ``datetime`` (aware ones are converted to UTC; ISO-8601 text, as
@@ -202,6 +203,12 @@ def normalise(column: SourceColumn, value: Any) -> Any:
                 f"{value!r} ({type(value).__name__}) for floating-point column {column.name}"
             )
         return float(value)
+    if kind == "boolean":
+        if not isinstance(value, bool):
+            raise IncomparableValueError(
+                f"{value!r} ({type(value).__name__}) for boolean column {column.name}"
+            )
+        return value
     if kind in TEXT_TYPES:
         if not isinstance(value, str):
             raise IncomparableValueError(f"{value!r} ({type(value).__name__}) for text column {column.name}")

@@ -23,6 +23,7 @@ from typing import Any
 import orjson
 
 from ferry.exceptions import TerminalError
+from ferry.pipeline.defaults import column_defaults
 from ferry.pipeline.events import DataChange, Op, Row
 from ferry.pipeline.schema import Schema
 from ferry.pipeline.types import DataType, TypeRoot
@@ -208,6 +209,10 @@ class RowAdapter:
     ``renames`` (old name → new name, as DDL named them) lets a sink column that another worker
     already renamed take the value of the source column under its old name. A delete needs only
     the key: when the rest of its before-image cannot be cast, the key alone goes.
+
+    A row that lacks a column the source gave a default (it was read before the column was added,
+    or from a partition behind that change) takes the default: the source filled its existing
+    rows with it. A row that has the column keeps its value, an explicit NULL included.
     """
 
     def __init__(
@@ -236,19 +241,31 @@ class RowAdapter:
         self.names = sink_schema.names
         self.keys = sink_schema.primary_keys
         self.renamed = any(s != n for n, s in self.sources.items())
-        self.identity = (
+        #: sink column → (its source column, the source's default), for the rows that lack it
+        defaults = column_defaults(source.columns)
+        self.defaults: dict[str, tuple[str, Any]] = {
+            name: (src, defaults[src]) for name, src in self.sources.items() if src in defaults
+        }
+        self.width = len(source)
+        #: rows pass unchanged, but for those that lack a column with a default
+        self.only_defaults = (
             not self.dropped
             and not self.missing
             and not self.casts
             and not self.renamed
             and source.names == self.names
         )
+        self.identity = self.only_defaults and not self.defaults
 
     def adapt_row(self, row: Row | None, only: tuple[str, ...] | None = None) -> Row | None:
         if row is None:
             return None
         sources = self.sources
         out = {name: row.get(sources.get(name, name)) for name in self.names}
+        if len(row) < self.width:
+            for name, (src, value) in self.defaults.items():
+                if src not in row:
+                    out[name] = value
         for name, cast in self.casts.items():
             value = out[name]
             if value is not None and value is not UNAVAILABLE and (only is None or name in only):
@@ -261,8 +278,10 @@ class RowAdapter:
         return keep_partial(row, out)
 
     def adapt(self, change: DataChange) -> DataChange:
-        if self.identity:
-            return change
+        if self.only_defaults:
+            before, after, width = change.before, change.after, self.width
+            if (before is None or len(before) >= width) and (after is None or len(after) >= width):
+                return change
         if change.op is Op.DELETE and self.keys:
             try:
                 before = self.adapt_row(change.before)
@@ -277,8 +296,9 @@ def adapt_to_schema(
 ) -> list[DataChange]:
     """Rows buffered under ``old`` shaped for ``new``, a schema reached without a barrier (a
     column added, a type widened). Only a value whose type widened is cast; a column added is left
-    out of the rows, which every sink reads as NULL (as it does for the rows of a partition that
-    has not shown the column yet). A row that cannot be cast goes to ``refuse`` with the reason."""
+    out of the rows, as it is in the rows of a partition that has not shown the column yet: when
+    they are written, it is the column's default, or NULL (:class:`RowAdapter`). A row that cannot
+    be cast goes to ``refuse`` with the reason."""
     adapter = RowAdapter(old, new, _same_type)
     if not adapter.casts:
         return changes

@@ -147,15 +147,25 @@ class SchemaChangeRouter:
         ):
             column = replace(change.column, type=change.column.type.with_nullable(True))
             change = replace(change, column=column)
+        without_default = ""
+        if (
+            isinstance(change, AddColumn)
+            and change.column.default is not None
+            and capabilities.support(ChangeKind.ADD_COLUMN_DEFAULT)
+            in (Support.UNSUPPORTED, Support.NOT_SYNCED)
+        ):
+            # the column still comes; the rows the table holds read NULL in it
+            change = replace(change, column=replace(change.column, default=None))
+            without_default = f" (without its default: {self.sink.type} does not backfill it)"
         support = capabilities.support(kind)
         if support is Support.APPLY:
-            return Decision(Action.APPLY, change, "supported", kind)
+            return Decision(Action.APPLY, change, "supported" + without_default, kind)
         if support is Support.APPLY_AT_END:
             assert isinstance(change, AddColumn)
             return Decision(
                 Action.APPLY,
                 replace(change, position=LAST),
-                f"{self.sink.type} only appends columns: added last",
+                f"{self.sink.type} only appends columns: added last" + without_default,
                 kind,
             )
         if support is Support.IGNORED:

@@ -128,22 +128,30 @@ class RowShaper:
         forms: dict[TableId, RawForms] = {}
         for source_table, events in raw.items():
             merged = merged_forms(events) if isinstance(self.sink, RawValuesWriting) else None
-            if merged and buffers.get(source_table) and self._as_they_are(source_table):
+            if (
+                merged
+                and buffers.get(source_table)
+                and self._as_they_are(source_table, buffers[source_table])
+            ):
                 for sink_table in self.tables.sink_tables(source_table):
                     forms[sink_table] = merged
             else:
                 materialize_all(events)
         return forms
 
-    def _as_they_are(self, source_table: TableId) -> bool:
-        """Whether a source table's rows reach each of its sink tables unchanged, and alone."""
+    def _as_they_are(self, source_table: TableId, changes: list[DataChange]) -> bool:
+        """Whether a source table's rows reach each of its sink tables unchanged, and alone (rows
+        that lack a column with a default are not: they are written with it)."""
         if self.transforms is not None:
             return False
         for sink_table in self.tables.sink_tables(source_table):
             sink_schema = self.schemas.sink_schema(sink_table)
             if sink_schema is None or self.tables.sources_of(sink_table) != [source_table]:
                 return False
-            if not self._adapter(source_table, sink_table, sink_schema).identity:
+            adapter = self._adapter(source_table, sink_table, sink_schema)
+            if not adapter.identity and not (
+                adapter.only_defaults and _have_every_column(changes, adapter.width)
+            ):
                 return False
         return True
 
@@ -240,6 +248,14 @@ def _missing_key(row: dict[str, object] | None, keys: tuple[str, ...]) -> str | 
             if row.get(key) is None:
                 return key
     return None
+
+
+def _have_every_column(changes: list[DataChange], width: int) -> bool:
+    """Whether every row of ``changes`` has all ``width`` columns of its schema."""
+    return all(
+        (c.before is None or len(c.before) >= width) and (c.after is None or len(c.after) >= width)
+        for c in changes
+    )
 
 
 def in_table_names(change: DataChange, names: Mapping[str, str]) -> DataChange:

@@ -39,12 +39,15 @@ class ChangeKind(StrEnum):
     A kind is a :class:`~ferry.pipeline.events.SchemaChangeType`, by the same name, except for the
     two types whose cases sinks support differently, each named as a case: an added column
     appended last or placed (FIRST, BEFORE, AFTER), and a column whose type changes or whose
-    nullability alone is relaxed.
+    nullability alone is relaxed. ``add.column.default`` is an ability of an added column's: the
+    rows the table held read the column's default (declared ``apply``); a sink without it adds the
+    column without its default, those rows reading NULL (``not-synced``).
     """
 
     CREATE_TABLE = SchemaChangeType.CREATE_TABLE.value
     ADD_COLUMN_LAST = "add.column.last"
     ADD_COLUMN_POSITIONED = "add.column.positioned"
+    ADD_COLUMN_DEFAULT = "add.column.default"
     DROP_COLUMN = SchemaChangeType.DROP_COLUMN.value
     RENAME_COLUMN = SchemaChangeType.RENAME_COLUMN.value
     ALTER_COLUMN_TYPE = SchemaChangeType.ALTER_COLUMN_TYPE.value
@@ -96,6 +99,7 @@ TABLE_FORMAT_CHANGES: Mapping[ChangeKind, Support] = {
     ChangeKind.CREATE_TABLE: Support.APPLY,
     ChangeKind.ADD_COLUMN_LAST: Support.APPLY,
     ChangeKind.ADD_COLUMN_POSITIONED: Support.APPLY,
+    ChangeKind.ADD_COLUMN_DEFAULT: Support.APPLY,
     ChangeKind.DROP_COLUMN: Support.APPLY,
     ChangeKind.RENAME_COLUMN: Support.APPLY,
     ChangeKind.ALTER_COLUMN_TYPE: Support.APPLY,

@@ -26,6 +26,7 @@ _SCHEMA = Schema.of(
 SAMPLES: dict[K, E.SchemaChange | None] = {
     K.ADD_COLUMN_LAST: E.AddColumn(_TABLE, Column("extra", t.INT())),
     K.ADD_COLUMN_POSITIONED: E.AddColumn(_TABLE, Column("extra", t.INT()), E.after("id")),
+    K.ADD_COLUMN_DEFAULT: E.AddColumn(_TABLE, Column("extra", t.INT(), default="0")),
     K.DROP_COLUMN: E.DropColumn(_TABLE, "qty"),
     K.RENAME_COLUMN: E.RenameColumn(_TABLE, "qty", "quantity"),
     K.ALTER_COLUMN_TYPE: E.AlterColumnType(_TABLE, "qty", t.BIGINT(), t.INT()),
@@ -53,6 +54,8 @@ class Outcome(StrEnum):
     APPLY = "apply"
     #: A positioned column is appended last (the sink supports it ``apply-at-end``).
     APPLY_AT_END = "apply-at-end"
+    #: The column is added without its default: the rows the table held read NULL in it.
+    APPLY_WITHOUT_DEFAULT = "apply-without-default"
     #: A LENIENT rename adds the new name as a column and keeps the old one (NULL from then on).
     ADD_NEW_COLUMN = "add-new-column"
     SKIP = "skip"
@@ -77,6 +80,13 @@ def outcome(sink_type: str, change: K, behavior: SchemaChangeBehavior) -> Outcom
     if decision.action is Action.APPLY:
         if decision.change == sample:
             return Outcome.APPLY
+        if (
+            isinstance(sample, E.AddColumn)
+            and isinstance(decision.change, E.AddColumn)
+            and decision.change.column.default is None
+            and sample.column.default is not None
+        ):
+            return Outcome.APPLY_WITHOUT_DEFAULT
         if isinstance(sample, E.RenameColumn):
             return Outcome.ADD_NEW_COLUMN
         return Outcome.APPLY_AT_END

@@ -15,7 +15,16 @@ from typing import Any, Literal
 from ferry.offsets import Offsets
 from ferry.options import SinkConfigBase
 from ferry.pipeline.apply import apply_schema_change
-from ferry.pipeline.events import DataChange, DropTable, Op, RenameColumn, SchemaChange, TruncateTable
+from ferry.pipeline.defaults import default_value
+from ferry.pipeline.events import (
+    AddColumn,
+    DataChange,
+    DropTable,
+    Op,
+    RenameColumn,
+    SchemaChange,
+    TruncateTable,
+)
 from ferry.pipeline.raw_values import RawForms
 from ferry.pipeline.router import change_kind
 from ferry.pipeline.schema import Schema, TableId
@@ -115,6 +124,11 @@ class MemorySink(Sink):
             if change.tag == "truncate.table":
                 table.rows.clear()
                 table.appended.clear()
+            if isinstance(change, AddColumn) and (default := default_value(change.column)) is not None:
+                # the rows it holds read the column's default, as a sink that backfills it shows them
+                name = change.column.name
+                table.rows = {k: {**r, name: default} for k, r in table.rows.items()}
+                table.appended = [{**r, name: default} for r in table.appended]
             renames = _renamed(change)
             if renames:
                 old, new = renames

@@ -39,6 +39,7 @@ from ferry.connectors.formats.connect_types import (
     connect_field,
 )
 from ferry.pipeline import types as t
+from ferry.pipeline.defaults import default_text
 from ferry.pipeline.schema import Column
 
 __all__ = ["AvroRow", "connect_schema"]
@@ -361,9 +362,7 @@ def _default_text(field: dict[str, Any], avro: Any, read: Convert | None) -> str
         value = default if read is None else read(default)
     except (*CONVERSION_ERRORS, DecodeError):
         return None
-    if isinstance(value, bytes | dict | list):
-        return None
-    return value if isinstance(value, str) else str(value)
+    return default_text(value)
 
 
 # ----------------------------------------------------------------------------------- converters

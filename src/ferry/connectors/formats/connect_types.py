@@ -27,6 +27,7 @@ import orjson
 
 from ferry.connectors.exceptions import DecodeError
 from ferry.pipeline import types as t
+from ferry.pipeline.defaults import default_text
 from ferry.pipeline.schema import Column
 from ferry.pipeline.types import DataType, Field
 
@@ -674,15 +675,14 @@ class RowConverter:
 
 
 def _default_text(field: ConnectField, default: Any) -> str | None:
+    """A field's ``default`` (Connect's encoding of the type, as its values) as the column's."""
     if default is None:
         return None
     try:
         value = field.read(default)
     except CONVERSION_ERRORS:
         return None
-    if isinstance(value, bytes):
-        return None
-    return value if isinstance(value, str) else str(value)
+    return default_text(value)
 
 
 def _short(value: Any, limit: int = 80) -> str:

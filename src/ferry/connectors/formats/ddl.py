@@ -25,6 +25,7 @@ from sqlglot.tokenizer_core import TokenType
 
 from ferry.connectors.exceptions import DecodeError
 from ferry.connectors.formats.mysql_types import mysql_data_type
+from ferry.pipeline.defaults import literal_default
 from ferry.pipeline.events import (
     FIRST,
     LAST,
@@ -325,8 +326,18 @@ def _column(node: exp.ColumnDef, sql: str) -> tuple[Column, bool]:
         elif isinstance(c, exp.CommentColumnConstraint):
             comment = _literal(c.this)
         elif isinstance(c, exp.DefaultColumnConstraint):
-            default = None if isinstance(c.this, exp.Null) else _literal(c.this)
-    return Column(_name(node.this), data_type, comment, default), is_key
+            default = _default(c.this)
+    return Column(_name(node.this), data_type, comment, literal_default(default, data_type)), is_key
+
+
+def _default(node: exp.Expression) -> str | None:
+    """A ``DEFAULT``'s constant as text; None for NULL and for an expression (``CURRENT_TIMESTAMP``,
+    a function, ``(expr)``), which gives each row its own value."""
+    if isinstance(node, exp.Literal | exp.Boolean):
+        return _literal(node)
+    if isinstance(node, exp.Neg) and isinstance(node.this, exp.Literal) and node.this.is_number:
+        return "-" + str(node.this.this)
+    return None
 
 
 def _position(node: exp.ColumnDef) -> ColumnPosition:
@@ -355,6 +366,16 @@ def _literal(node: exp.Expression) -> str:
     if isinstance(node, exp.Literal):
         return str(node.this)
     return node.sql(dialect=_MySQL)
+
+
+def mysql_string(body: str) -> str:
+    """The value of a single-quoted MySQL string literal whose body (between the quotes) is
+    ``body``; ``body`` itself when it is no such body (a lone quote: it was double-quoted)."""
+    try:
+        literal = sqlglot.parse_one(f"'{body}'", read=_MySQL)
+    except SqlglotError:
+        return body
+    return str(literal.this) if isinstance(literal, exp.Literal) and literal.is_string else body
 
 
 def _short(sql: str, limit: int = 200) -> str:

@@ -23,10 +23,11 @@ from typing import Any
 
 from ferry.connectors.exceptions import DecodeError
 from ferry.connectors.formats import JsonMessageDecoder
-from ferry.connectors.formats.ddl import parse_ddl
+from ferry.connectors.formats.ddl import mysql_string, parse_ddl
 from ferry.connectors.formats.mysql_types import mysql_type
 from ferry.connectors.record import RecordLike
 from ferry.pipeline import types as t
+from ferry.pipeline.defaults import literal_default
 from ferry.pipeline.events import (
     DropTable,
     Event,
@@ -37,7 +38,7 @@ from ferry.pipeline.events import (
 )
 from ferry.pipeline.exceptions import SchemaError
 from ferry.pipeline.schema import Column, Schema, TableId
-from ferry.pipeline.types import DataType
+from ferry.pipeline.types import CHARACTER, DataType
 
 _ID_PART = re.compile(r'"((?:[^"]|"")*)"|`((?:[^`]|``)*)`|([^.]+)')
 _MYSQL_CONNECTORS = frozenset({"mysql", "mariadb"})
@@ -151,13 +152,23 @@ def _schema(table: Row, table_id: TableId, *, mysql: bool) -> Schema:
                 name,
                 data_type.with_nullable(nullable),
                 _text_or_none(entry.get("comment")),
-                default if isinstance(default, str) else None,
+                literal_default(_default_text(default, data_type, mysql=mysql), data_type),
             )
         )
     try:
         return Schema(tuple(columns), tuple(keys), comment=_text_or_none(table.get("comment")))
     except SchemaError as e:
         raise DecodeError(f"table {table_id}: {e}") from None
+
+
+def _default_text(default: Any, data_type: DataType, *, mysql: bool) -> str | None:
+    """A column's ``defaultValueExpression``. The MySQL connector gives a text default as the body of
+    the DDL's quoted literal, escapes and all (``it''s`` for ``'it''s'``): read as MySQL reads it."""
+    if not isinstance(default, str):
+        return None
+    if mysql and data_type.root in CHARACTER and ("'" in default or "\\" in default):
+        return mysql_string(default)
+    return default
 
 
 def _position(column: Row) -> int:

@@ -27,6 +27,7 @@ from collections import defaultdict
 from collections.abc import Sequence
 from concurrent.futures import Future
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 import pyarrow as pa
@@ -100,6 +101,7 @@ def write_compacted(
     write_uuid: uuid.UUID,
     *,
     deletes: dict[str, list[pa.ChunkedArray]] | None = None,
+    fill: dict[str, Any] | None = None,
 ) -> tuple[list[DataFile], pa.Table]:
     """The live rows of ``tasks``' data files (their deletes applied) written as the table's data
     files, and the ``keys`` columns of the rows written, in the files' order. ``deletes``: by data
@@ -113,7 +115,7 @@ def write_compacted(
     arrow_schema = schema.as_arrow()
     scan = ArrowScan(metadata, table.io, schema, AlwaysTrue())
     if not writes_parquet_here(metadata):
-        data = scan.to_table(tasks)
+        data = _filled(scan.to_table(tasks), fill)
         written = list(_dataframe_to_data_files(metadata, data, table.io, write_uuid=write_uuid))
         return written, data.select(list(keys))
     location = table.location_provider().new_data_location(f"00000-0-{write_uuid}.parquet")
@@ -128,7 +130,7 @@ def write_compacted(
             if not batch.num_rows:
                 continue
             # the table's field ids, which rows read back lack
-            rows = pa.Table.from_batches([batch]).cast(arrow_schema)
+            rows = _filled(pa.Table.from_batches([batch]).cast(arrow_schema), fill)
             writer.write(rows)
             key_parts.append(rows.select(list(keys)))
     if not key_parts:  # every row deleted: no file (the writer creates it at its first rows)
@@ -136,6 +138,15 @@ def write_compacted(
     statistics = writer.close()
     data_file = parquet_file(location, len(output), statistics, metadata.default_spec_id)
     return [data_file], pa.concat_tables(key_parts)
+
+
+def _filled(rows: pa.Table, fill: dict[str, Any] | None) -> pa.Table:
+    """``rows`` with each column of ``fill`` set to its value in every row."""
+    for name, value in (fill or {}).items():
+        at = rows.schema.get_field_index(name)
+        field = rows.schema.field(at)
+        rows = rows.set_column(at, field, pa.repeat(pa.scalar(value, type=field.type), rows.num_rows))
+    return rows
 
 
 @dataclass(frozen=True)

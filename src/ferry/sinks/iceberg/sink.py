@@ -65,6 +65,7 @@ from pyiceberg.table import FileScanTask, Table, Transaction
 from pyiceberg.table.metadata import TableMetadata
 from pyiceberg.table.refs import MAIN_BRANCH
 from pyiceberg.table.snapshots import ancestors_of
+from pyiceberg.table.update.schema import UpdateSchema
 from pyiceberg.table.update.snapshot import ExpireSnapshots
 from pyiceberg.transforms import (
     BucketTransform,
@@ -79,8 +80,9 @@ from pyiceberg.transforms import (
 
 from ferry.offsets import Offsets
 from ferry.pipeline import events as E
+from ferry.pipeline.defaults import default_value
 from ferry.pipeline.events import ColumnPositionKind, DataChange, Op, Row, SchemaChange
-from ferry.pipeline.schema import Schema, TableId
+from ferry.pipeline.schema import Column, Schema, TableId
 from ferry.pipeline.types import DataType
 from ferry.retry import RetryPolicy
 from ferry.sinks.arrow import rows_to_arrow_setting_aside
@@ -244,20 +246,13 @@ class IcebergSink(TableFormatSink):
                 if reference is not None and reference not in {f.name for f in table.schema().fields}:
                     log.warning("%s: %s is not a column, adding %s last", table_id, reference, column.name)
                     reference = None
+                default = default_value(column)
+                if default is not None and table.current_snapshot() is not None:
+                    where = (reference, position.kind)
+                    self._add_column_with_default(table_id, table, column, where, default)
+                    return
                 with table.update_schema() as update:
-                    # optional even when the source says NOT NULL: the rows already written have no value
-                    update.add_column(
-                        column.name,
-                        to_iceberg_type(column.type, field_ids()),
-                        doc=column.comment,
-                        required=False,
-                    )
-                    if position.kind is ColumnPositionKind.FIRST:
-                        update.move_first(column.name)
-                    elif position.kind is ColumnPositionKind.BEFORE and reference is not None:
-                        update.move_before(column.name, reference)
-                    elif position.kind is ColumnPositionKind.AFTER and reference is not None:
-                        update.move_after(column.name, reference)
+                    _add_column(update, column, reference, position.kind)
             case E.DropColumn(column_name=name):
                 with table.update_schema() as update:
                     update.delete_column(name)
@@ -277,6 +272,52 @@ class IcebergSink(TableFormatSink):
                         tx.remove_properties(COMMENT_PROPERTY)
             case _:
                 raise SinkTerminalError(f"no rule for {change.tag}", sink=self.type, table=str(table_id))
+
+    def _add_column_with_default(
+        self,
+        table_id: TableId,
+        table: Table,
+        column: Column,
+        position: tuple[str | None, ColumnPositionKind],
+        default: Any,
+    ) -> None:
+        """Add a column with a default to a table that holds rows: they read the default.
+
+        A format v2 table has no ``initial-default`` (format v3's, which pyiceberg does not write
+        tables of), so the rows are backfilled: every data file is written again with the default
+        in the column (its delete files applied, then dropped), in the snapshot that adds the
+        column. The schema change and the backfill are one commit, so a table that has the column
+        has its default in every row written before it; a replay sees the column and does neither
+        again. The snapshot carries no offsets (its rows are those of the commit before it, whose
+        offsets stand).
+        """
+        tasks = list(table.scan().plan_files())
+        with StagedTransaction(table) as tx:
+            with tx.update_schema() as update:
+                _add_column(update, column, *position)
+            if tasks:
+                rewrite = RewriteWithDeletes(tx, table.io, {})
+                with rewrite:
+                    removed: set[str] = set()
+                    for task in tasks:
+                        rewrite.delete_data_file(task.file)
+                        for delete_file in task.delete_files:
+                            if delete_file.file_path not in removed:
+                                removed.add(delete_file.file_path)
+                                rewrite.remove_delete_file(delete_file)
+                    added, _ = write_compacted(
+                        table, tx.table_metadata, tasks, (), rewrite.commit_uuid, fill={column.name: default}
+                    )
+                    for data_file in added:
+                        rewrite.append_data_file(data_file)
+        self._key_indexes.pop(table_id, None)
+        log.info(
+            "%s: %s added with default %s, %d data files written again with it",
+            table_id,
+            column.name,
+            column.default,
+            len(tasks),
+        )
 
     def _alter_type(self, table: Table, table_id: TableId, name: str, new_type: DataType) -> None:
         schema = table.schema()
@@ -677,6 +718,21 @@ class IcebergSink(TableFormatSink):
 
 
 # ----------------------------------------------------------------------------------- helpers
+
+
+def _add_column(
+    update: UpdateSchema, column: Column, reference: str | None, kind: ColumnPositionKind
+) -> None:
+    # optional even when the source says NOT NULL: a table format v2 field has no initial default
+    update.add_column(
+        column.name, to_iceberg_type(column.type, field_ids()), doc=column.comment, required=False
+    )
+    if kind is ColumnPositionKind.FIRST:
+        update.move_first(column.name)
+    elif kind is ColumnPositionKind.BEFORE and reference is not None:
+        update.move_before(column.name, reference)
+    elif kind is ColumnPositionKind.AFTER and reference is not None:
+        update.move_after(column.name, reference)
 
 
 #: Workers opening a SQL catalog together race to create its tables; the losers open it again.

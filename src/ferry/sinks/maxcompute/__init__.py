@@ -16,6 +16,7 @@ MAXCOMPUTE = SinkDeclaration(
             K.CREATE_TABLE: S.APPLY,
             K.ADD_COLUMN_LAST: S.APPLY,
             K.ADD_COLUMN_POSITIONED: S.APPLY_AT_END,
+            K.ADD_COLUMN_DEFAULT: S.NOT_SYNCED,
             K.DROP_COLUMN: S.APPLY,
             K.RENAME_COLUMN: S.APPLY,
             K.ALTER_COLUMN_TYPE: S.APPLY,

@@ -53,6 +53,7 @@ from pypaimon.schema.schema_change import SchemaChange as PaimonChange
 
 from ferry.pipeline import events as E
 from ferry.pipeline.apply import is_applied
+from ferry.pipeline.defaults import default_value
 from ferry.pipeline.events import ColumnPositionKind, DataChange, Op, Row, SchemaChange
 from ferry.pipeline.schema import Schema, TableId
 from ferry.pipeline.types import DataType
@@ -77,6 +78,10 @@ from ferry.sinks.table_format import TableFormatSink
 log = logging.getLogger(__name__)
 
 CAPABILITIES = PAIMON.capabilities
+#: Table option naming a column added with a default whose rows are not backfilled yet (its value).
+BACKFILL_OPTION = "ferry.backfill."
+#: Snapshot property of the commit that backfilled a column (its name).
+BACKFILLED_PROPERTY = "ferry.backfilled"
 
 #: Snapshot property holding a pipeline's offsets: ``{"topic": {"partition": next offset}}``.
 #: The table option naming the row-kind column of a primary-key table.
@@ -153,7 +158,70 @@ class PaimonSink(TableFormatSink):
         return False
 
     def alter_table(self, change: SchemaChange) -> None:
+        self._finish_backfills(change.table_id, self.require_table(change.table_id))
         self._alter_with_retry(change)
+        if isinstance(change, E.AddColumn):
+            self._finish_backfills(change.table_id, self.require_table(change.table_id))
+
+    def _finish_backfills(self, table_id: TableId, table: Any) -> Any:
+        """Backfill the columns added with a default whose rows are not backfilled yet; returns
+        the table as it is then.
+
+        Paimon keeps a default for the rows written without the column, not for the rows a table
+        held before it (pypaimon's reader gives them NULL), so those rows are written again with
+        the default. The column is added with a table option naming its default
+        (``ferry.backfill.<column>``) in the same schema change; the rows are then overwritten in
+        one commit marked with the column (snapshot property ``ferry.backfilled``), and the option
+        removed. Every change or commit of the table first finishes what a stop between those
+        steps left: a table with the option whose newest snapshot is not the backfill's is
+        backfilled (its rows still all predate the column); one whose newest snapshot is loses
+        the option.
+        """
+        pending = {
+            k[len(BACKFILL_OPTION) :]: v
+            for k, v in table.table_schema.options.items()
+            if k.startswith(BACKFILL_OPTION)
+        }
+        if not pending:
+            return table
+        for name, text in pending.items():
+            latest = table.snapshot_manager().get_latest_snapshot()
+            done = latest is not None and (latest.properties or {}).get(BACKFILLED_PROPERTY) == name
+            if not done and latest is not None:
+                self._backfill(table_id, table, name, text)
+            self.catalog.alter_table(
+                self.identifier(table_id), [PaimonChange.remove_option(BACKFILL_OPTION + name)], False
+            )
+            table = self.require_table(table_id)
+        return table
+
+    def _backfill(self, table_id: TableId, table: Any, name: str, text: str) -> None:
+        """The table's rows overwritten with ``name`` set to the default ``text`` in every row."""
+        fields = table.table_schema.fields
+        arrow_schema = PyarrowFieldParser.from_paimon_schema(fields)
+        column = _read_schema(table).column(name)
+        value = default_value(replace(column, default=text))
+        builder = table.new_read_builder()
+        data = builder.new_read().to_arrow(builder.new_scan().plan().splits())
+        if data is None:
+            data = arrow_schema.empty_table()
+        data = data.select(arrow_schema.names).cast(arrow_schema)
+        at = arrow_schema.get_field_index(name)
+        field = arrow_schema.field(at)
+        data = data.set_column(at, field, pa.repeat(pa.scalar(value, type=field.type), data.num_rows))
+        writes = table.new_batch_write_builder().overwrite()
+        writer = writes.new_write()
+        commit = writes.new_commit()
+        try:
+            if data.num_rows:
+                writer.write_arrow(data)
+            commit.commit(writer.prepare_commit(), snapshot_properties={BACKFILLED_PROPERTY: name})
+        finally:
+            writer.close()
+            commit.close()
+        log.info(
+            "%s: %s added with default %s, %d rows written again with it", table_id, name, text, data.num_rows
+        )
 
     def create_table(self, change: E.CreateTable) -> None:
         database, _ = self.identifier(change.table_id).split(".", 1)
@@ -234,6 +302,9 @@ class PaimonSink(TableFormatSink):
                         move=_move(column.name, position.kind, position.reference),
                     )
                 ]
+                if default_value(column) is not None and column.default is not None:
+                    # the rows held are backfilled with it (_finish_backfills)
+                    changes.append(PaimonChange.set_option(BACKFILL_OPTION + column.name, column.default))
             case E.DropColumn(column_name=name):
                 changes = [PaimonChange.drop_column(name)]
             case E.RenameColumn(old_name=old, new_name=new):
@@ -276,6 +347,7 @@ class PaimonSink(TableFormatSink):
     def commit(
         self, table_id: TableId, table: Any, changes: list[DataChange], properties: dict[str, str]
     ) -> None:
+        table = self._finish_backfills(table_id, table)
         data = self._arrow_rows(table_id, table, changes)
         if NATIVE_WRITE_OPTION not in table.table_schema.options:
             # the table's own option, when it sets one, decides; else pypaimon's Rust writer

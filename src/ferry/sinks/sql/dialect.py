@@ -25,7 +25,7 @@ from collections.abc import Mapping, Sequence
 from functools import cached_property
 from typing import Any, NamedTuple
 
-from sqlalchemy import and_, bindparam, column, delete, insert, literal, select
+from sqlalchemy import and_, bindparam, column, delete, insert, literal, select, text
 from sqlalchemy.dialects import postgresql as pg
 from sqlalchemy.dialects.postgresql.base import (
     PGDDLCompiler,
@@ -34,13 +34,22 @@ from sqlalchemy.dialects.postgresql.base import (
     PGTypeCompiler,
 )
 from sqlalchemy.engine import Dialect
+from sqlalchemy.exc import CompileError
 from sqlalchemy.schema import Column as SaColumn
-from sqlalchemy.schema import CreateSchema, DropTable, MetaData, PrimaryKeyConstraint, Table
+from sqlalchemy.schema import (
+    CreateSchema,
+    DefaultClause,
+    DropTable,
+    MetaData,
+    PrimaryKeyConstraint,
+    Table,
+)
 from sqlalchemy.sql.compiler import IdentifierPreparer
 from sqlalchemy.sql.expression import ClauseElement
 from sqlalchemy.types import CHAR, NUMERIC, VARCHAR, String, TypeEngine
 
 from ferry.pipeline import types as ft
+from ferry.pipeline.defaults import default_text, default_value
 from ferry.pipeline.events import ColumnPosition
 from ferry.pipeline.schema import Column, Schema
 from ferry.pipeline.types import DataType, TypeRoot
@@ -109,6 +118,9 @@ class SqlDialect:
     max_varchar_length: int = 10_485_760
     #: Whether ``ADD COLUMN`` takes a position (``FIRST`` / ``AFTER``); else columns go last.
     positions_columns: bool = False
+    #: Whether a column default is written as a string literal (``DEFAULT '12.50'``, a boolean as
+    #: ``'1'``/``'0'``), as StarRocks and Doris take every default; else a literal of its type.
+    defaults_as_text: bool = False
     #: The ``information_schema.columns`` column spelling a column's full type, read as
     #: :attr:`CatalogColumn.udt_name`.
     catalog_type_column: str = "udt_name"
@@ -189,6 +201,24 @@ class SqlDialect:
             dialect=self.ddl_dialect, compile_kwargs={"literal_binds": True}
         )
         return str(compiled)
+
+    def default_literal(self, column: Column) -> str | None:
+        """``column``'s default as a literal of its type (None: it has none ferry can write)."""
+        value = default_value(column)
+        if value is None:
+            return None
+        if self.defaults_as_text:
+            rendered = ("1" if value else "0") if isinstance(value, bool) else default_text(value)
+            return None if rendered is None else self.quote_literal(rendered)
+        sa_type = self.sql_type(column.type)
+        try:
+            compiled = literal(value, sa_type).compile(
+                dialect=self.ddl_dialect, compile_kwargs={"literal_binds": True}
+            )
+            return str(compiled)
+        except (NotImplementedError, CompileError):  # a type without a literal form: its text
+            rendered = default_text(value)
+            return None if rendered is None else self.quote_literal(rendered)
 
     def table_name(self, table: SqlTable) -> str:
         return self._preparer.format_table(self.sa_table(table))
@@ -279,7 +309,12 @@ class SqlDialect:
         return self.compile(ddl.CreateTableWith(sa_table, clauses, if_not_exists=True))
 
     def add_column(self, table: SqlTable, column: Column, position: ColumnPosition | None = None) -> str:
+        """``ADD COLUMN``, with ``DEFAULT <literal>`` when the column has a default: the database
+        fills the rows it holds with it, as the source did."""
         sa_column = self.sa_column(column)
+        default = self.default_literal(column)
+        if default is not None:
+            sa_column.server_default = DefaultClause(text(default))
         placed = position if self.positions_columns else None
         return self.compile(ddl.AddColumn(self.sa_table(table, [sa_column]), sa_column, placed))
 

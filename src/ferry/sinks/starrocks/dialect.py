@@ -125,6 +125,7 @@ class MySqlProtocolDialect(SqlDialect):
     name = "mysql"
     max_varchar_length = 16_383
     positions_columns = True
+    defaults_as_text = True
     catalog_type_column = "column_type"
     type_names = MYSQL_TYPES
     #: The key model keyword of the vendor's ``CREATE TABLE`` (``PRIMARY KEY``, ``UNIQUE KEY``).
