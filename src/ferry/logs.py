@@ -24,7 +24,7 @@ from typing import Any, Literal
 from pydantic import BaseModel, SecretStr
 from pythonjsonlogger.json import JsonFormatter
 
-from ferry.control.secrets import MASK, is_secret_key, mask_url_credentials
+from ferry.control.secrets import MASK, is_secret_key, mask_url_credentials, secret_parts
 
 LogFormat = Literal["text", "json"]
 FORMATS: tuple[LogFormat, ...] = ("text", "json")
@@ -40,8 +40,9 @@ LIBRARY_LOGGERS = ("uvicorn", "uvicorn.access", "uvicorn.error", "faust", "mode"
 #: The key ends with the secret word (``sasl.password``, ``access-key``): ``tokens: 3`` and
 #: ``token-sha256: ...`` (a digest) are no secrets.
 _SECRET_SETTING = re.compile(
-    r"""(?P<key>["']?[\w.-]*?(?:password|passwd|secret|token|credentials?|user[-_.]info|"""
-    r"""(?:access|private|api|account)[-_.]?key)["']?\s*[:=]\s*)"""
+    r"""(?P<key>["']?[\w.-]*?(?:password|passwd|passphrase|secret|token|credentials?|user[-_.]info|"""
+    r"""authorization|connection[-_.]?string|(?:access|private|api|account|keystore)[-_.]?key|"""
+    r"""key[-_.]pem)["']?\s*[:=]\s*)"""
     r"""(?P<quote>["']?)(?P<value>[^"'\s,;}&]+)""",
     re.IGNORECASE,
 )
@@ -80,9 +81,11 @@ def secrets_of(config: Any) -> list[str]:
         elif isinstance(node, list | tuple):
             for item in node:
                 walk(item, key)
-        elif isinstance(node, str) and key and is_secret_key(key):
-            found.append(node)
-            found.extend(m["value"] for m in _JAAS_PASSWORD.finditer(node))
+        elif isinstance(node, str):
+            parts = secret_parts(key, node)
+            found.extend(parts)
+            if parts and is_secret_key(key):
+                found.extend(m["value"] for m in _JAAS_PASSWORD.finditer(node))
 
     walk(config)
     return found

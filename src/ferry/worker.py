@@ -43,7 +43,7 @@ from ferry.exceptions import TerminalError
 from ferry.logs import kafka_logger, mask_secrets
 from ferry.pipeline.events import Event
 from ferry.pipeline.phase import Phase
-from ferry.pipeline.route import Route, TableRouter
+from ferry.pipeline.route import Route, TableRouter, TableSelection
 from ferry.pipeline.router import SchemaChangeRouter
 from ferry.pipeline.runner import PipelineRunner
 from ferry.pipeline.schema_operator import HintSource
@@ -289,6 +289,11 @@ def build_runner(
         transforms=_transforms(job),
         # Debezium's JSON records say where each change stands in the source's log
         source_order=record_source_order if source_config.value_format.value == "debezium-json" else None,
+        selection=TableSelection(
+            tables,
+            topics_name_tables=source_config.topics_name_tables,
+            unrouted=source_config.unrouted_tables,
+        ),
     )
     if definitions is not None:
         definitions.refresh = runner.sync_hints

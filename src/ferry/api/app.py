@@ -47,7 +47,7 @@ from ferry.control.models import (
     SavepointSource,
 )
 from ferry.control.names import name_error
-from ferry.control.secrets import mask_job_text, mask_url_credentials
+from ferry.control.secrets import mask_job_text, mask_url_credentials, restore_secrets
 from ferry.control.service import ControlPlane
 from ferry.logs import mask_secrets
 
@@ -249,10 +249,11 @@ def editor(env: str, who: Annotated[Principal, Depends(principal)]) -> Principal
     return who
 
 
-def _as_seen_by(who: Principal, env: str, pipeline: Pipeline) -> Pipeline:
-    """The pipeline as ``who`` may read it: below editor, its job's secrets and any credentials
-    in its status detail are masked."""
-    if who.may(env, "editor"):
+def _as_seen_by(who: Principal, env: str, pipeline: Pipeline, reveal: bool = False) -> Pipeline:
+    """The pipeline as ``who`` reads it: its job's secrets and any credentials in its status detail
+    masked, for every role, unless an editor asks to see them (``reveal``)."""
+    if reveal:
+        who.require(env, "editor")
         return pipeline
     spec = pipeline.spec.model_copy(update={"job": mask_job_text(pipeline.spec.job)})
     status = pipeline.status.model_copy(update={"detail": mask_url_credentials(pipeline.status.detail)})
@@ -455,12 +456,18 @@ def _health_routes(app: FastAPI, plane: ControlPlane, not_ready: Callable[[], st
         return Response(encode(registry), media_type=content_type)
 
 
+RevealParam = Annotated[
+    bool,
+    Query(description="Show the job's secrets as they are stored (editors only; masked otherwise)."),
+]
+
+
 def _pipeline_routes(app: FastAPI, plane: ControlPlane) -> None:
     route = _router(app, ["pipelines"])
 
     @route("GET", "/pipelines", PipelineList, (), "List the pipelines.", operation="getPipelines")
-    def list_pipelines(env: str, who: Viewer) -> Response:
-        return _page([_as_seen_by(who, env, p) for p in plane.list_pipelines(env)])
+    def list_pipelines(env: str, who: Viewer, reveal: RevealParam = False) -> Response:
+        return _page([_as_seen_by(who, env, p, reveal) for p in plane.list_pipelines(env)])
 
     @route(
         "POST",
@@ -476,11 +483,11 @@ def _pipeline_routes(app: FastAPI, plane: ControlPlane) -> None:
         if reference is not None:
             ref_env = reference.rpartition("/")[0] or env
             who.require(ref_env, "viewer")
-        return _resource(plane.create_pipeline(env, _body(body)))
+        return _resource(_as_seen_by(who, env, plane.create_pipeline(env, _body(body))))
 
     @route("GET", "/pipelines/{name}", Pipeline, (404,), "Get a pipeline.", operation="getPipeline")
-    def get_pipeline(env: str, name: str, who: Viewer) -> Response:
-        return _resource(_as_seen_by(who, env, plane.get_pipeline(env, name)))
+    def get_pipeline(env: str, name: str, who: Viewer, reveal: RevealParam = False) -> Response:
+        return _resource(_as_seen_by(who, env, plane.get_pipeline(env, name), reveal))
 
     @route(
         "PUT",
@@ -493,8 +500,15 @@ def _pipeline_routes(app: FastAPI, plane: ControlPlane) -> None:
         operation="updatePipeline",
         yaml_body=PipelineRequest,
     )
-    def update_pipeline(env: str, name: str, _: Editor, body: Annotated[PipelineRequest, Body()]) -> Response:
-        return _resource(plane.update_pipeline(env, name, _body(body)))
+    def update_pipeline(
+        env: str, name: str, who: Editor, body: Annotated[PipelineRequest, Body()]
+    ) -> Response:
+        update = _body(body)
+        job = update.get("spec", {}).get("job")
+        if isinstance(job, str):  # a job sent back as GET showed it keeps the secrets it masked
+            stored = plane.get_pipeline(env, name).spec.job
+            update["spec"]["job"] = restore_secrets(job, stored)
+        return _resource(_as_seen_by(who, env, plane.update_pipeline(env, name, update)))
 
     @route(
         "DELETE",

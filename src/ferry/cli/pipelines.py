@@ -195,10 +195,15 @@ def create_pipeline(
 
 @pipeline.command("get")
 @click.argument("name")
+@click.option(
+    "--show-secrets",
+    is_flag=True,
+    help="Show the job's secrets as they are stored (an editor's token); masked otherwise.",
+)
 @api_command
-def get_pipeline(name: str, api: Api, output: str) -> None:
+def get_pipeline(name: str, api: Api, output: str, show_secrets: bool) -> None:
     """Show a pipeline: phase, detail, deadline, inherited topics, latest offsets, progress."""
-    resource = api.call("GET", "pipelines", name)
+    resource = api.call("GET", "pipelines", name, params={"reveal": "true"} if show_secrets else None)
     _emit(output, resource, lambda: render_pipeline(resource))
 
 

@@ -43,7 +43,7 @@ from ferry.config.transforms import (
 from ferry.exceptions import FerryError
 from ferry.options import ConfigModel, Duration, fold_prefixed
 from ferry.pipeline.events import SCHEMA_CHANGE_TAGS, SchemaChangeType
-from ferry.pipeline.route import RouteMode
+from ferry.pipeline.route import RouteMode, UnroutedTables
 from ferry.pipeline.router import SchemaChangeBehavior
 from ferry.pipeline.schema import TableId
 from ferry.pipeline.udf import UserFunction
@@ -371,6 +371,13 @@ class KafkaSourceConfig(StartupOptions):
     debezium_unavailable_value_placeholder: str = Field(
         default=DEFAULT_PLACEHOLDER, min_length=1, alias="debezium.unavailable.value.placeholder"
     )
+    #: What becomes of a record naming a table the job does not route (see ``TableSelection``).
+    unrouted_tables: UnroutedTables = Field(default=UnroutedTables.DEAD_LETTER, alias="unrouted-tables")
+
+    @property
+    def topics_name_tables(self) -> bool:
+        """Whether each topic carries one table, named in the topic's name (Debezium's topics)."""
+        return self.value_format in _DEBEZIUM_FORMATS
 
     @model_validator(mode="before")
     @classmethod

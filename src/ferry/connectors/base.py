@@ -190,3 +190,14 @@ class DeadLetter(Protocol):
         ...
 
     def close(self) -> None: ...
+
+
+@runtime_checkable
+class DeadLetterHistory(Protocol):
+    """A dead-letter destination that can say which records it holds, so that a restart reading
+    records again after its checkpoint sends none of them twice."""
+
+    def stored_since(self, since_ms: int | None) -> set[tuple[str, int, int]]:
+        """The (topic, partition, offset) of the records this pipeline stored at or after
+        ``since_ms`` (None: all it holds)."""
+        ...

@@ -7,6 +7,7 @@ tested without a broker; integration tests use the real Kafka source.
 
 from __future__ import annotations
 
+import time
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -88,10 +89,12 @@ class DeadLetterRecord:
     offset: int
     key: bytes | None
     value: bytes | None
+    at_ms: int = 0
 
 
 class MemoryDeadLetter:
-    """Keeps the records it is sent, with their reasons."""
+    """Keeps the records it is sent, with their reasons (one instance handed to a runner and to the
+    runner after it stands for a dead-letter topic across a restart)."""
 
     def __init__(self) -> None:
         self.records: list[DeadLetterRecord] = []
@@ -100,7 +103,13 @@ class MemoryDeadLetter:
     def send(
         self, *, reason: str, topic: str, partition: int, offset: int, key: bytes | None, value: bytes | None
     ) -> None:
-        self.records.append(DeadLetterRecord(reason, topic, partition, offset, key, value))
+        at_ms = time.time_ns() // 1_000_000
+        self.records.append(DeadLetterRecord(reason, topic, partition, offset, key, value, at_ms))
+
+    def stored_since(self, since_ms: int | None) -> set[tuple[str, int, int]]:
+        return {
+            (r.topic, r.partition, r.offset) for r in self.records if since_ms is None or r.at_ms >= since_ms
+        }
 
     def flush(self) -> None:
         self.flushes += 1

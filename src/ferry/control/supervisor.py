@@ -43,6 +43,7 @@ from ferry.control.models import (
 )
 from ferry.control.names import within
 from ferry.control.replay import drop_tables, offset_range
+from ferry.control.secrets import write_private
 from ferry.control.service import (
     ControlPlane,
     inheritance_problem,
@@ -528,7 +529,7 @@ class Supervisor:
             return
         folder.mkdir(parents=True, exist_ok=True)
         job_file = folder / f"job-{row.generation}.yaml"
-        job_file.write_text(child_job_text(row, self.plane.settings.state_url), encoding="utf-8")
+        write_private(job_file, child_job_text(row, self.plane.settings.state_url))
         log_file = folder / f"{self.worker}-{row.generation}.log"
         handle = log_file.open("a", encoding="utf-8")
         process = subprocess.Popen(

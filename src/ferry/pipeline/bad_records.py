@@ -12,21 +12,30 @@ A row the sink's destination refused during a write (:class:`~ferry.sinks.base.R
 sent by :meth:`BadRecords.refused` on the thread that flushes the sink, and stored before it
 returns, as ferry's rendering of the row (the source is not read from that thread); it is counted
 by the next :meth:`BadRecords.settle` on the consume thread.
+
+A record goes once: a record of several rows, or of a table routed to several sink tables, is one
+dead letter per checkpoint; after a restart, a record a run before stored (it failed before its
+checkpoint) is counted and not sent again (:meth:`BadRecords.resume`). Records naming a table the
+job does not route are dead letters too (:meth:`BadRecords.routed`).
 """
 
 from __future__ import annotations
 
 import logging
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from queue import Empty, SimpleQueue
 
-from ferry.connectors.base import DeadLetter, KeyValue, Position, RecordFetching, Source
-from ferry.pipeline.checkpoints import now_ms
-from ferry.pipeline.events import DataChange, SourcePosition
+from ferry.connectors.base import DeadLetter, DeadLetterHistory, KeyValue, Position, RecordFetching, Source
+from ferry.offsets import Partition
+from ferry.pipeline.checkpoints import Checkpoint, now_ms
+from ferry.pipeline.events import DataChange, Event, SchemaHint, SchemaObserved, SourcePosition
 from ferry.pipeline.exceptions import BadRecordError, NothingWrittenError
 from ferry.pipeline.metrics import Metrics
+from ferry.pipeline.route import TableSelection
+from ferry.pipeline.schema import TableId
 from ferry.pipeline.shaping import change_bytes
+from ferry.retry import OnWait, RetryPolicy
 from ferry.sinks.base import RefusedRow
 
 log = logging.getLogger(__name__)
@@ -37,16 +46,30 @@ REASON_CHARS = 500
 #: How many bad records are logged one by one between two checkpoints; the others are counted in
 #: one line (the status keeps the latest, the dead-letter topic every one).
 LOGGED_PER_CHECKPOINT = 10
+#: How long before its checkpoint was saved a dead letter of a record past the checkpoint may have
+#: been stored: the longest a checkpoint's commit takes (under ``restart-strategy``'s default
+#: timeout, each of its three steps retried for up to 2 minutes), with room to spare.
+DEAD_LETTER_LOOKBACK_MS = 10 * 60_000
 
 
 class BadRecords:
     """Sends bad records to the dead-letter destination and counts them by reason."""
 
-    def __init__(self, dead_letter: DeadLetter, source: Source, metrics: Metrics, *, fail: bool) -> None:
+    def __init__(
+        self,
+        dead_letter: DeadLetter,
+        source: Source,
+        metrics: Metrics,
+        *,
+        fail: bool,
+        selection: TableSelection | None = None,
+    ) -> None:
         self.dead_letter = dead_letter
         self.source = source
         self.metrics = metrics
         self.fail = fail
+        #: Which tables records may name (None: every table, as the tests' doubles take them).
+        self.selection = selection
         self.reasons: Counter[str] = Counter()
         #: Rows counted but not sent yet: their records are read again together.
         self._pending: list[tuple[str, DataChange]] = []
@@ -54,10 +77,92 @@ class BadRecords:
         self._since_logged = 0
         #: Rows the sink refused, sent already, to be counted on the consume thread.
         self._refused: SimpleQueue[tuple[str, SourcePosition]] = SimpleQueue()
+        #: Records counted since the last checkpoint (a record of several rows, or of a table routed
+        #: to several sink tables, goes once).
+        self.sent: set[Position] = set()
+        #: Records the dead-letter destination holds that a restart reads again (see :meth:`resume`).
+        self.stored: set[Position] = set()
+
+    def resume(
+        self,
+        dead_letter: DeadLetter,
+        checkpoint: Checkpoint | None,
+        starts: Mapping[Partition, int],
+        retries: RetryPolicy,
+        on_wait: OnWait,
+    ) -> None:
+        """After a restart: the records past the checkpoint's offsets (``starts``) that a run before
+        this one already stored in ``dead_letter`` are, read again, counted but not sent a second
+        time. Such a dead letter was stored after the checkpoint started, at most a checkpoint's
+        commit before it was saved (:data:`DEAD_LETTER_LOOKBACK_MS`)."""
+        if self.fail or not isinstance(dead_letter, DeadLetterHistory):
+            return
+        since = None if checkpoint is None else checkpoint.created_ms - DEAD_LETTER_LOOKBACK_MS
+        stored = retries.call(
+            lambda: dead_letter.stored_since(since), "reading the dead-letter topic", on_wait=on_wait
+        )
+        self.stored = {s for s in stored if s[2] >= starts.get((s[0], s[1]), 0)}
+
+    def routed(self, events: list[Event], materialize: Callable[[TableId], None]) -> list[Event]:
+        """``events`` without those of tables the job does not route (see :meth:`unrouted`)."""
+        selection = self.selection
+        if selection is None:
+            return events
+        kept: list[Event] | None = None
+        table: TableId | None = None  # the last table and topic the selection took
+        topic = ""
+        for index, event in enumerate(events):
+            if type(event) is DataChange:
+                position = event.position
+                if position is None or (event.table_id is table and position.topic == topic):
+                    if kept is not None:
+                        kept.append(event)
+                    continue
+            elif not isinstance(event, SchemaObserved | SchemaHint) or event.position is None:
+                if kept is not None:
+                    kept.append(event)
+                continue
+            if self.unrouted(selection, event, materialize):
+                if kept is None:
+                    kept = list(events[:index])
+                continue
+            table, topic = event.table_id, event.position.topic  # type: ignore[union-attr]
+            if kept is not None:
+                kept.append(event)
+        return events if kept is None else kept
+
+    def unrouted(
+        self,
+        selection: TableSelection,
+        event: DataChange | SchemaObserved | SchemaHint,
+        materialize: Callable[[TableId], None],
+    ) -> bool:
+        """Whether ``event`` names a table the job does not route: its record then goes to the
+        dead-letter destination (a row with its record, its raw values made values first by
+        ``materialize``; a DDL statement as it was read; a schema observed has its row refused)."""
+        position = event.position
+        refusal = None if position is None else selection.refusal(position.topic, event.table_id)
+        if refusal is None or position is None:
+            return False
+        if type(event) is DataChange:
+            materialize(event.table_id)
+            self.row(refusal, event)
+        elif isinstance(event, SchemaHint):
+            self.record(refusal, position, None, event.ddl.encode() if event.ddl else None)
+        return True
+
+    def _first(self, position: SourcePosition) -> bool:
+        """Whether ``position``'s record is met for the first time since the last checkpoint."""
+        where = (position.topic, position.partition, position.offset)
+        if where in self.sent:
+            return False
+        self.sent.add(where)
+        return True
 
     def record(self, reason: str, position: SourcePosition, key: bytes | None, value: bytes | None) -> None:
-        self._count(reason, position)
-        self._send(reason, position, key, value)
+        if self._first(position):
+            self._count(reason, position)
+            self._send(reason, position, key, value)
 
     def _count(self, reason: str, position: SourcePosition) -> None:
         self._tally(reason, position)
@@ -86,6 +191,9 @@ class BadRecords:
         del latest[:-LATEST_KEPT]
 
     def _send(self, reason: str, position: SourcePosition, key: bytes | None, value: bytes | None) -> None:
+        if (position.topic, position.partition, position.offset) in self.stored:
+            log.info("bad record at %s: in the dead-letter topic already", position)
+            return
         self.dead_letter.send(
             reason=reason,
             topic=position.topic,
@@ -98,11 +206,14 @@ class BadRecords:
     def row(self, reason: str, change: DataChange) -> None:
         """A row that cannot be written: counted now, sent by the next :meth:`send_pending`."""
         assert change.position is not None
-        self._count(reason, change.position)
-        self._pending.append((reason, change))
+        if self._first(change.position):
+            self._count(reason, change.position)
+            self._pending.append((reason, change))
 
     def send_pending(self) -> None:
-        """Send the rows :meth:`row` was given, their records read again together."""
+        """Send the rows :meth:`row` was given, their records read again together (at a
+        checkpoint: a record met again after it is read again, after a truncate)."""
+        self.sent.clear()
         unlogged, self._since_logged = self._since_logged - LOGGED_PER_CHECKPOINT, 0
         if unlogged > 0:
             log.warning("%d more bad records sent to the dead-letter topic (not logged one by one)", unlogged)

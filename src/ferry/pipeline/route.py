@@ -82,3 +82,63 @@ class TableRouter:
     def sources_of(self, sink_table: TableId) -> list[TableId]:
         """Source tables seen so far that feed ``sink_table``."""
         return [s for s, targets in self._cache.items() if sink_table in targets]
+
+
+class UnroutedTables(StrEnum):
+    """``source.unrouted-tables``: what becomes of a record naming a table the job does not route."""
+
+    DEAD_LETTER = "dead-letter"
+    """The record goes to the dead-letter destination with the reason (Flink CDC's: a pipeline
+    writes only the tables its source selects)."""
+    CREATE = "create"
+    """The table is taken as any other: created at the sink and written."""
+
+
+class TableSelection:
+    """Which tables a job's records may name, and the reason a record naming another is refused.
+
+    Where each topic carries one table (Debezium's ``<prefix>.<database or schema>.<table>``, for
+    fixed topics and topic patterns alike), a record's table is the one its topic's name carries:
+    a record naming another (its ``source`` block, a flattened record's ``__db``/``__table``) is
+    refused. A topic of fewer than three names (one a topic router such as ``ByLogicalTableRouter``
+    named, ``shop.all_orders``) carries no table: its records may name any. Where a topic carries
+    many tables (Canal, Maxwell), a job with routes takes the tables a route matches; one without
+    takes every table of its topics.
+    """
+
+    def __init__(
+        self,
+        routes: TableRouter,
+        *,
+        topics_name_tables: bool,
+        unrouted: UnroutedTables = UnroutedTables.DEAD_LETTER,
+    ) -> None:
+        self.routes = routes
+        self.topics_name_tables = topics_name_tables
+        self.unrouted = unrouted
+        self._refusals: dict[tuple[str, TableId], str | None] = {}
+
+    def refusal(self, topic: str, table: TableId) -> str | None:
+        """Why a record of ``topic`` naming ``table`` is not the job's, or None when it is."""
+        found = self._refusals.get((topic, table), self)
+        if found is self:
+            found = self._refusals[(topic, table)] = self._refuse(topic, table)
+        return found  # type: ignore[return-value]
+
+    def _refuse(self, topic: str, table: TableId) -> str | None:
+        if self.unrouted is UnroutedTables.CREATE:
+            return None
+        if self.topics_name_tables:
+            parts = topic.split(".")
+            if len(parts) < 3:  # not Debezium's naming (a topic a router named): it names no table
+                return None
+            carried = (parts[-2], parts[-1])
+            if (table.schema_name, table.table_name) == carried:
+                return None
+            return (
+                f"unrouted table: the record names table {table}, topic {topic} carries "
+                f"{'.'.join(p for p in carried if p)} (source.unrouted-tables: create takes it)"
+            )
+        if not self.routes.routes or any(r.target(table) is not None for r in self.routes.routes):
+            return None
+        return f"unrouted table: no route matches table {table} (source.unrouted-tables: create takes it)"

@@ -59,7 +59,7 @@ from ferry.pipeline.partitions import (
 )
 from ferry.pipeline.phase import Phase
 from ferry.pipeline.raw_values import RawValues
-from ferry.pipeline.route import TableRouter
+from ferry.pipeline.route import TableRouter, TableSelection
 from ferry.pipeline.router import SchemaChangeRouter
 from ferry.pipeline.schema import TableId
 from ferry.pipeline.schema_operator import HintSource, SchemaDefinitions, SchemaOperator
@@ -94,6 +94,7 @@ class PipelineRunner:
         transforms: TableTransforms | None = None,
         source_order: OrderOf | None = None,
         background: Background | None = None,
+        selection: TableSelection | None = None,
     ) -> None:
         self.settings = settings
         self.source = source
@@ -107,6 +108,7 @@ class PipelineRunner:
         self.metrics = Metrics(worker=self.worker)
         letters = SerialDeadLetter(dead_letter)  # sent here, flushed by a checkpoint's commit
         self.bad = BadRecords(letters, source, self.metrics, fail=settings.fail_on_bad_record)
+        self.bad.selection = selection
         self.schemas = SchemaOperator(
             settings=settings.schema,
             sink=sink,
@@ -180,6 +182,7 @@ class PipelineRunner:
         self.status.wait_for_topics(stop or threading.Event())  # PENDING while a topic is missing
         self.schemas.restore(None if checkpoint is None else checkpoint.schemas)
         starts = {} if checkpoint is None else dict(checkpoint.offsets)
+        self.bad.resume(self.dead_letter, checkpoint, starts, self.settings.retries, self.status.waiting)
         self._refresh_aliases()
         self.truncates.restored()
         if isinstance(self.source, Rebalancing):
@@ -267,6 +270,7 @@ class PipelineRunner:
             self._process(events, records)
 
     def _process(self, events: list[Event], records: Sequence[Any]) -> None:
+        events = self.bad.routed(events, self.rows.raw.materialize)  # records of tables not routed out
         buffers = self.rows.tables
         skip = self.partitions.skip
         aliases = self._aliases

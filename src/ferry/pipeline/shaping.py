@@ -1,7 +1,8 @@
 """Rows shaped to their sink tables at a checkpoint: each table's transform, then its adapter.
 
-A row an expression fails on, or one that cannot be cast to the sink's types, goes to the
-dead-letter destination (``bad_row``); the others are grouped per sink table, in order.
+A row an expression fails on, one that cannot be cast to the sink's types, or one without a value
+for a key column of its sink table goes to the dead-letter destination (``bad_row``); the others
+are grouped per sink table, in order.
 """
 
 from __future__ import annotations
@@ -12,7 +13,7 @@ from typing import TYPE_CHECKING
 import orjson
 
 from ferry.pipeline.adapt import CastError, RowAdapter
-from ferry.pipeline.events import DataChange
+from ferry.pipeline.events import DataChange, Op
 from ferry.pipeline.metrics import Metrics
 from ferry.pipeline.raw_values import RawForms, RawValues, materialize_all, merged_forms
 from ferry.pipeline.route import TableRouter
@@ -172,6 +173,8 @@ class RowShaper:
             for sink_table, sink_schema in targets:
                 if sink_schema is not None:
                     adapted = self._adapt(source_table, sink_table, sink_schema, rows)
+                    if sink_schema.primary_keys:
+                        adapted = self._keyed(sink_table, sink_schema.primary_keys, adapted)
                     per_sink.setdefault(sink_table, []).extend(adapted)
         return per_sink
 
@@ -201,6 +204,25 @@ class RowShaper:
             )
         return adapter
 
+    def _keyed(
+        self, sink_table: TableId, keys: tuple[str, ...], changes: list[DataChange]
+    ) -> list[DataChange]:
+        """The rows with a value for each of the sink table's key columns; a row without one (a
+        record that names no key, or a null one) cannot be written by key: it is a bad row."""
+        keyed = []
+        delete, update = Op.DELETE, Op.UPDATE
+        for change in changes:
+            op = change.op
+            missing = _missing_key(change.before if op is delete else change.after, keys)
+            if missing is None and op is update:
+                missing = _missing_key(change.before, keys)  # an update's old key is deleted by it
+            if missing is None:
+                keyed.append(change)
+            else:
+                reason = f"the row has no value for primary key column {missing!r} of sink table {sink_table}"
+                self.bad_row(reason, change)
+        return keyed if len(keyed) < len(changes) else changes
+
     def _adapt(
         self, source_table: TableId, sink_table: TableId, sink_schema: Schema, changes: list[DataChange]
     ) -> list[DataChange]:
@@ -217,6 +239,15 @@ class RowShaper:
             except CastError as e:
                 self.bad_row(f"sink table {sink_table}: {e}", change)
         return adapted
+
+
+def _missing_key(row: dict[str, object] | None, keys: tuple[str, ...]) -> str | None:
+    """The first key column ``row`` has no value for (None when it has them all, or is no row)."""
+    if row is not None:
+        for key in keys:
+            if row.get(key) is None:
+                return key
+    return None
 
 
 def _have_every_column(changes: list[DataChange], width: int) -> bool:

@@ -167,6 +167,11 @@ class MemorySink(Sink):
                         table.appended.append(dict(row))
                     continue
                 key = tuple(row.get(k) for k in keys)
+                if None in key:  # as the sinks that write by key refuse it (ferry.sinks.rows)
+                    missing = keys[key.index(None)]
+                    raise SinkTerminalError(
+                        f"a row has no value for primary key column {missing!r}", sink=self.type
+                    )
                 if change.op is Op.DELETE:
                     table.rows.pop(key, None)
                 else:

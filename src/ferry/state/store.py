@@ -17,6 +17,8 @@ at a time do what must happen once, such as applying a schema change at the sink
 
 from __future__ import annotations
 
+import contextlib
+import os
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator, Mapping
 from contextlib import contextmanager
@@ -162,6 +164,15 @@ def open_error(url: str, error: BaseException, key: str = "pipeline.state.url") 
     return StateStoreError(f"cannot open the state store {masked_url(url)} ({key}): {reason}; {advice}")
 
 
+def _create_private(database: Path) -> None:
+    """An SQLite database file made, empty, readable by its owner only (mode 0600; SQLite gives its
+    journal and WAL files the database's mode): it holds the jobs of the control plane, and with
+    them any secret written inline."""
+    database.parent.mkdir(parents=True, exist_ok=True)
+    with contextlib.suppress(FileExistsError):
+        os.close(os.open(database, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+
+
 class StateStore:
     """Checkpoints, status and schema history of pipelines, in one SQL database.
 
@@ -174,7 +185,7 @@ class StateStore:
         sqlite_file = url.startswith("sqlite:///") and not url.startswith("sqlite:///:memory:")
         path = Path(url.removeprefix("sqlite:///").split("?", 1)[0])
         if sqlite_file and create:
-            path.parent.mkdir(parents=True, exist_ok=True)
+            _create_private(path)
         elif sqlite_file and not path.is_file():
             raise StateStoreError(
                 f"no state store at {url} ({key}): the file {path} does not exist; correct the path "

@@ -35,7 +35,7 @@ def api(tmp_path: Path) -> Iterator[Api]:
     plane.close()
 
 
-def test_a_viewer_reads_a_job_without_its_secrets_and_an_editor_with_them(api: Api) -> None:
+def test_a_viewer_reads_a_job_without_its_secrets_and_an_editor_with_them_when_asked(api: Api) -> None:
     body = {"metadata": {"name": "orders"}, "spec": {"job": SECRET_JOB}}
     assert api.request("POST", "/pipelines", EDITOR, json=body).status_code == 200
     as_viewer = api.request("GET", "/pipelines/orders", VIEWER).json()["spec"]["job"]
@@ -45,7 +45,8 @@ def test_a_viewer_reads_a_job_without_its_secrets_and_an_editor_with_them(api: A
         assert f"properties.sasl.password: '{MASK}'" in text
         assert f"postgresql+psycopg://ferry:{MASK}@db/ferry" in text
         assert "properties.bootstrap.servers: 127.0.0.1:9" in text
-    assert api.request("GET", "/pipelines/orders", EDITOR).json()["spec"]["job"] == SECRET_JOB
+    revealed = api.request("GET", "/pipelines/orders", EDITOR, params={"reveal": "true"})
+    assert revealed.json()["spec"]["job"] == SECRET_JOB
 
 
 def test_secret_bearing_keys_are_masked_wherever_they_are() -> None:

@@ -92,7 +92,10 @@ def internal_error(error: Exception) -> str:
 
 def _same_key_value(in_key: Any, in_row: Any) -> bool:
     """Whether a key's value names the row's: equal, or the same text when one of them is text
-    (Canal writes every value of a row as text, its key as JSON may not)."""
+    (Canal writes every value of a row as text, its key as JSON may not). A boolean names only the
+    same boolean (``true`` is not the number 1)."""
+    if type(in_key) is bool or type(in_row) is bool:
+        return type(in_key) is type(in_row) and in_key == in_row
     if in_key == in_row:
         return True
     if type(in_key) is str or type(in_row) is str:
@@ -101,23 +104,40 @@ def _same_key_value(in_key: Any, in_row: Any) -> bool:
     return False
 
 
-def key_mismatch(key_values: dict[str, Any], row: dict[str, Any]) -> str | None:
+def key_mismatch(key_values: dict[str, Any], row: dict[str, Any], *, columns: bool = False) -> str | None:
     """The reason a record is bad when its key names other values than its row (the row would be
-    written under its own key, not the record's), or None. Only the key's fields that are columns
-    of the row are compared."""
-    differ = [n for n, v in key_values.items() if n in row and not _same_key_value(v, row[n])]
+    written under its own key, not the record's), or None. With ``columns`` (a key whose fields are
+    the table's key columns: Debezium's, Maxwell's ``pk.``), a key field the row does not have is a
+    mismatch too, and so is a null in the key; otherwise only the key's fields that are columns of
+    the row are compared."""
+    differ = [
+        n
+        for n, v in key_values.items()
+        if (n in row and not _same_key_value(v, row[n])) or (columns and (n not in row or v is None))
+    ]
     if not differ:
         return None
     return "the record key does not match its row: " + ", ".join(
-        f"{n} is {key_values[n]!r} in the key and {row[n]!r} in the row" for n in differ
+        f"{n} is {key_values[n]!r} in the key and {row[n]!r} in the row"
+        if n in row
+        else f"{n} is {key_values[n]!r} in the key and not a column of the row"
+        for n in differ
     )
 
 
-def check_key(key_values: dict[str, Any], row: dict[str, Any]) -> None:
+def check_key(key_values: dict[str, Any], row: dict[str, Any], *, columns: bool = False) -> None:
     """Raise :class:`DecodeError` when ``key_values`` do not match ``row`` (see :func:`key_mismatch`)."""
-    reason = key_mismatch(key_values, row)
+    reason = key_mismatch(key_values, row, columns=columns)
     if reason is not None:
         raise DecodeError(reason)
+
+
+def check_key_values(keys: list[str], row: dict[str, Any]) -> None:
+    """Raise :class:`DecodeError` when ``row`` has no value for one of the primary key columns
+    ``keys`` (the message's own list of them): such a row cannot be written by key."""
+    for key in keys:
+        if row.get(key) is None:
+            raise DecodeError(f"the row has no value for primary key column {key!r}")
 
 
 def json_key(key: bytes | None) -> Any:

@@ -23,7 +23,15 @@ from typing import Any
 from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from ferry.connectors.exceptions import DecodeError, UnknownFormatError
-from ferry.connectors.formats import InferredTable, JsonMessageDecoder, bad_record, check_key, hints, json_key
+from ferry.connectors.formats import (
+    InferredTable,
+    JsonMessageDecoder,
+    bad_record,
+    check_key,
+    check_key_values,
+    hints,
+    json_key,
+)
 from ferry.connectors.formats.connect_types import CONVERSION_ERRORS
 from ferry.connectors.formats.ddl import parse_ddl
 from ferry.connectors.formats.mysql_types import Converter, parse_mysql_type
@@ -98,6 +106,8 @@ class CanalJsonDecoder(JsonMessageDecoder):
         keys = message.get("pkNames") or []
         if type(keys) is not list or any(type(k) is not str for k in keys):
             raise DecodeError("'pkNames' must be a list of column names")
+        for row in data:
+            check_key_values(keys, row)
         key = json_key(record.key())
         if type(key) is dict:
             for row in data:

@@ -167,7 +167,10 @@ def _key_payload(key: bytes, prefix: bytes) -> Any:
 def _key_is_rows(values: Row, row: Any) -> bool:
     """Whether a key's JSON values are those of its row struct, both as read (before any
     conversion); a key column the row does not have is not compared."""
-    return all(getattr(row, column, value) == value for column, value in values.items())
+    return all(
+        type(in_row := getattr(row, column, value)) is type(value) and in_row == value
+        for column, value in values.items()
+    )
 
 
 def _parsed_key_matches(key: bytes, prefix: bytes, names: tuple[str, ...], row: Any) -> bool:
@@ -272,7 +275,9 @@ _State = TypeVar("_State")
 
 class DebeziumChangeDecoder(Generic[_State]):
     """What the Debezium change-event decoders (JSON, Avro) share: the state of each table, by the
-    ``source`` block's database, schema, table and the partition, or by the topic and partition
+    ``source`` block's database, schema, table and the topic and partition (a record naming a table
+    on another table's topic has a state of its own: it is refused, see
+    :class:`~ferry.pipeline.route.TableSelection`), or by the topic and partition
     when the event has no ``source`` table; and the event of an envelope without a row."""
 
     #: The envelope's field holding a schema change, and the format that reads it.
@@ -285,8 +290,8 @@ class DebeziumChangeDecoder(Generic[_State]):
         """The state of a table first seen (``connector``: the ``source`` block's, when it has one)."""
         raise NotImplementedError
 
-    def _new_table(self, source: Row, partition: int) -> _State:
-        table = self._tables[(source.get("db"), source.get("schema"), source["table"], partition)] = (
+    def _new_table(self, source: Row, topic: str, partition: int) -> _State:
+        table = self._tables[(source.get("db"), source.get("schema"), source["table"], topic, partition)] = (
             self._table_state(source_table_id(source), _connector(source))
         )
         return table
@@ -597,9 +602,9 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
             if self._flat_tables:
                 self._flat_tables.pop((topic, partition), None)  # the partition's rows have the envelope
             if type(source) is dict and (name := source.get("table")):
-                table = self._tables.get((source.get("db"), source.get("schema"), name, partition))
+                table = self._tables.get((source.get("db"), source.get("schema"), name, topic, partition))
                 if table is None:
-                    table = self._new_table(source, partition)
+                    table = self._new_table(source, topic, partition)
             else:
                 table = self._topic_table(topic, partition)
             if op is None:
@@ -615,8 +620,11 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
                 raise DecodeError("'before' and 'after' must be JSON objects or null")
             key = record.key()
             keys, key_row = ((), None) if key is None else self._key_names(key, topic, partition)
+            inferred = plan.row is None and self._definitions is None
+            if keys and inferred:  # before the row's values reach the table's inferred schema
+                self._check_key(key, after if after is not None else before, topic, partition, key_row)
             converter, schema = self._convert(table, plan, keys, after, before, position=position)
-            if keys:
+            if keys and not inferred:
                 self._check_key(
                     key,
                     after if after is not None else before,
@@ -775,7 +783,7 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
         after_struct, before_struct = payload.after, payload.before
         if (before_struct if op is Op.DELETE else after_struct) is None:
             return False  # the generic path takes a delete's before-image from its key, or refuses
-        table = self._tables.get((source.db, source.schema, source.table, position.partition))
+        table = self._tables.get((source.db, source.schema, source.table, position.topic, position.partition))
         if table is None or (expected is not None and table is not expected):
             return False
         key = record.key()
@@ -968,6 +976,9 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
             ((), None) if key is None else self._key_names(key, position.topic, position.partition)
         )
         row: Row | None = payload if payload else None
+        inferred = plan.row is None and self._definitions is None
+        if keys and row is not None and inferred:  # before the row reaches the inferred schema
+            self._check_key(key, row, position.topic, position.partition, key_row)
         if op is Op.DELETE:
             converter, schema = self._convert(table, plan, keys, None, row, position=position)
             before, after = row if row is not None else self._key_row(key, converter, table), None
@@ -981,7 +992,7 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
                 after = self._mark_unavailable(row, plan)
         table.converter = converter
         self._flat_tables[(position.topic, position.partition)] = table
-        if keys and row is not None:
+        if keys and row is not None and not inferred:
             self._check_key(
                 key, row, position.topic, position.partition, key_row, converter=converter, table=table
             )
@@ -1076,9 +1087,9 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
         if not db and not schema:
             parts = topic.split(".")
             db = parts[-2] if len(parts) >= 2 else None
-        table = self._tables.get((db, schema, name, partition))
+        table = self._tables.get((db, schema, name, topic, partition))
         if table is None:
-            table = self._new_table({"db": db, "schema": schema, "table": name}, partition)
+            table = self._new_table({"db": db, "schema": schema, "table": name}, topic, partition)
         return table
 
     # ------------------------------------------------------------------------------ envelope
@@ -1165,11 +1176,12 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
                 return  # a key that is not JSON names no columns
             if type(document) is not dict:
                 return
-        reason = key_mismatch(document, row)
+        reason = key_mismatch(document, row, columns=True)
         if reason is not None and converter is not None:
             # the row's values are converted (days to dates, base64 to decimals): so is the key then
             with contextlib.suppress(DecodeError):
-                reason = key_mismatch(self._converted_key(dict(document), converter, table), row)
+                converted = self._converted_key(dict(document), converter, table)
+                reason = key_mismatch(converted, row, columns=True)
         if reason is not None:
             raise DecodeError(reason)
 

@@ -163,9 +163,9 @@ class DebeziumAvroDecoder(DebeziumChangeDecoder[_Table]):
                 plan = self._plans.get(writer.schema_id) or self._plan(writer)
                 source = envelope.get("source")
                 if type(source) is dict and (name := source.get("table")):
-                    table = tables.get((source.get("db"), source.get("schema"), name, partition))
+                    table = tables.get((source.get("db"), source.get("schema"), name, topic, partition))
                     if table is None:
-                        table = self._new_table(source, partition)
+                        table = self._new_table(source, topic, partition)
                 else:
                     table = self._topic_table(topic, partition)
                 op = ops.get(envelope.get("op"))  # type: ignore[arg-type]

@@ -21,7 +21,14 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from ferry.connectors.exceptions import DecodeError
-from ferry.connectors.formats import InferredTable, JsonMessageDecoder, check_key, hints, json_key
+from ferry.connectors.formats import (
+    InferredTable,
+    JsonMessageDecoder,
+    check_key,
+    check_key_values,
+    hints,
+    json_key,
+)
 from ferry.connectors.formats.ddl import parse_ddl
 from ferry.connectors.formats.mysql_types import mysql_type
 from ferry.connectors.record import RecordLike
@@ -98,6 +105,7 @@ class MaxwellJsonDecoder(JsonMessageDecoder):
             before, row = ({**data, **old} if old else None), data
         else:
             before, row = None, data
+        check_key_values(keys, data)
         _check_key(record.key(), database, name, data)
         table = self._table(database, name, position.partition)
         inferred = table.inferred
@@ -142,7 +150,7 @@ def _check_key(key: bytes | None, database: str, table: str, row: Row) -> None:
         raise DecodeError(
             f"the record key names table {named[0]}.{named[1]}, its row is of {database}.{table}"
         )
-    check_key(values, row)
+    check_key(values, row, columns=True)
 
 
 def _text(value: Any) -> str:

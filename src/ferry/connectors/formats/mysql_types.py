@@ -113,21 +113,31 @@ def mysql_type(
     return MySqlType(name, dt, convert, tuple(values))
 
 
+def _to_int(value: Any) -> int:
+    """An integer column's value: Canal's text of it, or a JSON integer; never a boolean or a
+    fraction (``int()`` would take ``true`` as 1 and cut ``0.5`` to 0)."""
+    if type(value) is int:
+        return value
+    if type(value) is str:
+        return int(value)
+    raise TypeError(f"not an integer: {value!r}")
+
+
 def _map(
     name: str, first: int | None, second: int | None, *, unsigned: bool, values: tuple[str, ...], tz: tzinfo
 ) -> tuple[DataType, Converter | None]:
     if name in ("TINYINT", "INT1"):
         if first == 1 and not unsigned:
             return t.BOOLEAN(), _to_bool
-        return (t.SMALLINT() if unsigned else t.TINYINT()), int
+        return (t.SMALLINT() if unsigned else t.TINYINT()), _to_int
     if name in ("SMALLINT", "INT2"):
-        return (t.INT() if unsigned else t.SMALLINT()), int
+        return (t.INT() if unsigned else t.SMALLINT()), _to_int
     if name in ("MEDIUMINT", "INT3", "MIDDLEINT"):
-        return t.INT(), int
+        return t.INT(), _to_int
     if name in ("INT", "INTEGER", "INT4"):
-        return (t.BIGINT() if unsigned else t.INT()), int
+        return (t.BIGINT() if unsigned else t.INT()), _to_int
     if name in ("BIGINT", "INT8"):
-        return (t.DECIMAL(20, 0) if unsigned else t.BIGINT()), (_to_decimal if unsigned else int)
+        return (t.DECIMAL(20, 0) if unsigned else t.BIGINT()), (_to_decimal if unsigned else _to_int)
     if name == "SERIAL":
         return t.DECIMAL(20, 0).not_null(), _to_decimal
     if name in ("BOOL", "BOOLEAN"):

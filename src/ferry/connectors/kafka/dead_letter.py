@@ -14,16 +14,30 @@ they are produced; a topic that refuses a smaller record (its ``max.message.byte
 cut to :data:`REFUSED_SIZE_LIMIT`. A delivery that failed for a reason that may pass is produced
 again by the next :meth:`KafkaDeadLetter.flush`; one the broker refuses for good fails the flush
 with :class:`~ferry.connectors.kafka.exceptions.DeadLetterRefusedError`.
+
+A run that fails after it stored dead letters, before its next checkpoint, reads their records
+again when it restarts: :meth:`KafkaDeadLetter.stored_since` reads the topic from a time on and
+names the records this pipeline's headers say it stored, which the restart does not send again.
 """
 
 from __future__ import annotations
 
+import contextlib
 import logging
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
-from confluent_kafka import KafkaError, KafkaException, Message, Producer
+from confluent_kafka import (
+    OFFSET_BEGINNING,
+    Consumer,
+    KafkaError,
+    KafkaException,
+    Message,
+    Producer,
+    TopicPartition,
+)
 
 from ferry.connectors.kafka.exceptions import DeadLetterError, DeadLetterRefusedError, error_may_pass
 from ferry.logs import kafka_logger
@@ -98,6 +112,8 @@ class KafkaDeadLetter:
     ) -> None:
         self.topic = topic
         self.pipeline = pipeline
+        #: The client settings a consumer of the topic takes (the source's security settings).
+        self.client_settings = {**(properties or {}), "bootstrap.servers": bootstrap_servers}
         settings = {"enable.idempotence": True, "linger.ms": 20, **(properties or {})}
         settings["bootstrap.servers"] = bootstrap_servers
         #: The producer's configuration (the source's security settings among ``properties``).
@@ -189,6 +205,70 @@ class KafkaDeadLetter:
             for record in again:
                 self._produce(record)
         raise DeadLetterError(f"{len(self._again)} record(s) not stored in dead-letter topic {self.topic}")
+
+    def stored_since(self, since_ms: int | None, timeout_s: float = 30.0) -> set[tuple[str, int, int]]:
+        """The (topic, partition, offset) of the records this pipeline stored in the dead-letter topic
+        at or after ``since_ms`` (None: since the topic's beginning), read from their headers."""
+        consumer = Consumer(
+            {
+                **self.client_settings,
+                "group.id": f"{self.pipeline}.dead-letters",
+                "enable.auto.commit": False,
+                "enable.auto.offset.store": False,
+            },
+            logger=kafka_logger(),
+        )
+        try:
+            metadata = consumer.list_topics(self.topic, timeout=timeout_s).topics.get(self.topic)
+            if metadata is None or metadata.error is not None:
+                return set()  # no dead letter stored yet: the topic is made by the first
+            partitions = [TopicPartition(self.topic, p) for p in sorted(metadata.partitions)]
+            if since_ms is not None:
+                starts = consumer.offsets_for_times(
+                    [TopicPartition(self.topic, p.partition, since_ms) for p in partitions], timeout=timeout_s
+                )
+            else:
+                starts = [TopicPartition(self.topic, p.partition, OFFSET_BEGINNING) for p in partitions]
+            ends = {p.partition: consumer.get_watermark_offsets(p, timeout=timeout_s)[1] for p in partitions}
+            reading = [p for p in starts if p.offset >= 0 and p.offset < ends[p.partition]]
+            reading += [p for p in starts if p.offset == OFFSET_BEGINNING and ends[p.partition] > 0]
+            return self._read(consumer, reading, ends, timeout_s)
+        except KafkaException as e:
+            raise DeadLetterError(f"cannot read dead-letter topic {self.topic}: {e}") from e
+        finally:
+            consumer.close()
+
+    def _read(
+        self, consumer: Consumer, reading: list[TopicPartition], ends: dict[int, int], timeout_s: float
+    ) -> set[tuple[str, int, int]]:
+        stored: set[tuple[str, int, int]] = set()
+        if not reading:
+            return stored
+        consumer.assign(reading)
+        left = {p.partition for p in reading}
+        pipeline = self.pipeline.encode()
+        deadline = time.monotonic() + timeout_s
+        while left:
+            if time.monotonic() > deadline:
+                raise DeadLetterError(f"reading dead-letter topic {self.topic} took over {timeout_s:g} s")
+            for message in consumer.consume(500, 0.5):
+                if message.error() is not None:
+                    if message.error().code() == KafkaError._PARTITION_EOF:
+                        continue
+                    raise KafkaException(message.error())
+                headers = dict(message.headers() or ())
+                if headers.get("ferry.pipeline") == pipeline:
+                    with contextlib.suppress(KeyError, ValueError, UnicodeDecodeError):  # not ferry's
+                        stored.add(
+                            (
+                                headers["ferry.topic"].decode(),
+                                int(headers["ferry.partition"]),
+                                int(headers["ferry.offset"]),
+                            )
+                        )
+                if message.offset() + 1 >= ends[message.partition()]:
+                    left.discard(message.partition())
+        return stored
 
     def close(self) -> None:
         self.producer.flush(10)
