@@ -452,21 +452,27 @@ class SchemaOperator:
     def _resume_point(self, event: SchemaObserved) -> tuple[Schema, bool] | None:
         """For a record of a table not tracked yet whose sink table exists already with other
         columns: the sink table's schema, and whether this pipeline created it (see :meth:`_resume`).
-        None when the table is tracked, or its sink table is missing or has the record's columns."""
+        None when the table is tracked, or its sink tables are missing or have the record's columns.
+
+        A source table feeding several sink tables (route-mode ALL_MATCH), each of them alone,
+        gave each the same changes in the order of its routes: the last one there is taken, behind
+        the others when a kill came in the middle of a change (replayed, the change is redundant
+        at those that have it); one missing is created from the tracker's schema when its rows come."""
         table_id = event.table_id
         if event.ddl is not None or table_id in self.tracker.tables or table_id in self.tracker.dropped:
             return None
         if self.transforms is not None and self.transforms.rule_for(table_id) is not None:
             return None
         sink_tables = self.tables.sink_tables(table_id)
-        if len(sink_tables) != 1 or any(s != table_id for s in self.tables.sources_of(sink_tables[0])):
+        if any(s != table_id for t in sink_tables for s in self.tables.sources_of(t)):
             return None
-        sink_schema = self.sink_schema(sink_tables[0])
-        if sink_schema is None or {n.lower() for n in sink_schema.names} == {
-            n.lower() for n in event.schema.names
-        }:
-            return None  # no table yet, or the columns the record has: created from the record
-        return sink_schema, self._created_here(table_id, sink_tables[0])
+        existing = [(t, schema) for t in sink_tables if (schema := self.sink_schema(t)) is not None]
+        if not existing:
+            return None  # no table yet: created from the record
+        sink_table, sink_schema = existing[-1]
+        if {n.lower() for n in sink_schema.names} == {n.lower() for n in event.schema.names}:
+            return None  # the columns the record has: created from the record
+        return sink_schema, self._created_here(table_id, sink_table)
 
     def _resume(
         self, event: SchemaObserved, tracker: SchemaTracker, sink_schema: Schema, own: bool
