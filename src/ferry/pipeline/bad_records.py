@@ -36,7 +36,7 @@ from ferry.pipeline.route import TableSelection
 from ferry.pipeline.schema import TableId
 from ferry.pipeline.shaping import change_bytes
 from ferry.retry import OnWait, RetryPolicy
-from ferry.sinks.base import RefusedRow
+from ferry.sinks.base import RefusedRow, RowRefusing
 
 log = logging.getLogger(__name__)
 
@@ -229,6 +229,12 @@ class BadRecords:
             record = found.get(position)
             key, value = record if record is not None else (None, change_bytes(change))
             self._send(reason, position, key, value)
+
+    def take_refused_rows(self, sink: object) -> None:
+        """Have the rows ``sink``'s destination refuses, if it can say so, go to the dead-letter
+        topic (:meth:`refused`)."""
+        if isinstance(sink, RowRefusing):
+            sink.on_refused(self.refused)
 
     def refused(self, rows: Sequence[RefusedRow]) -> None:
         """Rows the sink's destination refused in a write: sent and stored now (any thread)."""

@@ -67,7 +67,7 @@ from ferry.pipeline.settings import RunnerSettings
 from ferry.pipeline.shaping import RowShaper, in_table_names
 from ferry.pipeline.status import RunnerStatus
 from ferry.pipeline.truncates import OrderOf, TruncateOrder
-from ferry.sinks.base import RowRefusing, Sink
+from ferry.sinks.base import Sink
 
 if TYPE_CHECKING:
     from ferry.pipeline.transform import TableTransforms
@@ -135,9 +135,6 @@ class PipelineRunner:
             partitions=self.partitions,
             schemas=self.schemas,
         )
-        self.schemas.on_detail = self.status.set_detail
-        self.schemas.on_wait = self.status.waiting
-        self.schemas.on_waited = self.status.waited
         self.checkpoints = Checkpoints(
             settings=settings,
             source=source,
@@ -151,8 +148,7 @@ class PipelineRunner:
             background=background,
             settle=self.bad.settle,
         )
-        if isinstance(sink, RowRefusing):  # rows its destination refuses go to the dead-letter topic
-            sink.on_refused(self.bad.refused)
+        self.bad.take_refused_rows(sink)
         self.schemas.before_sink = self.checkpoints.wait
         self.rows = RowBuffers()
         self.shaper = RowShaper(
@@ -178,8 +174,7 @@ class PipelineRunner:
             on_wait=self.status.waiting,
             transient=self.state.is_transient,
         )
-        self.status.waited()
-        self.status.wait_for_topics(stop or threading.Event())  # PENDING while a topic is missing
+        self.status.checkpoint_read(stop or threading.Event())  # PENDING while a topic is missing
         self.schemas.restore(None if checkpoint is None else checkpoint.schemas)
         starts = {} if checkpoint is None else dict(checkpoint.offsets)
         self.bad.resume(self.dead_letter, checkpoint, starts, self.settings.retries, self.status.waiting)

@@ -51,6 +51,9 @@ class RunnerStatus:
     def __post_init__(self) -> None:
         if isinstance(self.source, OutageReporting):  # its requests' retries shown as the runner's
             self.source.on_wait, self.source.on_waited = self.waiting, self.waited
+        # the schema operator's detail (a barrier, a lease) and its retries are the runner's
+        schemas = self.schemas
+        schemas.on_detail, schemas.on_wait, schemas.on_waited = self.set_detail, self.waiting, self.waited
 
     def set(self, phase: Phase, detail: str) -> None:
         self.phase, self.detail = phase, detail
@@ -82,8 +85,10 @@ class RunnerStatus:
         self.retry = None
         self.update(time.monotonic())
 
-    def wait_for_topics(self, stop: threading.Event) -> None:
-        """Until the topics the source names exist: PENDING (not ready), saying which is missing."""
+    def checkpoint_read(self, stop: threading.Event) -> None:
+        """The checkpoint was read (its retries over); then, until the topics the source names
+        exist: PENDING (not ready), saying which is missing."""
+        self.waited()
         if isinstance(self.source, TopicWaiting):
             self.source.wait_for_topics(self.pending, stop)
 
