@@ -179,6 +179,7 @@ class PipelineRunner:
         self.status.waited()
         self.status.wait_for_topics(stop or threading.Event())  # PENDING while a topic is missing
         self.schemas.restore(None if checkpoint is None else checkpoint.schemas)
+        self.schemas.finish_applying()
         starts = {} if checkpoint is None else dict(checkpoint.offsets)
         self._refresh_aliases()
         self.truncates.restored()
