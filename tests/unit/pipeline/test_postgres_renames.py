@@ -706,6 +706,9 @@ def test_a_kill_right_after_a_rename_reached_the_sink_with_a_partition_behind_it
         ("read", 0, 1),
         ("read", 1, 1),
         ("checkpoint",),
+        ("read", 0, 10),
+        ("read", 1, 10),
+        ("read", 2, 10),  # killed here; started again, partition 2 is read first
     ]
     sink = killed_at_rename({1}, before=False, per_table=True)
     table = play_kills(3, script, schedule, sink, state)
