@@ -13,7 +13,7 @@ back from the memory sink.
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Callable, Collection, Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,12 +21,13 @@ import orjson
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from tests.support.kills import Killed, killed_at_rename
 from tests.support.partition_log import PartitionLogSource, hand_over
 
 from ferry.connectors.formats import decoder_for
 from ferry.connectors.memory import MemoryDeadLetter
 from ferry.connectors.record import Record
-from ferry.pipeline.events import SCHEMA_CHANGE_TAGS, AddColumn, DropColumn, RenameColumn, SchemaChange
+from ferry.pipeline.events import SCHEMA_CHANGE_TAGS, AddColumn, DropColumn, RenameColumn
 from ferry.pipeline.positions import position_note, renames_by_position
 from ferry.pipeline.route import TableRouter
 from ferry.pipeline.router import SchemaChangeBehavior, SchemaChangeRouter
@@ -34,7 +35,7 @@ from ferry.pipeline.runner import PipelineRunner
 from ferry.pipeline.schema import Column, Schema, TableId
 from ferry.pipeline.settings import RunnerSettings
 from ferry.pipeline.types import BIGINT, INT, STRING
-from ferry.sinks.memory import MemorySink, OffsetCommittingMemorySink
+from ferry.sinks.memory import MemorySink
 from ferry.state import StateStore
 
 PREFIX = "pg"
@@ -579,44 +580,11 @@ def test_every_interleaving_of_postgresql_steps_and_kills_ends_as_the_rule_says(
 # ---------------------------------------------------------------------------------- kills at the sink
 
 
-class Killed(BaseException):
-    """The process dies: nothing after this point runs (not an error a retry policy would see)."""
-
-
-class KilledAtRename(MemorySink):
-    """The memory sink whose process dies right before (``before``) or right after the sink took
-    the renames numbered in ``kills`` (1: the first one it is asked to apply)."""
-
-    def __init__(self, kills: Collection[int], *, before: bool) -> None:
-        super().__init__()
-        self.kills, self.before = set(kills), before
-        self.renames = 0
-
-    def apply_schema_change(self, change: SchemaChange, schema_after: Schema | None) -> None:
-        if isinstance(change, RenameColumn):
-            self.renames += 1
-        killed = isinstance(change, RenameColumn) and self.renames in self.kills
-        if killed and self.before:
-            raise Killed(f"before {change}")
-        super().apply_schema_change(change, schema_after)
-        if killed:
-            raise Killed(f"after {change}")
-
-
-class KilledAtRenameByTable(KilledAtRename, OffsetCommittingMemorySink):
-    """The same, recording offsets per table as Iceberg and Paimon do: a barrier commits the
-    changed table alone."""
-
-
-def killed_at_rename(kills: Collection[int], *, before: bool, per_table: bool) -> KilledAtRename:
-    return (KilledAtRenameByTable if per_table else KilledAtRename)(kills, before=before)
-
-
 def play_kills(
     partitions: int,
     script: Sequence[tuple[Any, ...]],
     schedule: Sequence[tuple[Any, ...]],
-    sink: KilledAtRename,
+    sink: MemorySink,
     state: StateStore,
 ) -> PostgresTable:
     """``script`` on the table into ``partitions`` partitions, read as ``schedule`` says (then to
