@@ -8,7 +8,7 @@ checkpoints of a pipeline's workers, and keeps their status, schema-change histo
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterable, Mapping
+from collections.abc import Callable, Collection, Iterable, Mapping
 from contextlib import AbstractContextManager
 from dataclasses import dataclass
 from typing import Any, Protocol
@@ -52,10 +52,17 @@ class CheckpointStore(Protocol):
         ...
 
     def save_checkpoint(
-        self, pipeline: str, offsets: Offsets, schemas: Mapping[str, Any], *, merge: bool = True
+        self,
+        pipeline: str,
+        offsets: Offsets,
+        schemas: Mapping[str, Any],
+        *,
+        merge: bool = True,
+        partitions: Collection[int] | None = None,
     ) -> int:
         """Record a checkpoint (with ``merge``, over the latest one: other workers' partitions
-        kept); returns its id."""
+        kept; ``partitions``: those whose schemas ``schemas`` has the last word on, by default
+        those of ``offsets``); returns its id."""
         ...
 
     def set_status(

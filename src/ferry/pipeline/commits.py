@@ -442,10 +442,15 @@ class Checkpoints:
             self.metrics.rows_written[table] = self.metrics.rows_written.get(table, 0) + count
 
     def save_schemas(self, schemas: Mapping[str, Any]) -> None:
-        """Save ``schemas`` beside the last checkpoint's offsets (after the commit in flight)."""
+        """Save ``schemas`` beside the last checkpoint's offsets (after the commit in flight). The
+        schemas of the partitions this worker reads are its own, checkpointed in this run yet or not
+        (not those another run saved: a rename it applied would come back with them)."""
         self.commits.wait()
+        partitions = {p for _, p in self.checkpointed} | {p for _, p in self.partitions.offsets}
         self.settings.retries.call(
-            lambda: self.state.save_checkpoint(self.settings.name, self.checkpointed, schemas),
+            lambda: self.state.save_checkpoint(
+                self.settings.name, self.checkpointed, schemas, partitions=partitions
+            ),
             "saving the schemas",
             on_wait=self.status.waiting,
             transient=self.state.is_transient,

@@ -14,8 +14,8 @@ from enum import StrEnum
 from typing import Any, ClassVar, NamedTuple, get_args
 
 from ferry.pipeline.raw_values import RawValues
-from ferry.pipeline.schema import Column, Schema, TableId
-from ferry.pipeline.types import DataType
+from ferry.pipeline.schema import Column, Schema, TableId, schema_from_dict, schema_to_dict
+from ferry.pipeline.types import DataType, parse
 
 Row = dict[str, Any]
 
@@ -208,6 +208,54 @@ SCHEMA_CHANGE_TAGS: dict[SchemaChangeType, type[SchemaChange]] = {t.tag: t for t
 
 def is_schema_change(event: object) -> bool:
     return isinstance(event, SCHEMA_CHANGE_TYPES)
+
+
+def schema_change_to_dict(change: SchemaChange) -> dict[str, Any]:
+    """A JSON-able form of a schema change, for the state store (:func:`schema_change_from_dict`)."""
+    data: dict[str, Any] = {"change": change.tag.value, "table": str(change.table_id)}
+    match change:
+        case CreateTable(schema=schema):
+            data["schema"] = schema_to_dict(schema)
+        case AddColumn(column=column, position=position):
+            data["column"] = schema_to_dict(Schema((column,)))["columns"]
+            data["position"] = [position.kind.value, position.reference]
+        case DropColumn(column_name=name):
+            data["column"] = name
+        case RenameColumn(old_name=old, new_name=new):
+            data["column"], data["new_name"] = old, new
+        case AlterColumnType(column_name=name, new_type=new_type, old_type=old_type):
+            data["column"], data["type"] = name, str(new_type)
+            data["old_type"] = None if old_type is None else str(old_type)
+        case AlterColumnComment(column_name=name, comment=comment):
+            data["column"], data["comment"] = name, comment
+        case AlterTableComment(comment=comment):
+            data["comment"] = comment
+    return data
+
+
+def schema_change_from_dict(data: dict[str, Any]) -> SchemaChange:
+    """The schema change :func:`schema_change_to_dict` wrote."""
+    table_id, tag = TableId.parse(data["table"]), SchemaChangeType(data["change"])
+    if tag is SchemaChangeType.CREATE_TABLE:
+        return CreateTable(table_id, schema_from_dict(data["schema"]))
+    if tag is SchemaChangeType.ADD_COLUMN:
+        kind, reference = data["position"]
+        column = schema_from_dict({"columns": data["column"]}).columns[0]
+        return AddColumn(table_id, column, ColumnPosition(ColumnPositionKind(kind), reference))
+    if tag is SchemaChangeType.DROP_COLUMN:
+        return DropColumn(table_id, data["column"])
+    if tag is SchemaChangeType.RENAME_COLUMN:
+        return RenameColumn(table_id, data["column"], data["new_name"])
+    if tag is SchemaChangeType.ALTER_COLUMN_TYPE:
+        old_type = data.get("old_type")
+        return AlterColumnType(
+            table_id, data["column"], parse(data["type"]), None if old_type is None else parse(old_type)
+        )
+    if tag is SchemaChangeType.ALTER_COLUMN_COMMENT:
+        return AlterColumnComment(table_id, data["column"], data["comment"])
+    if tag is SchemaChangeType.ALTER_TABLE_COMMENT:
+        return AlterTableComment(table_id, data["comment"])
+    return SCHEMA_CHANGE_TAGS[tag](table_id)  # type: ignore[call-arg]
 
 
 @dataclass(frozen=True, slots=True)

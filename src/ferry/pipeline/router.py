@@ -191,6 +191,9 @@ class SchemaChangeRouter:
         old = sink_schema.find(change.old_name)
         if old is None:
             return Decision(Action.SKIP, change, f"{change.old_name} is not a column at the sink", kind)
+        if sink_schema.find(change.new_name) is not None:
+            # routed again after a restart: the new column came the first time
+            return Decision(Action.SKIP, change, "already applied at the sink (as a new column)", kind)
         column = Column(change.new_name, old.type.with_nullable(True), old.comment)
         return Decision(
             Action.APPLY,

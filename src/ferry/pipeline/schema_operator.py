@@ -49,6 +49,8 @@ from ferry.pipeline.events import (
     SchemaHint,
     SchemaObserved,
     SourcePosition,
+    schema_change_from_dict,
+    schema_change_to_dict,
 )
 from ferry.pipeline.exceptions import SchemaChangeRefusedError
 from ferry.pipeline.route import TableRouter
@@ -79,6 +81,9 @@ READ_AGAIN = "read_again_to"
 #: The key of the offsets, per partition, below which every schema event is in the schemas saved
 #: (a table barrier's: the rows read again after a restart are older than the schemas).
 KNOWN_TO = "schemas_known_to"
+#: The key of the changes on their way to the sink when the schemas were saved (see
+#: :meth:`SchemaOperator.finish_applying`).
+APPLYING = "applying"
 
 
 class HintSource(Protocol):
@@ -178,6 +183,9 @@ class SchemaOperator:
         #: Partitions read again after a table barrier, up to this offset: their schema events are
         #: in the schemas restored already.
         self.known_to: dict[Partition, int] = {}
+        #: The changes the saved schemas show that the sink may not have yet (a restart after a
+        #: kill while they were applied): routed again before anything is read.
+        self.applying: list[SchemaChange] = []
         self.changes_routed = 0
         self.wait_ms = 0
         #: Tells the runner what it shows: a detail line while a change waits.
@@ -218,6 +226,7 @@ class SchemaOperator:
             }
             self.read_again = {(t, int(p)): int(o) for t, p, o in schemas.get(READ_AGAIN) or []}
             self.known_to = {(t, int(p)): int(o) for t, p, o in schemas.get(KNOWN_TO) or []}
+            self.applying = [schema_change_from_dict(c) for c in schemas.get(APPLYING) or []]
         self.saved = schemas
         if self.hints is not None:
             # definitions describe every table version: they are read again from the beginning
@@ -283,6 +292,20 @@ class SchemaOperator:
         if marks:
             data[KNOWN_TO] = marks
         return data
+
+    def finish_applying(self) -> None:
+        """After a restart: the changes that were on their way to the sink when the schemas were
+        saved go to it again (those it has already are skipped, as a replay skips them), so that
+        the sink has what the schemas restored say it has before a row is written.
+
+        A pipeline killed after a barrier, while the sink took the changes (or right after, before
+        the schemas were saved once more), would otherwise replay the rows after the barrier with
+        the schemas before the changes against a sink table already past them: a partition behind
+        a rename showing the old name again, the rename settled anew in another step (a chain of
+        renames collapsed, or not) would meet a column the sink no longer has."""
+        applying, self.applying = self.applying, []
+        for change in applying:
+            self.route_change(change.table_id, change, None)
 
     def close(self) -> None:
         self._executor.shutdown(wait=False)
@@ -564,11 +587,15 @@ class SchemaOperator:
             self.tracker = after
             if self.transforms is not None:  # the router and the sink see the projected schemas
                 changes = self.transforms.schema_changes(changes, sources)
+            applied = self.after_table_barrier(known) if per_table else self.snapshot()
+            # saved before the sink changes, with the changes: a restart killed before the sink had
+            # them all (or before the schemas below were saved) routes them again first
+            self.on_applied({**applied, APPLYING: [schema_change_to_dict(c) for c in changes]})
             for change in changes:
                 self.route_change(change.table_id, change, position)
         finally:
             self._barrier_started = None
-        self.on_applied(self.after_table_barrier(known) if per_table else self.snapshot())
+        self.on_applied(applied)
         self.on_detail("reading")
 
     def _refused(self, changes: Sequence[SchemaChange]) -> bool:

@@ -262,17 +262,22 @@ class StateStore:
         schemas: Mapping[str, Any],
         *,
         merge: bool = True,
+        partitions: Collection[int] | None = None,
     ) -> int:
         """Record a checkpoint; returns its id.
 
         With ``merge`` (a worker's checkpoint), the new checkpoint is the latest one with the offsets
         of these partitions replaced and the schemas merged (:func:`merge_schemas`): the offsets of
         partitions another worker reads are kept. Without, it is exactly what is given (a restore).
+        ``partitions``: those whose schemas are taken from ``schemas`` (:func:`merge_schemas`), by
+        default those of ``offsets``.
         """
         with self._serialised(pipeline) as conn:
             latest = self._latest(conn, pipeline) if merge else None
             if latest is not None:
-                schemas = merge_schemas(latest.schemas, schemas, {p for _, p in offsets})
+                if partitions is None:
+                    partitions = {p for _, p in offsets}
+                schemas = merge_schemas(latest.schemas, schemas, partitions)
                 offsets = {**latest.offsets, **offsets}
             result = conn.execute(
                 insert(checkpoints).values(

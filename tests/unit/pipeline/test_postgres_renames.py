@@ -13,7 +13,7 @@ back from the memory sink.
 from __future__ import annotations
 
 import tempfile
-from collections.abc import Iterator, Sequence
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,6 +21,7 @@ import orjson
 import pytest
 from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
+from tests.support.kills import Killed, killed_at_rename
 from tests.support.partition_log import PartitionLogSource, hand_over
 
 from ferry.connectors.formats import decoder_for
@@ -574,3 +575,190 @@ def test_every_interleaving_of_postgresql_steps_and_kills_ends_as_the_rule_says(
             play_postgres(partitions, kinds, schedule, state)
         finally:
             state.close()
+
+
+# ---------------------------------------------------------------------------------- kills at the sink
+
+
+def play_kills(
+    partitions: int,
+    script: Sequence[tuple[Any, ...]],
+    schedule: Sequence[tuple[Any, ...]],
+    sink: MemorySink,
+    state: StateStore,
+) -> PostgresTable:
+    """``script`` on the table into ``partitions`` partitions, read as ``schedule`` says (then to
+    the end), with the process killed where ``sink`` dies and started again from the last
+    checkpoint: the table as the source has it."""
+    table = PostgresTable()
+    topics: dict[tuple[str, int], list[Record]] = {(TOPIC, p): [] for p in range(partitions)}
+    for statement in script:
+        match statement:
+            case ("upsert", key, n):
+                records = topics[(TOPIC, key % partitions)]
+                k, v = table.upsert(key, n)
+                records.append(Record(TOPIC, key % partitions, len(records), key=k, value=v))
+            case ("rename", old, new):
+                table.rename(old, new)
+    data = list(topics)
+
+    def start() -> tuple[PipelineRunner, PartitionLogSource]:
+        while True:
+            sink.pending.clear()  # written, never committed
+            source = PartitionLogSource(topics, data)
+            runner = PipelineRunner(
+                settings=RunnerSettings(name="pg", tune_gc=False),
+                source=source,
+                decode=decoder_for("debezium-json").decode,
+                sink=sink,
+                state=state,
+                router=SchemaChangeRouter(sink, SchemaChangeBehavior.EVOLVE, SCHEMA_CHANGE_TAGS),
+                tables=TableRouter(),
+                dead_letter=MemoryDeadLetter(),
+            )
+            try:
+                runner.open()
+            except Killed:
+                continue  # killed again while it started
+            return runner, source
+
+    runner, source = start()
+
+    def attempt(work: Callable[[PipelineRunner, PartitionLogSource], None]) -> None:
+        """``work``, with the process started again as often as it dies meanwhile."""
+        nonlocal runner, source
+        while True:
+            try:
+                return work(runner, source)
+            except Killed:
+                runner, source = start()
+
+    def to_the_end(runner: PipelineRunner, source: PartitionLogSource) -> None:
+        for tp in data:
+            hand_over(runner, source.take(tp, source.left(tp)))
+        runner.checkpoint()
+
+    for action in schedule:
+        match action:
+            case ("read", index, count):
+                tp = data[index % len(data)]
+                attempt(lambda runner, source, tp=tp, count=count: hand_over(runner, source.take(tp, count)))
+            case ("checkpoint",):
+                attempt(lambda runner, source: runner.checkpoint())
+    attempt(to_the_end)
+    return table
+
+
+def test_a_kill_right_after_a_rename_reached_the_sink_with_a_partition_behind_it(state: StateStore) -> None:
+    # partition 2 is behind both renames of name when the second, read in partitions 0 and 1
+    # first, reaches the sink as one rename (name -> name_r2), and the process dies: restarted
+    # from the checkpoint before it, partition 2 shows name_r1 first and name -> name_r1 settles
+    # on its own, against a sink table that has name_r2
+    script = [
+        *(("upsert", key, key) for key in range(6)),
+        ("rename", "name", "name_r1"),
+        *(("upsert", key, 200 + key) for key in range(3)),
+        ("rename", "name_r1", "name_r2"),
+        *(("upsert", key, 300 + key) for key in range(3)),
+        ("upsert", 5, 350),
+        ("rename", "email", "email_r3"),
+        *(("upsert", key, 400 + key) for key in range(3)),
+        ("upsert", 0, 450),
+    ]
+    schedule = [
+        ("read", 0, 2),
+        ("read", 2, 1),
+        ("checkpoint",),
+        ("read", 1, 1),
+        ("read", 1, 1),
+        ("read", 0, 1),
+        ("read", 1, 1),
+        ("checkpoint",),
+        ("read", 0, 10),
+        ("read", 1, 10),
+        ("read", 2, 10),  # killed here; started again, partition 2 is read first
+    ]
+    sink = killed_at_rename({1}, before=False, per_table=True)
+    table = play_kills(3, script, schedule, sink, state)
+    check(sink, table)
+
+
+def test_a_kill_right_after_a_rename_reached_the_sink_before_the_first_checkpoint(
+    state: StateStore,
+) -> None:
+    # the schemas saved after the first rename (email -> email_r1), before any checkpoint of the
+    # run, must not take back the partitions' schemas of the checkpoint before it (name, not
+    # name_r2): restarted after the second rename, the sink has name_r2 and nothing else
+    script = [
+        *(("upsert", key, key) for key in range(4)),
+        ("rename", "email", "email_r1"),
+        ("upsert", 0, 200),
+        ("upsert", 1, 201),
+        ("upsert", 3, 250),
+        ("upsert", 1, 251),
+        ("rename", "name", "name_r2"),
+        ("upsert", 0, 300),
+        ("upsert", 1, 301),
+        ("upsert", 3, 350),
+        ("upsert", 2, 351),
+        ("upsert", 0, 352),
+        ("rename", "name_r2", "name_r3"),
+        ("upsert", 0, 400),
+        ("upsert", 1, 401),
+        ("upsert", 2, 450),
+        ("upsert", 3, 451),
+        ("upsert", 0, 452),
+    ]
+    schedule = [("read", 1, 2), ("read", 0, 1), ("read", 1, 2), ("read", 0, 3), ("read", 1, 5)]
+    sink = killed_at_rename({2}, before=False, per_table=True)
+    table = play_kills(2, script, schedule, sink, state)
+    check(sink, table)
+
+
+@pytest.mark.timeout(1800)
+@settings(
+    max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large]
+)
+@given(
+    partitions=st.integers(2, 3),
+    renames=st.lists(st.integers(0, 1), min_size=1, max_size=4),
+    extra=st.lists(st.integers(0, 5), max_size=8),
+    schedule=st.lists(
+        st.one_of(
+            st.tuples(st.just("read"), st.integers(0, 2), st.integers(1, 3)),
+            st.tuples(st.just("checkpoint")),
+        ),
+        max_size=20,
+    ),
+    kills=st.sets(st.integers(1, 4), min_size=1, max_size=2),
+    before=st.booleans(),
+    per_table=st.booleans(),
+)
+def test_a_kill_at_any_rename_of_a_chain_ends_with_the_source_table(
+    partitions: int,
+    renames: list[int],
+    extra: list[int],
+    schedule: list[tuple[Any, ...]],
+    kills: set[int],
+    before: bool,
+    per_table: bool,
+) -> None:
+    # renames of email or name (never the last column: its rename is a drop and an add), each
+    # followed by a row in every partition and some more; the process dies right before or right
+    # after the sink takes a rename, with a table barrier (Iceberg, Paimon) or a whole checkpoint
+    names = ["email", "name"]
+    script: list[tuple[Any, ...]] = [("upsert", key, key) for key in range(2 * partitions)]
+    for n, which in enumerate(renames, start=1):
+        old = names[which]
+        names[which] = f"{old.split('_')[0]}_r{n}"
+        script.append(("rename", old, names[which]))
+        script += [("upsert", key, 100 * n + key) for key in range(partitions)]
+        script += [("upsert", key, 100 * n + 50 + i) for i, key in enumerate(extra[n - 1 :: len(renames)])]
+    with tempfile.TemporaryDirectory() as folder:
+        store = StateStore(f"sqlite:///{folder}/state.db")
+        try:
+            sink = killed_at_rename(kills, before=before, per_table=per_table)
+            table = play_kills(partitions, script, schedule, sink, store)
+            check(sink, table)
+        finally:
+            store.close()

@@ -111,6 +111,13 @@ def test_lenient_rename_as_new_column() -> None:
     )
 
 
+def test_a_lenient_rename_routed_again_does_not_add_its_column_twice() -> None:
+    # a restart routes again the changes on their way to the sink when the process died
+    after = Schema.of([*SINK_SCHEMA.columns, Column("title", T.STRING())], ["id"])
+    d = router(SchemaChangeBehavior.LENIENT).decide(E.RenameColumn(TID, "a", "title"), after)
+    assert d.action is Action.SKIP and "already applied" in d.reason
+
+
 def test_include_and_exclude_narrow_what_is_applied() -> None:
     r = router(SchemaChangeBehavior.EVOLVE, accepted=ALL - {"add.column"})
     d = r.decide(E.AddColumn(TID, Column("x", T.INT())), SINK_SCHEMA)

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import sqlite3
-from collections.abc import Mapping
+from collections.abc import Collection, Mapping
 from pathlib import Path
 from typing import Any
 
@@ -62,11 +62,12 @@ class FlakyState(StateStore):
         schemas: Mapping[str, Any],
         *,
         merge: bool = True,
+        partitions: Collection[int] | None = None,
     ) -> int:
         if self.failures:
             self.failures -= 1
             raise OperationalError("INSERT", {}, sqlite3.OperationalError("server closed the connection"))
-        return super().save_checkpoint(pipeline, offsets, schemas, merge=merge)
+        return super().save_checkpoint(pipeline, offsets, schemas, merge=merge, partitions=partitions)
 
     def set_status(self, pipeline: str, phase: str, detail: str, metrics: Any, **kwargs: Any) -> None:
         self.details.append(detail)

@@ -263,12 +263,10 @@ class SimState(StateStore):
         super().__init__(url)
         self.sink = sink
 
-    def save_checkpoint(
-        self, pipeline: str, offsets: Offsets, schemas: Mapping[str, Any], *, merge: bool = True
-    ) -> int:
+    def save_checkpoint(self, pipeline: str, offsets: Offsets, schemas: Mapping[str, Any], **kw: Any) -> int:
         flushed = self.sink.flushed_offsets
         assert offsets.items() <= flushed.items(), f"offsets {offsets} saved, the sink flushed {flushed}"
-        return super().save_checkpoint(pipeline, offsets, schemas, merge=merge)
+        return super().save_checkpoint(pipeline, offsets, schemas, **kw)
 
 
 def check_offsets_advanced(state: StateStore, source: PartitionLogSource) -> None:
