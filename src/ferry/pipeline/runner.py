@@ -176,7 +176,6 @@ class PipelineRunner:
         )
         self.status.checkpoint_read(stop or threading.Event())  # PENDING while a topic is missing
         self.schemas.restore(None if checkpoint is None else checkpoint.schemas)
-        self.schemas.finish_applying()
         starts = {} if checkpoint is None else dict(checkpoint.offsets)
         self.bad.resume(self.dead_letter, checkpoint, starts, self.settings.retries, self.status.waiting)
         self._refresh_aliases()

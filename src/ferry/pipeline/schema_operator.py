@@ -215,7 +215,8 @@ class SchemaOperator:
     # ------------------------------------------------------------------------------ state
 
     def restore(self, schemas: Mapping[str, Any] | None) -> None:
-        """Schemas and the schema-change topic's position from a checkpoint (None: none yet)."""
+        """Schemas and the schema-change topic's position from a checkpoint (None: none yet); the
+        changes that were on their way to the sink then go to it again (:meth:`finish_applying`)."""
         if schemas is not None:
             self.tracker = SchemaTracker.restore(schemas)
             offsets = schemas.get(SCHEMA_CHANGE_OFFSETS) or {}
@@ -231,6 +232,7 @@ class SchemaOperator:
         if self.hints is not None:
             # definitions describe every table version: they are read again from the beginning
             self.hints.open({} if self.definitions is not None else self.hint_offsets)
+        self.finish_applying()
 
     def snapshot(self, hint_offsets: Mapping[int, int] | None = None) -> dict[str, Any]:
         """What a checkpoint saves: the tracked schemas and the schema-change topic's position
