@@ -515,12 +515,14 @@ class KafkaSource:
 
     def _unreachable(self, error: KafkaError) -> None:
         """The client reports that brokers cannot be reached: an outage until they answer again."""
+        if self._outage is not None:
+            # the client reports each reconnection that failed: the probes count the attempts, and
+            # the next one stays due when it was (put off at each report, it might never come)
+            return
         now = time.time()
-        if self._outage is None:
-            self._outage_since = now
-            log.warning("the Kafka brokers %s cannot be reached: %s", self.bootstrap_servers, error.str())
-        attempt = 1 if self._outage is None else self._outage.attempt
-        self._set_outage(attempt, f"KafkaError: {error.str()}", now)
+        self._outage_since = now
+        log.warning("the Kafka brokers %s cannot be reached: %s", self.bootstrap_servers, error.str())
+        self._set_outage(1, f"KafkaError: {error.str()}", now)
 
     def _set_outage(self, attempt: int, error: str, now: float) -> None:
         self._next_probe = time.monotonic() + PROBE_S
