@@ -33,7 +33,7 @@ from ferry.pipeline.unavailable import fill, unavailable_reason
 from ferry.sinks.base import ChangeKind, Sink, SinkCapabilities, Support
 from ferry.sinks.declaration import SinkDeclaration
 from ferry.sinks.exceptions import SinkTerminalError, SinkTransientError
-from ferry.sinks.rows import complete_from_versions
+from ferry.sinks.rows import complete_before_reading
 
 #: Everything supported: the default for a memory sink.
 ALL_SUPPORTED = SinkCapabilities(changes={kind: Support.APPLY for kind in ChangeKind})
@@ -185,12 +185,8 @@ class MemorySink(Sink):
         """A partial row takes its missing values from its key's last version: among the rows
         not committed yet, else in the table; a key the table does not hold has none."""
         keys = schema.primary_keys
-        if not keys:
-            return [(i, f"{unavailable_reason(changes[i])}; the table has no primary key") for i in partial]
-        still, deleted = complete_from_versions(
-            changes, partial, keys, self.pending.get(table_id, ()), self.type
-        )
-        rejected = [(i, f"{unavailable_reason(changes[i])}; its row was deleted before") for i in deleted]
+        buffered = self.pending.get(table_id, ())
+        still, rejected = complete_before_reading(changes, partial, keys, buffered, self.type)
         table = self.tables.get(table_id)
         for index in still:
             after = changes[index].after

@@ -6,7 +6,7 @@ from collections.abc import Hashable, Sequence
 from operator import itemgetter
 
 from ferry.pipeline.events import DataChange, Op, Row
-from ferry.pipeline.unavailable import fill
+from ferry.pipeline.unavailable import fill, unavailable_reason
 from ferry.sinks.exceptions import SinkTerminalError
 
 
@@ -91,6 +91,23 @@ def complete_from_versions(
     except KeyError as e:
         raise SinkTerminalError(f"a row has no value for primary key column {e}", sink=sink) from None
     return still, deleted
+
+
+def complete_before_reading(
+    changes: Sequence[DataChange],
+    partial: Sequence[int],
+    keys: tuple[str, ...],
+    buffered: Sequence[DataChange],
+    sink: str,
+) -> tuple[list[int], list[tuple[int, str]]]:
+    """What every sink's ``complete_rows`` does first: the partial rows completed from their key's
+    versions before them (:func:`complete_from_versions`); returns the indexes still partial (the
+    sink's table holds their values) and those that cannot be completed, with the reason (a table
+    without a primary key, a key deleted before)."""
+    if not keys:
+        return [], [(i, f"{unavailable_reason(changes[i])}; the table has no primary key") for i in partial]
+    still, deleted = complete_from_versions(changes, partial, keys, buffered, sink)
+    return still, [(i, f"{unavailable_reason(changes[i])}; its row was deleted before") for i in deleted]
 
 
 #: A key without a version among the changes.

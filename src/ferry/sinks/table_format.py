@@ -36,7 +36,7 @@ from ferry.pipeline.unavailable import fill, unavailable_reason
 from ferry.retry import RetryPolicy
 from ferry.sinks.base import RefusedRows, Sink
 from ferry.sinks.exceptions import SinkError, SinkTerminalError, SinkTransientError
-from ferry.sinks.rows import complete_from_versions
+from ferry.sinks.rows import complete_before_reading
 
 log = logging.getLogger(__name__)
 
@@ -260,11 +260,8 @@ class TableFormatSink(Sink):
         """A partial row takes its missing values from its key's last version: buffered for this
         checkpoint, else read from the table (one read of every such key of the checkpoint)."""
         keys = schema.primary_keys
-        if not keys:
-            return [(i, f"{unavailable_reason(changes[i])}; the table has no primary key") for i in partial]
         buffered = self._buffers.get(table_id, ())
-        still, deleted = complete_from_versions(changes, partial, keys, buffered, self.type)
-        rejected = [(i, f"{unavailable_reason(changes[i])}; its row was deleted before") for i in deleted]
+        still, rejected = complete_before_reading(changes, partial, keys, buffered, self.type)
         if not still:
             return rejected
         get = itemgetter(*keys)

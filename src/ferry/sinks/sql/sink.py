@@ -43,7 +43,7 @@ from ferry.sinks.exceptions import (
     SinkTransientError,
     incompatible_table,
 )
-from ferry.sinks.rows import collapse, complete_from_versions, one_change_per_key
+from ferry.sinks.rows import collapse, complete_before_reading, one_change_per_key
 from ferry.sinks.sql.dialect import CatalogColumn, SqlDialect, SqlTable
 
 log = logging.getLogger(__name__)
@@ -315,12 +315,8 @@ class SqlSink(Sink):
         keeps its values); those of a key the table does not hold (and no earlier change of the
         checkpoint wrote) cannot be, nor those of a table without a primary key."""
         keys = schema.primary_keys
-        if not keys:
-            return [(i, f"{unavailable_reason(changes[i])}; the table has no primary key") for i in partial]
-        still, deleted = complete_from_versions(
-            changes, partial, keys, self._buffers.get(table_id, ()), self.type
-        )
-        rejected = [(i, f"{unavailable_reason(changes[i])}; its row was deleted before") for i in deleted]
+        buffered = self._buffers.get(table_id, ())
+        still, rejected = complete_before_reading(changes, partial, keys, buffered, self.type)
         if still:
             with self._errors(table_id, "reading the rows to update"), self._transaction() as cursor:
                 query = self.dialect.select_keys(self.sql_table(table_id), keys)
