@@ -525,13 +525,15 @@ class Compiler:
         skip_nulls = bool(node.args.get("coalesce"))
 
         def fn(row: Row) -> str | None:
+            # Flink CDC joins the texts as Java's String.join does: a NULL is written ``null``
+            # (``__namespace_name__ || '.' || __schema_name__`` of a MySQL table is ``null.db``)
             parts = []
             for f in fns:
                 v = f(row)
                 if v is None:
-                    if skip_nulls:
-                        continue
-                    return None
+                    if not skip_nulls:
+                        parts.append("null")
+                    continue
                 parts.append(to_text(v))
             return "".join(parts)
 
