@@ -11,6 +11,7 @@ from __future__ import annotations
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Protocol
 
 from ferry.pipeline.schema import TableId
 from ferry.pipeline.table_patterns import RoutePattern
@@ -149,3 +150,26 @@ class TableSelection:
         if not self.routes.routes or any(r.target(table) is not None for r in self.routes.routes):
             return None
         return f"unrouted table: no route matches table {table} (source.unrouted-tables: create takes it)"
+
+
+class UnmatchedTransforms(Protocol):
+    """What :func:`unmatched_rules` asks of a job's transforms
+    (:class:`~ferry.pipeline.transform.TableTransforms`)."""
+
+    def unmatched_labels(self) -> list[str]: ...
+
+
+def unmatched_rules(tables: TableRouter, transforms: UnmatchedTransforms | None = None) -> list[str]:
+    """The routes and transforms whose ``source-table`` matches none of the tables read so far,
+    each said in a line naming them (none before a table was read). Such a rule is valid and does
+    nothing: most often a pattern written as a plain regular expression (``mydb\\.orders`` is one
+    part, a table without database, to a transform)."""
+    read = tables.tables_read
+    if not read:
+        return []
+    names = ", ".join(str(t) for t in read[:5]) + (", ..." if len(read) > 5 else "")
+    what = f"matches none of the {len(read)} table{'s' * (len(read) != 1)} read so far ({names})"
+    lines = [f"route[{i}] (source-table {r.source_table}) {what}" for i, r in tables.unmatched()]
+    if transforms is not None:
+        lines += [f"{label} {what}" for label in transforms.unmatched_labels()]
+    return lines

@@ -562,9 +562,9 @@ class TableTransforms:
             self._rule_of[table] = self.rules[matching[0]] if matching else None
         return self._rule_of[table]
 
-    def unmatched(self) -> list[_Rule]:
+    def unmatched_labels(self) -> list[str]:
         """The transforms whose ``source-table`` matches none of the tables looked up so far."""
-        return [r for i, r in enumerate(self.rules) if i not in self._matched]
+        return [r.label for i, r in enumerate(self.rules) if i not in self._matched]
 
     def bind(self, table: TableId, source: Schema) -> BoundTransform | None:
         """The table's transform compiled for ``source`` (cached until the schema changes)."""

@@ -28,7 +28,7 @@ from ferry.pipeline.events import (
     after,
 )
 from ferry.pipeline.schema import Column, Schema, TableId
-from ferry.pipeline.transform import TableTransforms, TransformError, stateful_reason
+from ferry.pipeline.transform import TableTransforms, TransformError, stateful_reason, unsupported_reason
 from ferry.worker import UnsupportedOptionError, check_supported
 
 ORDERS = TableId.parse("shop.orders")
@@ -118,6 +118,34 @@ def test_a_computed_column_named_like_a_source_column_replaces_it_in_place() -> 
     assert schema.names == SCHEMA.names
     changes = one("*, UPPER(name) AS name").rows(ORDERS, SCHEMA, [insert(0, **row(1, "ada"))], Failures())
     assert changes[0].after == {**row(1, "ADA")}
+
+
+@pytest.mark.parametrize(
+    ("projection", "names", "name"),
+    [
+        # Flink CDC: an item named like an earlier one replaces it where the earlier one stands
+        ("UPPER(name) AS name, *", ("name", "id", "price", "qty", "region"), "Ada"),
+        ("*, UPPER(name) AS name", SCHEMA.names, "ADA"),
+        ("id, UPPER(name) AS name, LOWER(name) AS name", ("id", "name"), "ada"),
+        ("id, name, name", ("id", "name"), "Ada"),
+        ("*, *", SCHEMA.names, "Ada"),
+    ],
+)
+def test_a_name_given_again_replaces_the_earlier_item_in_its_place(
+    projection: str, names: tuple[str, ...], name: str
+) -> None:
+    config = job(f'- source-table: shop.orders\n  projection: "{projection}"\n')
+    assert unsupported_reason(config) is None  # validation and the run agree
+    tt = TableTransforms(config.transform)
+    assert tt.schema(ORDERS, SCHEMA).names == names
+    [change] = tt.rows(ORDERS, SCHEMA, [insert(0, **row(1, "Ada"))], Failures())
+    assert change.after is not None and change.after["name"] == name
+
+
+def test_a_filter_reads_the_value_a_name_has_in_the_projection() -> None:
+    tt = one("UPPER(name) AS name, *", filter="name = 'Ada'")
+    kept = tt.rows(ORDERS, SCHEMA, [insert(0, **row(1, "Ada")), insert(1, **row(2, "bob"))], Failures())
+    assert [c.after["id"] for c in kept if c.after] == [1]
 
 
 def test_primary_keys_override_the_key_and_make_its_columns_not_null() -> None:
