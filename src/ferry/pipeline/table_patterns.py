@@ -18,7 +18,8 @@ ferry:
   with ``replace-symbol``, the symbol stands for the source table's name and ``$`` is plain text.
 
 Patterns are Python regular expressions, which agree with Java's for the constructs table patterns
-use (classes, groups, alternation, quantifiers, ``\\d``, ``\\w``).
+use (classes, groups, alternation, quantifiers, ``\\d``, ``\\w``); Java's named groups
+``(?<name>...)`` are read as Python's ``(?P<name>...)``.
 """
 
 from __future__ import annotations
@@ -53,9 +54,13 @@ def _split(text: str, separator: str) -> list[str]:
     return parts
 
 
+#: Java's named group ``(?<name>...)``, which Python writes ``(?P<name>...)``.
+_JAVA_NAMED_GROUP = re.compile(r"(?<!\\)\(\?<(?=[A-Za-z])")
+
+
 def _compile(regex: str, flags: int, pattern: str) -> re.Pattern[str]:
     try:
-        return re.compile(regex, flags)
+        return re.compile(_JAVA_NAMED_GROUP.sub("(?P<", regex), flags)
     except re.error as e:
         raise TablePatternError(
             f"{regex!r} of {pattern!r} is not a valid regular expression ({e}); the unescaped . "

@@ -110,7 +110,7 @@ def test_an_escaped_comma_belongs_to_its_part() -> None:
 def test_java_group_references_take_the_digits_that_name_a_group() -> None:
     route = RoutePattern(r"db.(\.*)", "ods.t_$12")  # one group: $1 then the text 2
     assert route.target(tid("db.x")) == tid("ods.t_x2")
-    named = RoutePattern(r"db.(?P<name>\.*)", "ods.${name}_copy")
+    named = RoutePattern(r"db.(?<name>\.*)", "ods.${name}_copy")  # Java's named group
     assert named.target(tid("db.x")) == tid("ods.x_copy")
     whole = RoutePattern(r"db.\.*", r"ods.\$0")  # an escaped dollar is a dollar
     assert whole.target(tid("db.x")) == tid("ods.$0")
