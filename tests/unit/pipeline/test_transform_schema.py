@@ -142,8 +142,12 @@ def test_a_name_given_again_replaces_the_earlier_item_in_its_place(
     assert change.after is not None and change.after["name"] == name
 
 
-def test_a_filter_reads_the_value_a_name_has_in_the_projection() -> None:
-    tt = one("UPPER(name) AS name, *", filter="name = 'Ada'")
+@pytest.mark.parametrize(
+    ("projection", "condition"),
+    [("UPPER(name) AS name, *", "name = 'Ada'"), ("*, UPPER(name) AS name", "name = 'ADA'")],
+)
+def test_a_filter_reads_the_value_a_name_has_in_the_projection(projection: str, condition: str) -> None:
+    tt = one(projection, filter=condition)
     kept = tt.rows(ORDERS, SCHEMA, [insert(0, **row(1, "Ada")), insert(1, **row(2, "bob"))], Failures())
     assert [c.after["id"] for c in kept if c.after] == [1]
 
