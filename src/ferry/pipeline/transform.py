@@ -51,7 +51,14 @@ from ferry.pipeline.events import (
     SchemaChange,
     TruncateTable,
 )
-from ferry.pipeline.expressions import DIALECT, SUPPORTED, Compiler, unsupported
+from ferry.pipeline.expressions import (
+    DIALECT,
+    EVENT_TYPE_COLUMN,
+    METADATA_COLUMNS,
+    SUPPORTED,
+    Compiler,
+    unsupported,
+)
 from ferry.pipeline.function_catalog import dialect_for
 from ferry.pipeline.schema import Column, Schema, TableId
 from ferry.pipeline.sqlvalues import ROW_ERRORS, ExpressionError
@@ -329,6 +336,12 @@ class _Rule:
                     f"the projection item {text} needs a name: write {text} AS <name>", transform=self.label
                 )
             name = node.alias if isinstance(node, exp.Alias) else inner.name
+            if isinstance(node, exp.Alias) and name in (*METADATA_COLUMNS, EVENT_TYPE_COLUMN):
+                raise TransformError(
+                    f"{name} is a metadata column: a projection item cannot be named so (as in Flink CDC)",
+                    transform=self.label,
+                    column=name,
+                )
             items.append(_Item(inner, name, isinstance(node, exp.Alias)))
         return tuple(items)
 

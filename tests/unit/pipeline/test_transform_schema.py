@@ -472,6 +472,7 @@ def test_the_reason_comes_from_the_stateful_operators_ferry_check_plans() -> Non
             "the projection item price * 2 needs a name: write price * 2 AS <name>",
         ),
         ("projection: id, name FROM customers", "FROM has no place in it"),
+        ("projection: id, name AS __table_name__", "__table_name__ is a metadata column"),
         # what only ferry check's planner knows to be stateful is named by its operator
         ("projection: id ORDER BY id", "ORDER BY id is a sort operator, which keeps state across rows"),
     ],
