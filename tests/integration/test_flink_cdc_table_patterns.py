@@ -9,6 +9,7 @@ none of the tables read fails its test.
 
 from __future__ import annotations
 
+import logging
 import textwrap
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -18,6 +19,7 @@ from typing import Any
 
 import pytest
 
+from ferry.cli.output import render_status
 from ferry.config.loader import read_job_text
 from ferry.local import debezium as dbz
 from ferry.local.kafka_broker import create_topic, delete_topic, produce
@@ -25,6 +27,7 @@ from ferry.pipeline.phase import Phase
 from ferry.pipeline.schema import TableId
 from ferry.sinks.base import Sink
 from ferry.sinks.memory import MemorySink
+from ferry.state import StateStore
 from ferry.worker import build_runner, build_sink
 from tests.integration.helpers import job_yaml
 
@@ -428,7 +431,9 @@ def test_transform_md_classification_mapping(source: Source, tmp_path: Path, gro
     assert rows(sink, "mydb.app_order") == [{**web_order(7, 70), "FALLBACK": "fallback"}]
 
 
-def test_a_route_that_matches_no_table_read_is_named(source: Source, tmp_path: Path, group_id: str) -> None:
+def test_a_route_that_matches_no_table_read_is_named(
+    source: Source, tmp_path: Path, group_id: str, caplog: pytest.LogCaptureFixture
+) -> None:
     """The regular expression of old, mydb\\.orders, read as Flink CDC reads it: it validates, and
     the run names it in its status and log."""
     source.insert(source.table("mydb", "orders"), web_order(1, 1))
@@ -445,6 +450,15 @@ def test_a_route_that_matches_no_table_read_is_named(source: Source, tmp_path: P
     runner = build_runner(job, sink=sink)
     runner.run()
     assert tables(sink) == {"mydb.orders"}
-    assert runner.metrics.unmatched_rules == [
-        r"route[0] (source-table mydb\.order) matches none of the 1 table read so far (mydb.orders)"
-    ]
+    line = r"route[0] (source-table mydb\.order) matches none of the 1 table read so far (mydb.orders)"
+    assert runner.metrics.unmatched_rules == [line]
+    assert [
+        r.getMessage()
+        for r in caplog.records
+        if r.levelno == logging.WARNING and "route[0]" in r.getMessage()
+    ] == [f"{line}: it selects no table (a table pattern is <database>.<table>)"]
+    store = StateStore(job.pipeline.state_url)
+    try:
+        assert f"  warning: {line}" in render_status(store, [job.pipeline.name], "text").splitlines()
+    finally:
+        store.close()
