@@ -9,6 +9,7 @@ none of the tables read fails its test.
 
 from __future__ import annotations
 
+import json
 import logging
 import textwrap
 from collections.abc import Iterator
@@ -323,6 +324,30 @@ def test_transform_md_metadata_fields_with_op_ts(source: Source, tmp_path: Path,
             "opts": customer.ts_ms,
         }
     ]
+
+
+def test_metadata_columns_of_a_postgresql_table(source: Source, tmp_path: Path, group_id: str) -> None:
+    """Debezium's PostgreSQL records name the database and the schema: the table is
+    ``schema.table``, as Flink CDC's PostgreSQL source gives it (without table-id.include-database)."""
+    orders = source.table("public", "orders", [KEY, dbz.ConnectColumn("name", dbz.STRING)])
+    key, value = orders.insert({"id": 1, "name": "ada"})
+    envelope = json.loads(value)
+    block = next(f for f in envelope["schema"]["fields"] if f["field"] == "source")
+    block["name"] = "io.debezium.connector.postgresql.Source"
+    block["fields"].append({"type": "string", "optional": False, "field": "schema"})
+    envelope["payload"]["source"] |= {"connector": "postgresql", "db": "shop", "schema": "public"}
+    source.records[orders.topic].append((key, json.dumps(envelope).encode()))
+    sink, _ = run(
+        source,
+        tmp_path,
+        group_id,
+        r"""
+        transform:
+          - source-table: public.orders
+            projection: \*, __namespace_name__ || '.' || __schema_name__ || '.' || __table_name__ AS identifier_name
+        """,
+    )
+    assert rows(sink, "public.orders") == [{"id": 1, "name": "ada", "identifier_name": "null.public.orders"}]
 
 
 def test_transform_md_wildcard(source: Source, tmp_path: Path, group_id: str) -> None:
