@@ -11,9 +11,11 @@ from hypothesis import strategies as st
 
 from ferry.config.exceptions import ConfigError
 from ferry.config.loader import load_job_text, read_job_text
+from ferry.config.transforms import TransformConfig
 from ferry.pipeline.route import Route, RouteMode, TableRouter, unmatched_rules
 from ferry.pipeline.schema import TableId
 from ferry.pipeline.table_patterns import RoutePattern, TablePatternError, TableSelector, route_regex
+from ferry.pipeline.transform import TableTransforms
 
 
 def tid(text: str) -> TableId:
@@ -187,6 +189,24 @@ def test_routes_and_transforms_that_match_no_table_read_are_named() -> None:
     assert router.sink_tables(tid("mydb.orders")) == (tid("ods.all"),)
     assert unmatched_rules(router) == [
         r"route[1] (source-table mydb\.x) matches none of the 1 table read so far (mydb.orders)"
+    ]
+
+
+def test_transforms_that_match_no_table_read_are_named() -> None:
+    transforms = TableTransforms(
+        [
+            TransformConfig.model_validate({"source-table": "mydb.orders"}),
+            TransformConfig.model_validate({"source-table": r"mydb\.orders"}),
+            TransformConfig.model_validate({"source-table": r"mydb.\.*"}),  # shadowed, yet it matches
+        ]
+    )
+    router = TableRouter()
+    for table in (tid("mydb.orders"), tid("mydb.items")):
+        router.sink_tables(table)
+        transforms.rule_for(table)
+    assert unmatched_rules(router, transforms) == [
+        r"transform[1] (source-table mydb\.orders) matches none of the 2 tables read so far "
+        "(mydb.orders, mydb.items)"
     ]
 
 
