@@ -1,8 +1,8 @@
 """One log format for every process of ferry: ``text`` for a terminal, ``json`` (one object a line,
-for a log collector) through python-json-logger. uvicorn's, faust's (mode's) and librdkafka's
-records reach the same root handler: ferry's Kafka clients are given a Python logger
-(:func:`kafka_logger`, confluent-kafka's ``logger`` setting) instead of writing to stderr
-themselves, and the faust worker keeps ferry's handler rather than installing its own.
+for a log collector) through python-json-logger. uvicorn's and librdkafka's records reach the same
+root handler: ferry's Kafka clients are given a Python logger (:func:`kafka_logger`,
+confluent-kafka's ``logger`` setting) instead of writing to stderr themselves, librdkafka's notices
+and informational lines at DEBUG (ferry's own lines say what a pipeline reads, writes and did).
 
 Secrets stay out of the log: :class:`SecretMask`, on the handler, masks in every record (its
 message, its arguments, its traceback and its extra fields) the secret values of the job being run
@@ -34,7 +34,7 @@ TEXT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 JSON_FIELDS = "%(asctime)s %(levelname)s %(name)s %(message)s"
 
 #: The loggers of libraries whose records are ferry's too (their own handlers are dropped).
-LIBRARY_LOGGERS = ("uvicorn", "uvicorn.access", "uvicorn.error", "faust", "mode", "aiokafka", "librdkafka")
+LIBRARY_LOGGERS = ("uvicorn", "uvicorn.access", "uvicorn.error", "librdkafka")
 
 #: ``key=value``, ``key: value`` and ``"key": "value"`` of a secret-bearing key, in free text.
 #: The key ends with the secret word (``sasl.password``, ``access-key``): ``tokens: 3`` and
@@ -161,7 +161,19 @@ def configure(level: str, log_format: LogFormat = "text") -> None:
         logging.getLogger(name).propagate = True
 
 
-def kafka_logger(name: str = "librdkafka") -> logging.Logger:
+class KafkaClientLog:
+    """What a confluent-kafka client logs through (its ``logger`` setting, which calls ``log``):
+    librdkafka's warnings and errors at their level, its notices and informational lines
+    (connections, group joins, in librdkafka's words) at DEBUG."""
+
+    def __init__(self, logger: logging.Logger) -> None:
+        self.logger = logger
+
+    def log(self, level: int, msg: str, *args: object) -> None:
+        self.logger.log(logging.DEBUG if level < logging.WARNING else level, msg, *args)
+
+
+def kafka_logger(name: str = "librdkafka") -> KafkaClientLog:
     """The logger a confluent-kafka client writes librdkafka's messages to (its ``logger``
     setting), so that they take ferry's format and level instead of going to stderr as they are."""
-    return logging.getLogger(name)
+    return KafkaClientLog(logging.getLogger(name))

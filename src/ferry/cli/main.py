@@ -120,18 +120,13 @@ def validate(job: Path) -> None:
 
 @main.command()
 @click.argument("job", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option(
-    "--worker/--no-worker",
-    default=True,
-    show_default=True,
-    help="Run as a faust worker (agents for DDL topics); --no-worker runs the hot path alone.",
-)
+# accepted as before; a worker is one plain process either way
+@click.option("--worker/--no-worker", default=True, hidden=True)
 @click.option(
     "--worker-id",
     envvar="FERRY_WORKER_ID",
     default=None,
-    help="This worker's stable name: with several workers on one pipeline, each reads the whole "
-    "schema-change topic in a group of its own.",
+    help="This worker's name in its log lines (with parallelism N, worker i is <worker-id>-i).",
 )
 @click.option(
     "--status-host",
@@ -147,7 +142,8 @@ def validate(job: Path) -> None:
     default=60.0,
     show_default=True,
     metavar="SECONDS",
-    help="Give up (exit 1) when the brokers do not answer, or the worker has not started, in this time.",
+    help="Give up (exit 1) when the brokers do not answer in this time; a topic the job names is "
+    "waited for as long (then source.topic-missing decides).",
 )
 @click.option(
     "--stop-grace",
@@ -175,6 +171,7 @@ def run(
     """Run a pipeline until it is stopped (SIGTERM/SIGINT take a final checkpoint).
 
     With pipeline.parallelism N above 1, N worker processes of the pipeline (one consumer group)."""
+    del worker  # --no-worker once ran the hot path without the worker around it; they are one now
     from ferry.config.checks import UnsupportedOptionError  # noqa: PLC0415
     from ferry.config.loader import problem_at, read_job  # noqa: PLC0415
     from ferry.worker import check_brokers, check_client_settings, run_instances  # noqa: PLC0415
@@ -199,7 +196,6 @@ def run(
         ]
         options = ["--status-host", status_host, "--startup-timeout", str(startup_timeout)]
         options += ["--stop-grace", str(stop_grace)]
-        options += [] if worker else ["--no-worker"]
         sys.exit(
             run_instances(
                 [
@@ -225,34 +221,19 @@ def run(
     if instance is not None and config.pipeline.status_port is not None:
         pipeline = config.pipeline.model_copy(update={"status_port": config.pipeline.status_port + instance})
         config = config.model_copy(update={"pipeline": pipeline})
-    if worker:
-        from ferry.worker import FerryWorker  # noqa: PLC0415
+    from ferry.worker import FerryWorker  # noqa: PLC0415
 
-        ferry_worker = FerryWorker(
-            config,
-            worker_id=worker_id,
-            status_host=status_host,
-            startup_timeout_s=startup_timeout,
-            stop_grace_s=stop_grace,
-        )
-        code = ferry_worker.run()
-        if ferry_worker.error is not None:
-            raise ferry_worker.error
-        sys.exit(code)
-    import signal  # noqa: PLC0415
-    import threading  # noqa: PLC0415
-
-    from ferry.worker import build_runner, run_with_status  # noqa: PLC0415
-
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
-    run_with_status(
-        build_runner(config, startup_timeout_s=startup_timeout),
-        config.pipeline.status_port,
-        stop,
-        status_host,
+    ferry_worker = FerryWorker(
+        config,
+        worker_id=worker_id,
+        status_host=status_host,
+        startup_timeout_s=startup_timeout,
+        stop_grace_s=stop_grace,
     )
+    code = ferry_worker.run()
+    if ferry_worker.error is not None:
+        raise ferry_worker.error
+    sys.exit(code)
 
 
 @main.command()
