@@ -21,9 +21,6 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, SecretStr
-from pythonjsonlogger.json import JsonFormatter
-
 from ferry.control.secrets import MASK, is_secret_key, mask_url_credentials, secret_parts
 
 LogFormat = Literal["text", "json"]
@@ -67,6 +64,8 @@ def register_secrets(values: Iterable[str]) -> None:
 def secrets_of(config: Any) -> list[str]:
     """The secret values of a configuration: every ``SecretStr``, and every string of a
     secret-bearing key (``password``, ``sasl.jaas.config``, ``...token...``) in its models and maps."""
+    from pydantic import BaseModel, SecretStr  # noqa: PLC0415 - a configuration is one of its models
+
     found: list[str] = []
 
     def walk(node: Any, key: str = "") -> None:
@@ -134,6 +133,8 @@ class SecretMask(logging.Filter):
 
 def formatter(log_format: LogFormat) -> logging.Formatter:
     if log_format == "json":
+        from pythonjsonlogger.json import JsonFormatter  # noqa: PLC0415
+
         return JsonFormatter(
             JSON_FIELDS,
             rename_fields={"asctime": "time", "levelname": "level", "name": "logger"},

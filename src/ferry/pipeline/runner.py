@@ -41,7 +41,7 @@ from typing import TYPE_CHECKING, Any
 
 from ferry.connectors.base import DeadLetter, KeepingAlive, Rebalancing, Source, Watermarking
 from ferry.exceptions import FerryError
-from ferry.offsets import Partition, describe_offsets
+from ferry.offsets import Partition
 from ferry.pipeline.bad_records import BadRecords
 from ferry.pipeline.barriers import Barrier
 from ferry.pipeline.buffers import RowBuffers
@@ -174,22 +174,9 @@ class PipelineRunner:
             on_wait=self.status.waiting,
             transient=self.state.is_transient,
         )
-        self.status.checkpoint_read(stop or threading.Event())  # PENDING while a topic is missing
+        self.status.checkpoint_read(checkpoint, stop or threading.Event())  # PENDING while a topic is missing
         self.schemas.restore(None if checkpoint is None else checkpoint.schemas)
         starts = {} if checkpoint is None else dict(checkpoint.offsets)
-        if checkpoint is None:
-            log.info(
-                "pipeline '%s': no checkpoint yet: each partition starts where scan.startup.mode says",
-                self.settings.name,
-            )
-        else:
-            log.info(
-                "pipeline '%s': resuming from checkpoint %d of %s at %s",
-                self.settings.name,
-                checkpoint.id,
-                time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(checkpoint.created_ms / 1000)),
-                describe_offsets(starts),
-            )
         self.bad.resume(self.dead_letter, checkpoint, starts, self.settings.retries, self.status.waiting)
         self._refresh_aliases()
         self.truncates.restored()
