@@ -1,4 +1,4 @@
-"""``ferry run`` as a faust worker: the schema-change topic's DDL names a rename the records show."""
+"""``ferry run`` as a worker: the schema-change topic's DDL names a rename the records show."""
 
 from __future__ import annotations
 
