@@ -6,7 +6,8 @@ confluent-kafka too (:class:`~ferry.connectors.kafka.schema_changes.SchemaChange
 hints drained by the runner between batches. Around it, :class:`FerryWorker` is what a process
 needs and nothing more: SIGTERM and SIGINT stop it after a final checkpoint, the status port is
 served from a thread, and the process's end is bounded. A worker joins no consumer group but the
-pipeline's and creates no topic: the Kafka clients are the job's own.
+pipeline's and creates no topic but those the job names (dead letters, the Kafka sink's): the
+Kafka clients are the job's own.
 
 :func:`build_runner` assembles a runner from a job file; tests and the benchmark call it directly.
 """
