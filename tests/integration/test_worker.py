@@ -160,6 +160,10 @@ pipeline:
     assert all(lines), run.stderr[-3000:]
     # ferry's own lines only: what it reads, where it writes, where it starts, ..., what it did
     assert {m["logger"].split(".")[0] for m in lines if m} == {"ferry"}, run.stderr[-3000:]
+    # librdkafka's own lines ("FACILITY [rdkafka#consumer-1] ...") are DEBUG unless warnings
+    assert not [
+        m for m in lines if m and re.match(r"[A-Z]+ \[rdkafka#", m["message"]) and m["level"] == "INFO"
+    ]
     first, second, third = (m["message"] for m in lines[:3] if m)
     assert first.startswith(f"pipeline '{group_id}': reads debezium-json change events from topic {topic}")
     assert second.startswith(f"pipeline '{group_id}': writes to the kafka sink")
