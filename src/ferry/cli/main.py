@@ -127,21 +127,15 @@ LAZY_COMMANDS = {
 }
 
 
-def _show_version(ctx: click.Context, _param: click.Parameter, value: bool) -> None:
-    if value and not ctx.resilient_parsing:
-        click.echo(f"ferry {ferry.version()}")
-        ctx.exit()
-
-
 @click.group(cls=LazyGroup, lazy=LAZY_COMMANDS, epilog=EXIT_CODES)
-@click.option(
+# the version is read from the installed distribution when asked for
+@click.version_option(
+    None,
     "--version",
     "-V",
-    is_flag=True,
-    expose_value=False,
-    is_eager=True,
-    callback=_show_version,
-    help="Show the version and exit.",
+    package_name=ferry.DISTRIBUTION,
+    prog_name="ferry",
+    message="%(prog)s %(version)s",
 )
 @click.option(
     "--log-level",
