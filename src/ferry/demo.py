@@ -148,7 +148,7 @@ def main() -> int:
         print(f"{count} change events produced; running {JOB.relative_to(ROOT)} ...", flush=True)
         env = {**os.environ, "KAFKA_BOOTSTRAP_SERVERS": bootstrap, "FERRY_VAR": str(VAR.resolve())}
         job = load_job(JOB, env=env)
-        worker = FerryWorker(job, data_dir=VAR / "faust")
+        worker = FerryWorker(job)
         code = worker.run()
         if worker.error is not None:
             print(f"pipeline failed: {worker.error}", file=sys.stderr)

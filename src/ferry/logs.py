@@ -1,8 +1,8 @@
 """One log format for every process of ferry: ``text`` for a terminal, ``json`` (one object a line,
-for a log collector) through python-json-logger. uvicorn's, faust's (mode's) and librdkafka's
-records reach the same root handler: ferry's Kafka clients are given a Python logger
-(:func:`kafka_logger`, confluent-kafka's ``logger`` setting) instead of writing to stderr
-themselves, and the faust worker keeps ferry's handler rather than installing its own.
+for a log collector) through python-json-logger. uvicorn's and librdkafka's records reach the same
+root handler: ferry's Kafka clients are given a Python logger (:func:`kafka_logger`,
+confluent-kafka's ``logger`` setting) instead of writing to stderr themselves, librdkafka's notices
+and informational lines at DEBUG (ferry's own lines say what a pipeline reads, writes and did).
 
 Secrets stay out of the log: :class:`SecretMask`, on the handler, masks in every record (its
 message, its arguments, its traceback and its extra fields) the secret values of the job being run
@@ -21,9 +21,6 @@ import threading
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
-from pydantic import BaseModel, SecretStr
-from pythonjsonlogger.json import JsonFormatter
-
 from ferry.control.secrets import MASK, is_secret_key, mask_url_credentials, secret_parts
 
 LogFormat = Literal["text", "json"]
@@ -34,7 +31,7 @@ TEXT = "%(asctime)s %(levelname)s %(name)s: %(message)s"
 JSON_FIELDS = "%(asctime)s %(levelname)s %(name)s %(message)s"
 
 #: The loggers of libraries whose records are ferry's too (their own handlers are dropped).
-LIBRARY_LOGGERS = ("uvicorn", "uvicorn.access", "uvicorn.error", "faust", "mode", "aiokafka", "librdkafka")
+LIBRARY_LOGGERS = ("uvicorn", "uvicorn.access", "uvicorn.error", "librdkafka")
 
 #: ``key=value``, ``key: value`` and ``"key": "value"`` of a secret-bearing key, in free text.
 #: The key ends with the secret word (``sasl.password``, ``access-key``): ``tokens: 3`` and
@@ -67,6 +64,8 @@ def register_secrets(values: Iterable[str]) -> None:
 def secrets_of(config: Any) -> list[str]:
     """The secret values of a configuration: every ``SecretStr``, and every string of a
     secret-bearing key (``password``, ``sasl.jaas.config``, ``...token...``) in its models and maps."""
+    from pydantic import BaseModel, SecretStr  # noqa: PLC0415 - a configuration is one of its models
+
     found: list[str] = []
 
     def walk(node: Any, key: str = "") -> None:
@@ -134,6 +133,8 @@ class SecretMask(logging.Filter):
 
 def formatter(log_format: LogFormat) -> logging.Formatter:
     if log_format == "json":
+        from pythonjsonlogger.json import JsonFormatter  # noqa: PLC0415
+
         return JsonFormatter(
             JSON_FIELDS,
             rename_fields={"asctime": "time", "levelname": "level", "name": "logger"},
@@ -161,7 +162,19 @@ def configure(level: str, log_format: LogFormat = "text") -> None:
         logging.getLogger(name).propagate = True
 
 
-def kafka_logger(name: str = "librdkafka") -> logging.Logger:
+class KafkaClientLog:
+    """What a confluent-kafka client logs through (its ``logger`` setting, which calls ``log``):
+    librdkafka's warnings and errors at their level, its notices and informational lines
+    (connections, group joins, in librdkafka's words) at DEBUG."""
+
+    def __init__(self, logger: logging.Logger) -> None:
+        self.logger = logger
+
+    def log(self, level: int, msg: str, *args: object) -> None:
+        self.logger.log(logging.DEBUG if level < logging.WARNING else level, msg, *args)
+
+
+def kafka_logger(name: str = "librdkafka") -> KafkaClientLog:
     """The logger a confluent-kafka client writes librdkafka's messages to (its ``logger``
     setting), so that they take ferry's format and level instead of going to stderr as they are."""
-    return logging.getLogger(name)
+    return KafkaClientLog(logging.getLogger(name))

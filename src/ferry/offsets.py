@@ -26,3 +26,14 @@ def encode_offsets(offsets: Offsets) -> dict[str, dict[str, int]]:
 def decode_offsets(data: Mapping[str, Mapping[str, int]]) -> dict[Partition, int]:
     """The offsets :func:`encode_offsets` wrote."""
     return {(topic, int(p)): int(o) for topic, parts in data.items() for p, o in parts.items()}
+
+
+def describe_offsets(offsets: Offsets) -> str:
+    """Offsets for a log line: ``topic[0]@12, [1]@40; other[0]@3`` (``none`` when empty)."""
+    return (
+        "; ".join(
+            f"{topic}" + ", ".join(f"[{p}]@{o}" for p, o in sorted((int(p), o) for p, o in parts.items()))
+            for topic, parts in encode_offsets(offsets).items()
+        )
+        or "none"
+    )

@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import ctypes
-import ctypes.util
 import os
 import signal
 import sys
@@ -22,6 +20,9 @@ def parent_death_hook(sig: signal.Signals = signal.SIGTERM) -> Callable[[], None
     elsewhere)."""
     if not sys.platform.startswith("linux"):
         return None
+    import ctypes  # noqa: PLC0415 - only a process that starts children needs it
+    import ctypes.util  # noqa: PLC0415
+
     libc_name = ctypes.util.find_library("c")
     if libc_name is None:
         return None

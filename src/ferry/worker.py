@@ -1,17 +1,19 @@
-"""A ferry worker: a faust-streaming application around the batch hot path.
+"""A ferry worker: a plain process around the batch hot path.
 
-The worker is a faust app: it joins a consumer group of its own for the low-volume, coordination
-work, and its agents carry that work (today: Debezium's schema-change topic, whose DDL hints reach
-the hot path through a queue). Change events do not pass through faust's per-event stream
-machinery: the hot path (:class:`~ferry.pipeline.runner.PipelineRunner`) runs in a thread of the
-worker and takes whole batches from confluent-kafka, so its framework cost is per batch.
+The hot path (:class:`~ferry.pipeline.runner.PipelineRunner`) takes whole batches from
+confluent-kafka, so its framework cost is per batch; Debezium's schema-change topic is read by
+confluent-kafka too (:class:`~ferry.connectors.kafka.schema_changes.SchemaChangeReader`), its DDL
+hints drained by the runner between batches. Around it, :class:`FerryWorker` is what a process
+needs and nothing more: SIGTERM and SIGINT stop it after a final checkpoint, the status port is
+served from a thread, and the process's end is bounded. A worker joins no consumer group but the
+pipeline's and creates no topic but those the job names (dead letters, the Kafka sink's): the
+Kafka clients are the job's own.
 
 :func:`build_runner` assembles a runner from a job file; tests and the benchmark call it directly.
 """
 
 from __future__ import annotations
 
-import asyncio
 import logging
 import os
 import re
@@ -21,7 +23,6 @@ import sys
 import threading
 import time
 from collections.abc import Mapping, Sequence
-from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from ferry.arenas import keep_freed_arenas
@@ -32,7 +33,7 @@ from ferry.config.checks import (  # noqa: F401 - earlier callers import the err
     check_supported,
 )
 from ferry.config.job import DeleteTombstoneHandling, JobConfig, KafkaSourceConfig, ValueFormat
-from ferry.config.names import kafka_name
+from ferry.config.loader import reads, writes
 from ferry.connectors.formats import decoder_for
 from ferry.connectors.formats.definitions import TableDefinitions
 from ferry.connectors.formats.source_order import record_source_order
@@ -41,6 +42,7 @@ from ferry.connectors.kafka.schema_changes import SchemaChangeReader
 from ferry.connectors.kafka.source import EndPosition, KafkaSource, StartPosition
 from ferry.exceptions import TerminalError
 from ferry.logs import kafka_logger, mask_secrets
+from ferry.offsets import describe_offsets
 from ferry.pipeline.events import Event
 from ferry.pipeline.phase import Phase
 from ferry.pipeline.route import Route, TableRouter, TableSelection
@@ -61,9 +63,7 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: How long ``ferry run`` waits for the brokers and for its worker to start before it gives up.
-#: Seconds a worker stopping at its startup deadline may take before its loop is ended.
-STARTUP_STOP_S = 20.0
+#: How long ``ferry run`` waits for the brokers, and for a topic the job names, before it gives up.
 DEFAULT_STARTUP_TIMEOUT_S = 60.0
 
 #: Consumer settings that also apply to the other clients of the source's brokers (the client that
@@ -78,7 +78,7 @@ def client_settings(properties: Mapping[str, Any]) -> dict[str, Any]:
 
 
 class StartupError(TerminalError):
-    """A pipeline could not start: its brokers cannot be reached, or its worker failed to start.
+    """A pipeline could not start: its brokers cannot be reached.
 
     ``ferry run`` exits with the message instead of waiting, so a supervisor can restart it."""
 
@@ -342,6 +342,26 @@ def _wait_for_the_registry(runner: PipelineRunner, retries: RetryPolicy) -> None
     runner.decode = decode_when_the_registry_answers
 
 
+def ended(runner: PipelineRunner, elapsed_s: float, *, failed: bool) -> str:
+    """What a run did, for its last log line: records read, rows written per sink table, bad
+    records, schema changes, checkpoints, and the offsets of the last checkpoint."""
+    metrics = runner.metrics
+    rows = f"{sum(metrics.rows_written.values())} rows"
+    if metrics.rows_written:
+        rows += " (" + ", ".join(f"{table} {n}" for table, n in sorted(metrics.rows_written.items())) + ")"
+    last = describe_offsets(runner.checkpoints.checkpointed)
+    return (
+        f"{'failed' if failed else 'stopped'} after {elapsed_s:.1f} s: read {metrics.records_read} "
+        f"records, wrote {rows}, {_count(metrics.bad_records, 'bad record')}, "
+        f"{_count(metrics.schema_changes, 'schema change')}, {_count(metrics.checkpoints, 'checkpoint')}; "
+        f"last checkpoint at {last}"
+    )
+
+
+def _count(n: int, noun: str) -> str:
+    return f"{n} {noun}{'s' * (n != 1)}"
+
+
 def run_with_status(
     runner: PipelineRunner, status_port: int | None, stop: threading.Event, status_host: str = "127.0.0.1"
 ) -> None:
@@ -407,23 +427,21 @@ def run_instances(commands: Sequence[Sequence[str]], grace_s: float = STOP_GRACE
 
 
 class FerryWorker:
-    """Runs one pipeline as a faust worker; :meth:`run` returns when the pipeline stops.
+    """Runs one pipeline in this process; :meth:`run` returns when the pipeline stops.
 
-    The change events are shared through the pipeline's consumer group; Debezium's schema-change
-    topic is read by each runner from the position its checkpoint holds
-    (:class:`~ferry.connectors.kafka.schema_changes.SchemaChangeReader`). ``worker_id`` names the
-    worker's faust app (``ferry-<pipeline>-control-<worker_id>``, both as legal Kafka names:
-    :func:`~ferry.config.names.kafka_name`) and its data folder;
-    ``status_host`` is the address the status port (``pipeline.status.port``) listens on. A worker
-    whose pipeline has not started within ``startup_timeout_s`` stops with a :class:`StartupError`.
+    A worker is a plain process around the hot path: the runner reads on the calling thread,
+    SIGTERM and SIGINT (when it is the main thread) stop it after a final checkpoint, the status
+    port (``pipeline.status.port``, on ``status_host``) is served from a thread, and a thread
+    bounds the process's end (:meth:`_watch_the_end`). The change events are shared through the
+    pipeline's consumer group; Debezium's schema-change topic is read by each runner from the
+    position its checkpoint holds (:class:`~ferry.connectors.kafka.schema_changes.SchemaChangeReader`),
+    so a worker needs no group or topic of its own. ``worker_id`` names the worker in its log.
     """
 
     def __init__(
         self,
         job: JobConfig,
         *,
-        data_dir: str | Path = "var/faust",
-        log_level: str = "warn",
         worker_id: str | None = None,
         status_host: str = "127.0.0.1",
         startup_timeout_s: float = DEFAULT_STARTUP_TIMEOUT_S,
@@ -433,62 +451,56 @@ class FerryWorker:
         self.stop_grace_s = stop_grace_s
         self.worker_id = worker_id
         self.status_host = status_host
-        self.data_dir = Path(data_dir)
-        self.log_level = log_level
         self.stop_event = threading.Event()
         self.runner: PipelineRunner | None = None
         self.error: BaseException | None = None
         self.startup_timeout_s = startup_timeout_s
-        self._started = threading.Event()
         self._done = threading.Event()
-        #: What bounds a stop after the startup deadline (see :meth:`_startup_deadline`).
-        self._stop_bounds: list[threading.Timer] = []
 
-    def _app(self) -> Any:
-        import faust  # noqa: PLC0415 - faust is heavy: only a worker needs it
+    def stop(self) -> None:
+        """Stop the pipeline after a final checkpoint (what SIGTERM does)."""
+        self.stop_event.set()
 
-        name = self.job.pipeline.kafka_name
-        worker = None if self.worker_id is None else kafka_name(self.worker_id)
-        app_id = f"ferry-{name}-control" if worker is None else f"ferry-{name}-control-{worker}"
-        datadir = self.data_dir / name if worker is None else self.data_dir / name / worker
-        datadir.mkdir(parents=True, exist_ok=True)
-        app = faust.App(
-            app_id,
-            broker=f"kafka://{self.job.source.bootstrap_servers.split(',')[0]}",
-            store="memory://",
-            web_enabled=False,
-            datadir=str(datadir),
-            topic_partitions=1,
-            topic_replication_factor=1,
-            # a worker that died is noticed in 10 s (faust's default, 60 s, stalls a restart)
-            broker_session_timeout=10.0,
-        )
+    def run(self) -> int:
+        """Run the pipeline until it stops; 0 when it stopped cleanly (a bounded read, a stop)."""
+        previous = self._handle_signals()
+        threading.Thread(target=self._watch_the_end, name="ferry-stop-bound", daemon=True).start()
+        started = time.monotonic()
+        name = self.job.pipeline.name
+        who = f"pipeline '{name}'" + (f" (worker {self.worker_id})" if self.worker_id else "")
+        log.info("%s: %s", who, reads(self.job))
+        log.info("%s: %s", who, writes(self.job))
+        try:
+            self.runner = build_runner(self.job, startup_timeout_s=self.startup_timeout_s)
+            run_with_status(self.runner, self.job.pipeline.status_port, self.stop_event, self.status_host)
+        except BaseException as e:
+            self.error = e
+            log.error("%s failed: %s", who, e)
+        finally:
+            self._done.set()
+            for sig, handler in previous.items():
+                signal.signal(sig, handler)
+        if self.runner is not None:
+            log.info(
+                "%s %s", who, ended(self.runner, time.monotonic() - started, failed=self.error is not None)
+            )
+        return 1 if self.error is not None else 0
 
-        async def hot_path() -> None:
-            loop = asyncio.get_running_loop()
-            try:
-                await loop.run_in_executor(None, self._run_pipeline)
-            finally:
-                await app.stop()
-                worker = getattr(self, "_worker", None)
-                if worker is not None:
-                    await worker.stop()
-
-        app.task(hot_path)
-
-        async def before_shutdown(sender: Any, **kwargs: Any) -> None:
-            self.stop_event.set()
-            if self._started.is_set():  # a pipeline that never started has nothing to finish
-                await asyncio.get_running_loop().run_in_executor(None, self._done.wait, 120)
-
-        app.on_before_shutdown.connect(before_shutdown)  # type: ignore[arg-type]
-        return app
+    def _handle_signals(self) -> dict[int, Any]:
+        """SIGTERM and SIGINT stop the pipeline after a final checkpoint; only the main thread
+        takes signals, so a worker run on another one is stopped by :meth:`stop`."""
+        if threading.current_thread() is not threading.main_thread():
+            return {}
+        return {
+            sig: signal.signal(sig, lambda *_: self.stop_event.set())
+            for sig in (signal.SIGINT, signal.SIGTERM)
+        }
 
     def _watch_the_end(self) -> None:
         """End the process when it outlives its pipeline: ``stop_grace_s`` after the pipeline
         failed or ended, or after a stop beyond what its final checkpoint may wait for (the retry
-        policy's timeout). Closing a client, faust's own shutdown or a thread a library left behind
-        can keep a process alive; a restart resumes from the last checkpoint."""
+        policy's timeout). Closing a client or a thread a library left behind can keep a process
+        alive; a restart resumes from the last checkpoint."""
         final_s = self.job.pipeline.restart_strategy.timeout.total_seconds()
         tick = threading.Event()
         deadline: float | None = None
@@ -516,73 +528,3 @@ class FerryWorker:
     def _failed_now(self) -> bool:
         runner = self.runner
         return self.error is not None or (runner is not None and runner.status.phase is Phase.FAILED)
-
-    def _run_pipeline(self) -> None:
-        self._started.set()
-        threading.Thread(target=self._watch_the_end, name="ferry-stop-bound", daemon=True).start()
-        try:
-            self.runner = build_runner(self.job, startup_timeout_s=self.startup_timeout_s)
-            run_with_status(self.runner, self.job.pipeline.status_port, self.stop_event, self.status_host)
-        except BaseException as e:
-            self.error = e
-            log.error("pipeline %s failed: %s", self.job.pipeline.name, e)
-        finally:
-            self._done.set()
-
-    def run(self) -> int:
-        """Start the worker and block until the pipeline stops; 0 when it stopped cleanly."""
-        import faust  # noqa: PLC0415
-
-        app = self._app()
-        # ferry's handler stays: mode would replace it with its own colourful stdout one
-        self._worker = faust.Worker(
-            app, loglevel=self.log_level, quiet=True, redirect_stdouts=False, override_logging=False
-        )
-        self._worker.spinner = None  # a terminal spinner has no place in a service's output
-        self._worker.loop.call_later(self.startup_timeout_s, self._startup_deadline)
-        try:
-            self._worker.execute_from_commandline()
-        except SystemExit as e:
-            # mode logs what stopped the worker and exits 1; the error is the exit's context
-            if e.code not in (0, None):
-                self._failed(e.__context__ or app.crash_reason)
-        except Exception as e:  # a crash re-raised once the worker's loop is closed
-            self._failed(e)
-        finally:
-            for bound in self._stop_bounds:
-                bound.cancel()
-        return 1 if self.error is not None else 0
-
-    def _failed(self, reason: BaseException | None) -> None:
-        """The faust worker stopped on an error of its own (its app crashed while starting)."""
-        if self.error is None:
-            what = f"{type(reason).__name__}: {reason}" if reason is not None else "it exited with an error"
-            self.error = StartupError(f"the worker of pipeline {self.job.pipeline.name!r} failed: {what}")
-
-    def _startup_deadline(self) -> None:
-        """The pipeline has not started in time (its faust app is still joining, or stuck): stop."""
-        if self._started.is_set() or self.error is not None:
-            return
-        self.error = StartupError(
-            f"the worker of pipeline {self.job.pipeline.name!r} did not start within "
-            f"{self.startup_timeout_s:g} s (the brokers at {self.job.source.bootstrap_servers} are slow "
-            "or unreachable)"
-        )
-        log.error("%s", self.error)
-        # mode's own path for SIGTERM: stop the services and cancel a start still under way
-        self._worker._schedule_shutdown(signal.SIGTERM)
-        # a stop while faust's services are still starting can wait forever on one of them; no
-        # pipeline ran, so nothing is lost by ending the loop, and at last the process
-        loop = self._worker.loop
-        self._stop_bounds = [
-            threading.Timer(STARTUP_STOP_S, lambda: loop.call_soon_threadsafe(loop.stop)),
-            threading.Timer(2 * STARTUP_STOP_S, self._exit_now),
-        ]
-        for bound in self._stop_bounds:
-            bound.daemon = True
-            bound.start()
-
-    def _exit_now(self) -> None:
-        log.error("%s; the worker did not stop within %g s: exiting", self.error, 2 * STARTUP_STOP_S)
-        logging.shutdown()
-        os._exit(1)

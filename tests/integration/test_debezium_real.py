@@ -235,11 +235,6 @@ def run_pipelines(pipelines: list[Pipeline]) -> None:
 # One pipeline killed and restarted
 # --------------------------------------------------------------------------------------------------
 
-#: The restarted runs are the pipeline alone (``--no-worker``, as ``tests/integration/test_exactly_once.py``
-#: runs it): the faust worker around it resumes about a minute after a SIGKILL (its control group
-#: keeps the killed member for faust's default ``broker_session_timeout`` of 60 s), which would
-#: make this test the slowest of the suite by far.
-RESTART_OPTIONS = ("--no-worker",)
 #: When each run but the last is stopped, and how: once a checkpoint recorded more records, or
 #: right after the history shows one more schema change applied at the sink.
 STOPS: tuple[tuple[str, signal.Signals], ...] = (
@@ -328,9 +323,7 @@ class RestartedPipeline:
     def _start(self) -> subprocess.Popen[bytes]:
         if self._aborted.is_set():
             raise AssertionError("aborted")
-        self._process = start_run(
-            self.pipeline.job, self.pipeline.directory, self.pipeline.log, *RESTART_OPTIONS
-        )
+        self._process = start_run(self.pipeline.job, self.pipeline.directory, self.pipeline.log)
         return self._process
 
     def _run(self) -> None:

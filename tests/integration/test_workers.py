@@ -80,11 +80,11 @@ class Pipeline:
 
 @pytest.fixture(
     params=[("sqlite", "--no-worker"), ("postgresql", "--worker")],
-    ids=["sqlite-hot-path", "postgresql-faust"],
+    ids=["sqlite", "postgresql"],
 )
 def deployment(request: pytest.FixtureRequest, tmp_path: Path) -> tuple[str, str]:
-    """The state store's URL and how ``ferry run`` runs: the hot path alone with a SQLite file, a
-    faust worker with PostgreSQL."""
+    """The state store's URL (a SQLite file, PostgreSQL) and a ``--worker`` flag as scripts pass it
+    (both are accepted: a worker is one plain process either way)."""
     state, mode = request.param
     if state == "sqlite":
         return f"sqlite:///{tmp_path}/state.db", mode

@@ -1,6 +1,5 @@
-"""Two faust workers of one pipeline each read the whole schema-change topic (a faust group per
-worker id), so a rename seen in both workers' partitions is recognised by both without waiting,
-and applied once."""
+"""Two workers of one pipeline each read the whole schema-change topic (assigned, in no group), so
+a rename seen in both workers' partitions is recognised by both without waiting, and applied once."""
 
 from __future__ import annotations
 

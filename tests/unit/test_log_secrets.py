@@ -57,7 +57,7 @@ SCRIPT = textwrap.dedent(
     try:
         raise RuntimeError(f"cannot connect to {job.pipeline.state_url}")
     except RuntimeError:
-        logging.getLogger("faust.worker").exception("worker crashed")
+        logging.getLogger("ferry.worker").exception("worker crashed")
     """
 )
 

@@ -7,7 +7,9 @@ import logging
 import subprocess
 import sys
 
-from ferry.logs import formatter
+import pytest
+
+from ferry.logs import formatter, kafka_logger
 
 
 def test_json_lines_carry_time_level_logger_message_and_extras() -> None:
@@ -38,3 +40,19 @@ def test_the_command_logs_json_when_asked() -> None:
         "logger": "ferry.test",
         "message": "a json line",
     }
+
+
+def test_librdkafka_notices_and_information_are_debug_its_warnings_and_errors_keep_their_level(
+    caplog: pytest.LogCaptureFixture,
+) -> None:
+    # confluent-kafka calls its logger's log(level, "%s [%s] %s", facility, client, text), the
+    # syslog levels mapped: NOTICE and INFO to logging.INFO, WARNING, ERR to their own
+    client_log = kafka_logger("ferry.test.librdkafka")
+    with caplog.at_level(logging.DEBUG, logger="ferry.test.librdkafka"):
+        for level in (logging.INFO, logging.WARNING, logging.ERROR):
+            client_log.log(level, "%s [%s] %s", "FAC", "rdkafka#consumer-1", logging.getLevelName(level))
+    assert [(r.levelno, r.getMessage()) for r in caplog.records] == [
+        (logging.DEBUG, "FAC [rdkafka#consumer-1] INFO"),
+        (logging.WARNING, "FAC [rdkafka#consumer-1] WARNING"),
+        (logging.ERROR, "FAC [rdkafka#consumer-1] ERROR"),
+    ]

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 import click
 from click.core import ParameterSource
 
-from ferry.options import parse_duration
+from ferry.cli.extras import needs_extra
 
 if TYPE_CHECKING:
     from ferry.control.config import ServerConfig
@@ -106,6 +106,8 @@ def worker(  # noqa: PLR0917 - one parameter per option, as click passes them
     if _given("carry_over"):
         carry = carry.model_copy(update={"enabled": carry_over})
     if _given("carry_over_timeout"):
+        from ferry.options import parse_duration  # noqa: PLC0415
+
         try:
             timeout = parse_duration(carry_over_timeout)
         except ValueError as e:
@@ -154,9 +156,10 @@ def serve(
     config_path: Path, host: str | None, port: int | None, run_worker: bool, worker_id: str | None
 ) -> None:
     """Serve the HTTP API and supervise the pipelines until SIGTERM (one process for a small deployment)."""
-    import uvicorn  # noqa: PLC0415
+    with needs_extra("ferry serve", "server"):
+        import uvicorn  # noqa: PLC0415
 
-    from ferry.api.app import create_app  # noqa: PLC0415
+        from ferry.api.app import create_app  # noqa: PLC0415
     from ferry.control.service import ControlPlane  # noqa: PLC0415
     from ferry.control.supervisor import Supervisor  # noqa: PLC0415
 

@@ -5,10 +5,14 @@ Every command renders text or JSON; errors become exit codes here and nowhere el
 unexpected error (a bug: the traceback is logged). ``ferry check`` answers with its verdict instead
 (0, 1, 2) and 3 for input it cannot read (:data:`ferry.check.cli.EXIT_INPUT_ERROR`). ``ferry --help``
 lists them.
+
+``ferry --version`` and ``ferry --help`` import click and little else: the commands of other modules
+are imported when run (:class:`LazyGroup`), and those here import what they use when they run.
 """
 
 from __future__ import annotations
 
+import importlib
 import logging
 import sys
 from collections.abc import Callable
@@ -17,11 +21,9 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import click
+from click.utils import make_default_short_help
 
 import ferry
-from ferry.cli.output import render_status
-from ferry.config.exceptions import ConfigError
-from ferry.connectors.exceptions import UntypedRecordsError
 from ferry.exceptions import FerryError
 from ferry.logs import FORMATS, LogFormat, configure, mask_secrets, register_secrets, secrets_of
 from ferry.process import STOP_GRACE_S
@@ -40,12 +42,12 @@ def handle_errors(func: F) -> F:
     def wrapper(*args: Any, **kwargs: Any) -> Any:
         try:
             return func(*args, **kwargs)
-        except (ConfigError, UntypedRecordsError) as e:
-            click.echo(f"error: {mask_secrets(str(e))}", err=True)
-            sys.exit(EXIT_INVALID)
         except FerryError as e:
+            from ferry.config.exceptions import ConfigError  # noqa: PLC0415 - loaded by then
+            from ferry.connectors.exceptions import UntypedRecordsError  # noqa: PLC0415
+
             click.echo(f"error: {mask_secrets(str(e))}", err=True)
-            sys.exit(EXIT_FAILED)
+            sys.exit(EXIT_INVALID if isinstance(e, ConfigError | UntypedRecordsError) else EXIT_FAILED)
         except click.ClickException:
             raise
         except Exception as e:
@@ -62,13 +64,79 @@ Exit codes:
   1  the pipeline failed, or could not start (the message names the sink, table
      and change, the topic, partition and offset, or the key to change)
   2  invalid input: a job file, a server file, an argument, or records the job
-     file cannot read as written (payload-only records without types)
+     file cannot read as written (payload-only records without types); or a
+     command whose pip extra is not installed (the line names it)
   4  an unexpected error (a bug in ferry: the traceback is logged)
   ferry check: 0, 1, 2 fully, partially or in-compatible; 3 unreadable input"""
 
 
-@click.group(epilog=EXIT_CODES)
-@click.version_option(ferry.version(), "--version", "-V", prog_name="ferry", message="%(prog)s %(version)s")
+class LazyGroup(click.Group):
+    """A group whose commands of other modules are imported when one is run (or its own help
+    shown), so that ``ferry --version`` and ``ferry --help`` import no pipeline, sink or Kafka
+    client. ``ferry --help`` lists them with the short help declared here, which a test keeps equal
+    to the command's own."""
+
+    def __init__(self, *args: Any, lazy: dict[str, tuple[str, str]], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        #: command name → ("module:attribute", its short help)
+        self.lazy = lazy
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        return sorted({*super().list_commands(ctx), *self.lazy})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        if cmd_name in self.lazy and cmd_name not in self.commands:
+            module, attribute = self.lazy[cmd_name][0].split(":")
+            command: click.Command = getattr(importlib.import_module(module), attribute)
+            self.add_command(command, cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        limit = formatter.width - 6 - max(len(name) for name in self.list_commands(ctx))
+        rows = [
+            (name, make_default_short_help(self.lazy[name][1], limit))
+            if name in self.lazy
+            else (name, self.commands[name].get_short_help_str(limit))
+            for name in self.list_commands(ctx)
+            if name in self.lazy or not self.commands[name].hidden
+        ]
+        with formatter.section("Commands"):
+            formatter.write_dl(rows)
+
+
+#: The commands defined in other modules, imported when run: their short help as each says it.
+LAZY_COMMANDS = {
+    "check": ("ferry.check.cli:check", "Tell whether NEW can restart from the state of OLD."),
+    "worker": (
+        "ferry.cli.control:worker",
+        "Run pipelines of the state store until SIGTERM: several workers share their partitions.",
+    ),
+    "serve": (
+        "ferry.cli.control:serve",
+        "Serve the HTTP API and supervise the pipelines until SIGTERM (one process for a small deployment).",
+    ),
+    "pipeline": ("ferry.cli.pipelines:pipeline", "Create, inspect, stop, resume and delete pipelines."),
+    "savepoint": (
+        "ferry.cli.pipelines:savepoint",
+        "List, take, pin and delete the savepoints of a pipeline.",
+    ),
+    "replay": (
+        "ferry.cli.pipelines:replay",
+        "Create pipeline NAME that replays from a time, offsets or a savepoint.",
+    ),
+}
+
+
+@click.group(cls=LazyGroup, lazy=LAZY_COMMANDS, epilog=EXIT_CODES)
+# the version is read from the installed distribution when asked for
+@click.version_option(
+    None,
+    "--version",
+    "-V",
+    package_name=ferry.DISTRIBUTION,
+    prog_name="ferry",
+    message="%(prog)s %(version)s",
+)
 @click.option(
     "--log-level",
     default="INFO",
@@ -120,18 +188,13 @@ def validate(job: Path) -> None:
 
 @main.command()
 @click.argument("job", type=click.Path(exists=True, dir_okay=False, path_type=Path))
-@click.option(
-    "--worker/--no-worker",
-    default=True,
-    show_default=True,
-    help="Run as a faust worker (agents for DDL topics); --no-worker runs the hot path alone.",
-)
+# accepted as before; a worker is one plain process either way
+@click.option("--worker/--no-worker", default=True, hidden=True)
 @click.option(
     "--worker-id",
     envvar="FERRY_WORKER_ID",
     default=None,
-    help="This worker's stable name: with several workers on one pipeline, each reads the whole "
-    "schema-change topic in a group of its own.",
+    help="This worker's name in its log lines (with parallelism N, worker i is <worker-id>-i).",
 )
 @click.option(
     "--status-host",
@@ -147,7 +210,8 @@ def validate(job: Path) -> None:
     default=60.0,
     show_default=True,
     metavar="SECONDS",
-    help="Give up (exit 1) when the brokers do not answer, or the worker has not started, in this time.",
+    help="Give up (exit 1) when the brokers do not answer in this time; a topic the job names is "
+    "waited for as long (then source.topic-missing decides).",
 )
 @click.option(
     "--stop-grace",
@@ -175,6 +239,7 @@ def run(
     """Run a pipeline until it is stopped (SIGTERM/SIGINT take a final checkpoint).
 
     With pipeline.parallelism N above 1, N worker processes of the pipeline (one consumer group)."""
+    del worker  # --no-worker once ran the hot path without the worker around it; they are one now
     from ferry.config.checks import UnsupportedOptionError  # noqa: PLC0415
     from ferry.config.loader import problem_at, read_job  # noqa: PLC0415
     from ferry.worker import check_brokers, check_client_settings, run_instances  # noqa: PLC0415
@@ -199,7 +264,6 @@ def run(
         ]
         options = ["--status-host", status_host, "--startup-timeout", str(startup_timeout)]
         options += ["--stop-grace", str(stop_grace)]
-        options += [] if worker else ["--no-worker"]
         sys.exit(
             run_instances(
                 [
@@ -225,34 +289,19 @@ def run(
     if instance is not None and config.pipeline.status_port is not None:
         pipeline = config.pipeline.model_copy(update={"status_port": config.pipeline.status_port + instance})
         config = config.model_copy(update={"pipeline": pipeline})
-    if worker:
-        from ferry.worker import FerryWorker  # noqa: PLC0415
+    from ferry.worker import FerryWorker  # noqa: PLC0415
 
-        ferry_worker = FerryWorker(
-            config,
-            worker_id=worker_id,
-            status_host=status_host,
-            startup_timeout_s=startup_timeout,
-            stop_grace_s=stop_grace,
-        )
-        code = ferry_worker.run()
-        if ferry_worker.error is not None:
-            raise ferry_worker.error
-        sys.exit(code)
-    import signal  # noqa: PLC0415
-    import threading  # noqa: PLC0415
-
-    from ferry.worker import build_runner, run_with_status  # noqa: PLC0415
-
-    stop = threading.Event()
-    for sig in (signal.SIGINT, signal.SIGTERM):
-        signal.signal(sig, lambda *_: stop.set())
-    run_with_status(
-        build_runner(config, startup_timeout_s=startup_timeout),
-        config.pipeline.status_port,
-        stop,
-        status_host,
+    ferry_worker = FerryWorker(
+        config,
+        worker_id=worker_id,
+        status_host=status_host,
+        startup_timeout_s=startup_timeout,
+        stop_grace_s=stop_grace,
     )
+    code = ferry_worker.run()
+    if ferry_worker.error is not None:
+        raise ferry_worker.error
+    sys.exit(code)
 
 
 @main.command()
@@ -305,6 +354,8 @@ def status(
 
         watch_status(store, pipeline_name, interval, refreshes=refreshes)
         return
+    from ferry.cli.output import render_status  # noqa: PLC0415
+
     names = [pipeline_name] if pipeline_name else store.pipelines()
     click.echo(render_status(store, names, output))
 
@@ -316,21 +367,6 @@ def sinks() -> None:
 
     click.echo(markdown(), nl=False)
 
-
-def _register_optional_commands() -> None:
-    try:
-        from ferry.check.cli import check  # noqa: PLC0415
-    except ImportError:  # pragma: no cover - the check package is part of ferry
-        return
-    main.add_command(check)
-    from ferry.cli.control import serve, worker  # noqa: PLC0415
-    from ferry.cli.pipelines import pipeline, replay, savepoint  # noqa: PLC0415
-
-    for command in (worker, serve, pipeline, savepoint, replay):
-        main.add_command(command)
-
-
-_register_optional_commands()
 
 if __name__ == "__main__":
     main()

@@ -21,8 +21,8 @@ from typing import Any, TypeVar
 import click
 import orjson
 
-from ferry import install_hint
 from ferry.api.client import Api, ApiError, Client, Local
+from ferry.cli.extras import needs_extra
 from ferry.cli.output import render_pipeline, render_pipelines, render_savepoint, render_savepoints
 from ferry.control.models import API_VERSION, SavepointSource, job_label
 from ferry.logs import mask_secrets
@@ -46,13 +46,9 @@ def _open_client(server: str | None, token: str | None, state_url: str | None, c
 
 
 def _require_httpx() -> None:
-    try:
+    with needs_extra("the pipeline commands", "server"):
         import fastapi  # noqa: F401, PLC0415
         import httpx  # noqa: F401, PLC0415
-    except ImportError as e:
-        raise click.ClickException(
-            f"the pipeline commands need the 'server' extra ({e.name} is missing): {install_hint('server')}"
-        ) from None
 
 
 def api_command(func: F) -> F:

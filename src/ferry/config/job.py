@@ -788,8 +788,8 @@ class PipelineConfig(ConfigModel):
 
     @property
     def kafka_name(self) -> str:
-        """The name as Kafka names allow it: the consumer group (unless ``properties.group.id``),
-        the worker's faust app and the default dead-letter topic are named after it."""
+        """The name as Kafka names allow it: the consumer group (unless ``properties.group.id``)
+        and the default dead-letter topic are named after it."""
         return kafka_name(self.name)
 
     _dead_letter_topic_name = field_validator("dead_letter_topic")(_check_topic_name)

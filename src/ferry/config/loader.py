@@ -285,15 +285,24 @@ def _validate_text(
 def validate_command(path: str | Path, *, env: Mapping[str, str] | None = None) -> str:
     """What ``ferry validate`` prints for a valid job: one paragraph on what it will do."""
     job = load_job(path, env=env)
-    source, sink, pipeline = job.source, job.sink, job.pipeline
+    return (
+        f"{path}: valid. Pipeline '{job.pipeline.name}' {reads(job)}; it {writes(job)}; "
+        f"parallelism {job.pipeline.parallelism}; checkpoint every "
+        f"{format_duration(job.pipeline.checkpoint_interval)}; state in "
+        f"{_without_password(job.pipeline.state_url)}."
+    )
+
+
+def reads(job: JobConfig) -> str:
+    """What a job reads, in words: format, topics, brokers, consumer group, start and end."""
+    source, pipeline = job.source, job.pipeline
     if source.topic is not None:
         topics = ("topic " if len(source.topic) == 1 else "topics ") + ", ".join(source.topic)
     else:
         topics = f"the topics matching {source.topic_pattern}"
     parts = [
-        f"{path}: valid. Pipeline '{pipeline.name}' reads {source.value_format} change events from "
-        f"{topics} on {source.bootstrap_servers} in consumer group "
-        f"{source.properties.get('group.id', pipeline.kafka_name)}"
+        f"reads {source.value_format} change events from {topics} on {source.bootstrap_servers} in "
+        f"consumer group {source.properties.get('group.id', pipeline.kafka_name)}"
     ]
     if source.schema_change_topic:
         parts.append(f" and DDL from {source.schema_change_topic}")
@@ -302,7 +311,14 @@ def validate_command(path: str | Path, *, env: Mapping[str, str] | None = None) 
         parts.append(f" ({len(source.tables)} topic override{'s' * (len(source.tables) != 1)})")
     if source.scan_bounded_mode is not BoundedMode.UNBOUNDED:
         parts.append(f" and stopping at {source.scan_bounded_mode}")
-    parts.append(f"; it writes to the {sink.type} sink" + (f" '{sink.name}'" if sink.name else ""))
+    return "".join(parts)
+
+
+def writes(job: JobConfig) -> str:
+    """Where a job writes, in words: the sink, routes and transforms, the schema-change behaviour,
+    where bad records go."""
+    sink, pipeline = job.sink, job.pipeline
+    parts = [f"writes to the {sink.type} sink" + (f" '{sink.name}'" if sink.name else "")]
     parts.append(
         f" through {_count(len(job.route), 'route')} and {_count(len(job.transform), 'transform')}"
         f"; schema changes: {pipeline.schema_change_behavior}"
@@ -312,10 +328,8 @@ def validate_command(path: str | Path, *, env: Mapping[str, str] | None = None) 
     if sink.exclude_schema_changes:
         parts.append(f", never {', '.join(sink.exclude_schema_changes)}")
     dead_letter = pipeline.on_bad_record == "dead-letter"
-    bad = f"go to {pipeline.dead_letter_topic}" if dead_letter else "fail the pipeline"
     parts.append(
-        f"; bad records {bad}; parallelism {pipeline.parallelism}; checkpoint every "
-        f"{format_duration(pipeline.checkpoint_interval)}; state in {_without_password(pipeline.state_url)}."
+        f"; bad records {f'go to {pipeline.dead_letter_topic}' if dead_letter else 'fail the pipeline'}"
     )
     return "".join(parts)
 

@@ -1,11 +1,10 @@
 """Kafka names derived from free-text names.
 
 A pipeline's name is free text in Flink CDC (``MySQL to Kafka Pipeline``, as in its quickstarts),
-but it also names Kafka things: the consumer group, the dead-letter topic, the faust app whose
-topics coordinate the workers. :func:`kafka_name` derives a legal Kafka topic name from it: a name
-that already is one is kept as it is (so a pipeline keeps its group); any other gets its illegal
-characters replaced by ``-`` and a short digest of the original, so that ``a b`` and ``a-b`` do not
-share a consumer group.
+but it also names Kafka things: the consumer group and the dead-letter topic. :func:`kafka_name`
+derives a legal Kafka topic name from it: a name that already is one is kept as it is (so a
+pipeline keeps its group); any other gets its illegal characters replaced by ``-`` and a short
+digest of the original, so that ``a b`` and ``a-b`` do not share a consumer group.
 """
 
 from __future__ import annotations

@@ -27,9 +27,10 @@ import os
 import re
 from collections.abc import Callable
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ruamel.yaml import YAML
+if TYPE_CHECKING:
+    from ruamel.yaml import YAML
 
 __all__ = [
     "MASK",
@@ -179,6 +180,8 @@ def _restore(node: Any, old: Any) -> bool:
 
 
 def _yaml() -> YAML:
+    from ruamel.yaml import YAML  # noqa: PLC0415 - the log's filter needs no YAML
+
     yaml = YAML()
     yaml.preserve_quotes = True
     return yaml

@@ -5,8 +5,8 @@ pipelines of its environments from the state store and moves them along their ph
 (SPEC §3): ``PENDING`` → ``RUNNING`` → ``STOPPING`` → ``STOPPED``, or ``FAILED``/``DELETED``;
 a bounded run that read to its end is ``COMPLETED``.
 
-A running pipeline is a ``ferry run`` child process per worker (a faust worker with the batch hot
-path), all in the pipeline's consumer group: several workers share its partitions. A child dies
+A running pipeline is a ``ferry run`` child process per worker (a plain process around the batch
+hot path), all in the pipeline's consumer group: several workers share its partitions. A child dies
 with its worker (``PR_SET_PDEATHSIG``), which is what a killed machine looks like; the others
 take its partitions over. Stopping sends the children SIGTERM (each takes a final checkpoint);
 once no instance of the pipeline is alive, the savepoint is completed from the pipeline's

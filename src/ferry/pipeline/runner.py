@@ -174,7 +174,7 @@ class PipelineRunner:
             on_wait=self.status.waiting,
             transient=self.state.is_transient,
         )
-        self.status.checkpoint_read(stop or threading.Event())  # PENDING while a topic is missing
+        self.status.checkpoint_read(checkpoint, stop or threading.Event())  # PENDING while a topic is missing
         self.schemas.restore(None if checkpoint is None else checkpoint.schemas)
         starts = {} if checkpoint is None else dict(checkpoint.offsets)
         self.bad.resume(self.dead_letter, checkpoint, starts, self.settings.retries, self.status.waiting)

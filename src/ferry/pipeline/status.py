@@ -11,7 +11,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ferry.connectors.base import OutageReporting, Source, TopicWaiting
-from ferry.pipeline.checkpoints import CheckpointStore
+from ferry.offsets import describe_offsets
+from ferry.pipeline.checkpoints import Checkpoint, CheckpointStore
 from ferry.pipeline.metrics import Metrics
 from ferry.pipeline.phase import Phase
 from ferry.retry import RetryWait
@@ -85,10 +86,25 @@ class RunnerStatus:
         self.retry = None
         self.update(time.monotonic())
 
-    def checkpoint_read(self, stop: threading.Event) -> None:
-        """The checkpoint was read (its retries over); then, until the topics the source names
-        exist: PENDING (not ready), saying which is missing."""
+    def checkpoint_read(self, checkpoint: Checkpoint | None, stop: threading.Event) -> None:
+        """The checkpoint was read (its retries over), and the log says where the run resumes;
+        then, until the topics the source names exist: PENDING (not ready), saying which is missing."""
         self.waited()
+        if checkpoint is None:
+            log.info(
+                "pipeline '%s': no checkpoint yet: each partition starts where scan.startup.mode says",
+                self.pipeline,
+            )
+        else:
+            at = time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime(checkpoint.created_ms / 1000))
+            where = describe_offsets(checkpoint.offsets)
+            log.info(
+                "pipeline '%s': resuming from checkpoint %d of %s at %s",
+                self.pipeline,
+                checkpoint.id,
+                at,
+                where,
+            )
         if isinstance(self.source, TopicWaiting):
             self.source.wait_for_topics(self.pending, stop)
 

@@ -25,6 +25,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPar
 
 from ferry.connectors.formats import Decoder
 from ferry.connectors.kafka.exceptions import SourceError, error_may_pass, may_pass
+from ferry.logs import kafka_logger
 from ferry.pipeline.events import Event
 from ferry.retry import RetryPolicy
 
@@ -62,7 +63,7 @@ class SchemaChangeReader:
         self.positions: dict[int, int] = {}
 
     def open(self, start: Mapping[int, int]) -> None:
-        consumer = self.consumer = Consumer(self.settings, logger=log)
+        consumer = self.consumer = Consumer(self.settings, logger=kafka_logger(__name__))
         listed = self._ask(
             lambda: consumer.list_topics(self.topic, timeout=10),
             f"reading the metadata of schema-change topic {self.topic}",

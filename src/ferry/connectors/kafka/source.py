@@ -54,6 +54,7 @@ from confluent_kafka import (
 
 from ferry.connectors.base import KeyValue, LostRange, Position, RebalanceListener, offset_runs
 from ferry.connectors.kafka.exceptions import SourceError, error_may_pass, may_pass
+from ferry.logs import kafka_logger
 from ferry.retry import RetryPolicy, RetryWait
 
 log = logging.getLogger(__name__)
@@ -213,7 +214,7 @@ class KafkaSource:
         if not named:
             return
         settings = {k: v for k, v in self.settings.items() if k not in ("on_commit", "error_cb")}
-        probe = Consumer(settings, logger=log)
+        probe = Consumer(settings, logger=kafka_logger(__name__))
         began = time.monotonic()
         try:
             while not stop.is_set():
@@ -239,7 +240,7 @@ class KafkaSource:
 
     def open(self, start_offsets: Mapping[tuple[str, int], int]) -> None:
         self._checkpoint_offsets = dict(start_offsets)
-        self.consumer = Consumer(self.settings, logger=log)
+        self.consumer = Consumer(self.settings, logger=kafka_logger(__name__))
         self.consumer.subscribe(
             self.subscription, on_assign=self._on_assign, on_revoke=self._on_revoke, on_lost=self._on_lost
         )
@@ -376,7 +377,7 @@ class KafkaSource:
                 # the next read from another offset by as much
                 "fetch.wait.max.ms": READER_FETCH_WAIT_MS,
             }
-            self._reader = Consumer(settings, logger=log)
+            self._reader = Consumer(settings, logger=kafka_logger(__name__))
         reader = self._reader
         reader.assign([TopicPartition(topic, number, offset)])
         out: list[Any] = []
