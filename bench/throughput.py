@@ -1207,7 +1207,10 @@ def render_table(summary: dict[str, dict[str, Any]], targets: dict[str, float] =
 def _details(name: str, entry: dict[str, Any]) -> str | None:
     if "error" in entry or "run_s" not in entry:
         return None
-    parts = [f"whole run {entry['run_s']:.1f} s, first event after {entry['startup_s']:.1f} s"]
+    parts = [
+        f"whole run {entry['run_s']:.1f} s, first event after {entry['startup_s']:.1f} s, "
+        f"window {entry.get('tail_s', 0.0):.2f} s past the last event"
+    ]
     ferry = entry.get("ferry")
     if ferry is not None:
         parts.append(
