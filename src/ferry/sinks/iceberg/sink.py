@@ -87,7 +87,7 @@ from ferry.pipeline.types import DataType
 from ferry.retry import RetryPolicy
 from ferry.sinks.arrow import rows_to_arrow_setting_aside
 from ferry.sinks.base import SinkCapabilities
-from ferry.sinks.exceptions import SinkTerminalError, SinkTransientError, incompatible_table
+from ferry.sinks.exceptions import SinkError, SinkTerminalError, SinkTransientError, incompatible_table
 from ferry.sinks.iceberg import ICEBERG
 from ferry.sinks.iceberg.catalog import CachingSqlCatalog, StagedTransaction
 from ferry.sinks.iceberg.compaction import (
@@ -121,7 +121,7 @@ from ferry.sinks.iceberg.types import (
     to_iceberg_type,
 )
 from ferry.sinks.rows import last_changes
-from ferry.sinks.table_format import TableFormatSink
+from ferry.sinks.table_format import TableFormatSink, storage_may_recover
 
 log = logging.getLogger(__name__)
 
@@ -171,6 +171,8 @@ class IcebergSink(TableFormatSink):
         self._compactions: dict[TableId, PreparedCompaction] = {}
         #: Where they are written: one thread, started at the first (a test may set another).
         self.compaction_executor: Executor | None = None
+        #: While a checkpoint's commits are gathered: the files to delete once they landed
+        self._garbage: list[tuple[Table, list[str]]] | None = None
         self.catalog: Catalog = self.open_catalog(
             config.warehouse_dir(), f"catalog {config.catalog_name!r}", lambda: _open_catalog(config)
         )
@@ -491,6 +493,9 @@ class IcebergSink(TableFormatSink):
         return _files_of_expired(table, cutoff)
 
     def _delete_files(self, table: Table, paths: list[str]) -> None:
+        if self._garbage is not None:  # commits gathered: deleted once they landed
+            self._garbage.append((table, paths))
+            return
         for path in paths:
             try:
                 table.io.delete(path)
@@ -498,8 +503,53 @@ class IcebergSink(TableFormatSink):
                 log.debug("could not delete %s: %s", path, e)
 
     def flush(self, offsets: Offsets) -> None:
+        """One snapshot per table with rows; in a SQL catalog, the tables committed together (see
+        :meth:`~ferry.sinks.iceberg.catalog.CachingSqlCatalog.commits_together`), or one by one
+        when another writer moved one of them meanwhile; in other catalogs, one by one."""
         self._compacted_bytes = 0.0
+        tables = [t for t, rows in self._buffers.items() if rows]
+        catalog = self.catalog
+        if (
+            len(tables) > 1
+            and isinstance(catalog, CachingSqlCatalog)
+            and catalog.gathers_commits
+            and self._flush_together(catalog, tables, offsets)
+        ):
+            self._buffers.clear()
+            self._raw_forms.clear()
+            return
         super().flush(offsets)
+
+    def _flush_together(self, catalog: CachingSqlCatalog, tables: list[TableId], offsets: Offsets) -> bool:
+        """Commit the tables' rows (and their compactions due) in one catalog transaction; False when
+        another writer committed one of them first (nothing committed: the caller commits them one
+        by one, each on the table as it is now). The buffers stay until the caller clears them."""
+        garbage: list[tuple[Table, list[str]]] = []
+        self._garbage = garbage
+        try:
+            with catalog.commits_together():
+                for table_id in tables:
+                    properties = self._commit_merged(table_id, self._buffers[table_id], offsets)
+                    self.after_commit(table_id, properties)
+        except BaseException as e:
+            # nothing landed: the key indexes followed commits that are not the tables' (built again)
+            for table_id in tables:
+                self._key_indexes.pop(table_id, None)
+            if isinstance(e, CommitFailedException):
+                log.info("%s; committing the tables one by one", e)
+                return False
+            if isinstance(e, SinkError) or not isinstance(e, Exception):
+                raise
+            transient = self.is_transient(e) or storage_may_recover(e)
+            error = SinkTransientError if transient else SinkTerminalError
+            raise error(
+                f"committing {len(tables)} tables together: {type(e).__name__}: {e}", sink=self.type
+            ) from e
+        finally:
+            self._garbage = None
+        for table, paths in garbage:
+            self._delete_files(table, paths)
+        return True
 
     def after_commit(self, table_id: TableId, properties: dict[str, str]) -> None:
         """Every ``sink.compaction.commit-interval`` commits of a table, its compaction
