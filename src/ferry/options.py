@@ -7,10 +7,11 @@ a sink's options model can be imported before, and by, the job model.
 
 from __future__ import annotations
 
+import difflib
 import re
 from datetime import timedelta
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar, Self
 from urllib.parse import urlparse
 
 from pydantic import (
@@ -81,6 +82,14 @@ class SinkConfigBase(ConfigModel):
     #: Whether a sink table that does not exist is created (Kafka Connect's ``auto.create``).
     auto_create_tables: bool = Field(default=True, alias="auto-create-tables")
 
+    def refused_table_option(self, key: str, value: str) -> str | None:
+        """Why the sink cannot give the tables it creates the option ``key`` of a transform's
+        ``table-options`` (``comment`` aside, which every sink takes), or None when it does."""
+        return (
+            f"the {self.type} sink has no table options to give it: it creates a table from the "
+            "projected schema (columns, keys, partitions and comment=) and its own sink options"
+        )
+
 
 class TableFormatSinkConfigBase(SinkConfigBase):
     """Options of a sink that writes a table format (Iceberg, Paimon) into a catalog's warehouse.
@@ -106,9 +115,34 @@ class TableFormatSinkConfigBase(SinkConfigBase):
     def _partition_keys(cls, value: Any) -> Any:
         return table_lists(value, "partition.key")
 
+    #: The catalog properties the sink's documentation names: a key given that is not one of them
+    #: but close to one that is missing is taken for a misspelling of it.
+    known_catalog_properties: ClassVar[frozenset[str]] = frozenset()
+
+    @model_validator(mode="after")
+    def _misspelt_catalog_property(self) -> Self:
+        given = self.catalog_properties
+        absent = [k for k in self.known_catalog_properties if k not in given]
+        for key in given:
+            if key in self.known_catalog_properties:
+                continue
+            close = difflib.get_close_matches(key, absent, n=1, cutoff=0.8)
+            if close:
+                raise OptionError(
+                    f"catalog.properties.{key} is not a catalog property; "
+                    f"did you mean catalog.properties.{close[0]}?",
+                    f"catalog.properties.{key}",
+                )
+        return self
+
     def resolved_catalog_properties(self) -> dict[str, str]:
         """The catalog's properties, its warehouse resolved."""
         raise NotImplementedError
+
+    def refused_table_option(self, key: str, value: str) -> str | None:
+        """A table format takes any table option at creation (after ``table.properties.*``),
+        unless the sink's model names it here."""
+        return None
 
     def warehouse_dir(self) -> Path | None:
         """The warehouse as an absolute local directory, or ``None`` when it is remote or unset."""

@@ -878,6 +878,18 @@ class JobConfig(ConfigModel):
         return self
 
     @model_validator(mode="after")
+    def _table_options_apply(self) -> Self:
+        """Every option of a transform's ``table-options`` is one the sink gives the tables it
+        creates (``comment``: every sink)."""
+        for i, transform in enumerate(self.transform):
+            for key, value in transform.table_option_map.items():
+                reason = None if key == "comment" else self.sink.refused_table_option(key, value)
+                if reason is not None:
+                    message = f"table-options {key}={value}: {reason}"
+                    raise OptionError(message, "transform", i, "table-options")
+        return self
+
+    @model_validator(mode="after")
     def _transform_functions(self) -> Self:
         """The user-defined functions load and type-check, and every function a transform calls
         is one ferry evaluates."""
