@@ -39,6 +39,7 @@ from decimal import Decimal
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pypaimon import CatalogFactory
 from pypaimon import Schema as PaimonSchema
 from pypaimon.catalog.catalog_exception import (
@@ -362,7 +363,10 @@ class PaimonSink(TableFormatSink):
     ) -> None:
         table = self._finish_backfills(table_id, table)
         data, kinds = self._arrow_rows(table_id, table, changes)
-        if kinds is not None:
+        if kinds is not None and table.options.ignore_delete():
+            # Paimon's ignore-delete (or an older spelling): the table drops deletes
+            data = data.filter(pa.array([kind != DELETE_KIND for kind in kinds], pa.bool_()))
+        elif kinds is not None:
             self._rewrite(table_id, table, data, kinds, properties)
             return
         if NATIVE_WRITE_OPTION not in table.table_schema.options:
@@ -385,16 +389,19 @@ class PaimonSink(TableFormatSink):
         self, table_id: TableId, table: Any, data: pa.Table, kinds: list[str], properties: dict[str, str]
     ) -> None:
         """Deletes of a primary-key table without a row-kind column: the table overwritten, in one
-        commit, with its rows but the keys ``data`` holds, and the rows of ``data`` that are not
-        deletes (``kinds``). pypaimon writes a row kind only from a column of the table."""
+        commit, with its rows but the deleted keys, then the rows of ``data`` that are not deletes
+        (``kinds``), which Paimon merges over the rows of their keys as any upsert (after them,
+        and by ``sequence.field`` when the table has one). pypaimon writes a row kind only from a
+        column of the table."""
         keys = list(table.primary_keys)
         schema = data.schema
+        deleted = pa.array([kind == DELETE_KIND for kind in kinds], pa.bool_())
         builder = table.new_read_builder()
         held = builder.new_read().to_arrow(builder.new_scan().plan().splits())
         held = schema.empty_table() if held is None else held.select(schema.names).cast(schema)
-        kept = held.join(data.select(keys), keys=keys, join_type="left anti").select(schema.names)
-        upserts = data.filter(pa.array([kind != DELETE_KIND for kind in kinds], pa.bool_()))
-        rows = pa.concat_tables([kept.cast(schema), upserts])
+        gone = data.filter(deleted).select(keys)
+        kept = held.join(gone, keys=keys, join_type="left anti").select(schema.names)
+        rows = pa.concat_tables([kept.cast(schema), data.filter(pc.invert(deleted))])
         # every partition is replaced, also one whose last row is deleted
         overrides = {DYNAMIC_OVERWRITE_OPTION: "false"}
         if NATIVE_WRITE_OPTION not in table.table_schema.options:
