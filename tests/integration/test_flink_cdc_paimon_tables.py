@@ -194,14 +194,18 @@ def test_partition_key_option_of_flink_cdc_joins_the_key_and_makes_it_not_null(w
     assert table.table_schema.options["bucket"] == "-1"
 
 
-def test_a_table_without_primary_key_stays_an_append_table_with_its_partitions(sink: PaimonSink) -> None:
+def test_partitions_of_a_table_without_primary_key_make_no_key(sink: PaimonSink, warehouse: Path) -> None:
+    # Flink CDC would make the partition keys the primary key of such a table, keeping one row per
+    # partition; ferry keeps it an append table. A primary-key table beside it gets them in its key.
     schema = Schema.of([Column("id", INT()), Column("region", STRING())], partition_keys=("region",))
     create(sink, schema, T)
+    create(sink, sink_schema(), TableId(None, "inventory", "keyed"))
     feed = Feed(T)
     write(sink, schema, feed, feed.insert({"id": 1, "region": "eu"}), feed.insert({"id": 1, "region": "eu"}))
-    table = paimon_table(sink.config.warehouse_dir())  # type: ignore[arg-type]
+    table = paimon_table(warehouse)
     assert table.primary_keys == [] and table.partition_keys == ["region"]
     assert len(rows_of(table)) == 2
+    assert paimon_table(warehouse, "inventory.keyed").primary_keys == ["id", "region"]
 
 
 def test_deletes_without_the_row_kind_column_leave_the_rest(sink: PaimonSink, warehouse: Path) -> None:
@@ -245,6 +249,17 @@ def test_the_row_kind_column_is_opt_in_and_named_by_rowkind_field(warehouse: Pat
         sink.close()
     table = paimon_table(warehouse)
     assert table.table_schema.options["rowkind.field"] == "_kind"
+    # without the option, a primary-key table has none
+    default = open_sink(warehouse)
+    try:
+        create(default, sink_schema(), TableId(None, "inventory", "plain"))
+    finally:
+        default.close()
+    assert [f.name for f in paimon_table(warehouse, "inventory.plain").table_schema.fields] == [
+        "id",
+        "region",
+        "item",
+    ]
     assert [f.name for f in table.table_schema.fields] == ["id", "region", "item", "_kind"]
     assert [{k: v for k, v in r.items() if k != "_kind"} for r in rows_of(table)] == [row(2, "eu", "b")]
 
@@ -264,6 +279,7 @@ def test_a_table_written_with_the_row_kind_column_keeps_being_written_through_it
     sink = open_sink(warehouse)
     try:
         create(sink, schema, T)  # the existing table is compatible: the column is not the source's
+        create(sink, schema, TableId(None, "inventory", "created"))
         assert sink.table_schema(T) == schema
         feed = Feed(T)
         write(sink, schema, feed, feed.insert({"id": 1, "item": "a"}), feed.insert({"id": 2, "item": "b"}))
@@ -281,6 +297,8 @@ def test_a_table_written_with_the_row_kind_column_keeps_being_written_through_it
     # merge-on-read: the second commit appended its changes, no rewrite of the first's rows
     snapshot = table.snapshot_manager().get_latest_snapshot()
     assert snapshot.commit_kind == "APPEND"
+    # a table created now beside it has no such column
+    assert "rowkind.field" not in paimon_table(warehouse, "inventory.created").table_schema.options
 
 
 def test_ignore_delete_of_the_table_drops_deletes(warehouse: Path) -> None:
