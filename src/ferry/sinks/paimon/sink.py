@@ -98,6 +98,8 @@ DELETE_KIND = ROW_KINDS[Op.DELETE]
 DYNAMIC_OVERWRITE_OPTION = "dynamic-partition-overwrite"
 
 _TRANSIENT = (ConnectionError, TimeoutError)
+#: A column of row numbers, in a table of key columns only.
+_ROW_NUMBER = "__ferry_row_number"
 
 
 class PaimonSink(TableFormatSink):
@@ -400,8 +402,11 @@ class PaimonSink(TableFormatSink):
         held = builder.new_read().to_arrow(builder.new_scan().plan().splits())
         held = schema.empty_table() if held is None else held.select(schema.names).cast(schema)
         gone = data.filter(deleted).select(keys)
-        kept = held.join(gone, keys=keys, join_type="left anti").select(schema.names)
-        rows = pa.concat_tables([kept.cast(schema), data.filter(pc.invert(deleted))])
+        # the join takes the key columns and row numbers only (Arrow joins no nested columns)
+        numbered = held.select(keys).append_column(_ROW_NUMBER, pa.array(range(held.num_rows), pa.int64()))
+        survivors = numbered.join(gone, keys=keys, join_type="left anti").column(_ROW_NUMBER)
+        kept = held.take(survivors)
+        rows = pa.concat_tables([kept, data.filter(pc.invert(deleted))])
         # every partition is replaced, also one whose last row is deleted
         overrides = {DYNAMIC_OVERWRITE_OPTION: "false"}
         if NATIVE_WRITE_OPTION not in table.table_schema.options:
