@@ -67,6 +67,18 @@ def fold_prefixed(data: Any, prefix: str, field: str) -> Any:
     return rest
 
 
+def flink_list(value: Any) -> Any:
+    """A list option written as one string, as Flink reads a ``List<String>`` option:
+    ``drop.column`` is ``[drop.column]``, ``drop.column;add.column`` two items."""
+    if isinstance(value, str):
+        return tuple(item.strip() for item in value.split(";") if item.strip())
+    return value
+
+
+#: A list of text options: a YAML list, or one string of items separated by ``;``.
+TextList = Annotated[tuple[str, ...], BeforeValidator(flink_list)]
+
+
 class SinkConfigBase(ConfigModel):
     """Options every sink has. Each sink subclasses this with ``type: Literal["<type>"]``.
 
@@ -77,8 +89,8 @@ class SinkConfigBase(ConfigModel):
 
     type: str
     name: str | None = None
-    include_schema_changes: tuple[str, ...] | None = Field(default=None, alias="include.schema.changes")
-    exclude_schema_changes: tuple[str, ...] = Field(default=(), alias="exclude.schema.changes")
+    include_schema_changes: TextList | None = Field(default=None, alias="include.schema.changes")
+    exclude_schema_changes: TextList = Field(default=(), alias="exclude.schema.changes")
     #: Whether a sink table that does not exist is created (Kafka Connect's ``auto.create``).
     auto_create_tables: bool = Field(default=True, alias="auto-create-tables")
 

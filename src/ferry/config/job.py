@@ -11,10 +11,9 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Iterable, Mapping
-from datetime import timedelta
+from datetime import timedelta, tzinfo
 from enum import StrEnum
 from typing import Annotated, Any, Literal, Self, Union
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import (
     AliasChoices,
@@ -42,6 +41,7 @@ from ferry.config.transforms import (
 )
 from ferry.exceptions import FerryError
 from ferry.options import ConfigModel, Duration, fold_prefixed
+from ferry.pipeline.datetime_patterns import time_zone
 from ferry.pipeline.events import SCHEMA_CHANGE_TAGS, SchemaChangeType
 from ferry.pipeline.route import RouteMode, UnroutedTables
 from ferry.pipeline.router import SchemaChangeBehavior
@@ -728,10 +728,11 @@ class PipelineConfig(ConfigModel):
         if value is None:
             return None
         try:
-            ZoneInfo(value)
-        except (ZoneInfoNotFoundError, ValueError):
+            time_zone(value)
+        except ValueError:
             raise ValueError(
-                f"{value!r} is not a time zone (an IANA name such as Asia/Shanghai, or UTC)"
+                f"{value!r} is not a time zone: give an IANA name (Asia/Shanghai), UTC, or a fixed "
+                "offset (+08:00, GMT+08:00, UTC-05:30), as Java's ZoneId reads them"
             ) from None
         return value
 
@@ -769,9 +770,9 @@ class PipelineConfig(ConfigModel):
         return 19 if self.transform_decimal_precision_mode == "UP_TO_19" else 38
 
     @property
-    def time_zone(self) -> ZoneInfo | None:
+    def time_zone(self) -> tzinfo | None:
         """The session time zone of transforms (``local-time-zone``); None: the system's."""
-        return None if self.local_time_zone is None else ZoneInfo(self.local_time_zone)
+        return None if self.local_time_zone is None else time_zone(self.local_time_zone)
 
     @property
     def kafka_name(self) -> str:

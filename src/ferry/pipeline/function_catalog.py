@@ -76,6 +76,7 @@ class _TransformParser(FlinkParser):
             for values, then in branches
         ]
         return self.expression(exp.Case(ifs=searched, default=default), comments=comments)
+
     FUNCTIONS: ClassVar = {
         **FlinkParser.FUNCTIONS,
         "TIMESTAMPDIFF": _call("TIMESTAMPDIFF"),
