@@ -137,6 +137,27 @@ def test_a_transform_partition_keys_join_the_primary_key_and_table_options_reach
     assert rows_of(written) == oracle.sorted()
     assert {r["region"] for r in rows_of(written)} == {"us"}
 
+    # a start without the pipeline's state (its offsets are in the table's snapshots) finds the
+    # table keyed by (id, region), takes it, and goes on writing into it
+    later = [
+        table.insert({"id": 9, "region": "eu", "item": "item-9", "qty": 9}),
+        table.update(oracle.rows[6], {**oracle.rows[6], "region": "eu", "qty": 16}),
+        table.delete(oracle.rows[7]),
+        (table.delete(oracle.rows[7])[0], None),  # the tombstone after it
+    ]
+    oracle.apply("c", {"id": 9, "region": "eu", "item": "item-9", "qty": 9})
+    oracle.apply("u", {**oracle.rows[6], "region": "eu", "qty": 16})
+    oracle.apply("d", oracle.rows[7])
+    produce(kafka_bootstrap, topic, [v for _, v in later], keys=[k for k, _ in later])
+    (tmp_path / "state.db").unlink()
+
+    run_ferry("run", job, cwd=tmp_path)
+
+    written = paimon_table(warehouse)
+    assert written.primary_keys == ["id", "region"]
+    assert rows_of(written) == oracle.sorted()
+    assert {r["id"] for r in rows_of(written) if r["region"] == "eu"} == {6, 9}
+
 
 def sink_schema() -> Schema:
     return Schema.of(

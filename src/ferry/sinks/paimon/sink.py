@@ -513,7 +513,11 @@ def _read_schema(table: Any) -> Schema:
     table_schema = table.table_schema
     rowkind = table_schema.options.get(ROWKIND_OPTION)
     hidden = frozenset({rowkind} if rowkind else ())
-    return to_ferry_schema(table_schema.fields, list(table_schema.primary_keys), table_schema.comment, hidden)
+    schema = to_ferry_schema(
+        table_schema.fields, list(table_schema.primary_keys), table_schema.comment, hidden
+    )
+    partitions = tuple(table_schema.partition_keys or ())
+    return replace(schema, partition_keys=partitions) if partitions else schema
 
 
 def _local_directory(path: str) -> str | None:
