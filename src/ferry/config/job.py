@@ -41,7 +41,7 @@ from ferry.config.transforms import (
 )
 from ferry.exceptions import FerryError
 from ferry.options import ConfigModel, Duration, fold_prefixed
-from ferry.pipeline.datetime_patterns import time_zone
+from ferry.pipeline.datetime_patterns import zone_id
 from ferry.pipeline.events import SCHEMA_CHANGE_TAGS, SchemaChangeType
 from ferry.pipeline.route import RouteMode, UnroutedTables
 from ferry.pipeline.router import SchemaChangeBehavior
@@ -728,7 +728,7 @@ class PipelineConfig(ConfigModel):
         if value is None:
             return None
         try:
-            time_zone(value)
+            zone_id(value)
         except ValueError:
             raise ValueError(
                 f"{value!r} is not a time zone: give an IANA name (Asia/Shanghai), UTC, or a fixed "
@@ -772,7 +772,7 @@ class PipelineConfig(ConfigModel):
     @property
     def time_zone(self) -> tzinfo | None:
         """The session time zone of transforms (``local-time-zone``); None: the system's."""
-        return None if self.local_time_zone is None else time_zone(self.local_time_zone)
+        return None if self.local_time_zone is None else zone_id(self.local_time_zone)
 
     @property
     def kafka_name(self) -> str:

@@ -287,6 +287,16 @@ def parser(pattern: str) -> Callable[[str], dt.datetime]:
     return read
 
 
+def time_zone(text: str) -> dt.tzinfo:
+    """A time zone named as Flink allows: an IANA id (``Asia/Shanghai``), ``UTC``, or an offset
+    (``+08:00``, ``GMT+8``)."""
+    text = text.strip()
+    gmt = re.fullmatch(r"(?:GMT|UTC)([+-])(\d{1,2})(?::?(\d{2}))?", text)
+    if gmt:
+        return _zone(f"{gmt.group(1)}{int(gmt.group(2)):02d}:{gmt.group(3) or '00'}")
+    return _zone(text)
+
+
 #: A fixed offset as Java's ``ZoneId.of`` reads it: ``+h``, ``+hh``, ``+hh:mm``, ``+hhmm``,
 #: ``+hh:mm:ss``, ``+hhmmss`` (or ``-``), alone or after ``UTC``, ``GMT`` or ``UT``.
 _OFFSET = re.compile(r"(?:UTC|GMT|UT)?([+-])(?:(\d)|(\d{2})(?:(:?)(\d{2})(?:\4(\d{2}))?)?)")
@@ -294,10 +304,10 @@ _OFFSET = re.compile(r"(?:UTC|GMT|UT)?([+-])(?:(\d)|(\d{2})(?:(:?)(\d{2})(?:\4(\
 _MAX_OFFSET = dt.timedelta(hours=18)
 
 
-def time_zone(text: str) -> dt.tzinfo:
-    """A time zone as Flink reads it (Java's ``ZoneId.of``): an IANA id (``Asia/Shanghai``),
-    ``Z``, ``UTC``, ``GMT``, ``UT``, an offset (``+8``, ``+08``, ``+08:00``, ``+0800``,
-    ``+08:00:00``) or a prefixed one (``GMT+08:00``, ``UTC+8``, ``UT-05:30``); raises
+def zone_id(text: str) -> dt.tzinfo:
+    """A time zone as Java's ``ZoneId.of`` reads it (Flink's ``local-time-zone``): an IANA id
+    (``Asia/Shanghai``), ``Z``, ``UTC``, ``GMT``, ``UT``, an offset (``+8``, ``+08``, ``+08:00``,
+    ``+0800``, ``+08:00:00``) or a prefixed one (``GMT+08:00``, ``UTC+8``, ``UT-05:30``); raises
     :class:`ValueError` for anything else."""
     text = text.strip()
     if text in ("Z", "UTC", "GMT", "UT"):

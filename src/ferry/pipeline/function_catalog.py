@@ -44,6 +44,17 @@ def _when_values(parser: Any) -> list[exp.Expr]:
 class _TransformParser(FlinkParser):
     FUNCTION_PARSERS: ClassVar = {**FlinkParser.FUNCTION_PARSERS, "POSITION": _parse_position}
 
+    FUNCTIONS: ClassVar = {
+        **FlinkParser.FUNCTIONS,
+        "TIMESTAMPDIFF": _call("TIMESTAMPDIFF"),
+        "TIMESTAMP_DIFF": _call("TIMESTAMP_DIFF"),
+        # their arguments are checked against Flink's signatures, not sqlglot's
+        "LOCATE": _call("LOCATE"),
+        "INSTR": _call("INSTR"),
+        "PARSE_JSON": _call("PARSE_JSON"),
+        "TRY_PARSE_JSON": _call("TRY_PARSE_JSON"),
+    }
+
     def _parse_case(self) -> exp.Expr | None:
         """Flink's ``CASE value WHEN v1 [, v2]* THEN r ... END`` as well as sqlglot's forms: a
         ``WHEN`` of several values is ``value IN (v1, v2, ...)`` (the whole CASE becomes the
@@ -76,17 +87,6 @@ class _TransformParser(FlinkParser):
             for values, then in branches
         ]
         return self.expression(exp.Case(ifs=searched, default=default), comments=comments)
-
-    FUNCTIONS: ClassVar = {
-        **FlinkParser.FUNCTIONS,
-        "TIMESTAMPDIFF": _call("TIMESTAMPDIFF"),
-        "TIMESTAMP_DIFF": _call("TIMESTAMP_DIFF"),
-        # their arguments are checked against Flink's signatures, not sqlglot's
-        "LOCATE": _call("LOCATE"),
-        "INSTR": _call("INSTR"),
-        "PARSE_JSON": _call("PARSE_JSON"),
-        "TRY_PARSE_JSON": _call("TRY_PARSE_JSON"),
-    }
 
 
 class TransformDialect(Flink):
