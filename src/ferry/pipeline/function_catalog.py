@@ -359,7 +359,7 @@ FLINK_CDC_FUNCTIONS: tuple[Function, ...] = (
         "conditional",
         (
             "CASE value WHEN value1_1 [, value1_2]* THEN result1 ... [ELSE result_z] END",
-            "CASE n WHEN 1 THEN 'a' ELSE 'b' END",
+            "CASE n WHEN 1, 2 THEN 'a' WHEN 3 THEN 'b' ELSE 'c' END",
         ),
         ("CASE WHEN condition1 THEN result1 ... [ELSE result_z] END", "CASE WHEN n > 1 THEN 'a' END"),
         ("COALESCE(value1 [, value2]*)", "COALESCE(s, u, 'x')"),
