@@ -127,18 +127,19 @@ class TableFormatSinkConfigBase(SinkConfigBase):
     def _partition_keys(cls, value: Any) -> Any:
         return table_lists(value, "partition.key")
 
-    #: The catalog properties the sink's documentation names: a key given that is not one of them
-    #: but close to one that is missing is taken for a misspelling of it.
-    known_catalog_properties: ClassVar[frozenset[str]] = frozenset()
+    #: The catalog properties that locate the catalog (``warehouse``, ``uri``, its type): a key
+    #: given without a dot (a client's own properties are dotted: ``s3.endpoint``) that is none of
+    #: them but close to one not given is taken for a misspelling of it.
+    located_by: ClassVar[frozenset[str]] = frozenset()
 
     @model_validator(mode="after")
     def _misspelt_catalog_property(self) -> Self:
         given = self.catalog_properties
-        absent = [k for k in self.known_catalog_properties if k not in given]
+        absent = [k for k in sorted(self.located_by) if k not in given]
         for key in given:
-            if key in self.known_catalog_properties:
+            if key in self.located_by or "." in key:
                 continue
-            close = difflib.get_close_matches(key, absent, n=1, cutoff=0.8)
+            close = difflib.get_close_matches(key, absent, n=1, cutoff=0.6)
             if close:
                 raise OptionError(
                     f"catalog.properties.{key} is not a catalog property; "

@@ -93,20 +93,34 @@ def test_a_misspelt_item_of_a_one_string_list_is_named() -> None:
     assert "unknown schema change 'add.colum' (did you mean 'add.column'?)" in message
 
 
-@pytest.mark.parametrize("sink", ["iceberg", "paimon"])
-def test_a_misspelt_catalog_property_is_named_at_its_line_with_the_key_meant(sink: str) -> None:
-    text = job({"type": sink, "catalog.properties.warehose": "/tmp/warehouse"})
+@pytest.mark.parametrize(
+    ("sink", "written", "meant"),
+    [
+        ("iceberg", "warehose", "warehouse"),
+        ("paimon", "warehose", "warehouse"),
+        ("iceberg", "url", "uri"),
+        ("paimon", "metastor", "metastore"),
+    ],
+)
+def test_a_misspelt_catalog_property_is_named_at_its_line_with_the_key_meant(
+    sink: str, written: str, meant: str
+) -> None:
+    text = job({"type": sink, f"catalog.properties.{written}": "/tmp/warehouse"})
     line, key, message = refusal(text)
-    assert (line, key) == (7, "sink.catalog.properties.warehose")
+    assert (line, key) == (7, f"sink.catalog.properties.{written}")
     assert message == (
-        "catalog.properties.warehose is not a catalog property; did you mean catalog.properties.warehouse?"
+        f"catalog.properties.{written} is not a catalog property; did you mean catalog.properties.{meant}?"
     )
-    assert "(it is None)" not in message
 
 
 def test_an_iceberg_sink_without_a_warehouse_has_the_default_one() -> None:
-    config, _ = read_job_text(job({"type": "iceberg"}), file="job.yaml")
-    assert config.sink.resolved_catalog_properties()["warehouse"].endswith("/var/warehouse")  # type: ignore[attr-defined]
+    # the dotted properties of a client (Flink CDC's Glue example, with pyiceberg's S3 client
+    # credentials) are not taken for misspellings of the missing warehouse
+    sink = {"type": "iceberg", "catalog.properties.client.secret-access-key": "secret"}
+    config, _ = read_job_text(job(sink), file="job.yaml")
+    properties = config.sink.resolved_catalog_properties()  # type: ignore[attr-defined]
+    assert properties["warehouse"].endswith("/var/warehouse")
+    assert properties["client.secret-access-key"] == "secret"
 
 
 @pytest.mark.parametrize(

@@ -76,27 +76,7 @@ class IcebergSinkConfig(TableFormatSinkConfigBase):
     """``catalog.properties.*`` go to pyiceberg's ``load_catalog``; ``partition.key`` names the
     partition fields (``db.t1:a,day(ts);db.t2:bucket[8](id)``)."""
 
-    known_catalog_properties = frozenset(
-        {
-            "type",
-            "warehouse",
-            "uri",
-            "client.region",
-            "glue.id",
-            "glue.skip-archive",
-            "glue.skip-name-validation",
-            "io-impl",
-            "py-io-impl",
-            "py-catalog-impl",
-            "credential",
-            "token",
-            "s3.endpoint",
-            "s3.region",
-            "s3.access-key-id",
-            "s3.secret-access-key",
-            "s3.path-style-access",
-        }
-    )
+    located_by = frozenset({"type", "warehouse", "uri"})
 
     type: Literal["iceberg"] = "iceberg"
     #: The name the catalog is opened under. A SQL catalog keys its rows by it: readers of the

@@ -48,9 +48,7 @@ class PaimonSinkConfig(TableFormatSinkConfigBase):
     partition keys (columns)."""
 
     type: Literal["paimon"] = "paimon"
-    known_catalog_properties = frozenset(
-        {"metastore", "warehouse", "uri", "token", "token.provider", "hive-conf-dir", "hadoop-conf-dir"}
-    )
+    located_by = frozenset({"metastore", "warehouse", "uri"})
     #: The commit user of every snapshot the sink writes; by default the pipeline's name.
     commit_user: str | None = Field(default=None, alias="commit.user", min_length=1)
     #: Flink CDC's ``commit.user-prefix``: the commit user is ``<prefix>_<pipeline name>`` (Flink
