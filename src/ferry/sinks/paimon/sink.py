@@ -2,10 +2,14 @@
 
 Writing. :meth:`PaimonSink.write` only buffers. :meth:`PaimonSink.flush` commits, per table with
 buffered changes, one Paimon snapshot holding them all, collapsed to the last state of each key.
-A primary-key table deduplicates by key (upsert); a delete is a row whose row-kind column (the
-table option ``rowkind.field``, a column the sink adds to the tables it creates and hides from
-the schema it reports) says ``-D``, which is the way pypaimon deletes a key. A table without a
-primary key is append-only: its deletes are counted in :attr:`PaimonSink.skipped_deletes`. A
+A primary-key table deduplicates by key (upsert). pypaimon writes a row kind only from a column
+named by the table option ``rowkind.field``: a table with such a column (opt-in, hidden from the
+schema the sink reports) takes deletes as rows saying ``-D``; a table without one, as Flink CDC
+creates it, takes a flush with deletes as one overwrite of the table without the deleted keys
+(:meth:`PaimonSink._rewrite`). Tables are created as Flink CDC's Paimon sink creates them: the
+partition keys join the primary key, a transform's ``table-options`` are table options. A table
+without a primary key is append-only: its deletes are counted in
+:attr:`PaimonSink.skipped_deletes`. A
 commit's rows are one Arrow table, written by pypaimon's Rust writer unless the table's options
 say otherwise (:data:`NATIVE_WRITE_OPTION`).
 
