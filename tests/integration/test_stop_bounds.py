@@ -65,7 +65,7 @@ def test_ferry_run_with_two_workers_exits_once_a_worker_failed_even_if_it_cannot
         "      classpath: ferry_lingering_udf:same\n"
         f"      python-files: [{tmp_path}]\n"
     )
-    transform = "transform:\n  - source-table: inventory\\.orders\n    projection: \\*, same(qty) AS q\n"
+    transform = "transform:\n  - source-table: inventory.orders\n    projection: \\*, same(qty) AS q\n"
     job = tmp_path / "job.yaml"
     job.write_text(
         job_yaml(

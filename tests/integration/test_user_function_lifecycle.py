@@ -54,7 +54,7 @@ def test_a_class_function_is_closed_when_the_pipeline_stops(
         f"      python-files: [{tmp_path}]\n"
         f"      options: {{log: {log}}}\n"
     )
-    transform = "transform:\n  - source-table: inventory\\.orders\n    projection: \\*, tally(qty) AS qty10\n"
+    transform = "transform:\n  - source-table: inventory.orders\n    projection: \\*, tally(qty) AS qty10\n"
     job = load_job_text(
         job_yaml(kafka_bootstrap, topic, tmp_path, group_id, pipeline_extra=functions, top_extra=transform)
     )

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.integration
 
 TRANSFORM = r"""
 transform:
-  - source-table: shop\.events
+  - source-table: shop.events
     projection: >-
       id, PARSE_JSON(doc) AS body, TRY_PARSE_JSON(doc)['tags'][1] AS first_tag,
       TRY_PARSE_JSON(doc, TRUE)['n'] AS n

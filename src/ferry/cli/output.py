@@ -131,6 +131,8 @@ def render_status(store: StateStore, names: list[str], output: str) -> str:
                 f"  catching up: {behind} records behind at {_rate(m.get('rate_eps'))}, "
                 f"ETA {format_eta(m.get('eta_s'))}"
             )
+        for line in m.get("unmatched_rules") or ():
+            lines.append(f"  warning: {line}")
         if m.get("schema_change_wait_ms"):
             lines.append(f"  time spent in schema-change barriers: {m['schema_change_wait_ms']} ms")
         lines.append("  partitions (offset / lag):")

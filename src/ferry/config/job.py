@@ -46,6 +46,7 @@ from ferry.pipeline.events import SCHEMA_CHANGE_TAGS, SchemaChangeType
 from ferry.pipeline.route import RouteMode, UnroutedTables
 from ferry.pipeline.router import SchemaChangeBehavior
 from ferry.pipeline.schema import TableId
+from ferry.pipeline.table_patterns import RoutePattern, TablePatternError
 from ferry.pipeline.udf import UserFunction
 from ferry.pipeline.unavailable import DEFAULT_PLACEHOLDER
 from ferry.retry import RestartStrategyConfig, fold_restart_strategy
@@ -613,10 +614,12 @@ SourceConfig = Annotated[Union[KafkaSourceConfig], Field(discriminator="type")] 
 
 
 class RouteConfig(ConfigModel):
-    """Send the tables whose id matches ``source-table`` (a regex) to ``sink-table``.
+    """Send the tables ``source-table`` names (a table pattern over the id's text: ``mydb.\\.*``;
+    :class:`~ferry.pipeline.table_patterns.RoutePattern`) to ``sink-table``.
 
     With ``replace-symbol``, that symbol in ``sink-table`` stands for the source table's name
-    (``sink-table: ods.ods_<>`` with ``replace-symbol: <>``).
+    (``sink-table: ods.ods_<>`` with ``replace-symbol: <>``); without it, ``$1``, ``$2`` stand for
+    the pattern's groups.
     """
 
     source_table: str = Field(alias="source-table")
@@ -624,7 +627,11 @@ class RouteConfig(ConfigModel):
     replace_symbol: str | None = Field(default=None, alias="replace-symbol", min_length=1)
     description: str | None = None
 
-    _source_regex = field_validator("source_table")(check_regex)
+    @field_validator("source_table")
+    @classmethod
+    def _table_pattern(cls, value: str) -> str:
+        RoutePattern(value, "")  # raises TablePatternError, a ValueError saying what is wrong
+        return value
 
     @field_validator("sink_table")
     @classmethod
@@ -639,11 +646,17 @@ class RouteConfig(ConfigModel):
     def _symbol_used(self) -> Self:
         if self.replace_symbol is not None and self.replace_symbol not in self.sink_table:
             raise OptionError(f"{self.replace_symbol!r} does not occur in sink-table", "replace-symbol")
+        if self.replace_symbol is not None and re.search(r"\$(\d|\{)", self.sink_table):
+            raise OptionError(
+                "sink-table takes the pattern's groups ($1) or replace-symbol, not both: with "
+                "replace-symbol a $ is plain text (as in Flink CDC)",
+                "sink-table",
+            )
+        try:
+            RoutePattern(self.source_table, self.sink_table, self.replace_symbol)
+        except TablePatternError as e:
+            raise OptionError(str(e), "sink-table") from None
         return self
-
-    @property
-    def pattern(self) -> re.Pattern[str]:
-        return re.compile(self.source_table)
 
 
 def _behavior_name(value: Any) -> Any:

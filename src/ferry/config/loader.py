@@ -74,6 +74,7 @@ def read_job_text(
 
     def without_ignored(root: CommentedMap, data: dict[str, Any]) -> dict[str, Any]:
         warnings.extend(_function_warnings(root, file))
+        warnings.extend(_table_pattern_warnings(root, data, file))
         sink = data.get("sink")
         sink_type = sink.get("type") if isinstance(sink, dict) else None
         for section in ("pipeline", "sink"):
@@ -147,6 +148,37 @@ def _dotted_keys(root: CommentedMap, parts: list[str | int]) -> tuple[str | int,
         loc.extend(parts[i:])
         break
     return tuple(loc)
+
+
+def _table_pattern_warnings(root: CommentedMap, data: dict[str, Any], file: str) -> list[ConfigProblem]:
+    """A warning for each transform whose ``source-table`` has an alternative of one part: it
+    matches only ids without database or schema, which no change-event format gives (most often
+    a regular expression written with ``\\.`` for the dot: ``mydb\\.orders`` where Flink CDC
+    reads ``mydb.orders``)."""
+    from ferry.pipeline.table_patterns import TablePatternError, TableSelector  # noqa: PLC0415
+
+    found: list[ConfigProblem] = []
+    nodes, blocks = root.get("transform"), data.get("transform")
+    if not isinstance(nodes, CommentedSeq) or not isinstance(blocks, list):
+        return found
+    for i, (node, block) in enumerate(zip(nodes, blocks, strict=False)):
+        pattern = block.get("source-table") if isinstance(block, dict) else None
+        if not isinstance(node, CommentedMap) or not isinstance(pattern, str):
+            continue
+        try:
+            one_part = 1 in TableSelector(pattern).parts
+        except TablePatternError:
+            continue  # refused by the job's validation
+        if one_part:
+            line, col = _key_position(node, "source-table") or _start(node)
+            suggestion = pattern.replace("\\.", ".") if "\\." in pattern else f"<database>.{pattern}"
+            reason = (
+                f"'{pattern}' is one part, a table without database or schema, and matches no table of "
+                f"a change-event topic: the unescaped . separates database and table (\\. is any "
+                f"character), as in '{suggestion}'"
+            )
+            found.append(ConfigProblem(file, line + 1, col + 1, f"transform[{i}].source-table", reason))
+    return found
 
 
 def _function_warnings(root: CommentedMap, file: str) -> list[ConfigProblem]:

@@ -20,6 +20,7 @@ from pydantic import Field, ValidationInfo, field_validator, model_validator
 from ferry.config.exceptions import OptionError
 from ferry.options import ConfigModel
 from ferry.pipeline.function_catalog import BUILT_IN_NAMES
+from ferry.pipeline.table_patterns import TableSelector
 from ferry.pipeline.udf import UserFunction, UserFunctionError, load
 from ferry.pipeline.udf_source import declare
 
@@ -39,7 +40,8 @@ def _split_columns(value: str | None) -> tuple[str, ...]:
 
 
 class TransformConfig(ConfigModel):
-    """Project, filter and re-key the tables whose id matches ``source-table`` (a regex)."""
+    """Project, filter and re-key the tables ``source-table`` names (a table pattern:
+    ``mydb.orders``, ``mydb.\\.*``; :class:`~ferry.pipeline.table_patterns.TableSelector`)."""
 
     source_table: str = Field(alias="source-table")
     projection: str | None = None
@@ -55,7 +57,11 @@ class TransformConfig(ConfigModel):
     )
     description: str | None = None
 
-    _source_regex = field_validator("source_table")(check_regex)
+    @field_validator("source_table")
+    @classmethod
+    def _table_pattern(cls, value: str) -> str:
+        TableSelector(value)  # raises TablePatternError, a ValueError saying what is wrong
+        return value
 
     @field_validator("projection", "filter")
     @classmethod
@@ -91,10 +97,6 @@ class TransformConfig(ConfigModel):
                         "table-options",
                     )
         return self
-
-    @property
-    def pattern(self) -> re.Pattern[str]:
-        return re.compile(self.source_table)
 
     @property
     def primary_key_columns(self) -> tuple[str, ...]:

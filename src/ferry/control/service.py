@@ -361,6 +361,7 @@ class ControlPlane:
                     "rate_eps",
                     "eta_s",
                     "retry",
+                    "unmatched_rules",
                 )
             }
             status.lost_offsets = metrics.get("lost_offsets") or row.traits.get("lostOffsets") or None

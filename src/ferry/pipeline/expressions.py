@@ -109,8 +109,8 @@ def _literal_number(text: str) -> Compiled:
 class Compiler:
     """Compiles expressions against one table's schema; raises :class:`CompileError`.
 
-    ``aliases`` are expressions a name stands for when no column has it (a filter may name the
-    computed columns of its projection).
+    ``aliases`` are the expressions names stand for, before the source's columns (a filter reads
+    the projection's columns: its computed ones, and a source column as the projection makes it).
     """
 
     def __init__(
@@ -207,6 +207,14 @@ class Compiler:
         if isinstance(node.this, exp.Star):
             raise CompileError("* is only allowed as a projection item")
         name = node.name
+        if name in self.aliases and name not in self._inlining:
+            # the projection's value of the name, even where a source column has it (Flink CDC's
+            # filters read the projected row first)
+            self._inlining.add(name)
+            try:
+                return self.compile(self.aliases[name])
+            finally:
+                self._inlining.discard(name)
         column = self.resolve(name)
         if column is not None:
             return Compiled(operator.methodcaller("get", column.name), column.type)
@@ -223,12 +231,6 @@ class Compiler:
                 METADATA_COLUMNS.index(name.lower())
             ]
             return constant(value, STRING() if value is None else STRING().not_null())
-        if name in self.aliases and name not in self._inlining:
-            self._inlining.add(name)
-            try:
-                return self.compile(self.aliases[name])
-            finally:
-                self._inlining.discard(name)
         columns = ", ".join(self.schema.names)
         raise CompileError(
             f"column {name!r} does not exist in table {self.table} (its columns: {columns})", name
@@ -525,13 +527,15 @@ class Compiler:
         skip_nulls = bool(node.args.get("coalesce"))
 
         def fn(row: Row) -> str | None:
+            # Flink CDC joins the texts as Java's String.join does: a NULL is written ``null``
+            # (``__namespace_name__ || '.' || __schema_name__`` of a MySQL table is ``null.db``)
             parts = []
             for f in fns:
                 v = f(row)
                 if v is None:
-                    if skip_nulls:
-                        continue
-                    return None
+                    if not skip_nulls:
+                        parts.append("null")
+                    continue
                 parts.append(to_text(v))
             return "".join(parts)
 

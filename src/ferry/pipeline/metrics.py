@@ -25,6 +25,7 @@ from ferry.offsets import encode_offsets
 from ferry.pipeline.catch_up import CatchUpLog, RecentRate, catch_up_line, eta_seconds
 from ferry.pipeline.checkpoints import now_ms
 from ferry.pipeline.events import DataChange, Event
+from ferry.pipeline.route import unmatched_rules
 
 if TYPE_CHECKING:
     from ferry.pipeline.partitions import PartitionOffsets
@@ -167,6 +168,10 @@ class Metrics:
     #: What the pipeline retries now, if anything: ``{what, attempt, attempts, error,
     #: next_attempt_ms, gives_up_ms}`` (:func:`ferry.pipeline.status.retry_metrics`).
     retry: dict[str, Any] | None = None
+    #: The routes and transforms that match none of the tables read so far, each said in a line
+    #: (:func:`ferry.pipeline.route.unmatched_rules`); each is logged once as a warning.
+    unmatched_rules: list[str] = field(default_factory=list)
+    warned_rules: set[str] = field(default_factory=set, repr=False, compare=False)
     timings: Timings = field(default_factory=Timings, repr=False, compare=False)
     recent: RecentRate = field(default_factory=RecentRate, repr=False, compare=False)
     catch_up_log: CatchUpLog = field(default_factory=CatchUpLog, repr=False, compare=False)
@@ -213,6 +218,12 @@ class Metrics:
             self.lag = encode_offsets(source.lag() if restart_from is None else source.lag(restart_from))
         except Exception:
             log.debug("lag not available", exc_info=True)
+        self.unmatched_rules = unmatched_rules(schemas.tables, schemas.transforms)
+        for line in self.unmatched_rules:
+            rule = line.partition(" matches none")[0]
+            if rule not in self.warned_rules:
+                self.warned_rules.add(rule)
+                log.warning("%s: it selects no table (a table pattern is <database>.<table>)", line)
         self.catching_up(now)
         return window
 
@@ -236,7 +247,7 @@ class Metrics:
 
 
 #: What :meth:`Metrics.as_dict` leaves out: the objects behind the figures.
-_NOT_SAVED = frozenset({"timings", "recent", "catch_up_log"})
+_NOT_SAVED = frozenset({"timings", "recent", "catch_up_log", "warned_rules"})
 
 
 def worker_name() -> str:

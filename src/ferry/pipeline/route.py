@@ -8,12 +8,13 @@ table no route matches keeps its own id.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Protocol
 
 from ferry.pipeline.schema import TableId
+from ferry.pipeline.table_patterns import RoutePattern
 
 
 class RouteMode(StrEnum):
@@ -27,30 +28,28 @@ class RouteMode(StrEnum):
 
 @dataclass(frozen=True, slots=True)
 class Route:
-    """``source_table`` is a regular expression over ``db.table``, matched against the whole id.
+    """``source_table`` is a table pattern over the id's text (:class:`RoutePattern`: ``mydb.\\.*``
+    is every table of ``mydb``), matched against the whole id.
 
-    In ``sink_table``, ``replace_symbol`` (if set) stands for the source table's name and ``$1``,
-    ``$2`` ... for the regular expression's groups.
+    In ``sink_table``, ``replace_symbol`` (if set) stands for the source table's name; without it,
+    ``$1``, ``$2`` ... stand for the pattern's groups.
     """
 
     source_table: str
     sink_table: str
     replace_symbol: str | None = None
     description: str | None = None
-    _pattern: re.Pattern[str] = field(init=False, repr=False, compare=False)
+    _pattern: RoutePattern = field(init=False, repr=False, compare=False)
 
     def __post_init__(self) -> None:
-        object.__setattr__(self, "_pattern", re.compile(self.source_table))
+        pattern = RoutePattern(self.source_table, self.sink_table, self.replace_symbol)
+        object.__setattr__(self, "_pattern", pattern)
+
+    def matches(self, source: TableId) -> bool:
+        return self._pattern.matches(source)
 
     def target(self, source: TableId) -> TableId | None:
-        match = self._pattern.fullmatch(str(source))
-        if match is None:
-            return None
-        name = self.sink_table
-        if self.replace_symbol:
-            name = name.replace(self.replace_symbol, source.table_name)
-        name = re.sub(r"\$(\d+)", lambda m: match.group(int(m.group(1))) or "", name)
-        return TableId.parse(name)
+        return self._pattern.target(source)
 
 
 class TableRouter:
@@ -60,20 +59,29 @@ class TableRouter:
         self.routes = tuple(routes)
         self.mode = mode
         self._cache: dict[TableId, tuple[TableId, ...]] = {}
+        self._matched: set[int] = set()
 
     def sink_tables(self, source: TableId) -> tuple[TableId, ...]:
         """The sink tables ``source`` feeds, in the order of their routes (at least one)."""
         targets = self._cache.get(source)
         if targets is None:
-            matched = (t for r in self.routes if (t := r.target(source)) is not None)
+            matched = [(i, t) for i, r in enumerate(self.routes) if (t := r.target(source)) is not None]
+            self._matched.update(i for i, _ in matched)
+            found = [t for _, t in matched]
             if self.mode is RouteMode.FIRST_MATCH:
-                first = next(matched, None)
-                targets = (first,) if first is not None else ()
-            else:
-                targets = tuple(dict.fromkeys(matched))
-            targets = targets or (source,)
+                found = found[:1]
+            targets = tuple(dict.fromkeys(found)) or (source,)
             self._cache[source] = targets
         return targets
+
+    @property
+    def tables_read(self) -> tuple[TableId, ...]:
+        """The source tables routed so far."""
+        return tuple(self._cache)
+
+    def unmatched(self) -> list[tuple[int, Route]]:
+        """The routes (with their index) that match none of the tables routed so far."""
+        return [(i, r) for i, r in enumerate(self.routes) if i not in self._matched]
 
     def sink_table(self, source: TableId) -> TableId:
         """The first of :meth:`sink_tables`: the only one under ``FIRST_MATCH``."""
@@ -142,3 +150,26 @@ class TableSelection:
         if not self.routes.routes or any(r.target(table) is not None for r in self.routes.routes):
             return None
         return f"unrouted table: no route matches table {table} (source.unrouted-tables: create takes it)"
+
+
+class UnmatchedTransforms(Protocol):
+    """What :func:`unmatched_rules` asks of a job's transforms
+    (:class:`~ferry.pipeline.transform.TableTransforms`)."""
+
+    def unmatched_labels(self) -> list[str]: ...
+
+
+def unmatched_rules(tables: TableRouter, transforms: UnmatchedTransforms | None = None) -> list[str]:
+    """The routes and transforms whose ``source-table`` matches none of the tables read so far,
+    each said in a line naming them (none before a table was read). Such a rule is valid and does
+    nothing: most often a pattern written as a plain regular expression (``mydb\\.orders`` is one
+    part, a table without database, to a transform)."""
+    read = tables.tables_read
+    if not read:
+        return []
+    names = ", ".join(str(t) for t in read[:5]) + (", ..." if len(read) > 5 else "")
+    what = f"matches none of the {len(read)} table{'s' * (len(read) != 1)} read so far ({names})"
+    lines = [f"route[{i}] (source-table {r.source_table}) {what}" for i, r in tables.unmatched()]
+    if transforms is not None:
+        lines += [f"{label} {what}" for label in transforms.unmatched_labels()]
+    return lines

@@ -1,7 +1,8 @@
 """Transforms: the projections and filters of a job's ``transform`` blocks (Flink CDC's).
 
-A transform applies to the source tables whose id matches its ``source-table`` (a regular
-expression over ``db.table``); the first transform that matches a table is the one it gets. Its
+A transform applies to the source tables its ``source-table`` names (a table pattern,
+:class:`~ferry.pipeline.table_patterns.TableSelector`: ``mydb.orders``, ``mydb.\\.*``); the first
+transform that matches a table is the one it gets. Its
 ``projection`` (``*, UPPER(name) AS name_upper, price * qty AS total``) and ``filter``
 (``price > 10 AND region <> 'eu'``) are parsed once with sqlglot and compiled, once per table and
 source schema, into Python closures: a row costs one call per output column and none for parsing.
@@ -51,10 +52,18 @@ from ferry.pipeline.events import (
     SchemaChange,
     TruncateTable,
 )
-from ferry.pipeline.expressions import DIALECT, SUPPORTED, Compiler, unsupported
+from ferry.pipeline.expressions import (
+    DIALECT,
+    EVENT_TYPE_COLUMN,
+    METADATA_COLUMNS,
+    SUPPORTED,
+    Compiler,
+    unsupported,
+)
 from ferry.pipeline.function_catalog import dialect_for
 from ferry.pipeline.schema import Column, Schema, TableId
 from ferry.pipeline.sqlvalues import ROW_ERRORS, ExpressionError
+from ferry.pipeline.table_patterns import TableSelector
 from ferry.pipeline.tracker import SchemaTracker
 from ferry.pipeline.types import STRING
 from ferry.pipeline.udf import UserFunction
@@ -157,7 +166,7 @@ def parse_filter(text: str, functions: tuple[str, ...] = ()) -> exp.Expr:
 
 
 def describe(index: int, spec: TransformSpec) -> str:
-    """How errors name a transform: ``transform[0] (source-table inventory\\.orders)``."""
+    """How errors name a transform: ``transform[0] (source-table inventory.orders)``."""
     about = f" {spec.description!r}" if spec.description else ""
     return f"transform[{index}]{about} (source-table {spec.source_table})"
 
@@ -294,7 +303,7 @@ class _Rule:
     def __init__(self, index: int, spec: TransformSpec, functions: tuple[str, ...] = ()) -> None:
         self.label = describe(index, spec)
         self.spec = spec
-        self.pattern = re.compile(spec.source_table)
+        self.selector = TableSelector(spec.source_table)
         try:
             select = parse_projection(spec.projection, functions) if spec.projection else None
             self.condition = parse_filter(spec.filter, functions) if spec.filter else None
@@ -312,7 +321,6 @@ class _Rule:
         self.items = None if select is None else self._items(select)
         if self.items is not None and all(item.node is None for item in self.items):
             self.items = None  # ``*`` alone: the source's columns as they are
-        self.aliases = {item.name: item.node for item in self.items or () if item.node is not None}
 
     def _items(self, select: exp.Select) -> tuple[_Item, ...]:
         items: list[_Item] = []
@@ -320,8 +328,6 @@ class _Rule:
             if isinstance(node, exp.Star) or (
                 isinstance(node, exp.Column) and isinstance(node.this, exp.Star)
             ):
-                if any(item.node is None for item in items):
-                    raise TransformError("the projection has * twice", transform=self.label)
                 items.append(_Item(None))
                 continue
             inner = node.unalias()
@@ -331,9 +337,11 @@ class _Rule:
                     f"the projection item {text} needs a name: write {text} AS <name>", transform=self.label
                 )
             name = node.alias if isinstance(node, exp.Alias) else inner.name
-            if any(item.name == name for item in items):
+            if isinstance(node, exp.Alias) and name in (*METADATA_COLUMNS, EVENT_TYPE_COLUMN):
                 raise TransformError(
-                    f"the projection names {name!r} twice", transform=self.label, column=name
+                    f"{name} is a metadata column: a projection item cannot be named so (as in Flink CDC)",
+                    transform=self.label,
+                    column=name,
                 )
             items.append(_Item(inner, name, isinstance(node, exp.Alias)))
         return tuple(items)
@@ -362,7 +370,7 @@ class BoundTransform:
             condition = rule.condition
             self.filter_text = "" if condition is None else condition.sql(dialect=DIALECT)
             filters = Compiler(
-                table, source, rule.aliases, session=session, functions=functions, row_kind=kind
+                table, source, self.aliases, session=session, functions=functions, row_kind=kind
             )
             self._keep = None if condition is None else filters.condition(condition).fn
         except CompileError as e:
@@ -377,38 +385,51 @@ class BoundTransform:
         self.identity = self._project is None and self._keep is None and not self._soft_delete
 
     def _compile(self, rule: _Rule, compiler: Compiler) -> None:
+        """The projected columns, as Flink CDC makes them: ``*`` stands for the source's columns
+        (each as if named), and an item whose name an earlier one has replaces it in its place, so
+        ``*, UPPER(name) AS name`` changes ``name`` where it stands and ``UPPER(name) AS name, *``
+        leaves it as the source has it, first."""
         source = self.source
         columns: list[Column] = []
         fns: list[Fn] = []
         texts: list[str] = []
-        from_star: dict[str, int] = {}
-        names_of: dict[str, str] = {}  # source column → its name in the projection
+        plains: list[str | None] = []  # the source column an item passes on as it is (renamed or not)
+        nodes: list[exp.Expr | None] = []
+        at: dict[str, int] = {}
+
+        def put(column: Column, fn: Fn, text: str, plain: str | None, node: exp.Expr | None) -> None:
+            index = at.get(column.name)
+            if index is None:
+                at[column.name] = len(columns)
+                columns.append(column)
+                fns.append(fn)
+                texts.append(text)
+                plains.append(plain)
+                nodes.append(node)
+            else:
+                columns[index], fns[index], texts[index] = column, fn, text
+                plains[index], nodes[index] = plain, node
+
         for item in rule.items or (_Item(None),):
             if item.node is None:
                 for col in source.columns:
-                    from_star[col.name] = len(columns)
-                    names_of.setdefault(col.name, col.name)
-                    columns.append(col)
-                    fns.append(operator.methodcaller("get", col.name))
-                    texts.append(col.name)
+                    put(col, operator.methodcaller("get", col.name), col.name, col.name, None)
                 continue
             compiled = compiler.compile(item.node)
             plain = compiler.resolve(item.node.name) if isinstance(item.node, exp.Column) else None
+            text = item.node.sql(dialect=DIALECT)
             if plain is not None:
                 name = item.name if item.aliased else plain.name
-                names_of.setdefault(plain.name, name)
-                column = Column(name, plain.type, plain.comment)
+                put(Column(name, plain.type, plain.comment), compiled.fn, text, plain.name, item.node)
             else:
                 column = Column(item.name, (compiled.type or STRING()).with_nullable(True))
-            at = from_star.pop(column.name, None)
-            if at is not None:  # ``*, UPPER(name) AS name`` replaces the column in place
-                columns[at], fns[at], texts[at] = column, compiled.fn, item.node.sql(dialect=DIALECT)
-            elif any(c.name == column.name for c in columns):
-                raise CompileError(f"the projection names {column.name!r} twice", column.name)
-            else:
-                columns.append(column)
-                fns.append(compiled.fn)
-                texts.append(item.node.sql(dialect=DIALECT))
+                put(column, compiled.fn, text, None, item.node)
+        names_of: dict[str, str] = {}  # source column → its name in the projection
+        for column, passed in zip(columns, plains, strict=True):
+            if passed is not None:
+                names_of.setdefault(passed, column.name)
+        #: What the filter reads a projected name as (the projection's expression for it).
+        self.aliases = {c.name: node for c, node in zip(columns, nodes, strict=True) if node is not None}
         names = [c.name for c in columns]
         keys = rule.spec.primary_key_columns
         for key in keys:
@@ -537,6 +558,7 @@ class TableTransforms:
         self.rules = tuple(_Rule(index, spec, names) for index, spec in enumerate(specs))
         self.session = session or Session()
         self._rule_of: dict[TableId, _Rule | None] = {}
+        self._matched: set[int] = set()
         self._bound: dict[TableId, BoundTransform] = {}
 
     def close(self) -> None:
@@ -551,9 +573,14 @@ class TableTransforms:
     def rule_for(self, table: TableId) -> _Rule | None:
         """The first transform whose ``source-table`` matches the table, or None."""
         if table not in self._rule_of:
-            name = str(table)
-            self._rule_of[table] = next((r for r in self.rules if r.pattern.fullmatch(name)), None)
+            matching = [i for i, r in enumerate(self.rules) if r.selector.matches(table)]
+            self._matched.update(matching)
+            self._rule_of[table] = self.rules[matching[0]] if matching else None
         return self._rule_of[table]
+
+    def unmatched_labels(self) -> list[str]:
+        """The transforms whose ``source-table`` matches none of the tables looked up so far."""
+        return [r.label for i, r in enumerate(self.rules) if i not in self._matched]
 
     def bind(self, table: TableId, source: Schema) -> BoundTransform | None:
         """The table's transform compiled for ``source`` (cached until the schema changes)."""

@@ -27,6 +27,8 @@ from ferry.config.names import kafka_name
 from ferry.exceptions import TerminalError
 from ferry.options import format_duration, parse_duration
 from ferry.pipeline.events import SCHEMA_CHANGE_TAGS
+from ferry.pipeline.schema import TableId
+from ferry.pipeline.table_patterns import RoutePattern
 
 ROOT = Path(__file__).resolve().parents[3]
 CONFIGS = sorted((ROOT / "configs").glob("*.yaml"))
@@ -83,7 +85,7 @@ def test_what_ferry_does_not_do_yet_is_refused_before_start() -> None:
     with pytest.raises(UnsupportedOptionError, match="transform.*SUM.* is an aggregate"):
         check_supported(
             load_job_text(
-                text + "transform:\n  - source-table: a\\.b\n    projection: id, SUM(x) AS s\n", env={}
+                text + "transform:\n  - source-table: a.b\n    projection: id, SUM(x) AS s\n", env={}
             )
         )
 
@@ -579,7 +581,8 @@ def test_routes_and_transforms() -> None:
     )
     config = job(SOURCE + SINK + rest)
     first, second = config.route
-    assert first.pattern.fullmatch("app_db.order_12") and first.sink_table == "ods.orders"
+    assert RoutePattern(first.source_table, first.sink_table).matches(TableId.parse("app_db.order_12"))
+    assert first.sink_table == "ods.orders"
     assert second.replace_symbol == "<>"
     (transform,) = config.transform
     assert transform.primary_key_columns == ("id", "region")

@@ -40,11 +40,11 @@ KEYS: list[tuple[str, str, Any, str]] = [
     ("pipeline", "transform.decimal.precision.mode", "UP_TO_19", "same"),
     ("pipeline", "user-defined-function", [UDF], "same"),
     ("pipeline", "model", [{"model-name": "CHAT", "class-name": "OpenAIChatModel"}], "refused"),
-    ("route", "source-table", r"app_db\..*", "same"),
+    ("route", "source-table", r"app_db.\.*", "same"),
     ("route", "sink-table", "ods_db.ods_<>", "same"),
     ("route", "replace-symbol", "<>", "same"),
     ("route", "description", "sync all tables", "same"),
-    ("transform", "source-table", r"app_db\.orders", "same"),
+    ("transform", "source-table", r"app_db.orders", "same"),
     ("transform", "projection", "\\*, py_double(id) AS id2, DATE_FORMAT(NOW(), 'yyyy') AS y", "same"),
     ("transform", "filter", "id > 10 AND __data_event_type__ <> '-D'", "same"),
     ("transform", "primary-keys", "id", "same"),
@@ -83,10 +83,10 @@ def job_with(section: str, key: str, value: Any) -> str:
     if section == "pipeline":
         job["pipeline"] = {**job["pipeline"], key: value}
     elif section == "route":
-        route = {"source-table": r"app_db\..*", "sink-table": "ods_db.ods_<>", "replace-symbol": "<>"}
+        route = {"source-table": r"app_db.\.*", "sink-table": "ods_db.ods_<>", "replace-symbol": "<>"}
         job["route"] = [{**route, key: value}]
     else:
-        job["transform"] = [{"source-table": r"app_db\.orders", key: value}]
+        job["transform"] = [{"source-table": r"app_db.orders", key: value}]
     return yaml.safe_dump(job, sort_keys=False)
 
 

@@ -21,7 +21,7 @@ VALUES = [-4, -1, 0, 1, 2, 3, 4, 5, None]
 
 def project(projection: str) -> list[Any]:
     t = TableTransforms(
-        [TransformConfig.model_validate({"source-table": r"db\.orders", "projection": projection})]
+        [TransformConfig.model_validate({"source-table": "db.orders", "projection": projection})]
     )
     changes = [DataChange(TABLE, Op.INSERT, None, {"id": i, "int_": v}, i, 0) for i, v in enumerate(VALUES)]
     errors: list[str] = []
@@ -53,7 +53,7 @@ def test_the_result_type_is_that_of_the_results() -> None:
     t = TableTransforms(
         [
             TransformConfig.model_validate(
-                {"source-table": r"db\.orders", "projection": "id, CASE int_ WHEN 1, 2 THEN 'a' END AS sign"}
+                {"source-table": "db.orders", "projection": "id, CASE int_ WHEN 1, 2 THEN 'a' END AS sign"}
             )
         ]
     )

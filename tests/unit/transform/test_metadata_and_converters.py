@@ -26,7 +26,7 @@ CHANGES = [
 
 
 def transforms(**block: Any) -> TableTransforms:
-    return TableTransforms([TransformConfig.model_validate({"source-table": r"db\.orders", **block})])
+    return TableTransforms([TransformConfig.model_validate({"source-table": r"db.orders", **block})])
 
 
 def run(t: TableTransforms) -> list[tuple[Op, Any, Any]]:
@@ -112,7 +112,7 @@ def test_op_ts_is_the_changes_time_at_the_source_unless_a_column_has_the_name() 
         [
             TransformConfig.model_validate(
                 {
-                    "source-table": r"db\.orders",
+                    "source-table": r"db.orders",
                     "projection": "id, op_ts AS opts, DATE_FORMAT(TO_TIMESTAMP_LTZ(op_ts), 'yyyy-MM-dd') AS d",
                 }
             )

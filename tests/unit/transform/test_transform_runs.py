@@ -40,7 +40,7 @@ pipeline:
         def eval(s: str, times: int) -> str:
             return None if s is None else s.upper() + "!" * times
 transform:
-  - source-table: inventory\.orders
+  - source-table: inventory.orders
     projection: >-
       \*, DATE_FORMAT(paid, 'yyyy-MM-dd HH:mm') AS paid_local, shout(item, 2) AS loud,
       REGEXP_EXTRACT(code, '(\d+)', 1) AS code_digits, __data_event_type__ AS op_type
