@@ -5,11 +5,14 @@ projection's, and deletes applied with and without the opt-in row-kind column.""
 
 from __future__ import annotations
 
+import tempfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 from pypaimon import CatalogFactory
 from pypaimon import Schema as PaimonSchema
 from pypaimon.schema.data_types import AtomicType, DataField
@@ -333,3 +336,55 @@ def test_ignore_delete_of_the_table_drops_deletes(warehouse: Path) -> None:
     finally:
         sink.close()
     assert rows_of(paimon_table(warehouse)) == [row(1, "eu", "a"), row(2, "eu", "b")]
+
+
+#: One change of the source table: ("upsert" or "delete", id, region, item).
+Step = tuple[str, int, str, str]
+
+steps = st.lists(
+    st.tuples(
+        st.sampled_from(["upsert", "upsert", "delete"]),
+        st.integers(1, 6),
+        st.sampled_from(["eu", "us", "ap"]),
+        st.sampled_from(["a", "b", "c"]),
+    ),
+    min_size=1,
+    max_size=12,
+)
+
+
+@settings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(flushes=st.lists(steps, min_size=1, max_size=4), row_kind_column=st.booleans())
+def test_flushes_of_upserts_moves_and_deletes_read_back_as_the_model(
+    flushes: list[list[Step]], row_kind_column: bool
+) -> None:
+    """Against a model of the source table: after each flush the Paimon table, keyed by (id,
+    region) and partitioned by region, holds exactly the model's rows, with or without the
+    row-kind column."""
+    with tempfile.TemporaryDirectory() as directory:
+        options = {"table.properties.rowkind.field": "_kind"} if row_kind_column else {}
+        sink = open_sink(Path(directory), **options)
+        try:
+            schema = sink_schema()
+            create(sink, schema, T)
+            feed = Feed(T)
+            model: dict[int, dict[str, Any]] = {}
+            for flush in flushes:
+                changes = []
+                for op, i, region, item in flush:
+                    old = model.get(i)
+                    if op == "delete":
+                        if old is not None:
+                            changes.append(feed.delete(old))
+                            del model[i]
+                        continue
+                    new = row(i, region, item)
+                    changes.append(feed.insert(new) if old is None else feed.update(old, new))
+                    model[i] = new
+                if changes:
+                    write(sink, schema, feed, *changes)
+                table = paimon_table(Path(directory))
+                read = [{k: v for k, v in r.items() if k != "_kind"} for r in rows_of(table)]
+                assert read == [model[k] for k in sorted(model)]
+        finally:
+            sink.close()
