@@ -148,6 +148,14 @@ class TableFormatSinkConfigBase(SinkConfigBase):
                 )
         return self
 
+    @model_validator(mode="after")
+    def _table_properties_apply(self) -> Self:
+        for key, value in self.table_properties.items():
+            reason = self.refused_table_option(key, value)
+            if reason is not None:
+                raise OptionError(f"table.properties.{key}={value}: {reason}", f"table.properties.{key}")
+        return self
+
     def resolved_catalog_properties(self) -> dict[str, str]:
         """The catalog's properties, its warehouse resolved."""
         raise NotImplementedError

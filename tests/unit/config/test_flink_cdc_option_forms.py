@@ -156,3 +156,18 @@ def test_an_io_impl_pyiceberg_has_not_is_refused_naming_the_key() -> None:
     line, key, message = refusal(job(sink))
     assert (line, key) == (8, "sink.catalog.properties.io-impl")
     assert message.startswith("org.apache.iceberg.dell.ecs.EcsFileIO is not a FileIO pyiceberg has")
+
+
+@pytest.mark.parametrize(
+    ("sink", "key", "value", "why"),
+    [
+        ("iceberg", "write.format.default", "orc", "pyiceberg writes Parquet data files only, not orc"),
+        ("paimon", "primary-key", "id", "the table's primary key is the transform's primary-keys"),
+    ],
+)
+def test_a_table_property_the_sink_cannot_apply_is_refused_at_its_line(
+    sink: str, key: str, value: str, why: str
+) -> None:
+    line, key_path, message = refusal(job({"type": sink, f"table.properties.{key}": value}))
+    assert (line, key_path) == (7, f"sink.table.properties.{key}")
+    assert message.startswith(f"table.properties.{key}={value}: {why}")
