@@ -7,10 +7,11 @@ a sink's options model can be imported before, and by, the job model.
 
 from __future__ import annotations
 
+import difflib
 import re
 from datetime import timedelta
 from pathlib import Path
-from typing import Annotated, Any
+from typing import Annotated, Any, ClassVar, Self
 from urllib.parse import urlparse
 
 from pydantic import (
@@ -66,6 +67,18 @@ def fold_prefixed(data: Any, prefix: str, field: str) -> Any:
     return rest
 
 
+def flink_list(value: Any) -> Any:
+    """A list option written as one string, as Flink reads a ``List<String>`` option:
+    ``drop.column`` is ``[drop.column]``, ``drop.column;add.column`` two items."""
+    if isinstance(value, str):
+        return tuple(item.strip() for item in value.split(";") if item.strip())
+    return value
+
+
+#: A list of text options: a YAML list, or one string of items separated by ``;``.
+TextList = Annotated[tuple[str, ...], BeforeValidator(flink_list)]
+
+
 class SinkConfigBase(ConfigModel):
     """Options every sink has. Each sink subclasses this with ``type: Literal["<type>"]``.
 
@@ -76,10 +89,18 @@ class SinkConfigBase(ConfigModel):
 
     type: str
     name: str | None = None
-    include_schema_changes: tuple[str, ...] | None = Field(default=None, alias="include.schema.changes")
-    exclude_schema_changes: tuple[str, ...] = Field(default=(), alias="exclude.schema.changes")
+    include_schema_changes: TextList | None = Field(default=None, alias="include.schema.changes")
+    exclude_schema_changes: TextList = Field(default=(), alias="exclude.schema.changes")
     #: Whether a sink table that does not exist is created (Kafka Connect's ``auto.create``).
     auto_create_tables: bool = Field(default=True, alias="auto-create-tables")
+
+    def refused_table_option(self, key: str, value: str) -> str | None:
+        """Why the sink cannot give the tables it creates the option ``key`` of a transform's
+        ``table-options`` (``comment`` aside, which every sink takes), or None when it does."""
+        return (
+            f"the {self.type} sink has no table options to give it: it creates a table from the "
+            "projected schema (columns, keys, partitions and comment=) and its own sink options"
+        )
 
 
 class TableFormatSinkConfigBase(SinkConfigBase):
@@ -106,9 +127,43 @@ class TableFormatSinkConfigBase(SinkConfigBase):
     def _partition_keys(cls, value: Any) -> Any:
         return table_lists(value, "partition.key")
 
+    #: The catalog properties that locate the catalog (``warehouse``, ``uri``, its type): a key
+    #: given without a dot (a client's own properties are dotted: ``s3.endpoint``) that is none of
+    #: them but close to one not given is taken for a misspelling of it.
+    located_by: ClassVar[frozenset[str]] = frozenset()
+
+    @model_validator(mode="after")
+    def _misspelt_catalog_property(self) -> Self:
+        given = self.catalog_properties
+        absent = [k for k in sorted(self.located_by) if k not in given]
+        for key in given:
+            if key in self.located_by or "." in key:
+                continue
+            close = difflib.get_close_matches(key, absent, n=1, cutoff=0.6)
+            if close:
+                raise OptionError(
+                    f"catalog.properties.{key} is not a catalog property; "
+                    f"did you mean catalog.properties.{close[0]}?",
+                    f"catalog.properties.{key}",
+                )
+        return self
+
+    @model_validator(mode="after")
+    def _table_properties_apply(self) -> Self:
+        for key, value in self.table_properties.items():
+            reason = self.refused_table_option(key, value)
+            if reason is not None:
+                raise OptionError(f"table.properties.{key}={value}: {reason}", f"table.properties.{key}")
+        return self
+
     def resolved_catalog_properties(self) -> dict[str, str]:
         """The catalog's properties, its warehouse resolved."""
         raise NotImplementedError
+
+    def refused_table_option(self, key: str, value: str) -> str | None:
+        """A table format takes any table option at creation (after ``table.properties.*``),
+        unless the sink's model names it here."""
+        return None
 
     def warehouse_dir(self) -> Path | None:
         """The warehouse as an absolute local directory, or ``None`` when it is remote or unset."""

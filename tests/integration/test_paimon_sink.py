@@ -52,7 +52,7 @@ from ferry.pipeline.types import (
 from ferry.sinks import OffsetCommitting
 from ferry.sinks.base import ChangeKind, Support
 from ferry.sinks.exceptions import SinkTerminalError
-from ferry.sinks.paimon.config import DEFAULT_ROWKIND_COLUMN, PaimonSinkConfig
+from ferry.sinks.paimon.config import PaimonSinkConfig
 from ferry.sinks.paimon.sink import PaimonSink
 from ferry.sinks.registry import sink_class
 from tests.integration.helpers import ORDERS, ORDERS_TABLE, Feed, create, write
@@ -89,8 +89,9 @@ def read(sink: PaimonSink, table_id: TableId = T, order_by: str = "id") -> list[
     data = builder.new_read().to_arrow(builder.new_scan().plan().splits())
     if data is None:
         return []
-    if DEFAULT_ROWKIND_COLUMN in data.column_names:
-        data = data.drop_columns([DEFAULT_ROWKIND_COLUMN])
+    rowkind = table.table_schema.options.get("rowkind.field")
+    if rowkind in data.column_names:
+        data = data.drop_columns([rowkind])
     rows: list[dict[str, Any]] = data.sort_by(order_by).to_pylist()
     return rows
 
@@ -129,18 +130,12 @@ def test_config_defaults_and_flink_cdc_spelling(tmp_path: Path) -> None:
         "metastore": "filesystem",
         "warehouse": str(tmp_path / "w"),
     }
-    assert config.new_table_properties(primary_key=True) == {
-        "bucket": "4",
-        "rowkind.field": DEFAULT_ROWKIND_COLUMN,
-    }
+    assert config.new_table_properties(primary_key=True) == {"bucket": "4"}
     assert config.new_table_properties(primary_key=False) == {"bucket": "4"}
     assert config.resolved_commit_user("p1") == "loader"
     default = PaimonSinkConfig.model_validate({"type": "paimon"})
     assert default.warehouse_dir() == Path("var/paimon").resolve()
-    assert default.new_table_properties(primary_key=True) == {
-        "bucket": "1",
-        "rowkind.field": DEFAULT_ROWKIND_COLUMN,
-    }
+    assert default.new_table_properties(primary_key=True) == {"bucket": "1"}
     assert default.new_table_properties(primary_key=False) == {"bucket": "-1"}
     assert default.resolved_commit_user("p1") == "p1"
 
@@ -371,23 +366,28 @@ def _expected_upserts() -> list[dict[str, Any]]:
     return [rows[k] for k in sorted(rows)]
 
 
-def test_rows_are_written_by_pypaimons_rust_writer(sink: PaimonSink, monkeypatch: pytest.MonkeyPatch) -> None:
-    batches: list[int] = []
-    write_batch = NativeTableWrite.write_arrow_batch
+def test_rows_are_written_by_pypaimons_rust_writer(warehouse: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    # with the row-kind column, each commit writes only its changes
+    sink = PaimonSink(make_config(warehouse, **{"table.properties.rowkind.field": "_kind"}), pipeline="p1")
+    try:
+        batches: list[int] = []
+        write_batch = NativeTableWrite.write_arrow_batch
 
-    def counted(self: NativeTableWrite, data: Any, bucket: int | None = None) -> None:
-        batches.append(data.num_rows)
-        write_batch(self, data, bucket)
+        def counted(self: NativeTableWrite, data: Any, bucket: int | None = None) -> None:
+            batches.append(data.num_rows)
+            write_batch(self, data, bucket)
 
-    monkeypatch.setattr(NativeTableWrite, "write_arrow_batch", counted)
-    _upserts_over_three_commits(sink)
-    # one Arrow batch per commit, each key's last change once (a key change: a delete and an insert)
-    assert batches == [200, 5, 101]
-    assert read(sink) == _expected_upserts()
-    # the option is set on the copy a commit writes through, not stored in the table
-    table = sink.load_table(T)
-    assert table is not None
-    assert "write.native.enabled" not in table.table_schema.options
+        monkeypatch.setattr(NativeTableWrite, "write_arrow_batch", counted)
+        _upserts_over_three_commits(sink)
+        # one Arrow batch per commit, each key's last change once (a key change: a delete and an insert)
+        assert batches == [200, 5, 101]
+        assert read(sink) == _expected_upserts()
+        # the option is set on the copy a commit writes through, not stored in the table
+        table = sink.load_table(T)
+        assert table is not None
+        assert "write.native.enabled" not in table.table_schema.options
+    finally:
+        sink.close()
 
 
 def test_a_flush_on_another_thread_commits_what_write_buffered(sink: PaimonSink) -> None:

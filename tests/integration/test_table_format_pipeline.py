@@ -46,11 +46,10 @@ def paimon_table(warehouse: Path, name: str) -> tuple[list[str], list[Row]]:
         ("item", "STRING"),
         ("price", "DECIMAL(10, 2)"),
         ("quantity", "BIGINT"),
-        ("_ferry_row_kind", "STRING"),
     ]
     builder = table.new_read_builder()
     rows = builder.new_read().to_arrow(builder.new_scan().plan().splits()).to_pylist()
-    return list(table.primary_keys), [{k: v for k, v in r.items() if k != "_ferry_row_kind"} for r in rows]
+    return list(table.primary_keys), rows
 
 
 READ: dict[str, Callable[[Path, str], tuple[list[str], list[Row]]]] = {

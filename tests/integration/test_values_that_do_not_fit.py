@@ -330,9 +330,7 @@ def paimon_rows(warehouse: Path, name: str) -> list[dict[str, Any]]:
     table = CatalogFactory.create({"warehouse": str(warehouse)}).get_table(name)
     builder = table.new_read_builder()
     rows = builder.new_read().to_arrow(builder.new_scan().plan().splits()).to_pylist()
-    return sorted(
-        ({k: v for k, v in r.items() if k != "_ferry_row_kind"} for r in rows), key=lambda r: r["id"]
-    )
+    return sorted(rows, key=lambda r: r["id"])
 
 
 TABLE_ROWS = {"iceberg": iceberg_rows, "paimon": paimon_rows}

@@ -54,10 +54,6 @@ SINK_IGNORED: Mapping[str, Mapping[str, str]] = {
         "sink.enable-delete": "ferry always deletes by key",
     },
     "iceberg": {
-        "catalog.properties.io-impl": (
-            "a Java FileIO class; pyiceberg chooses its FileIO by the warehouse's scheme "
-            "(catalog.properties.py-io-impl names another)"
-        ),
         "catalog.properties.glue.skip-name-validation": "pyiceberg's Glue catalog has no such check to skip",
     },
     "maxcompute": {

@@ -11,10 +11,9 @@ from __future__ import annotations
 import difflib
 import re
 from collections.abc import Iterable, Mapping
-from datetime import timedelta
+from datetime import timedelta, tzinfo
 from enum import StrEnum
 from typing import Annotated, Any, Literal, Self, Union
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from pydantic import (
     AliasChoices,
@@ -42,6 +41,7 @@ from ferry.config.transforms import (
 )
 from ferry.exceptions import FerryError
 from ferry.options import ConfigModel, Duration, fold_prefixed
+from ferry.pipeline.datetime_patterns import zone_id
 from ferry.pipeline.events import SCHEMA_CHANGE_TAGS, SchemaChangeType
 from ferry.pipeline.route import RouteMode, UnroutedTables
 from ferry.pipeline.router import SchemaChangeBehavior
@@ -741,10 +741,11 @@ class PipelineConfig(ConfigModel):
         if value is None:
             return None
         try:
-            ZoneInfo(value)
-        except (ZoneInfoNotFoundError, ValueError):
+            zone_id(value)
+        except ValueError:
             raise ValueError(
-                f"{value!r} is not a time zone (an IANA name such as Asia/Shanghai, or UTC)"
+                f"{value!r} is not a time zone: give an IANA name (Asia/Shanghai), UTC, or a fixed "
+                "offset (+08:00, GMT+08:00, UTC-05:30), as Java's ZoneId reads them"
             ) from None
         return value
 
@@ -782,9 +783,9 @@ class PipelineConfig(ConfigModel):
         return 19 if self.transform_decimal_precision_mode == "UP_TO_19" else 38
 
     @property
-    def time_zone(self) -> ZoneInfo | None:
+    def time_zone(self) -> tzinfo | None:
         """The session time zone of transforms (``local-time-zone``); None: the system's."""
-        return None if self.local_time_zone is None else ZoneInfo(self.local_time_zone)
+        return None if self.local_time_zone is None else zone_id(self.local_time_zone)
 
     @property
     def kafka_name(self) -> str:
@@ -888,6 +889,18 @@ class JobConfig(ConfigModel):
         ):
             bounded = self.source.model_copy(update={"scan_bounded_mode": BoundedMode.LATEST_OFFSET})
             return self.model_copy(update={"source": bounded})
+        return self
+
+    @model_validator(mode="after")
+    def _table_options_apply(self) -> Self:
+        """Every option of a transform's ``table-options`` is one the sink gives the tables it
+        creates (``comment``: every sink)."""
+        for i, transform in enumerate(self.transform):
+            for key, value in transform.table_option_map.items():
+                reason = None if key == "comment" else self.sink.refused_table_option(key, value)
+                if reason is not None:
+                    message = f"table-options {key}={value}: {reason}"
+                    raise OptionError(message, "transform", i, "table-options")
         return self
 
     @model_validator(mode="after")

@@ -73,7 +73,6 @@ def read_job_text(
     warnings: list[ConfigProblem] = []
 
     def without_ignored(root: CommentedMap, data: dict[str, Any]) -> dict[str, Any]:
-        warnings.extend(_table_option_warnings(root, data, file))
         warnings.extend(_function_warnings(root, file))
         warnings.extend(_table_pattern_warnings(root, data, file))
         sink = data.get("sink")
@@ -149,29 +148,6 @@ def _dotted_keys(root: CommentedMap, parts: list[str | int]) -> tuple[str | int,
         loc.extend(parts[i:])
         break
     return tuple(loc)
-
-
-def _table_option_warnings(root: CommentedMap, data: dict[str, Any], file: str) -> list[ConfigProblem]:
-    """A warning for each ``table-options`` key of a transform other than ``comment`` (the table's
-    comment): ferry's sinks create tables from the schema alone."""
-    found: list[ConfigProblem] = []
-    nodes, blocks = root.get("transform"), data.get("transform")
-    if not isinstance(nodes, CommentedSeq) or not isinstance(blocks, list):
-        return found
-    for i, (node, block) in enumerate(zip(nodes, blocks, strict=False)):
-        options = block.get("table-options") if isinstance(block, dict) else None
-        if not isinstance(node, CommentedMap) or not isinstance(options, str):
-            continue
-        delimiter = block.get("table-options.delimiter") or ","
-        keys = [entry.partition("=")[0].strip() for entry in options.split(str(delimiter))]
-        line, col = _key_position(node, "table-options") or _start(node)
-        for key in [k for k in keys if k and k != "comment"]:
-            reason = (
-                f"table-options {key!r} is accepted and not applied: ferry's sinks create tables from "
-                "the projected schema (its columns, keys, partitions and comment=)"
-            )
-            found.append(ConfigProblem(file, line + 1, col + 1, f"transform[{i}].table-options", reason))
-    return found
 
 
 def _table_pattern_warnings(root: CommentedMap, data: dict[str, Any], file: str) -> list[ConfigProblem]:

@@ -295,3 +295,31 @@ def time_zone(text: str) -> dt.tzinfo:
     if gmt:
         return _zone(f"{gmt.group(1)}{int(gmt.group(2)):02d}:{gmt.group(3) or '00'}")
     return _zone(text)
+
+
+#: A fixed offset as Java's ``ZoneId.of`` reads it: ``+h``, ``+hh``, ``+hh:mm``, ``+hhmm``,
+#: ``+hh:mm:ss``, ``+hhmmss`` (or ``-``), alone or after ``UTC``, ``GMT`` or ``UT``.
+_OFFSET = re.compile(r"(?:UTC|GMT|UT)?([+-])(?:(\d)|(\d{2})(?:(:?)(\d{2})(?:\4(\d{2}))?)?)")
+#: The largest offset Java's ``ZoneOffset`` takes.
+_MAX_OFFSET = dt.timedelta(hours=18)
+
+
+def zone_id(text: str) -> dt.tzinfo:
+    """A time zone as Java's ``ZoneId.of`` reads it (Flink's ``local-time-zone``): an IANA id
+    (``Asia/Shanghai``), ``Z``, ``UTC``, ``GMT``, ``UT``, an offset (``+8``, ``+08``, ``+08:00``,
+    ``+0800``, ``+08:00:00``) or a prefixed one (``GMT+08:00``, ``UTC+8``, ``UT-05:30``); raises
+    :class:`ValueError` for anything else."""
+    text = text.strip()
+    if text in ("Z", "UTC", "GMT", "UT"):
+        return dt.UTC
+    offset = _OFFSET.fullmatch(text)
+    if offset is None and re.match(r"(?:UTC|GMT|UT)?[+-]", text):
+        raise ValueError(f"{text!r} is not an offset as Java reads one (+8, +08, +08:00, +0800, +08:00:00)")
+    if offset is None:
+        return _zone(text)
+    sign, hour, hours, _, minutes, seconds = offset.groups()
+    parts = (int(hour or hours), int(minutes or 0), int(seconds or 0))
+    delta = dt.timedelta(hours=parts[0], minutes=parts[1], seconds=parts[2])
+    if parts[1] > 59 or parts[2] > 59 or delta > _MAX_OFFSET:
+        raise ValueError(f"{text!r} is not an offset between -18:00 and +18:00")
+    return dt.timezone(-delta if sign == "-" else delta)

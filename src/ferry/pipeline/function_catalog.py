@@ -35,8 +35,15 @@ def _parse_position(parser: Any) -> exp.StrPosition:
     return exp.StrPosition(this=haystack, substr=seek, position=start)
 
 
+def _when_values(parser: Any) -> list[exp.Expr]:
+    """The values of one ``WHEN`` of a simple ``CASE``: one, or several separated by commas."""
+    values: list[exp.Expr] = parser._parse_csv(parser._parse_disjunction)
+    return values
+
+
 class _TransformParser(FlinkParser):
     FUNCTION_PARSERS: ClassVar = {**FlinkParser.FUNCTION_PARSERS, "POSITION": _parse_position}
+
     FUNCTIONS: ClassVar = {
         **FlinkParser.FUNCTIONS,
         "TIMESTAMPDIFF": _call("TIMESTAMPDIFF"),
@@ -47,6 +54,39 @@ class _TransformParser(FlinkParser):
         "PARSE_JSON": _call("PARSE_JSON"),
         "TRY_PARSE_JSON": _call("TRY_PARSE_JSON"),
     }
+
+    def _parse_case(self) -> exp.Expr | None:
+        """Flink's ``CASE value WHEN v1 [, v2]* THEN r ... END`` as well as sqlglot's forms: a
+        ``WHEN`` of several values is ``value IN (v1, v2, ...)`` (the whole CASE becomes the
+        searched form, each other ``WHEN v`` ``value = v``)."""
+        if self._match(TokenType.DOT, advance=False):
+            return super()._parse_case()
+        comments = self._prev_comments
+        operand = self._parse_disjunction()
+        if operand is None:
+            # the searched form, CASE WHEN condition THEN ...: nothing read yet
+            return super()._parse_case()
+        branches: list[tuple[list[exp.Expr], exp.Expr | None]] = []
+        while self._match(TokenType.WHEN):
+            values = _when_values(self)
+            self._match(TokenType.THEN)
+            branches.append((values, self._parse_disjunction()))
+        default = self._parse_disjunction() if self._match(TokenType.ELSE) else None
+        if not self._match(TokenType.END):
+            self.raise_error("Expected END after CASE", self._prev)
+        if all(len(values) == 1 for values, _ in branches):
+            ifs = [exp.If(this=values[0], true=then) for values, then in branches]
+            return self.expression(exp.Case(this=operand, ifs=ifs, default=default), comments=comments)
+        searched = [
+            exp.If(
+                this=exp.EQ(this=operand.copy(), expression=values[0])
+                if len(values) == 1
+                else exp.In(this=operand.copy(), expressions=values),
+                true=then,
+            )
+            for values, then in branches
+        ]
+        return self.expression(exp.Case(ifs=searched, default=default), comments=comments)
 
 
 class TransformDialect(Flink):
@@ -319,7 +359,7 @@ FLINK_CDC_FUNCTIONS: tuple[Function, ...] = (
         "conditional",
         (
             "CASE value WHEN value1_1 [, value1_2]* THEN result1 ... [ELSE result_z] END",
-            "CASE n WHEN 1 THEN 'a' ELSE 'b' END",
+            "CASE n WHEN 1, 2 THEN 'a' WHEN 3 THEN 'b' ELSE 'c' END",
         ),
         ("CASE WHEN condition1 THEN result1 ... [ELSE result_z] END", "CASE WHEN n > 1 THEN 'a' END"),
         ("COALESCE(value1 [, value2]*)", "COALESCE(s, u, 'x')"),

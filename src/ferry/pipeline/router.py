@@ -215,10 +215,14 @@ class SchemaChangeRouter:
         if sink_schema is None:
             return Decision(Action.APPLY, change, "new table", kind)
         wanted = change.schema
+        # a sink may have appended its partition keys to the key (Paimon, as Flink CDC creates it)
+        keyed = wanted.primary_keys + tuple(
+            k for k in sink_schema.partition_keys if k not in wanted.primary_keys
+        )
         if (
             wanted.primary_keys
             and sink_schema.primary_keys
-            and wanted.primary_keys != sink_schema.primary_keys
+            and sink_schema.primary_keys not in (wanted.primary_keys, keyed)
         ):
             return Decision(
                 Action.FAIL,

@@ -64,6 +64,9 @@ class Schema:
     primary_keys: tuple[str, ...] = ()
     partition_keys: tuple[str, ...] = ()
     comment: str | None = None
+    #: Options of the table a sink creates (a transform's ``table-options`` but ``comment``), in
+    #: the order given: Flink CDC's ``Schema.options``.
+    options: tuple[tuple[str, str], ...] = ()
     _index: dict[str, int] = field(default_factory=dict, init=False, repr=False, compare=False, hash=False)
 
     def __post_init__(self) -> None:
@@ -149,7 +152,8 @@ def widen_schemas(a: Schema, b: Schema) -> Schema:
         if a.primary_keys == b.primary_keys or not b.primary_keys
         else a.primary_keys or b.primary_keys
     )
-    return Schema(tuple(columns), keys, a.partition_keys or b.partition_keys, a.comment or b.comment)
+    partitions, comment = a.partition_keys or b.partition_keys, a.comment or b.comment
+    return Schema(tuple(columns), keys, partitions, comment, a.options or b.options)
 
 
 def schema_to_dict(schema: Schema) -> dict[str, object]:
@@ -167,6 +171,7 @@ def schema_to_dict(schema: Schema) -> dict[str, object]:
         "primary_keys": list(schema.primary_keys),
         **({"partition_keys": list(schema.partition_keys)} if schema.partition_keys else {}),
         **({"comment": schema.comment} if schema.comment else {}),
+        **({"options": dict(schema.options)} if schema.options else {}),
     }
 
 
@@ -178,4 +183,5 @@ def schema_from_dict(data: dict[str, object]) -> Schema:
         tuple(data.get("primary_keys", ())),  # type: ignore[arg-type]
         tuple(data.get("partition_keys", ())),  # type: ignore[arg-type]
         data.get("comment"),  # type: ignore[arg-type]
+        tuple(dict(data.get("options", {})).items()),  # type: ignore[call-overload]
     )

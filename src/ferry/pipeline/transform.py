@@ -18,8 +18,9 @@ Evaluation follows SQL: NULL in, NULL out, three-valued ``AND``/``OR``/``NOT``, 
 a row only when it is TRUE. Temporal functions read the session time zone (``Session``), calls to
 the job's user-defined functions go to their Python callables, ``__data_event_type__`` is the kind
 of the image being projected (``+I``, ``-U``, ``+U``, ``-D``), ``converter-after-transform:
-SOFT_DELETE`` writes a delete as the insert of the row it removes, and the ``comment`` of
-``table-options`` becomes the projected table's comment. An expression that fails on a row (a
+SOFT_DELETE`` writes a delete as the insert of the row it removes, and ``table-options``
+become the projected table's comment (``comment``) and options (the others, for the sink that
+creates the table). An expression that fails on a row (a
 cast that cannot be made, a division by zero) sends that row to the dead-letter destination with
 the reason.
 """
@@ -457,8 +458,10 @@ class BoundTransform:
         for key in self._required:
             index = names.index(key)
             columns[index] = replace(columns[index], type=columns[index].type.not_null())
-        comment = rule.spec.table_option_map.get("comment", source.comment)
-        self.schema = Schema(tuple(columns), tuple(keys), tuple(partitions), comment)
+        table_options = rule.spec.table_option_map
+        comment = table_options.pop("comment", source.comment)
+        options = tuple(table_options.items()) or source.options
+        self.schema = Schema(tuple(columns), tuple(keys), tuple(partitions), comment, options)
         self._described = tuple(zip(names, fns, texts, strict=True))
         if rule.items is None and not self._required:
             self._project: Callable[[Row], Row] | None = None

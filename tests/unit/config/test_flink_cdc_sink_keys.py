@@ -62,7 +62,7 @@ KEYS: list[tuple[str, str, Any, str]] = [
         ("catalog.properties.glue.skip-archive", True), ("partition.key", "testdb.table1:id1,day(ts)"),
         ("catalog.properties.*", "token=t"), ("table.properties.*", "write.format.default=parquet"),
     ]],
-    ("iceberg", "catalog.properties.io-impl", "org.apache.iceberg.aws.s3.S3FileIO", "ignored"),
+    ("iceberg", "catalog.properties.io-impl", "org.apache.iceberg.aws.s3.S3FileIO", "same"),
     ("iceberg", "catalog.properties.glue.skip-name-validation", False, "ignored"),
     ("iceberg", "catalog.properties.catalog-impl", "org.apache.iceberg.hive.HiveCatalog", "refused"),
     ("iceberg", "hadoop.conf.*", "fs.s3a.endpoint=http://minio:9000", "refused"),
@@ -112,6 +112,9 @@ EFFECTS: dict[tuple[str, str], Callable[[Any], bool]] = {
     ("kafka", "key.format"): lambda s: s.key_format == "csv",
     ("kafka", "sink.custom-header"): lambda s: s.custom_headers == (("key1", "value1"), ("key2", "value2")),
     ("kafka", "sink.tableId-to-topic.mapping"): lambda s: s.mapped_topic("mydb.mytable2") == "topic2",
+    ("iceberg", "catalog.properties.io-impl"): lambda s: (
+        s.resolved_catalog_properties()["py-io-impl"] == "pyiceberg.io.pyarrow.PyArrowFileIO"
+    ),
     ("iceberg", "partition.key"): lambda s: s.partition_keys == {"testdb.table1": ("id1", "day(ts)")},
     ("paimon", "partition.key"): lambda s: s.partition_keys["testdb.table1"] == ("id1", "id2"),
     ("paimon", "commit.user-prefix"): lambda s: s.resolved_commit_user("p") == "admin_p",

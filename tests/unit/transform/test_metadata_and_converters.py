@@ -5,11 +5,14 @@ from __future__ import annotations
 from typing import Any
 from zoneinfo import ZoneInfo
 
+import pytest
+
+from ferry.config import ConfigError
 from ferry.config.job import TransformConfig
 from ferry.config.loader import read_job_text
 from ferry.pipeline.compiled import Session
 from ferry.pipeline.events import DataChange, Op
-from ferry.pipeline.schema import Column, Schema, TableId
+from ferry.pipeline.schema import Column, Schema, TableId, schema_from_dict, schema_to_dict
 from ferry.pipeline.transform import TableTransforms
 from ferry.pipeline.types import BIGINT, INT, STRING
 
@@ -58,18 +61,50 @@ def test_soft_delete_writes_a_delete_as_the_insert_of_its_row() -> None:
     assert run(transforms(projection="\\*"))[-1][0] is Op.DELETE
 
 
-def test_table_options_give_the_comment_and_warn_of_the_rest() -> None:
-    t = transforms(**{"table-options": "comment=web order;bucket=4", "table-options.delimiter": ";"})
-    assert t.schema(TABLE, SOURCE).comment == "web order"
-    assert transforms().schema(TABLE, SOURCE).comment == "orders"
-    text = (
-        "source:\n  type: kafka\n  properties.bootstrap.servers: 127.0.0.1:9092\n  topic: t\n"
-        "sink:\n  type: memory\n"
-        "transform:\n  - source-table: db.orders\n    table-options: comment=x,sequence.field=ts\n"
+def test_table_options_give_the_comment_and_the_options_of_the_table() -> None:
+    # transform.md: "sequence.field=gxsj,jjsj;file-index.bloom-filter.columns=jjdbh" with delimiter ";"
+    t = transforms(
+        **{
+            "table-options": "comment=web order;sequence.field=gxsj,jjsj;file-index.bloom-filter.columns=jjdbh",
+            "table-options.delimiter": ";",
+        }
     )
-    _, warnings = read_job_text(text, file="job.yaml")
-    assert [(w.line, w.key_path) for w in warnings] == [(9, "transform[0].table-options")]
-    assert "'sequence.field' is accepted and not applied" in warnings[0].message
+    schema = t.schema(TABLE, SOURCE)
+    assert schema.comment == "web order"
+    assert schema.options == (("sequence.field", "gxsj,jjsj"), ("file-index.bloom-filter.columns", "jjdbh"))
+    assert schema_from_dict(schema_to_dict(schema)) == schema
+    plain = transforms().schema(TABLE, SOURCE)
+    assert (plain.comment, plain.options) == ("orders", ())
+
+
+def job_with_table_options(sink: str, options: str) -> str:
+    return (
+        "source:\n  type: kafka\n  properties.bootstrap.servers: 127.0.0.1:9092\n  topic: t\n"
+        f"sink:\n  type: {sink}\n"
+        f"transform:\n  - source-table: db.orders\n    table-options: {options}\n"
+    )
+
+
+def test_table_options_a_sink_cannot_apply_are_refused_at_their_line() -> None:
+    with pytest.raises(ConfigError) as e:
+        read_job_text(job_with_table_options("memory", "comment=x,sequence.field=ts"), file="job.yaml")
+    [problem] = e.value.problems
+    assert (problem.line, problem.key_path) == (9, "transform[0].table-options")
+    assert "sequence.field=ts: the memory sink has no table options" in problem.message
+    # a comment alone every sink takes; Paimon takes Paimon's options, without a warning
+    assert read_job_text(job_with_table_options("memory", "comment=x"), file="job.yaml")[1] == []
+    job, warnings = read_job_text(
+        job_with_table_options("paimon", "comment=x,sequence.field=ts"), file="job.yaml"
+    )
+    assert warnings == [] and job.transform[0].table_option_map["sequence.field"] == "ts"
+    with pytest.raises(ConfigError) as e:
+        read_job_text(job_with_table_options("paimon", "primary-key=id"), file="job.yaml")
+    assert "primary-key=id: the table's primary key is the transform's primary-keys" in str(e.value)
+    with pytest.raises(ConfigError) as e:
+        read_job_text(job_with_table_options("iceberg", "write.format.default=orc"), file="job.yaml")
+    [problem] = e.value.problems
+    assert problem.line == 9 and "pyiceberg writes Parquet data files only, not orc" in problem.message
+    read_job_text(job_with_table_options("iceberg", "write.format.default=parquet"), file="job.yaml")
 
 
 def test_op_ts_is_the_changes_time_at_the_source_unless_a_column_has_the_name() -> None:

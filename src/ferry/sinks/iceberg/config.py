@@ -23,7 +23,7 @@ from typing import Literal
 
 from pydantic import Field, field_validator, model_validator
 
-from ferry.options import TableFormatSinkConfigBase, local_dir
+from ferry.options import OptionError, TableFormatSinkConfigBase, local_dir
 
 #: The warehouse when ``catalog.properties.warehouse`` is not set (relative to the working directory).
 DEFAULT_WAREHOUSE = Path("var/warehouse")
@@ -46,6 +46,24 @@ DEFAULT_TABLE_PROPERTIES: dict[str, str] = {
 }
 
 
+#: The table property naming the format of the data files writers write.
+FILE_FORMAT_PROPERTY = "write.format.default"
+
+
+#: Iceberg's ``io-impl`` (a Java FileIO class) → pyiceberg's FileIO for the same storage
+#: (``py-io-impl``); None: pyiceberg's choice by each path's scheme, as Iceberg's ResolvingFileIO.
+IO_IMPL, PY_IO_IMPL = "io-impl", "py-io-impl"
+_ARROW_FILE_IO, _FSSPEC_FILE_IO = "pyiceberg.io.pyarrow.PyArrowFileIO", "pyiceberg.io.fsspec.FsspecFileIO"
+JAVA_FILE_IO: dict[str, str | None] = {
+    "org.apache.iceberg.aws.s3.S3FileIO": _ARROW_FILE_IO,
+    "org.apache.iceberg.gcp.gcs.GCSFileIO": _ARROW_FILE_IO,
+    "org.apache.iceberg.hadoop.HadoopFileIO": _ARROW_FILE_IO,
+    "org.apache.iceberg.aliyun.oss.OSSFileIO": _ARROW_FILE_IO,
+    "org.apache.iceberg.azure.adlsv2.ADLSFileIO": _FSSPEC_FILE_IO,
+    "org.apache.iceberg.io.ResolvingFileIO": None,
+}
+
+
 #: A partition field of ``partition.key``: a column (identity), ``year|month|day|hour(column)``,
 #: ``bucket[N](column)`` or ``truncate[W](column)``.
 PARTITION_FIELD = re.compile(
@@ -57,6 +75,8 @@ PARTITION_FIELD = re.compile(
 class IcebergSinkConfig(TableFormatSinkConfigBase):
     """``catalog.properties.*`` go to pyiceberg's ``load_catalog``; ``partition.key`` names the
     partition fields (``db.t1:a,day(ts);db.t2:bucket[8](id)``)."""
+
+    located_by = frozenset({"type", "warehouse", "uri"})
 
     type: Literal["iceberg"] = "iceberg"
     #: The name the catalog is opened under. A SQL catalog keys its rows by it: readers of the
@@ -102,11 +122,19 @@ class IcebergSinkConfig(TableFormatSinkConfigBase):
         if (
             props.get("type", "sql") == "sql"
             and "uri" not in props
-            and local_dir(props.get("warehouse")) is None
+            and local_dir(props.get("warehouse", str(DEFAULT_WAREHOUSE))) is None
         ):
             raise ValueError(
                 "catalog.properties.uri is required when catalog.properties.warehouse is not a local "
                 f"directory (it is {props.get('warehouse')!r})"
+            )
+        io_impl = props.get(IO_IMPL)
+        if io_impl is not None and io_impl not in JAVA_FILE_IO and not io_impl.startswith("pyiceberg."):
+            raise OptionError(
+                f"{io_impl} is not a FileIO pyiceberg has: Iceberg's S3FileIO, GCSFileIO, "
+                "HadoopFileIO, OSSFileIO, ADLSFileIO and ResolvingFileIO are, and so are pyiceberg's "
+                "classes (pyiceberg.io.pyarrow.PyArrowFileIO, pyiceberg.io.fsspec.FsspecFileIO)",
+                f"catalog.properties.{IO_IMPL}",
             )
         return self
 
@@ -114,6 +142,10 @@ class IcebergSinkConfig(TableFormatSinkConfigBase):
         """The catalog properties with ferry's defaults: a SQLite catalog in a local warehouse."""
         props = dict(self.catalog_properties)
         props.setdefault("type", "sql")
+        io_impl = props.pop(IO_IMPL, None)
+        python_io = JAVA_FILE_IO.get(io_impl, io_impl) if io_impl is not None else None
+        if python_io is not None:
+            props.setdefault(PY_IO_IMPL, python_io)
         if "warehouse" not in props and props["type"] != "sql":
             return props
         local = local_dir(props.get("warehouse", str(DEFAULT_WAREHOUSE)))
@@ -126,3 +158,9 @@ class IcebergSinkConfig(TableFormatSinkConfigBase):
     def new_table_properties(self) -> dict[str, str]:
         """The properties a table the sink creates gets."""
         return {**DEFAULT_TABLE_PROPERTIES, **self.table_properties}
+
+    def refused_table_option(self, key: str, value: str) -> str | None:
+        """Iceberg table properties go to the table, except a file format pyiceberg does not write."""
+        if key == FILE_FORMAT_PROPERTY and value.strip().lower() != "parquet":
+            return f"pyiceberg writes Parquet data files only, not {value}"
+        return None

@@ -216,7 +216,8 @@ class IcebergSink(TableFormatSink):
         namespace, name = self.identifier(change.table_id)
         table = self.load_table(change.table_id)
         if table is None:
-            properties = self.config.new_table_properties()
+            # a transform's table-options after table.properties.*, as Flink CDC's Paimon sink
+            properties = {**self.config.new_table_properties(), **dict(change.schema.options)}
             if change.schema.comment:
                 properties[COMMENT_PROPERTY] = change.schema.comment
             schema = to_iceberg_schema(change.schema)

@@ -31,9 +31,16 @@ DEFAULT_TABLE_PROPERTIES: dict[str, str] = {"bucket": "1"}
 #: sets them: Paimon's bucket-unaware append table (a fixed bucket needs a ``bucket-key``).
 DEFAULT_APPEND_TABLE_PROPERTIES: dict[str, str] = {"bucket": "-1"}
 
-#: The column of a primary-key table that holds each row's kind (``+I``, ``+U``, ``-D``), named by
-#: the table option ``rowkind.field``: pypaimon deletes a key only through such a column.
+#: The row-kind column of the primary-key tables ferry created before the column became opt-in
+#: (``table.properties.rowkind.field``); such tables keep it and are written through it.
 DEFAULT_ROWKIND_COLUMN = "_ferry_row_kind"
+
+
+#: Paimon table options that the sink sets from the schema → where to give them instead.
+_KEYS_GIVEN_OTHERWISE: dict[str, str] = {
+    "primary-key": "the table's primary key is the transform's primary-keys (the source's by default)",
+    "partition": "the table's partition keys are the transform's partition-keys or partition.key",
+}
 
 
 class PaimonSinkConfig(TableFormatSinkConfigBase):
@@ -41,6 +48,7 @@ class PaimonSinkConfig(TableFormatSinkConfigBase):
     partition keys (columns)."""
 
     type: Literal["paimon"] = "paimon"
+    located_by = frozenset({"metastore", "warehouse", "uri"})
     #: The commit user of every snapshot the sink writes; by default the pipeline's name.
     commit_user: str | None = Field(default=None, alias="commit.user", min_length=1)
     #: Flink CDC's ``commit.user-prefix``: the commit user is ``<prefix>_<pipeline name>`` (Flink
@@ -68,14 +76,18 @@ class PaimonSinkConfig(TableFormatSinkConfigBase):
         return props
 
     def new_table_properties(self, *, primary_key: bool) -> dict[str, str]:
-        """The options a table the sink creates gets; a primary-key table also names its row-kind column."""
+        """The options a table the sink creates gets. A primary-key table has a row-kind column
+        only when ``table.properties.rowkind.field`` names one (Paimon's option); a table without
+        a primary key never has one."""
         defaults = DEFAULT_TABLE_PROPERTIES if primary_key else DEFAULT_APPEND_TABLE_PROPERTIES
         props = {**defaults, **self.table_properties}
-        if primary_key:
-            props.setdefault("rowkind.field", DEFAULT_ROWKIND_COLUMN)
-        else:
+        if not primary_key:
             props.pop("rowkind.field", None)
         return props
+
+    def refused_table_option(self, key: str, value: str) -> str | None:
+        """Paimon's table options go to the table, except the keys the transform gives otherwise."""
+        return _KEYS_GIVEN_OTHERWISE.get(key)
 
     def resolved_commit_user(self, pipeline: str) -> str:
         if self.commit_user_prefix is not None:

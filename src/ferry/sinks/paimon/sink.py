@@ -2,10 +2,14 @@
 
 Writing. :meth:`PaimonSink.write` only buffers. :meth:`PaimonSink.flush` commits, per table with
 buffered changes, one Paimon snapshot holding them all, collapsed to the last state of each key.
-A primary-key table deduplicates by key (upsert); a delete is a row whose row-kind column (the
-table option ``rowkind.field``, a column the sink adds to the tables it creates and hides from
-the schema it reports) says ``-D``, which is the way pypaimon deletes a key. A table without a
-primary key is append-only: its deletes are counted in :attr:`PaimonSink.skipped_deletes`. A
+A primary-key table deduplicates by key (upsert). pypaimon writes a row kind only from a column
+named by the table option ``rowkind.field``: a table with such a column (opt-in, hidden from the
+schema the sink reports) takes deletes as rows saying ``-D``; a table without one, as Flink CDC
+creates it, takes a flush with deletes as one overwrite of the table without the deleted keys
+(:meth:`PaimonSink._rewrite`). Tables are created as Flink CDC's Paimon sink creates them: the
+partition keys join the primary key, a transform's ``table-options`` are table options. A table
+without a primary key is append-only: its deletes are counted in
+:attr:`PaimonSink.skipped_deletes`. A
 commit's rows are one Arrow table, written by pypaimon's Rust writer unless the table's options
 say otherwise (:data:`NATIVE_WRITE_OPTION`).
 
@@ -39,6 +43,7 @@ from decimal import Decimal
 from typing import Any
 
 import pyarrow as pa
+import pyarrow.compute as pc
 from pypaimon import CatalogFactory
 from pypaimon import Schema as PaimonSchema
 from pypaimon.catalog.catalog_exception import (
@@ -92,8 +97,13 @@ ROWKIND_OPTION = "rowkind.field"
 NATIVE_WRITE_OPTION = "write.native.enabled"
 #: Row kind of each operation, in the row-kind column.
 ROW_KINDS: dict[Op, str] = {Op.INSERT: "+I", Op.READ: "+I", Op.UPDATE: "+U", Op.DELETE: "-D"}
+DELETE_KIND = ROW_KINDS[Op.DELETE]
+#: The table option under which an overwrite replaces only the partitions it writes rows to.
+DYNAMIC_OVERWRITE_OPTION = "dynamic-partition-overwrite"
 
 _TRANSIENT = (ConnectionError, TimeoutError)
+#: A column of row numbers, in a table of key columns only.
+_ROW_NUMBER = "__ferry_row_number"
 
 
 class PaimonSink(TableFormatSink):
@@ -227,12 +237,26 @@ class PaimonSink(TableFormatSink):
         database, _ = self.identifier(change.table_id).split(".", 1)
         table = self.load_table(change.table_id)
         if table is None:
-            schema = change.schema
-            options = self.config.new_table_properties(primary_key=bool(schema.primary_keys))
+            partition_keys = self._partition_keys(change)
+            missing = [k for k in partition_keys if k not in change.schema]
+            if missing:
+                raise SinkTerminalError(
+                    f"partition key {', '.join(missing)} is not a column of the table "
+                    f"(partition.key or the transform's partition-keys)",
+                    sink=self.type,
+                    table=str(change.table_id),
+                )
+            schema = keyed_schema(change.schema, partition_keys)
+            options = {
+                **self.config.new_table_properties(primary_key=bool(schema.primary_keys)),
+                **dict(schema.options),
+            }
+            if not schema.primary_keys:
+                options.pop(ROWKIND_OPTION, None)
             rowkind = options.get(ROWKIND_OPTION)
             if rowkind is not None and rowkind in schema:
                 raise SinkTerminalError(
-                    f"the table has a column {rowkind!r}, which the sink needs for the row kind: "
+                    f"the table has a column {rowkind!r}, which {ROWKIND_OPTION} names for the row kind: "
                     f"set table.properties.{ROWKIND_OPTION} to another name",
                     sink=self.type,
                     table=str(change.table_id),
@@ -242,15 +266,6 @@ class PaimonSink(TableFormatSink):
                 fields = to_paimon_fields(schema, extra)
             except PaimonTypeError as e:
                 raise SinkTerminalError(str(e), sink=self.type, table=str(change.table_id)) from e
-            partition_keys = self.config.partition_keys.get(str(change.table_id), schema.partition_keys)
-            missing = [k for k in partition_keys if k not in schema]
-            if missing:
-                raise SinkTerminalError(
-                    f"partition key {', '.join(missing)} is not a column of the table "
-                    f"(partition.key or the transform's partition-keys)",
-                    sink=self.type,
-                    table=str(change.table_id),
-                )
             paimon_schema = PaimonSchema(
                 fields,
                 partition_keys=list(partition_keys),
@@ -265,11 +280,16 @@ class PaimonSink(TableFormatSink):
             except TableAlreadyExistException:
                 table = self.require_table(change.table_id)
         existing = _read_schema(table)
-        problems = _incompatibilities(existing, change.schema)
+        partition_keys = self._partition_keys(change)
+        problems = _incompatibilities(existing, change.schema, keyed_schema(change.schema, partition_keys))
         if problems:
             raise incompatible_table(
                 problems, existing, sink_schema(change.schema), sink=self.type, table=change.table_id
             )
+
+    def _partition_keys(self, change: E.CreateTable) -> tuple[str, ...]:
+        """The partition keys of a table created: ``partition.key``'s for it, else its schema's."""
+        return self.config.partition_keys.get(str(change.table_id), change.schema.partition_keys)
 
     def _alter_with_retry(self, change: SchemaChange) -> None:
         """Apply a change; one that fails on a column spelled otherwise at the table is retried so."""
@@ -348,7 +368,13 @@ class PaimonSink(TableFormatSink):
         self, table_id: TableId, table: Any, changes: list[DataChange], properties: dict[str, str]
     ) -> None:
         table = self._finish_backfills(table_id, table)
-        data = self._arrow_rows(table_id, table, changes)
+        data, kinds = self._arrow_rows(table_id, table, changes)
+        if kinds is not None and table.options.ignore_delete():
+            # Paimon's ignore-delete (or an older spelling): the table drops deletes
+            data = data.filter(pa.array([kind != DELETE_KIND for kind in kinds], pa.bool_()))
+        elif kinds is not None:
+            self._rewrite(table_id, table, data, kinds, properties)
+            return
         if NATIVE_WRITE_OPTION not in table.table_schema.options:
             # the table's own option, when it sets one, decides; else pypaimon's Rust writer
             table = table.copy({NATIVE_WRITE_OPTION: "true"})
@@ -365,9 +391,56 @@ class PaimonSink(TableFormatSink):
             writer.close()
             commit.close()
 
-    def _arrow_rows(self, table_id: TableId, table: Any, changes: list[DataChange]) -> pa.Table:
+    def _rewrite(
+        self, table_id: TableId, table: Any, data: pa.Table, kinds: list[str], properties: dict[str, str]
+    ) -> None:
+        """Deletes of a primary-key table without a row-kind column: the table overwritten, in one
+        commit, with its rows but the deleted keys, then the rows of ``data`` that are not deletes
+        (``kinds``), which Paimon merges over the rows of their keys as any upsert (after them,
+        and by ``sequence.field`` when the table has one). pypaimon writes a row kind only from a
+        column of the table."""
+        keys = list(table.primary_keys)
+        schema = data.schema
+        deleted = pa.array([kind == DELETE_KIND for kind in kinds], pa.bool_())
+        builder = table.new_read_builder()
+        held = builder.new_read().to_arrow(builder.new_scan().plan().splits())
+        held = schema.empty_table() if held is None else held.select(schema.names).cast(schema)
+        gone = data.filter(deleted).select(keys)
+        # the join takes the key columns and row numbers only (Arrow joins no nested columns)
+        numbered = held.select(keys).append_column(_ROW_NUMBER, pa.array(range(held.num_rows), pa.int64()))
+        survivors = numbered.join(gone, keys=keys, join_type="left anti").column(_ROW_NUMBER)
+        kept = held.take(survivors)
+        rows = pa.concat_tables([kept, data.filter(pc.invert(deleted))])
+        # every partition is replaced, also one whose last row is deleted
+        overrides = {DYNAMIC_OVERWRITE_OPTION: "false"}
+        if NATIVE_WRITE_OPTION not in table.table_schema.options:
+            overrides[NATIVE_WRITE_OPTION] = "true"
+        writes = table.copy(overrides).new_batch_write_builder().overwrite()
+        writes.commit_user = self.commit_user
+        writer = writes.new_write()
+        commit = writes.new_commit()
+        try:
+            if rows.num_rows:
+                writer.write_arrow(rows)
+            commit.commit(writer.prepare_commit(), snapshot_properties=properties)
+        finally:
+            writer.close()
+            commit.close()
+        log.info(
+            "%s: %d deletes applied by writing the table again (%d rows; no %s column)",
+            table_id,
+            kinds.count(DELETE_KIND),
+            rows.num_rows,
+            ROWKIND_OPTION,
+        )
+
+    def _arrow_rows(
+        self, table_id: TableId, table: Any, changes: list[DataChange]
+    ) -> tuple[pa.Table, list[str] | None]:
         """The rows a commit writes, as one Arrow table of the table's schema: for a primary-key
-        table the last change of each key, its row kind in the row-kind column."""
+        table the last change of each key, its row kind in the row-kind column when the table has
+        one. The row kinds come second when the table has no such column and some are deletes
+        (the commit then writes the table again); else None."""
         fields = table.table_schema.fields
         keys = tuple(table.primary_keys)
         rowkind = table.table_schema.options.get(ROWKIND_OPTION) if keys else None
@@ -375,19 +448,9 @@ class PaimonSink(TableFormatSink):
         kinds: list[str] | None = None
         if keys:
             last = last_changes(changes, keys, self.type).values()
-            if rowkind is None:
-                deletes = sum(1 for op, _ in last if op is Op.DELETE)
-                if deletes:
-                    raise SinkTerminalError(
-                        f"{deletes} deletes cannot be applied: the table has no {ROWKIND_OPTION} option",
-                        sink=self.type,
-                        table=str(table_id),
-                    )
-                rows = [row for _, row in last]
-            else:
-                required = [f for f in arrow_schema if not f.nullable]
-                rows = [_fill_not_null(row, required) if op is Op.DELETE else row for op, row in last]
-                kinds = [ROW_KINDS[op] for op, _ in last]
+            required = [f for f in arrow_schema if not f.nullable]
+            rows = [_fill_not_null(row, required) if op is Op.DELETE else row for op, row in last]
+            kinds = [ROW_KINDS[op] for op, _ in last]
         else:
             rows = self.append_only_rows(table_id, changes)
         variants = [f.name for f in fields if isinstance(f.type, AtomicType) and f.type.type == "VARIANT"]
@@ -395,17 +458,20 @@ class PaimonSink(TableFormatSink):
             rows = [_with_variants(row, variants, table_id) for row in rows]
         raw = self.raw_forms(table_id)
         if kinds is None or rowkind not in arrow_schema.names:
-            data, _unfit = rows_to_arrow_setting_aside(
+            data, unfit = rows_to_arrow_setting_aside(
                 arrow_schema, rows, changes, self.refused, sink=self.type, table_id=table_id, raw=raw
             )
-            return data
+            if kinds is None:
+                return data, None
+            kinds = [kind for i, kind in enumerate(kinds) if i not in unfit]
+            return data, kinds if DELETE_KIND in kinds else None
         # the row kinds are a column of their own, not a key added to a copy of every row
         at = arrow_schema.get_field_index(rowkind)
         data, unfit = rows_to_arrow_setting_aside(
             arrow_schema.remove(at), rows, changes, self.refused, sink=self.type, table_id=table_id, raw=raw
         )
         kinds = [kind for i, kind in enumerate(kinds) if i not in unfit]
-        return data.add_column(at, arrow_schema.field(at), pa.array(kinds, pa.string()))
+        return data.add_column(at, arrow_schema.field(at), pa.array(kinds, pa.string())), None
 
     def _next_identifier(self) -> int:
         """A commit identifier of its own: the clock in nanoseconds, increasing within this sink."""
@@ -451,7 +517,11 @@ def _read_schema(table: Any) -> Schema:
     table_schema = table.table_schema
     rowkind = table_schema.options.get(ROWKIND_OPTION)
     hidden = frozenset({rowkind} if rowkind else ())
-    return to_ferry_schema(table_schema.fields, list(table_schema.primary_keys), table_schema.comment, hidden)
+    schema = to_ferry_schema(
+        table_schema.fields, list(table_schema.primary_keys), table_schema.comment, hidden
+    )
+    partitions = tuple(table_schema.partition_keys or ())
+    return replace(schema, partition_keys=partitions) if partitions else schema
 
 
 def _local_directory(path: str) -> str | None:
@@ -511,13 +581,25 @@ def _added_ignoring_case(schema: Schema, change: SchemaChange) -> bool:
     return existing is not None
 
 
-def _incompatibilities(existing: Schema, wanted: Schema) -> list[str]:
-    """Why an existing table cannot take the rows of a table created with ``wanted`` (empty: it can)."""
+def keyed_schema(schema: Schema, partition_keys: tuple[str, ...]) -> Schema:
+    """The schema of the Paimon table created for ``schema`` partitioned by ``partition_keys``: a
+    primary key followed by the partition keys it lacks, as Flink CDC's Paimon sink creates it
+    (Paimon wants a primary-key table's partition keys in its key). A table without a primary key
+    stays without one (an append table)."""
+    if not schema.primary_keys:
+        return schema
+    added = tuple(k for k in partition_keys if k not in schema.primary_keys)
+    return replace(schema, primary_keys=schema.primary_keys + added) if added else schema
+
+
+def _incompatibilities(existing: Schema, wanted: Schema, keyed: Schema) -> list[str]:
+    """Why an existing table cannot take the rows of a table created with ``wanted`` (empty: it
+    can); its key is either ``wanted``'s or ``keyed``'s (with the partition keys)."""
     target = sink_schema(wanted)
     problems = []
-    if set(existing.primary_keys) != set(wanted.primary_keys):
+    if set(existing.primary_keys) not in ({*wanted.primary_keys}, {*keyed.primary_keys}):
         problems.append(
-            f"primary key ({', '.join(existing.primary_keys)}) is not ({', '.join(wanted.primary_keys)})"
+            f"primary key ({', '.join(existing.primary_keys)}) is not ({', '.join(keyed.primary_keys)})"
         )
     for column in target.columns:
         have = existing.find(column.name) or existing.find_ignoring_case(column.name)
