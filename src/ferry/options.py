@@ -94,6 +94,11 @@ class SinkConfigBase(ConfigModel):
     #: Whether a sink table that does not exist is created (Kafka Connect's ``auto.create``).
     auto_create_tables: bool = Field(default=True, alias="auto-create-tables")
 
+    def refused_workers(self, parallelism: int) -> tuple[str, str] | None:
+        """The sink key and the reason why ``parallelism`` workers cannot write this sink as it is
+        configured, or None when they can."""
+        return None
+
     def refused_table_option(self, key: str, value: str) -> str | None:
         """Why the sink cannot give the tables it creates the option ``key`` of a transform's
         ``table-options`` (``comment`` aside, which every sink takes), or None when it does."""

@@ -892,6 +892,15 @@ class JobConfig(ConfigModel):
         return self
 
     @model_validator(mode="after")
+    def _workers_can_write(self) -> Self:
+        """``pipeline.parallelism`` workers can write the sink as it is configured."""
+        refused = self.sink.refused_workers(self.pipeline.parallelism)
+        if refused is not None:
+            key, reason = refused
+            raise OptionError(reason, "sink", key)
+        return self
+
+    @model_validator(mode="after")
     def _table_options_apply(self) -> Self:
         """Every option of a transform's ``table-options`` is one the sink gives the tables it
         creates (``comment``: every sink)."""

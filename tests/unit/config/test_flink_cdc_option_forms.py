@@ -171,3 +171,17 @@ def test_a_table_property_the_sink_cannot_apply_is_refused_at_its_line(
     line, key_path, message = refusal(job({"type": sink, f"table.properties.{key}": value}))
     assert (line, key_path) == (7, f"sink.table.properties.{key}")
     assert message.startswith(f"table.properties.{key}={value}: {why}")
+
+
+def test_workers_of_a_remote_paimon_warehouse_are_refused_without_the_row_kind_column() -> None:
+    sink = {"type": "paimon", "catalog.properties.warehouse": "s3://bucket/warehouse"}
+    _, key, message = refusal(job(sink, {"parallelism": 2}))
+    assert key == "sink.table.properties.rowkind.field"
+    assert message.startswith("2 workers writing a remote Paimon warehouse need the row-kind column")
+    # one worker, a local warehouse (the workers take turns by a file lock) or the column: accepted
+    read_job_text(job(sink), file="job.yaml")
+    read_job_text(
+        job({**sink, "catalog.properties.warehouse": "/tmp/w"}, {"parallelism": 2}), file="job.yaml"
+    )
+    with_column = {**sink, "table.properties.rowkind.field": "_ferry_row_kind"}
+    read_job_text(job(with_column, {"parallelism": 2}), file="job.yaml")

@@ -89,6 +89,19 @@ class PaimonSinkConfig(TableFormatSinkConfigBase):
         """Paimon's table options go to the table, except the keys the transform gives otherwise."""
         return _KEYS_GIVEN_OTHERWISE.get(key)
 
+    def refused_workers(self, parallelism: int) -> tuple[str, str] | None:
+        """Workers of a remote warehouse cannot take turns for the overwrite a delete takes without
+        the row-kind column (a file lock guards a local warehouse only): they need the column."""
+        if parallelism == 1 or "rowkind.field" in self.table_properties or self.warehouse_dir() is not None:
+            return None
+        return (
+            "table.properties.rowkind.field",
+            f"{parallelism} workers writing a remote Paimon warehouse need the row-kind column "
+            "(table.properties.rowkind.field: _ferry_row_kind): without it a flush with deletes "
+            "overwrites the table, and an overwrite built before another worker's commit would "
+            "remove that commit's rows",
+        )
+
     def resolved_commit_user(self, pipeline: str) -> str:
         if self.commit_user_prefix is not None:
             return f"{self.commit_user_prefix}_{pipeline}"
