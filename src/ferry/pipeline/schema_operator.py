@@ -349,9 +349,7 @@ class SchemaOperator:
         # read from the sink and the state store out of the try: their errors are theirs, not the event's
         resume = self._resume_point(event) if isinstance(event, SchemaObserved) else None
         try:
-            changes = (
-                self._take_hints(self._hints_for(event), after) if isinstance(event, SchemaObserved) else []
-            )
+            changes = self._hints_explaining(event, after) if isinstance(event, SchemaObserved) else []
             if isinstance(event, SchemaObserved):
                 if resume is not None:
                     changes += self._resume(event, after, *resume)
@@ -538,6 +536,36 @@ class SchemaOperator:
             elif tag == DropTable.tag or entry.source_table != str(source_table):
                 created = False
         return created
+
+    def _hints_explaining(self, event: SchemaObserved, tracker: SchemaTracker) -> list[SchemaChange]:
+        """:meth:`_hints_for` the record, tracked by ``tracker``; then, while the record has a
+        column that neither the table nor the DDL read so far names, the statements written since:
+        Debezium writes the DDL before the rows that follow it, but to the schema-change topic, which
+        Kafka does not order with the data topics. Read without it, a column renamed (once or
+        several times) would be an added column and a dropped one, and the rows not written since
+        would lose their values. The topic is read again while statements keep coming, and for up
+        to ``ddl_wait_s`` while none comes (after which the record's schema is taken as it is)."""
+        changes = self._take_hints(self._hints_for(event), tracker)
+        if self.hints is None or event.ddl is not None or tracker.schema(event.table_id) is None:
+            return changes
+        deadline = time.monotonic() + self.settings.ddl_wait_s
+        while not tracker.names_known(event.table_id, event.schema):
+            events = self.hints.sync(self.settings.timeout_s)
+            if events:
+                changes += self._take_hints(events, tracker)
+            elif time.monotonic() >= deadline:
+                unknown = tracker.unknown_names(event.table_id, event.schema)
+                log.warning(
+                    "%s: no DDL read names column(s) %s of a record at %s within %.0f s: taken as added",
+                    event.table_id,
+                    ", ".join(sorted(unknown)),
+                    event.position,
+                    self.settings.ddl_wait_s,
+                )
+                break
+            else:
+                time.sleep(self.settings.poll_s)
+        return changes
 
     def _hints_for(self, event: SchemaObserved) -> list[Event]:
         """Every DDL hint written so far (Debezium writes the DDL before the rows that follow it),

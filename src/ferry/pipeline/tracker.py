@@ -127,6 +127,8 @@ class SchemaTracker:
         self.descriptions: dict[TableId, Schema] = {}
         #: Tables DDL dropped before their first record was read (their records are older).
         self.dropped: set[TableId] = set()
+        #: Every column name a statement's description of a table had (records may carry any of them).
+        self.described_names: dict[TableId, set[str]] = {}
 
     def fork(self) -> SchemaTracker:
         """A tracker that starts as this one and then changes apart from it: the schema operator
@@ -140,6 +142,7 @@ class SchemaTracker:
         fork.pending_renames = {t: list(renames) for t, renames in self.pending_renames.items()}
         fork.descriptions = dict(self.descriptions)
         fork.dropped = set(self.dropped)
+        fork.described_names = {t: set(names) for t, names in self.described_names.items()}
         self._shared = dict(self.tables)
         fork._shared = dict(self.tables)
         return fork
@@ -195,6 +198,28 @@ class SchemaTracker:
             if current is not None:
                 out.update((n, current) for n in names if n not in table)
         return out
+
+    def unknown_names(self, table_id: TableId, schema: Schema) -> set[str]:
+        """The columns of a record's ``schema`` that neither the table nor the DDL read so far
+        name: the table's columns, those of the last statement that described it, every name a
+        rename named (final or not, in any partition)."""
+        tracked = self.tables.get(table_id)
+        known = set() if tracked is None else set(tracked.schema.names)
+        known.update(self.described_names.get(table_id, ()))
+        for rename in self.pending_renames.get(table_id, []):
+            known.update((rename.old_name, rename.new_name))
+        if tracked is not None:
+            known.update(tracked.renamed)
+            for aliases in tracked.aliases.values():
+                known.update(aliases)
+            for pending in tracked.pending:
+                if isinstance(pending.change, RenameColumn):
+                    known.add(pending.change.new_name)
+        return {name for name in schema.names if name not in known}
+
+    def names_known(self, table_id: TableId, schema: Schema) -> bool:
+        """Whether the table or the DDL read so far names every column of ``schema``."""
+        return not self.unknown_names(table_id, schema)
 
     def has_pending(self) -> bool:
         return any(t.pending for t in self.tables.values())
@@ -327,6 +352,7 @@ class SchemaTracker:
         statement; types are left to the records (a record shows the type its values have)."""
         table_id, new = event.table_id, event.schema
         self.descriptions[table_id] = new
+        self.described_names.setdefault(table_id, set()).update(new.names)
         self.dropped.discard(table_id)
         tracked = self._own(table_id)
         if tracked is None:
@@ -695,6 +721,7 @@ class SchemaTracker:
             },
             "descriptions": {str(tid): schema_to_dict(s) for tid, s in self.descriptions.items()},
             "dropped": sorted(str(tid) for tid in self.dropped),
+            "described_names": {str(tid): sorted(names) for tid, names in self.described_names.items()},
         }
 
     @classmethod
@@ -719,7 +746,10 @@ class SchemaTracker:
             tracker.pending_renames[table_id] = [RenameColumn(table_id, old, new) for old, new in renames]
         tracker.dropped = {TableId.parse(tid) for tid in data.get("dropped", [])}
         for tid, described in data.get("descriptions", {}).items():
-            tracker.descriptions[TableId.parse(tid)] = schema_from_dict(described)
+            schema = tracker.descriptions[TableId.parse(tid)] = schema_from_dict(described)
+            tracker.described_names[TableId.parse(tid)] = set(schema.names)
+        for tid, names in data.get("described_names", {}).items():
+            tracker.described_names.setdefault(TableId.parse(tid), set()).update(names)
         return tracker
 
 
