@@ -33,8 +33,11 @@ from typing import Any
 from ferry.offsets import Partition
 from ferry.pipeline.apply import apply_schema_change, diff_schemas, is_applied
 from ferry.pipeline.events import (
+    FIRST,
+    LAST,
     AddColumn,
     AlterColumnType,
+    ColumnPosition,
     CreateTable,
     DropColumn,
     DropTable,
@@ -44,13 +47,15 @@ from ferry.pipeline.events import (
     SchemaObserved,
     SourcePosition,
     TruncateTable,
+    after,
 )
 from ferry.pipeline.exceptions import SchemaError
 from ferry.pipeline.positions import POSITIONAL_CONNECTORS, position_note, renames_by_position
 from ferry.pipeline.schema import Column, Schema, TableId, schema_from_dict, schema_to_dict
 from ferry.pipeline.types import widen
 
-#: (topic, partition)
+#: (binlog file, position, row), or ("", LSN, 0): where a change stands in the source's log.
+SourceOrder = tuple[str, int, int]
 #: The high watermarks, now, of the partitions of some topics that this pipeline reads.
 Watermarks = Callable[[Collection[str]], Mapping[Partition, int]]
 
@@ -129,6 +134,18 @@ class SchemaTracker:
         self.dropped: set[TableId] = set()
         #: Every column name a statement's description of a table had (records may carry any of them).
         self.described_names: dict[TableId, set[str]] = {}
+        #: Columns DDL dropped and added again, since the schema operator last took them: (table,
+        #: every name rows may carry the dropped column under, where the drop stands in the
+        #: source's log). Rows older than the drop carry its values, which the new column must not take.
+        self.readded: list[tuple[TableId, tuple[str, ...], SourceOrder]] = []
+        #: Per table, the columns the last statements describing it dropped: where the drop stands in
+        #: the source's log (a later statement may add the column again).
+        self.dropped_at: dict[TableId, dict[str, SourceOrder]] = {}
+        #: Per table not read yet, the columns DDL dropped and added again: where the drop stands.
+        self.readded_unread: dict[TableId, dict[str, SourceOrder]] = {}
+        #: Per table, where the last DDL statement read of it stands in the source's log: every
+        #: statement before it is read (the schema-change topic keeps the log's order).
+        self.ddl_order: dict[TableId, SourceOrder] = {}
 
     def fork(self) -> SchemaTracker:
         """A tracker that starts as this one and then changes apart from it: the schema operator
@@ -143,6 +160,9 @@ class SchemaTracker:
         fork.descriptions = dict(self.descriptions)
         fork.dropped = set(self.dropped)
         fork.described_names = {t: set(names) for t, names in self.described_names.items()}
+        fork.dropped_at = {t: dict(columns) for t, columns in self.dropped_at.items()}
+        fork.readded_unread = {t: dict(columns) for t, columns in self.readded_unread.items()}
+        fork.ddl_order = dict(self.ddl_order)
         self._shared = dict(self.tables)
         fork._shared = dict(self.tables)
         return fork
@@ -217,9 +237,21 @@ class SchemaTracker:
                     known.add(pending.change.new_name)
         return {name for name in schema.names if name not in known}
 
-    def names_known(self, table_id: TableId, schema: Schema) -> bool:
-        """Whether the table or the DDL read so far names every column of ``schema``."""
-        return not self.unknown_names(table_id, schema)
+    def lacks_ddl(self, event: SchemaObserved) -> bool:
+        """Whether a record's schema may come after DDL not read yet: it has a column that neither
+        the table nor the DDL read so far names, and it stands after the last statement read in the
+        source's log (without a place there: it also lacks a column of the table, a step a rename
+        could make). A record older than DDL read (read again after a restart) needs none."""
+        if not self.unknown_names(event.table_id, event.schema):
+            return False
+        order, read = event.source_order, self.ddl_order.get(event.table_id)
+        if order is not None:
+            return read is None or order > read
+        tracked = self.tables.get(event.table_id)
+        return tracked is not None and any(
+            c.name not in event.schema and c.name not in tracked.schema.primary_keys
+            for c in tracked.schema.columns
+        )
 
     def has_pending(self) -> bool:
         return any(t.pending for t in self.tables.values())
@@ -247,6 +279,10 @@ class SchemaTracker:
             tracked.partitions[partition] = new
             self._seen(tracked, event.position)
             self._record(tracked, [change], event.position)
+            renames = self.pending_renames.get(table_id, [])
+            for name, at in self.readded_unread.pop(table_id, {}).items():
+                if name not in new.primary_keys:
+                    self.readded.append((table_id, _older_names(renames, {name}), at))
             if table_id in self.dropped:
                 self._pend(tracked, DropTable(table_id), watermarks)
                 return [change, *self._settle(table_id, tracked, {})]
@@ -351,22 +387,47 @@ class SchemaTracker:
         it no longer has (dropped, or renamed as its DDL says) goes once every partition passed the
         statement; types are left to the records (a record shows the type its values have)."""
         table_id, new = event.table_id, event.schema
+        self._statement_read(table_id, event.source_order)
+        readded = self._dropped_and_added(table_id, new)
         self.descriptions[table_id] = new
         self.described_names.setdefault(table_id, set()).update(new.names)
         self.dropped.discard(table_id)
         tracked = self._own(table_id)
         if tracked is None:
+            if readded:  # the rows read first are told apart when the table's first one comes
+                self.readded_unread.setdefault(table_id, {}).update(readded)
             return []  # the table's records create it, with the types they carry, then this applies
         table = tracked.schema
         aliases = _rename_aliases(self.pending_renames.get(table_id, []), table, new, {})
         mapped = _renamed_columns(new, aliases)
-        # a later statement has the column again: a drop waiting for it was not the last word
-        tracked.pending = [
-            p
+        # a later statement has the column again: a drop waiting for it was not the last word. When
+        # DDL said the drop (where it stands in the log is known), it is a new column under the old
+        # name: the old one is dropped and the new one added now, and the rows older than the drop
+        # lose the old column's values (the schema operator tells them by their place in the log)
+        again = [
+            (p, p.change.column_name)
             for p in tracked.pending
-            if not (isinstance(p.change, DropColumn) and p.change.column_name in mapped)
+            if isinstance(p.change, DropColumn) and p.change.column_name in mapped
         ]
+        tracked.pending = [p for p in tracked.pending if all(p is not q for q, _ in again)]
         changes: list[SchemaChange] = []
+        renames = self.pending_renames.get(table_id, [])
+        # a described name added again → the table's name of the column dropped under it
+        by_table_name = {aliases.get(n, n): (n, at) for n, at in readded.items()}
+        for _, name in again:
+            entry = by_table_name.get(name)
+            if entry is None or name in table.primary_keys:
+                continue
+            new_name, order = entry
+            index = new.position(new_name)
+            position = LAST if index == len(new.columns) - 1 else _after(new, index, tracked.schema)
+            changes += [DropColumn(table_id, name), AddColumn(table_id, new.column(new_name), position)]
+            tracked.schema = self._replay(tracked.schema, changes[-2:])
+            self.readded.append((table_id, _older_names(renames, {name, new_name}), order))
+        if changes:  # the names of ``new`` as the table knows them now
+            aliases = _rename_aliases(renames, tracked.schema, new, {})
+            mapped = _renamed_columns(new, aliases)
+        table = tracked.schema
         additions = tuple(c for c in mapped.columns if c.name not in table)
         if additions:
             target = self._merge(table, [Schema(additions)], mapped)
@@ -381,9 +442,27 @@ class SchemaTracker:
         self._record(tracked, changes, event.position)
         return changes
 
+    def _statement_read(self, table_id: TableId, order: SourceOrder | None) -> None:
+        if order is not None and order > self.ddl_order.get(table_id, ("", -1, 0)):
+            self.ddl_order[table_id] = order
+
+    def _dropped_and_added(self, table_id: TableId, new: Schema) -> dict[str, SourceOrder]:
+        """Columns a statement's description ``new`` has that DDL dropped (see :meth:`hint`), with
+        where that drop stands in the log; the drops of the others are kept."""
+        dropped = self.dropped_at.get(table_id, {})
+        readded = {name: at for name, at in dropped.items() if name in new}
+        kept = {name: at for name, at in dropped.items() if name not in new}
+        if kept:
+            self.dropped_at[table_id] = kept
+        else:
+            self.dropped_at.pop(table_id, None)
+        return readded
+
     def hint(self, event: SchemaHint, watermarks: Watermarks | None = None) -> list[SchemaChange]:
         """DDL names changes: apply them where ordered, else keep renames to explain later drift
         and let table drops wait for the rows written before them."""
+        if not event.ordered:
+            self._statement_read(event.table_id, event.source_order)
         emitted: list[SchemaChange] = []
         for change in event.changes:
             tracked = self.tables.get(change.table_id)
@@ -397,6 +476,12 @@ class SchemaTracker:
                 renames = self.pending_renames.setdefault(change.table_id, [])
                 if change not in renames:
                     renames.append(change)
+                continue
+            if not event.ordered and isinstance(change, DropColumn):
+                # the statement's description drops it (once the rows pass it); noted where it
+                # stands in the log, for a later statement adding a column of that name again
+                if event.source_order is not None:
+                    self.dropped_at.setdefault(change.table_id, {})[change.column_name] = event.source_order
                 continue
             if tracked is None:
                 if event.ordered and not isinstance(change, DropTable | TruncateTable):
@@ -722,6 +807,9 @@ class SchemaTracker:
             "descriptions": {str(tid): schema_to_dict(s) for tid, s in self.descriptions.items()},
             "dropped": sorted(str(tid) for tid in self.dropped),
             "described_names": {str(tid): sorted(names) for tid, names in self.described_names.items()},
+            **_orders("dropped_at", self.dropped_at),
+            **_orders("readded_unread", self.readded_unread),
+            **_orders("ddl_order", {tid: {"": at} for tid, at in self.ddl_order.items()}),
         }
 
     @classmethod
@@ -750,7 +838,19 @@ class SchemaTracker:
             tracker.described_names[TableId.parse(tid)] = set(schema.names)
         for tid, names in data.get("described_names", {}).items():
             tracker.described_names.setdefault(TableId.parse(tid), set()).update(names)
+        for tid, (file, pos, row) in ((t, at[""]) for t, at in data.get("ddl_order", {}).items()):
+            tracker.ddl_order[TableId.parse(tid)] = (str(file), int(pos), int(row))
+        for key, orders in (("dropped_at", tracker.dropped_at), ("readded_unread", tracker.readded_unread)):
+            for tid, columns in data.get(key, {}).items():
+                orders[TableId.parse(tid)] = {n: (str(f), int(p), int(r)) for n, (f, p, r) in columns.items()}
         return tracker
+
+
+def _orders(key: str, orders: Mapping[TableId, Mapping[str, SourceOrder]]) -> dict[str, Any]:
+    """``{key: {table: {column: [file, position, row]}}}``, or nothing when there is none."""
+    if not orders:
+        return {}
+    return {key: {str(tid): {n: list(at) for n, at in columns.items()} for tid, columns in orders.items()}}
 
 
 def _pending_to_dict(pending: PendingRemoval) -> dict[str, Any]:
@@ -759,6 +859,7 @@ def _pending_to_dict(pending: PendingRemoval) -> dict[str, Any]:
         "change": change.tag,
         "holders": [[t, p, mark] for (t, p), mark in sorted(pending.holders.items())],
     }
+
     if isinstance(change, DropColumn):
         data["column"] = change.column_name
     elif isinstance(change, RenameColumn):
@@ -861,3 +962,18 @@ def _renamed(schema: Schema, rename: RenameColumn) -> Schema:
     result = apply_schema_change(schema, rename)
     assert result is not None
     return result
+
+
+def _older_names(renames: list[RenameColumn], names: set[str]) -> tuple[str, ...]:
+    """``names`` and every name renamed into one of them (through one rename or several)."""
+    older = {r.old_name for r in renames} | {r.new_name for r in renames}
+    return tuple(sorted(names | {n for n in older if names & set(_chain(renames, n))}))
+
+
+def _after(described: Schema, index: int, table: Schema) -> ColumnPosition:
+    """Where a column the DDL describes at ``index`` goes in ``table``: after the nearest column
+    before it that the table has (first when none)."""
+    for column in reversed(described.columns[:index]):
+        if column.name in table:
+            return after(column.name)
+    return FIRST
