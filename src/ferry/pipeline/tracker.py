@@ -28,6 +28,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from itertools import pairwise
 from typing import Any
 
 from ferry.offsets import Partition
@@ -146,6 +147,9 @@ class SchemaTracker:
         #: Per table, where the last DDL statement read of it stands in the source's log: every
         #: statement before it is read (the schema-change topic keeps the log's order).
         self.ddl_order: dict[TableId, SourceOrder] = {}
+        #: Per table, the names renames proved by column positions gave, with where the first record
+        #: showing each stands in the source's log (they order a chain of renames).
+        self.named_at: dict[TableId, dict[str, SourceOrder]] = {}
 
     def fork(self) -> SchemaTracker:
         """A tracker that starts as this one and then changes apart from it: the schema operator
@@ -163,6 +167,7 @@ class SchemaTracker:
         fork.dropped_at = {t: dict(columns) for t, columns in self.dropped_at.items()}
         fork.readded_unread = {t: dict(columns) for t, columns in self.readded_unread.items()}
         fork.ddl_order = dict(self.ddl_order)
+        fork.named_at = {t: dict(names) for t, names in self.named_at.items()}
         self._shared = dict(self.tables)
         fork._shared = dict(self.tables)
         return fork
@@ -274,26 +279,29 @@ class SchemaTracker:
         partition = event.position.partition if event.position is not None else -1
         tracked = self._own(table_id)
         if tracked is None:
-            change = CreateTable(table_id, new)
-            tracked = self.tables[table_id] = TrackedTable(new, 0)
+            readded = self.readded_unread.pop(table_id, {})
+            described = self.descriptions.get(table_id)
+            # a column added again (the record may be older than its drop) is where DDL added it
+            created = new if described is None else _placed_as(new, described, readded)
+            change = CreateTable(table_id, created)
+            tracked = self.tables[table_id] = TrackedTable(created, 0)
             tracked.partitions[partition] = new
             self._seen(tracked, event.position)
             self._record(tracked, [change], event.position)
             renames = self.pending_renames.get(table_id, [])
-            for name, at in self.readded_unread.pop(table_id, {}).items():
+            for name, at in readded.items():
                 if name not in new.primary_keys:
                     self.readded.append((table_id, _older_names(renames, {name}), at))
             if table_id in self.dropped:
                 self._pend(tracked, DropTable(table_id), watermarks)
                 return [change, *self._settle(table_id, tracked, {})]
-            described = self.descriptions.get(table_id)
             if described is None or described == new:
                 return [change]
             return [change, *self.described(SchemaObserved(table_id, described, None, "DDL"), watermarks)]
         self._seen(tracked, event.position)
         previous = tracked.partitions.get(partition)
         if previous is not None and event.connector in POSITIONAL_CONNECTORS:
-            self._renamed_by_position(tracked, table_id, previous, new)
+            self._renamed_by_position(tracked, table_id, previous, new, event.source_order)
         had = (
             set()
             if previous is None
@@ -566,11 +574,21 @@ class SchemaTracker:
             tracked.topics.add(position.topic)
 
     def _renamed_by_position(
-        self, tracked: TrackedTable, table_id: TableId, previous: Schema, new: Schema
+        self,
+        tracked: TrackedTable,
+        table_id: TableId,
+        previous: Schema,
+        new: Schema,
+        order: SourceOrder | None,
     ) -> None:
         """A schema step of a partition whose connector orders columns as the source numbers them:
         the renames its positions prove join those DDL would have named (and so go as they do);
-        the columns gone or new that no position explains are a drop and an add."""
+        the columns gone or new that no position explains are a drop and an add.
+
+        Partitions may show a column's renames in different steps (one goes from ``c`` to ``c_r3``
+        at once, another from ``c`` to ``c_r1``): several renames proved from one name are one
+        chain, its names in the order of the records that first showed them (``order``: where the
+        record stands in the source's log; a name is current while its records are written)."""
         proved = renames_by_position(previous, new)
         renames = self.pending_renames.setdefault(table_id, [])
         # what earlier steps noted is kept while its change has not reached the sink
@@ -579,11 +597,24 @@ class SchemaTracker:
         }
         dropping = {p.change.column_name for p in tracked.pending if isinstance(p.change, DropColumn)}
         tracked.unproved &= dropping
+        named = self.named_at.setdefault(table_id, {})
         for old_name, new_name in proved:
             rename = RenameColumn(table_id, old_name, new_name)
             if rename not in renames:
                 renames.append(rename)
             tracked.by_position[old_name] = new_name
+            if order is not None and (new_name not in named or order < named[new_name]):
+                named[new_name] = order
+        if not named:
+            self.named_at.pop(table_id, None)
+        for old_name in dict.fromkeys(o for o, _ in proved):
+            chained = _chained_by_order(table_id, renames, old_name, named)
+            if chained is not None:
+                renames[:] = chained
+                tracked.by_position.update(
+                    (r.old_name, r.new_name) for r in chained if r.old_name != old_name
+                )
+                tracked.by_position[old_name] = next(r.new_name for r in chained if r.old_name == old_name)
         explained = {n for pair in proved for n in pair}
         gone = {n for n in previous.names if n not in new and n not in explained}
         came = {n for n in new.names if n not in previous and n not in explained}
@@ -810,6 +841,7 @@ class SchemaTracker:
             **_orders("dropped_at", self.dropped_at),
             **_orders("readded_unread", self.readded_unread),
             **_orders("ddl_order", {tid: {"": at} for tid, at in self.ddl_order.items()}),
+            **_orders("named_at", self.named_at),
         }
 
     @classmethod
@@ -840,7 +872,12 @@ class SchemaTracker:
             tracker.described_names.setdefault(TableId.parse(tid), set()).update(names)
         for tid, (file, pos, row) in ((t, at[""]) for t, at in data.get("ddl_order", {}).items()):
             tracker.ddl_order[TableId.parse(tid)] = (str(file), int(pos), int(row))
-        for key, orders in (("dropped_at", tracker.dropped_at), ("readded_unread", tracker.readded_unread)):
+        kept = (
+            ("dropped_at", tracker.dropped_at),
+            ("readded_unread", tracker.readded_unread),
+            ("named_at", tracker.named_at),
+        )
+        for key, orders in kept:
             for tid, columns in data.get(key, {}).items():
                 orders[TableId.parse(tid)] = {n: (str(f), int(p), int(r)) for n, (f, p, r) in columns.items()}
         return tracker
@@ -962,6 +999,41 @@ def _renamed(schema: Schema, rename: RenameColumn) -> Schema:
     result = apply_schema_change(schema, rename)
     assert result is not None
     return result
+
+
+def _chained_by_order(
+    table_id: TableId, renames: list[RenameColumn], old_name: str, named: Mapping[str, SourceOrder]
+) -> list[RenameColumn] | None:
+    """``renames`` with the renames out of ``old_name`` (two or more, each new name shown at a known
+    place in the log) made one chain in that order: ``c → c_r3`` and ``c → c_r1`` become ``c → c_r1
+    → c_r3``. None when there is nothing to chain."""
+    out = [r for r in renames if r.old_name == old_name]
+    if len(out) < 2 or any(r.new_name not in named for r in out):
+        return None
+    names = [old_name, *sorted({r.new_name for r in out}, key=lambda n: named[n])]
+    links = [RenameColumn(table_id, a, b) for a, b in pairwise(names)]
+    chained: list[RenameColumn] = []
+    for rename in renames:  # the chain where the first of them was (the renames keep DDL's order)
+        if rename.old_name == old_name:
+            chained += [] if links[0] in chained else links
+        elif rename not in links:
+            chained.append(rename)
+    return chained
+
+
+def _placed_as(schema: Schema, described: Schema, names: Collection[str]) -> Schema:
+    """``schema`` with each of ``names`` it has moved where ``described`` has it: after the
+    nearest column before it there that ``schema`` has (first when none)."""
+    moving = [n for n in described.names if n in names and n in schema and n not in schema.primary_keys]
+    if not moving:
+        return schema
+    columns = [c for c in schema.columns if c.name not in moving]
+    for name in moving:
+        index = described.position(name)
+        before = {c.name for c in described.columns[:index]}
+        at = max((i + 1 for i, c in enumerate(columns) if c.name in before), default=0)
+        columns.insert(at, schema.column(name))
+    return schema.with_columns(columns)
 
 
 def _older_names(renames: list[RenameColumn], names: set[str]) -> tuple[str, ...]:

@@ -447,9 +447,13 @@ class PostgresModel:
     table: PostgresTable
     used: set[str] = field(default_factory=lambda: {"id", "email", "name", "visits"})
 
+    #: After a DDL, an upsert on every partition (each partition shows the step), or none (a
+    #: partition may show several steps at once, or none).
+    touch: bool = True
+
     def statement(self, kind: str, n: int, partitions: int) -> list[tuple[Any, ...]]:
-        """One statement (``n`` picks its column) and, after a DDL, an upsert on every partition
-        (each partition shows the step): the script's lines."""
+        """One statement (``n`` picks its column) and, after a DDL, the upserts of :attr:`touch`:
+        the script's lines."""
         names = [name for name, _ in self.table.columns if name != "id"]
         if kind == "upsert":
             return [("upsert", n % 12, n)]
@@ -457,16 +461,19 @@ class PostgresModel:
             self.used.add(f"c{n}")
             spec = TEXT if n % 2 else INTEGER
             self.table.add(f"c{n}", spec)
-            return [("add", f"c{n}", spec), *self._touch(n, partitions)]
+            return [("add", f"c{n}", spec), *self.touched(n, partitions)]
         if kind == "drop" and len(names) > 1:
             self.table.drop(names[n % len(names)])
-            return [("drop", names[n % len(names)]), *self._touch(n, partitions)]
+            return [("drop", names[n % len(names)]), *self.touched(n, partitions)]
         if kind == "rename" and names and f"{names[n % len(names)]}_r{n}" not in self.used:
             old = names[n % len(names)]
             self.used.add(f"{old}_r{n}")
             self.table.rename(old, f"{old}_r{n}")
-            return [("rename", old, f"{old}_r{n}"), *self._touch(n, partitions)]
+            return [("rename", old, f"{old}_r{n}"), *self.touched(n, partitions)]
         return []
+
+    def touched(self, n: int, partitions: int) -> list[tuple[Any, ...]]:
+        return self._touch(n, partitions) if self.touch else []
 
     @staticmethod
     def _touch(n: int, partitions: int) -> list[tuple[Any, ...]]:
@@ -474,12 +481,20 @@ class PostgresModel:
 
 
 def play_postgres(
-    partitions: int, kinds: Sequence[tuple[str, int]], schedule: Sequence[tuple[Any, ...]], state: StateStore
+    partitions: int,
+    kinds: Sequence[tuple[str, int]],
+    schedule: Sequence[tuple[Any, ...]],
+    state: StateStore,
+    touch: bool = True,
 ) -> None:
-    model = PostgresModel(PostgresTable())  # the table's columns as the statements are drawn
+    """``kinds`` drawn into statements (``touch``: a row on every partition after each DDL, else
+    only at the end), read as ``schedule`` says, then to the end, against the model."""
+    model = PostgresModel(PostgresTable(), touch=touch)  # the table's columns as the statements are drawn
     script: list[tuple[Any, ...]] = [("upsert", key, key) for key in range(partitions)]
     for kind, n in kinds:
         script += model.statement(kind, n, partitions)
+    if not touch:  # each partition shows the last schema, whatever steps it skipped
+        script += PostgresModel._touch(10_000, partitions)
     table = PostgresTable()
     # the model: PostgreSQL's table, with a rename of the last column taken as a drop and an add
     lost: set[tuple[int, str]] = set()
