@@ -748,6 +748,17 @@ def test_a_kill_right_after_a_rename_reached_the_sink_before_the_first_checkpoin
     kills=st.sets(st.integers(1, 4), min_size=1, max_size=2),
     before=st.booleans(),
     per_table=st.booleans(),
+    every_partition=st.booleans(),
+)
+@example(  # partition 0 goes from email to email_r3 at once, partition 1 shows email_r1 later
+    partitions=3,
+    renames=[0, 0, 0],
+    extra=[1, 5, 0],
+    schedule=[("read", 0, 9), ("checkpoint",), ("read", 1, 9)],
+    kills={4},
+    before=False,
+    per_table=False,
+    every_partition=False,
 )
 def test_a_kill_at_any_rename_of_a_chain_ends_with_the_source_table(
     partitions: int,
@@ -757,18 +768,23 @@ def test_a_kill_at_any_rename_of_a_chain_ends_with_the_source_table(
     kills: set[int],
     before: bool,
     per_table: bool,
+    every_partition: bool,
 ) -> None:
     # renames of email or name (never the last column: its rename is a drop and an add), each
-    # followed by a row in every partition and some more; the process dies right before or right
-    # after the sink takes a rename, with a table barrier (Iceberg, Paimon) or a whole checkpoint
+    # followed by some rows, and with ``every_partition`` by a row in every partition too (else a
+    # partition may show several renames in one step, or none, until a row in every partition at
+    # the end); the process dies right before or right after the sink takes a rename, with a table
+    # barrier (Iceberg, Paimon) or a whole checkpoint
     names = ["email", "name"]
     script: list[tuple[Any, ...]] = [("upsert", key, key) for key in range(2 * partitions)]
     for n, which in enumerate(renames, start=1):
         old = names[which]
         names[which] = f"{old.split('_')[0]}_r{n}"
         script.append(("rename", old, names[which]))
-        script += [("upsert", key, 100 * n + key) for key in range(partitions)]
+        if every_partition:
+            script += [("upsert", key, 100 * n + key) for key in range(partitions)]
         script += [("upsert", key, 100 * n + 50 + i) for i, key in enumerate(extra[n - 1 :: len(renames)])]
+    script += [("upsert", key, 1000 + key) for key in range(partitions)]
     with tempfile.TemporaryDirectory() as folder:
         store = StateStore(f"sqlite:///{folder}/state.db")
         try:
