@@ -260,9 +260,9 @@ class PipelineRunner:
         self._read_again_after_columns()
 
     def sync_hints(self) -> None:
-        """Read the schema-change topic to its end (a decoder met a record no definition describes)."""
+        """Read the schema-change topic to its end (a decoder met a record no definition describes;
+        rows to read again after it are read before the batch being decoded is processed)."""
         self.schemas.sync_hints(Barrier(self, ()))
-        self._read_again_after_columns()
 
     def process(self, events: list[Event], records: Sequence[Any]) -> None:
         """Route a decoded batch; ``records`` are the raw records it came from (for offsets)."""
@@ -270,6 +270,8 @@ class PipelineRunner:
             self._process(events, records)
 
     def _process(self, events: list[Event], records: Sequence[Any]) -> None:
+        if self._column_plans:  # planned while the batch was decoded: the older rows first
+            self._read_again_after_columns()
         events = self.bad.routed(events, self.rows.raw.materialize)  # records of tables not routed out
         buffers = self.rows.tables
         skip = self.partitions.skip

@@ -281,14 +281,16 @@ class SchemaTracker:
         if tracked is None:
             readded = self.readded_unread.pop(table_id, {})
             described = self.descriptions.get(table_id)
-            # a column added again (the record may be older than its drop) is where DDL added it
-            created = new if described is None else _placed_as(new, described, readded)
+            renames = self.pending_renames.get(table_id, [])
+            # a column added again (the record may be older than its drop, and than renames before
+            # it) is where DDL added it
+            placing = {n: name for name in readded for n in _older_names(renames, {name}) if n in new}
+            created = new if described is None else _placed_as(new, described, placing)
             change = CreateTable(table_id, created)
             tracked = self.tables[table_id] = TrackedTable(created, 0)
             tracked.partitions[partition] = new
             self._seen(tracked, event.position)
             self._record(tracked, [change], event.position)
-            renames = self.pending_renames.get(table_id, [])
             for name, at in readded.items():
                 if name not in new.primary_keys:
                     self.readded.append((table_id, _older_names(renames, {name}), at))
@@ -1021,16 +1023,16 @@ def _chained_by_order(
     return chained
 
 
-def _placed_as(schema: Schema, described: Schema, names: Collection[str]) -> Schema:
-    """``schema`` with each of ``names`` it has moved where ``described`` has it: after the
-    nearest column before it there that ``schema`` has (first when none)."""
-    moving = [n for n in described.names if n in names and n in schema and n not in schema.primary_keys]
+def _placed_as(schema: Schema, described: Schema, names: Mapping[str, str]) -> Schema:
+    """``schema`` with each column of ``names`` (its name → the name ``described`` has for it)
+    moved where ``described`` has it: after the nearest column before it there that ``schema`` has
+    (first when none)."""
+    moving = {n: d for n, d in names.items() if d in described and n not in schema.primary_keys}
     if not moving:
         return schema
     columns = [c for c in schema.columns if c.name not in moving]
-    for name in moving:
-        index = described.position(name)
-        before = {c.name for c in described.columns[:index]}
+    for name, at_name in sorted(moving.items(), key=lambda item: described.position(item[1])):
+        before = {c.name for c in described.columns[: described.position(at_name)]}
         at = max((i + 1 for i, c in enumerate(columns) if c.name in before), default=0)
         columns.insert(at, schema.column(name))
     return schema.with_columns(columns)
