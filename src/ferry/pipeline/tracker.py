@@ -285,7 +285,7 @@ class SchemaTracker:
             # a column added again (the record may be older than its drop, and than renames before
             # it) is where DDL added it
             placing = {n: name for name in readded for n in _older_names(renames, {name}) if n in new}
-            created = new if described is None else _placed_as(new, described, placing)
+            created = new if described is None else _placed_as(new, described, placing, renames)
             change = CreateTable(table_id, created)
             tracked = self.tables[table_id] = TrackedTable(created, 0)
             tracked.partitions[partition] = new
@@ -1023,17 +1023,22 @@ def _chained_by_order(
     return chained
 
 
-def _placed_as(schema: Schema, described: Schema, names: Mapping[str, str]) -> Schema:
+def _placed_as(
+    schema: Schema, described: Schema, names: Mapping[str, str], renames: list[RenameColumn]
+) -> Schema:
     """``schema`` with each column of ``names`` (its name → the name ``described`` has for it)
     moved where ``described`` has it: after the nearest column before it there that ``schema`` has
-    (first when none)."""
+    (first when none; a column of ``schema`` renamed since is known by its later names)."""
     moving = {n: d for n, d in names.items() if d in described and n not in schema.primary_keys}
     if not moving:
         return schema
     columns = [c for c in schema.columns if c.name not in moving]
     for name, at_name in sorted(moving.items(), key=lambda item: described.position(item[1])):
         before = {c.name for c in described.columns[: described.position(at_name)]}
-        at = max((i + 1 for i, c in enumerate(columns) if c.name in before), default=0)
+        at = max(
+            (i + 1 for i, c in enumerate(columns) if before.intersection(_chain(renames, c.name))),
+            default=0,
+        )
         columns.insert(at, schema.column(name))
     return schema.with_columns(columns)
 

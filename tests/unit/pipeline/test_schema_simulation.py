@@ -981,3 +981,19 @@ def test_a_column_dropped_and_added_again_while_another_partition_lags_holds_non
     schedule = [("produce", 100), ("hints", 10), ("read", 0, 100), ("checkpoint",), ("read", 1, 100)]
     run_simulation(2, script, schedule)
     run_simulation(2, script, [*schedule[:3], ("kill",), ("read", 1, 1)], committing=True)
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        [("readd", 0), ("rename", 2)],  # a, added again, goes last; price is renamed after it
+        [("rename", 0), ("readd", 0)],  # a renamed a_r, then a_r dropped and added again
+    ],
+)
+def test_a_table_first_read_after_a_column_was_dropped_and_added_again_has_it_where_ddl_put_it(
+    script: list[tuple[Any, ...]],
+) -> None:
+    # the DDL is read before the table's first row, which is older than the drop: the table is
+    # created from that row with the column where the last statement put it, and the row's value in
+    # it (the old column's) is not written
+    run_simulation(1, script, [], raw=True)
