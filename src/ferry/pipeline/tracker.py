@@ -284,8 +284,17 @@ class SchemaTracker:
             renames = self.pending_renames.get(table_id, [])
             # a column added again (the record may be older than its drop, and than renames before
             # it) is where DDL added it
-            placing = {n: name for name in readded for n in _older_names(renames, {name}) if n in new}
-            created = new if described is None else _placed_as(new, described, placing, renames)
+            created = new
+            if described is not None:
+                # each column added again, by the name the record has for it → the statement's name
+                placing = {
+                    n: at
+                    for name in readded
+                    for at in [next((x for x in reversed(_chain(renames, name)) if x in described), name)]
+                    for n in _older_names(renames, {name})
+                    if n in new
+                }
+                created = _placed_as(new, described, placing, renames)
             change = CreateTable(table_id, created)
             tracked = self.tables[table_id] = TrackedTable(created, 0)
             tracked.partitions[partition] = new

@@ -988,6 +988,7 @@ def test_a_column_dropped_and_added_again_while_another_partition_lags_holds_non
     [
         [("readd", 0), ("rename", 2)],  # a, added again, goes last; price is renamed after it
         [("rename", 0), ("readd", 0)],  # a renamed a_r, then a_r dropped and added again
+        [("readd", 0), ("rename", 3)],  # a dropped and added again, then renamed a_r
     ],
 )
 def test_a_table_first_read_after_a_column_was_dropped_and_added_again_has_it_where_ddl_put_it(
