@@ -64,19 +64,35 @@ class PartitionLogSource:
 
 class PartitionLogHints:
     """The schema-change topic ``records`` (which may grow while it is read), fetched where the
-    test says (:meth:`fetch`) or to its end when the runner asks for it (:meth:`sync`)."""
+    test says (:meth:`fetch`) or to its end when the runner asks for it (:meth:`sync`).
 
-    def __init__(self, records: list[Record]) -> None:
+    ``late``: the topic's records become visible to its readers later than the data written after
+    them (Kafka orders no two partitions: the producer's batch of a data partition may be appended
+    before that of the schema-change topic). Only the first ``visible`` records can be read then;
+    :meth:`publish` shows more, and so does every :meth:`sync` that finds nothing new (a reader
+    asking again finds the topic's end moved on)."""
+
+    def __init__(self, records: list[Record], *, late: bool = False) -> None:
         self.records = records
         self.decoder = decoder_for("debezium-schema-change")
         self.position = 0
         self.fetched = 0
+        self.late = late
+        #: with ``late``: how many of the records are visible
+        self.visible = 0
 
     def open(self, start: Mapping[int, int]) -> None:
         self.position = self.fetched = start.get(0, 0)
+        self.visible = max(self.visible, self.position)
+
+    def publish(self, count: int) -> None:
+        self.visible = min(len(self.records), self.visible + count)
+
+    def end(self) -> int:
+        return min(self.visible, len(self.records)) if self.late else len(self.records)
 
     def fetch(self, count: int) -> None:
-        self.fetched = min(len(self.records), self.fetched + count)
+        self.fetched = max(self.fetched, min(self.end(), self.fetched + count))
 
     def drain(self) -> list[Event]:
         records = self.records[self.position : self.fetched]
@@ -84,6 +100,8 @@ class PartitionLogHints:
         return self.decoder.decode(records)
 
     def sync(self, timeout: float) -> list[Event]:
+        if self.late and self.position >= self.end():
+            self.publish(1)
         self.fetch(len(self.records))
         return self.drain()
 

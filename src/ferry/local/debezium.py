@@ -256,6 +256,7 @@ class DebeziumTable:
                     "generated": False,
                 }
             )
+        self.ts_ms += 1
         value = {
             "source": {
                 "connector": "mysql",
@@ -263,6 +264,10 @@ class DebeziumTable:
                 "ts_ms": self.ts_ms,
                 "db": self.database,
                 "table": self.table,
+                # the statement's place in the binlog, among the changes of this table
+                "file": "mysql-bin.000001",
+                "pos": self.ts_ms,
+                "row": 0,
             },
             "databaseName": self.database,
             "schemaName": None,

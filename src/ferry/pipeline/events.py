@@ -289,6 +289,9 @@ class SchemaObserved:
     #: The source connector that wrote the record (Debezium's ``source.connector``): ``postgresql``
     #: orders its columns by ``attnum``, which proves some renames (:mod:`ferry.pipeline.positions`).
     connector: str | None = None
+    #: Where the DDL statement stands in the source's log (Debezium's schema-change topic): a column
+    #: dropped and added again is told apart in the rows by it (:mod:`ferry.pipeline.truncates`).
+    source_order: tuple[str, int, int] | None = None
 
 
 @dataclass(frozen=True, slots=True)

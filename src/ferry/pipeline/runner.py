@@ -64,9 +64,9 @@ from ferry.pipeline.router import SchemaChangeRouter
 from ferry.pipeline.schema import TableId
 from ferry.pipeline.schema_operator import HintSource, SchemaDefinitions, SchemaOperator
 from ferry.pipeline.settings import RunnerSettings
-from ferry.pipeline.shaping import RowShaper, in_table_names
+from ferry.pipeline.shaping import RowShaper, in_table_names, without_values
 from ferry.pipeline.status import RunnerStatus
-from ferry.pipeline.truncates import OrderOf, TruncateOrder
+from ferry.pipeline.truncates import OrderOf, SourceOrder, TruncateOrder, TruncatePlan
 from ferry.sinks.base import Sink
 
 if TYPE_CHECKING:
@@ -126,6 +126,9 @@ class PipelineRunner:
         self.schemas.on_adapt = lambda table_id, old, new: self.rows.adapt(table_id, old, new, self.bad.row)
         self.partitions = PartitionOffsets(sink, tables)
         self.truncates = TruncateOrder(source, source_order, self.schemas, self.partitions)
+        self.schemas.on_readded = self._cut_column
+        #: Partitions to read again after a column dropped and added again (see :meth:`_cut_column`).
+        self._column_plans: list[TruncatePlan] = []
         self.status = RunnerStatus(
             settings.name,
             self.worker,
@@ -254,9 +257,11 @@ class PipelineRunner:
     def read_hints(self) -> None:
         """Take the DDL hints read since the last call (between batches: nothing is in flight)."""
         self.schemas.drain_hints(Barrier(self, ()))
+        self._read_again_after_columns()
 
     def sync_hints(self) -> None:
-        """Read the schema-change topic to its end (a decoder met a record no definition describes)."""
+        """Read the schema-change topic to its end (a decoder met a record no definition describes;
+        rows to read again after it are read before the batch being decoded is processed)."""
         self.schemas.sync_hints(Barrier(self, ()))
 
     def process(self, events: list[Event], records: Sequence[Any]) -> None:
@@ -265,10 +270,13 @@ class PipelineRunner:
             self._process(events, records)
 
     def _process(self, events: list[Event], records: Sequence[Any]) -> None:
+        if self._column_plans:  # planned while the batch was decoded: the older rows first
+            self._read_again_after_columns()
         events = self.bad.routed(events, self.rows.raw.materialize)  # records of tables not routed out
         buffers = self.rows.tables
         skip = self.partitions.skip
         aliases = self._aliases
+        cleared = self.schemas.cleared
         buffered = 0
         started = time.monotonic()
         for index, event in enumerate(events):
@@ -281,14 +289,20 @@ class PipelineRunner:
                         continue
                 if skip and self.partitions.committed(event):
                     continue
-                if aliases and event.position is not None:
-                    renamed = aliases.get((table_id, event.position.partition))
+                change = event
+                if cleared and event.position is not None:
+                    columns = self.schemas.cleared_columns(table_id, event.position)
+                    if columns:  # written before the column was dropped and added again
+                        self.rows.raw.materialize(table_id)
+                        change = without_values(event, columns)
+                if aliases and change.position is not None:
+                    renamed = aliases.get((table_id, change.position.partition))
                     if renamed:
                         self.rows.raw.materialize(table_id)  # the row is copied under other names
-                        buffer.append(in_table_names(event, renamed))
+                        buffer.append(in_table_names(change, renamed))
                         buffered += 1
                         continue
-                buffer.append(event)
+                buffer.append(change)
                 buffered += 1
             elif type(event) is Tombstone:
                 self.metrics.tombstones += 1
@@ -310,11 +324,14 @@ class PipelineRunner:
         self.rows.count += buffered
         self.partitions.advance(records)
         self.metrics.records_read += len(records)
+        if self.schemas.cleared:
+            self.schemas.passed_cleared(self.partitions.offsets)
         if self.schemas.reading_again and self.schemas.passed_read_again(self.partitions.offsets):
             self._refresh_aliases()
         if self.schemas.tracker.has_pending():
             self.schemas.settle(self.partitions.offsets, Barrier(self, ()))
             self._refresh_aliases()
+            self._read_again_after_columns()
 
     def _resume(self) -> list[Any]:
         """The rest of the last batch, after the consumer was polled (paused) to stay in its group."""
@@ -360,6 +377,40 @@ class PipelineRunner:
         self._refresh_aliases()
         if plan is not None:
             self.truncates.read_again(plan, self._process_records)
+        self._read_again_after_columns()
+
+    def _cut_column(
+        self,
+        table_id: TableId,
+        columns: tuple[str, ...],
+        order: SourceOrder,
+        topics: list[str],
+        barrier: Barrier,
+    ) -> None:
+        """A column dropped and added again (its drop at ``order`` in the source's log), before the
+        barrier of its changes: the rows of the table's partitions older than the drop and not read
+        yet lose its values; those newer and read already are read again once the new column is
+        at the sink (the barrier's checkpoint keeps their partitions' offsets before them)."""
+        plan = self.truncates.plan_column(topics, order, barrier.before)
+        if plan is None:
+            log.warning(
+                "%s: %s dropped and added again, but records without a source position: the rows "
+                "read from now on keep the values they carry in it",
+                table_id,
+                columns[-1],
+            )
+            return
+        barrier.read_again = {**barrier.read_again, **plan.starts}
+        for column in columns:
+            self.schemas.clear_before(table_id, column, plan.skip_before)
+        self._column_plans.append(plan)
+
+    def _read_again_after_columns(self) -> None:
+        """The rows read before a column was dropped and added again, but written after it."""
+        while self._column_plans:
+            plan = self._column_plans.pop(0)
+            self.truncates.read_again(plan, self._process_records)
+            self._refresh_aliases()
 
     def _process_records(self, records: Sequence[Any]) -> None:
         self.process(self.decode(records), records)

@@ -84,6 +84,9 @@ KNOWN_TO = "schemas_known_to"
 #: The key of the changes on their way to the sink when the schemas were saved (see
 #: :meth:`SchemaOperator.finish_applying`).
 APPLYING = "applying"
+#: The key of the rows written before a column was dropped and added again, not read yet: per
+#: table and column, the offset of each partition's first record after the drop.
+CLEARED = "cleared_before"
 
 
 class HintSource(Protocol):
@@ -183,6 +186,15 @@ class SchemaOperator:
         #: Partitions read again after a table barrier, up to this offset: their schema events are
         #: in the schemas restored already.
         self.known_to: dict[Partition, int] = {}
+        #: Per table and column dropped and added again: each partition's first offset after the
+        #: drop, below which its rows carry the old column's values (read as NULL).
+        self.cleared: dict[TableId, dict[str, dict[Partition, int]]] = {}
+        #: Tells the runner, before the barrier of its changes, that DDL dropped a column and added
+        #: it again (the table, the column, where the drop stands in the source's log, the table's
+        #: topics).
+        self.on_readded: Callable[
+            [TableId, tuple[str, ...], tuple[str, int, int], list[str], Barrier], None
+        ] = lambda table, columns, order, topics, barrier: None
         #: The changes the saved schemas show that the sink may not have yet (a restart after a
         #: kill while they were applied): routed again before anything is read.
         self.applying: list[SchemaChange] = []
@@ -227,6 +239,12 @@ class SchemaOperator:
             }
             self.read_again = {(t, int(p)): int(o) for t, p, o in schemas.get(READ_AGAIN) or []}
             self.known_to = {(t, int(p)): int(o) for t, p, o in schemas.get(KNOWN_TO) or []}
+            self.cleared = {
+                TableId.parse(table): {
+                    column: {(t, int(p)): int(o) for t, p, o in marks} for column, marks in columns.items()
+                }
+                for table, columns in (schemas.get(CLEARED) or {}).items()
+            }
             self.applying = [schema_change_from_dict(c) for c in schemas.get(APPLYING) or []]
         self.saved = schemas
         if self.hints is not None:
@@ -251,7 +269,36 @@ class SchemaOperator:
                 str(table): [[t, p, o] for (t, p), o in sorted(marks.items())]
                 for table, marks in self.truncated.items()
             }
+        if self.cleared:
+            data[CLEARED] = {
+                str(table): {c: [[t, p, o] for (t, p), o in sorted(m.items())] for c, m in columns.items()}
+                for table, columns in self.cleared.items()
+            }
         return data
+
+    def clear_before(self, table_id: TableId, column: str, cuts: Mapping[Partition, int]) -> None:
+        """The rows of each partition below its offset in ``cuts`` were written before ``column``
+        was dropped and added again: they are read with NULL in it."""
+        if cuts:
+            self.cleared.setdefault(table_id, {}).setdefault(column, {}).update(cuts)
+
+    def cleared_columns(self, table_id: TableId, position: SourcePosition) -> list[str]:
+        """The columns whose values a row read at ``position`` carries from before their drop."""
+        columns = self.cleared.get(table_id)
+        if not columns:
+            return []
+        tp = (position.topic, position.partition)
+        return [c for c, cuts in columns.items() if position.offset < cuts.get(tp, -1)]
+
+    def passed_cleared(self, offsets: Mapping[Partition, int]) -> None:
+        """Forget a column's cuts once every partition is read past its own: until then a partition
+        may be read again from behind its cut (a truncate older than the drop, read later)."""
+        for table_id, columns in list(self.cleared.items()):
+            for column, cuts in list(columns.items()):
+                if all(offsets.get(tp, 0) >= cut for tp, cut in cuts.items()):
+                    del columns[column]
+            if not columns:
+                del self.cleared[table_id]
 
     def ahead_of_checkpoint(self) -> dict[str, Any]:
         """The schemas saved after a change applied without a barrier, beside the last checkpoint's
@@ -276,7 +323,7 @@ class SchemaOperator:
                 "aliases": kept.get("aliases", {}),
             }
         data = {**now, "tables": tables}
-        for key in (TRUNCATED, READ_AGAIN, KNOWN_TO):
+        for key in (TRUNCATED, READ_AGAIN, KNOWN_TO, CLEARED):
             data.pop(key, None)
             if key in saved:
                 data[key] = saved[key]
@@ -349,9 +396,7 @@ class SchemaOperator:
         # read from the sink and the state store out of the try: their errors are theirs, not the event's
         resume = self._resume_point(event) if isinstance(event, SchemaObserved) else None
         try:
-            changes = (
-                self._take_hints(self._hints_for(event), after) if isinstance(event, SchemaObserved) else []
-            )
+            changes = self._hints_explaining(event, after) if isinstance(event, SchemaObserved) else []
             if isinstance(event, SchemaObserved):
                 if resume is not None:
                     changes += self._resume(event, after, *resume)
@@ -539,6 +584,38 @@ class SchemaOperator:
                 created = False
         return created
 
+    def _hints_explaining(self, event: SchemaObserved, tracker: SchemaTracker) -> list[SchemaChange]:
+        """:meth:`_hints_for` the record, tracked by ``tracker``; then, while the record may come
+        after DDL not read yet (:meth:`SchemaTracker.lacks_ddl`: a column neither the table nor
+        the DDL read so far names, in a record newer than the last statement read), the statements
+        written since: Debezium writes the DDL before the rows that follow it, but to the
+        schema-change topic, which Kafka does not order with the data topics. Read without it, a
+        column renamed (once or several times) would be an added column and a dropped one, and the
+        rows not written since would lose their values. The topic is read again while statements
+        keep coming, and for up to ``ddl_wait_s`` while none comes (after which the record's schema
+        is taken as it is)."""
+        changes = self._take_hints(self._hints_for(event), tracker)
+        if self.hints is None or event.ddl is not None or tracker.schema(event.table_id) is None:
+            return changes
+        deadline = time.monotonic() + self.settings.ddl_wait_s
+        while tracker.lacks_ddl(event):
+            events = self.hints.sync(self.settings.timeout_s)
+            if events:
+                changes += self._take_hints(events, tracker)
+            elif time.monotonic() >= deadline:
+                unknown = tracker.unknown_names(event.table_id, event.schema)
+                log.warning(
+                    "%s: no DDL read names column(s) %s of a record at %s within %.0f s: taken as added",
+                    event.table_id,
+                    ", ".join(sorted(unknown)),
+                    event.position,
+                    self.settings.ddl_wait_s,
+                )
+                break
+            else:
+                time.sleep(self.settings.poll_s)
+        return changes
+
     def _hints_for(self, event: SchemaObserved) -> list[Event]:
         """Every DDL hint written so far (Debezium writes the DDL before the rows that follow it),
         before a record with other columns is diffed: a column gone may be a rename, a column
@@ -564,10 +641,15 @@ class SchemaOperator:
         """Barrier (rows read so far written with the schemas before, and the schema-change topic's
         position before: ``hint_offsets``), then the tracker moves on to ``after`` and each change
         goes to the sink; without a barrier when no change needs one (:func:`needs_barrier`)."""
+        readded, after.readded = after.readded, []
         if not changes:
             self.tracker = after
             return
         self.before_sink()
+        for table_id, columns, order in readded:
+            tracked = after.tables.get(table_id)
+            topics = sorted(tracked.topics) if tracked is not None else []
+            self.on_readded(table_id, columns, order, topics, barrier)
         refused = self._refused(changes)
         if not _need_barrier(changes, self.tracker) and not refused:
             self._route_in_place(changes, after=after, sources=sources, position=position)

@@ -18,6 +18,10 @@ class SchemaSettings:
     poll_s: float = 0.2
     #: How a transient error of an apply is retried (``pipeline.restart-strategy``).
     retries: RetryPolicy = field(default_factory=RetryPolicy)
+    #: How long a record with a column the DDL read so far does not name waits for the
+    #: schema-change topic to show its statement (written before the record, but to another topic,
+    #: which Kafka does not order with it); it waits on while statements keep coming.
+    ddl_wait_s: float = 5.0
 
 
 @dataclass(frozen=True, slots=True)
@@ -44,9 +48,11 @@ class RunnerSettings:
     #: A checkpoint's commit (the sink's flush, dead letters, the state store's save) runs on a
     #: thread of its own while the next batches are read (``checkpoint.concurrent``).
     concurrent_checkpoints: bool = False
+    #: See :attr:`SchemaSettings.ddl_wait_s`.
+    ddl_wait_s: float = 5.0
 
     @property
     def schema(self) -> SchemaSettings:
         """How its schema operator is tuned."""
         timeout_s, poll_s = self.schema_change_timeout_s, self.schema_change_poll_s
-        return SchemaSettings(self.name, timeout_s, poll_s, self.retries)
+        return SchemaSettings(self.name, timeout_s, poll_s, self.retries, self.ddl_wait_s)

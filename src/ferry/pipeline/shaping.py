@@ -267,6 +267,18 @@ def in_table_names(change: DataChange, names: Mapping[str, str]) -> DataChange:
     )
 
 
+def without_values(change: DataChange, columns: Collection[str]) -> DataChange:
+    """A row written before ``columns`` were dropped and added again: NULL in them (the new
+    columns never had the old ones' values)."""
+    before, after = change.before, change.after
+    return change._replace(
+        before=None if before is None else {k: (None if k in columns else v) for k, v in before.items()},
+        after=None
+        if after is None
+        else keep_partial(after, {k: (None if k in columns else v) for k, v in after.items()}),
+    )
+
+
 def change_bytes(change: DataChange) -> bytes:
     """ferry's rendering of a row change (for a dead letter whose record cannot be read again)."""
     return orjson.dumps(

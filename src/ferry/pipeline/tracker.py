@@ -28,13 +28,17 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
+from itertools import pairwise
 from typing import Any
 
 from ferry.offsets import Partition
 from ferry.pipeline.apply import apply_schema_change, diff_schemas, is_applied
 from ferry.pipeline.events import (
+    FIRST,
+    LAST,
     AddColumn,
     AlterColumnType,
+    ColumnPosition,
     CreateTable,
     DropColumn,
     DropTable,
@@ -44,13 +48,15 @@ from ferry.pipeline.events import (
     SchemaObserved,
     SourcePosition,
     TruncateTable,
+    after,
 )
 from ferry.pipeline.exceptions import SchemaError
 from ferry.pipeline.positions import POSITIONAL_CONNECTORS, position_note, renames_by_position
 from ferry.pipeline.schema import Column, Schema, TableId, schema_from_dict, schema_to_dict
 from ferry.pipeline.types import widen
 
-#: (topic, partition)
+#: (binlog file, position, row), or ("", LSN, 0): where a change stands in the source's log.
+SourceOrder = tuple[str, int, int]
 #: The high watermarks, now, of the partitions of some topics that this pipeline reads.
 Watermarks = Callable[[Collection[str]], Mapping[Partition, int]]
 
@@ -127,6 +133,23 @@ class SchemaTracker:
         self.descriptions: dict[TableId, Schema] = {}
         #: Tables DDL dropped before their first record was read (their records are older).
         self.dropped: set[TableId] = set()
+        #: Every column name a statement's description of a table had (records may carry any of them).
+        self.described_names: dict[TableId, set[str]] = {}
+        #: Columns DDL dropped and added again, since the schema operator last took them: (table,
+        #: every name rows may carry the dropped column under, where the drop stands in the
+        #: source's log). Rows older than the drop carry its values, which the new column must not take.
+        self.readded: list[tuple[TableId, tuple[str, ...], SourceOrder]] = []
+        #: Per table, the columns the last statements describing it dropped: where the drop stands in
+        #: the source's log (a later statement may add the column again).
+        self.dropped_at: dict[TableId, dict[str, SourceOrder]] = {}
+        #: Per table not read yet, the columns DDL dropped and added again: where the drop stands.
+        self.readded_unread: dict[TableId, dict[str, SourceOrder]] = {}
+        #: Per table, where the last DDL statement read of it stands in the source's log: every
+        #: statement before it is read (the schema-change topic keeps the log's order).
+        self.ddl_order: dict[TableId, SourceOrder] = {}
+        #: Per table, the names renames proved by column positions gave, with where the first record
+        #: showing each stands in the source's log (they order a chain of renames).
+        self.named_at: dict[TableId, dict[str, SourceOrder]] = {}
 
     def fork(self) -> SchemaTracker:
         """A tracker that starts as this one and then changes apart from it: the schema operator
@@ -140,6 +163,11 @@ class SchemaTracker:
         fork.pending_renames = {t: list(renames) for t, renames in self.pending_renames.items()}
         fork.descriptions = dict(self.descriptions)
         fork.dropped = set(self.dropped)
+        fork.described_names = {t: set(names) for t, names in self.described_names.items()}
+        fork.dropped_at = {t: dict(columns) for t, columns in self.dropped_at.items()}
+        fork.readded_unread = {t: dict(columns) for t, columns in self.readded_unread.items()}
+        fork.ddl_order = dict(self.ddl_order)
+        fork.named_at = {t: dict(names) for t, names in self.named_at.items()}
         self._shared = dict(self.tables)
         fork._shared = dict(self.tables)
         return fork
@@ -196,6 +224,40 @@ class SchemaTracker:
                 out.update((n, current) for n in names if n not in table)
         return out
 
+    def unknown_names(self, table_id: TableId, schema: Schema) -> set[str]:
+        """The columns of a record's ``schema`` that neither the table nor the DDL read so far
+        name: the table's columns, those of the last statement that described it, every name a
+        rename named (final or not, in any partition)."""
+        tracked = self.tables.get(table_id)
+        known = set() if tracked is None else set(tracked.schema.names)
+        known.update(self.described_names.get(table_id, ()))
+        for rename in self.pending_renames.get(table_id, []):
+            known.update((rename.old_name, rename.new_name))
+        if tracked is not None:
+            known.update(tracked.renamed)
+            for aliases in tracked.aliases.values():
+                known.update(aliases)
+            for pending in tracked.pending:
+                if isinstance(pending.change, RenameColumn):
+                    known.add(pending.change.new_name)
+        return {name for name in schema.names if name not in known}
+
+    def lacks_ddl(self, event: SchemaObserved) -> bool:
+        """Whether a record's schema may come after DDL not read yet: it has a column that neither
+        the table nor the DDL read so far names, and it stands after the last statement read in the
+        source's log (without a place there: it also lacks a column of the table, a step a rename
+        could make). A record older than DDL read (read again after a restart) needs none."""
+        if not self.unknown_names(event.table_id, event.schema):
+            return False
+        order, read = event.source_order, self.ddl_order.get(event.table_id)
+        if order is not None:
+            return read is None or order > read
+        tracked = self.tables.get(event.table_id)
+        return tracked is not None and any(
+            c.name not in event.schema and c.name not in tracked.schema.primary_keys
+            for c in tracked.schema.columns
+        )
+
     def has_pending(self) -> bool:
         return any(t.pending for t in self.tables.values())
 
@@ -217,22 +279,40 @@ class SchemaTracker:
         partition = event.position.partition if event.position is not None else -1
         tracked = self._own(table_id)
         if tracked is None:
-            change = CreateTable(table_id, new)
-            tracked = self.tables[table_id] = TrackedTable(new, 0)
+            readded = self.readded_unread.pop(table_id, {})
+            described = self.descriptions.get(table_id)
+            renames = self.pending_renames.get(table_id, [])
+            # a column added again (the record may be older than its drop, and than renames before
+            # it) is where DDL added it
+            created = new
+            if described is not None:
+                # each column added again, by the name the record has for it → the statement's name
+                placing = {
+                    n: at
+                    for name in readded
+                    for at in [next((x for x in reversed(_chain(renames, name)) if x in described), name)]
+                    for n in _older_names(renames, {name})
+                    if n in new
+                }
+                created = _placed_as(new, described, placing, renames)
+            change = CreateTable(table_id, created)
+            tracked = self.tables[table_id] = TrackedTable(created, 0)
             tracked.partitions[partition] = new
             self._seen(tracked, event.position)
             self._record(tracked, [change], event.position)
+            for name, at in readded.items():
+                if name not in new.primary_keys:
+                    self.readded.append((table_id, _older_names(renames, {name}), at))
             if table_id in self.dropped:
                 self._pend(tracked, DropTable(table_id), watermarks)
                 return [change, *self._settle(table_id, tracked, {})]
-            described = self.descriptions.get(table_id)
             if described is None or described == new:
                 return [change]
             return [change, *self.described(SchemaObserved(table_id, described, None, "DDL"), watermarks)]
         self._seen(tracked, event.position)
         previous = tracked.partitions.get(partition)
         if previous is not None and event.connector in POSITIONAL_CONNECTORS:
-            self._renamed_by_position(tracked, table_id, previous, new)
+            self._renamed_by_position(tracked, table_id, previous, new, event.source_order)
         had = (
             set()
             if previous is None
@@ -326,21 +406,47 @@ class SchemaTracker:
         it no longer has (dropped, or renamed as its DDL says) goes once every partition passed the
         statement; types are left to the records (a record shows the type its values have)."""
         table_id, new = event.table_id, event.schema
+        self._statement_read(table_id, event.source_order)
+        readded = self._dropped_and_added(table_id, new)
         self.descriptions[table_id] = new
+        self.described_names.setdefault(table_id, set()).update(new.names)
         self.dropped.discard(table_id)
         tracked = self._own(table_id)
         if tracked is None:
+            if readded:  # the rows read first are told apart when the table's first one comes
+                self.readded_unread.setdefault(table_id, {}).update(readded)
             return []  # the table's records create it, with the types they carry, then this applies
         table = tracked.schema
         aliases = _rename_aliases(self.pending_renames.get(table_id, []), table, new, {})
         mapped = _renamed_columns(new, aliases)
-        # a later statement has the column again: a drop waiting for it was not the last word
-        tracked.pending = [
-            p
+        # a later statement has the column again: a drop waiting for it was not the last word. When
+        # DDL said the drop (where it stands in the log is known), it is a new column under the old
+        # name: the old one is dropped and the new one added now, and the rows older than the drop
+        # lose the old column's values (the schema operator tells them by their place in the log)
+        again = [
+            (p, p.change.column_name)
             for p in tracked.pending
-            if not (isinstance(p.change, DropColumn) and p.change.column_name in mapped)
+            if isinstance(p.change, DropColumn) and p.change.column_name in mapped
         ]
+        tracked.pending = [p for p in tracked.pending if all(p is not q for q, _ in again)]
         changes: list[SchemaChange] = []
+        renames = self.pending_renames.get(table_id, [])
+        # a described name added again → the table's name of the column dropped under it
+        by_table_name = {aliases.get(n, n): (n, at) for n, at in readded.items()}
+        for _, name in again:
+            entry = by_table_name.get(name)
+            if entry is None or name in table.primary_keys:
+                continue
+            new_name, order = entry
+            index = new.position(new_name)
+            position = LAST if index == len(new.columns) - 1 else _after(new, index, tracked.schema)
+            changes += [DropColumn(table_id, name), AddColumn(table_id, new.column(new_name), position)]
+            tracked.schema = self._replay(tracked.schema, changes[-2:])
+            self.readded.append((table_id, _older_names(renames, {name, new_name}), order))
+        if changes:  # the names of ``new`` as the table knows them now
+            aliases = _rename_aliases(renames, tracked.schema, new, {})
+            mapped = _renamed_columns(new, aliases)
+        table = tracked.schema
         additions = tuple(c for c in mapped.columns if c.name not in table)
         if additions:
             target = self._merge(table, [Schema(additions)], mapped)
@@ -355,9 +461,27 @@ class SchemaTracker:
         self._record(tracked, changes, event.position)
         return changes
 
+    def _statement_read(self, table_id: TableId, order: SourceOrder | None) -> None:
+        if order is not None and order > self.ddl_order.get(table_id, ("", -1, 0)):
+            self.ddl_order[table_id] = order
+
+    def _dropped_and_added(self, table_id: TableId, new: Schema) -> dict[str, SourceOrder]:
+        """Columns a statement's description ``new`` has that DDL dropped (see :meth:`hint`), with
+        where that drop stands in the log; the drops of the others are kept."""
+        dropped = self.dropped_at.get(table_id, {})
+        readded = {name: at for name, at in dropped.items() if name in new}
+        kept = {name: at for name, at in dropped.items() if name not in new}
+        if kept:
+            self.dropped_at[table_id] = kept
+        else:
+            self.dropped_at.pop(table_id, None)
+        return readded
+
     def hint(self, event: SchemaHint, watermarks: Watermarks | None = None) -> list[SchemaChange]:
         """DDL names changes: apply them where ordered, else keep renames to explain later drift
         and let table drops wait for the rows written before them."""
+        if not event.ordered:
+            self._statement_read(event.table_id, event.source_order)
         emitted: list[SchemaChange] = []
         for change in event.changes:
             tracked = self.tables.get(change.table_id)
@@ -371,6 +495,12 @@ class SchemaTracker:
                 renames = self.pending_renames.setdefault(change.table_id, [])
                 if change not in renames:
                     renames.append(change)
+                continue
+            if not event.ordered and isinstance(change, DropColumn):
+                # the statement's description drops it (once the rows pass it); noted where it
+                # stands in the log, for a later statement adding a column of that name again
+                if event.source_order is not None:
+                    self.dropped_at.setdefault(change.table_id, {})[change.column_name] = event.source_order
                 continue
             if tracked is None:
                 if event.ordered and not isinstance(change, DropTable | TruncateTable):
@@ -455,11 +585,21 @@ class SchemaTracker:
             tracked.topics.add(position.topic)
 
     def _renamed_by_position(
-        self, tracked: TrackedTable, table_id: TableId, previous: Schema, new: Schema
+        self,
+        tracked: TrackedTable,
+        table_id: TableId,
+        previous: Schema,
+        new: Schema,
+        order: SourceOrder | None,
     ) -> None:
         """A schema step of a partition whose connector orders columns as the source numbers them:
         the renames its positions prove join those DDL would have named (and so go as they do);
-        the columns gone or new that no position explains are a drop and an add."""
+        the columns gone or new that no position explains are a drop and an add.
+
+        Partitions may show a column's renames in different steps (one goes from ``c`` to ``c_r3``
+        at once, another from ``c`` to ``c_r1``): several renames proved from one name are one
+        chain, its names in the order of the records that first showed them (``order``: where the
+        record stands in the source's log; a name is current while its records are written)."""
         proved = renames_by_position(previous, new)
         renames = self.pending_renames.setdefault(table_id, [])
         # what earlier steps noted is kept while its change has not reached the sink
@@ -468,11 +608,24 @@ class SchemaTracker:
         }
         dropping = {p.change.column_name for p in tracked.pending if isinstance(p.change, DropColumn)}
         tracked.unproved &= dropping
+        named = self.named_at.setdefault(table_id, {})
         for old_name, new_name in proved:
             rename = RenameColumn(table_id, old_name, new_name)
             if rename not in renames:
                 renames.append(rename)
             tracked.by_position[old_name] = new_name
+            if order is not None and (new_name not in named or order < named[new_name]):
+                named[new_name] = order
+        if not named:
+            self.named_at.pop(table_id, None)
+        for old_name in dict.fromkeys(o for o, _ in proved):
+            chained = _chained_by_order(table_id, renames, old_name, named)
+            if chained is not None:
+                renames[:] = chained
+                tracked.by_position.update(
+                    (r.old_name, r.new_name) for r in chained if r.old_name != old_name
+                )
+                tracked.by_position[old_name] = next(r.new_name for r in chained if r.old_name == old_name)
         explained = {n for pair in proved for n in pair}
         gone = {n for n in previous.names if n not in new and n not in explained}
         came = {n for n in new.names if n not in previous and n not in explained}
@@ -695,6 +848,11 @@ class SchemaTracker:
             },
             "descriptions": {str(tid): schema_to_dict(s) for tid, s in self.descriptions.items()},
             "dropped": sorted(str(tid) for tid in self.dropped),
+            "described_names": {str(tid): sorted(names) for tid, names in self.described_names.items()},
+            **_orders("dropped_at", self.dropped_at),
+            **_orders("readded_unread", self.readded_unread),
+            **_orders("ddl_order", {tid: {"": at} for tid, at in self.ddl_order.items()}),
+            **_orders("named_at", self.named_at),
         }
 
     @classmethod
@@ -719,8 +877,28 @@ class SchemaTracker:
             tracker.pending_renames[table_id] = [RenameColumn(table_id, old, new) for old, new in renames]
         tracker.dropped = {TableId.parse(tid) for tid in data.get("dropped", [])}
         for tid, described in data.get("descriptions", {}).items():
-            tracker.descriptions[TableId.parse(tid)] = schema_from_dict(described)
+            schema = tracker.descriptions[TableId.parse(tid)] = schema_from_dict(described)
+            tracker.described_names[TableId.parse(tid)] = set(schema.names)
+        for tid, names in data.get("described_names", {}).items():
+            tracker.described_names.setdefault(TableId.parse(tid), set()).update(names)
+        for tid, (file, pos, row) in ((t, at[""]) for t, at in data.get("ddl_order", {}).items()):
+            tracker.ddl_order[TableId.parse(tid)] = (str(file), int(pos), int(row))
+        kept = (
+            ("dropped_at", tracker.dropped_at),
+            ("readded_unread", tracker.readded_unread),
+            ("named_at", tracker.named_at),
+        )
+        for key, orders in kept:
+            for tid, columns in data.get(key, {}).items():
+                orders[TableId.parse(tid)] = {n: (str(f), int(p), int(r)) for n, (f, p, r) in columns.items()}
         return tracker
+
+
+def _orders(key: str, orders: Mapping[TableId, Mapping[str, SourceOrder]]) -> dict[str, Any]:
+    """``{key: {table: {column: [file, position, row]}}}``, or nothing when there is none."""
+    if not orders:
+        return {}
+    return {key: {str(tid): {n: list(at) for n, at in columns.items()} for tid, columns in orders.items()}}
 
 
 def _pending_to_dict(pending: PendingRemoval) -> dict[str, Any]:
@@ -729,6 +907,7 @@ def _pending_to_dict(pending: PendingRemoval) -> dict[str, Any]:
         "change": change.tag,
         "holders": [[t, p, mark] for (t, p), mark in sorted(pending.holders.items())],
     }
+
     if isinstance(change, DropColumn):
         data["column"] = change.column_name
     elif isinstance(change, RenameColumn):
@@ -831,3 +1010,58 @@ def _renamed(schema: Schema, rename: RenameColumn) -> Schema:
     result = apply_schema_change(schema, rename)
     assert result is not None
     return result
+
+
+def _chained_by_order(
+    table_id: TableId, renames: list[RenameColumn], old_name: str, named: Mapping[str, SourceOrder]
+) -> list[RenameColumn] | None:
+    """``renames`` with the renames out of ``old_name`` (two or more, each new name shown at a known
+    place in the log) made one chain in that order: ``c → c_r3`` and ``c → c_r1`` become ``c → c_r1
+    → c_r3``. None when there is nothing to chain."""
+    out = [r for r in renames if r.old_name == old_name]
+    if len(out) < 2 or any(r.new_name not in named for r in out):
+        return None
+    names = [old_name, *sorted({r.new_name for r in out}, key=lambda n: named[n])]
+    links = [RenameColumn(table_id, a, b) for a, b in pairwise(names)]
+    chained: list[RenameColumn] = []
+    for rename in renames:  # the chain where the first of them was (the renames keep DDL's order)
+        if rename.old_name == old_name:
+            chained += [] if links[0] in chained else links
+        elif rename not in links:
+            chained.append(rename)
+    return chained
+
+
+def _placed_as(
+    schema: Schema, described: Schema, names: Mapping[str, str], renames: list[RenameColumn]
+) -> Schema:
+    """``schema`` with each column of ``names`` (its name → the name ``described`` has for it)
+    moved where ``described`` has it: after the nearest column before it there that ``schema`` has
+    (first when none; a column of ``schema`` renamed since is known by its later names)."""
+    moving = {n: d for n, d in names.items() if d in described and n not in schema.primary_keys}
+    if not moving:
+        return schema
+    columns = [c for c in schema.columns if c.name not in moving]
+    for name, at_name in sorted(moving.items(), key=lambda item: described.position(item[1])):
+        before = {c.name for c in described.columns[: described.position(at_name)]}
+        at = max(
+            (i + 1 for i, c in enumerate(columns) if before.intersection(_chain(renames, c.name))),
+            default=0,
+        )
+        columns.insert(at, schema.column(name))
+    return schema.with_columns(columns)
+
+
+def _older_names(renames: list[RenameColumn], names: set[str]) -> tuple[str, ...]:
+    """``names`` and every name renamed into one of them (through one rename or several)."""
+    older = {r.old_name for r in renames} | {r.new_name for r in renames}
+    return tuple(sorted(names | {n for n in older if names & set(_chain(renames, n))}))
+
+
+def _after(described: Schema, index: int, table: Schema) -> ColumnPosition:
+    """Where a column the DDL describes at ``index`` goes in ``table``: after the nearest column
+    before it that the table has (first when none)."""
+    for column in reversed(described.columns[:index]):
+        if column.name in table:
+            return after(column.name)
+    return FIRST

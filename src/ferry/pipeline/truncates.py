@@ -17,7 +17,7 @@ over the partition, reading records again), and the runner then
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -101,6 +101,27 @@ class TruncateOrder:
         if plan.skip_before:
             self.schemas.truncated.setdefault(event.table_id, {}).update(plan.skip_before)
             self.partitions.skip.setdefault(event.table_id, {}).update(plan.skip_before)
+        return plan
+
+    def plan_column(
+        self, topics: Collection[str], order: SourceOrder, before: Sequence[Event]
+    ) -> TruncatePlan | None:
+        """Where each partition of a table's ``topics`` stands to the drop of a column added again
+        (``order``: the drop's position in the source's log), read up to the events ``before``
+        the barrier. None when nothing is put in order (no source position, no partition)."""
+        source = self.source
+        if self.order_of is None or not isinstance(source, RecordReading):
+            return None
+        topics = sorted(topics)
+        ends = source.high_watermarks(topics) if isinstance(source, Watermarking) else {}
+        past = offsets_past(self.partitions.offsets, read_before(before))
+        read_to = {tp: past.get(tp, 0) for tp in {*ends, *past} if tp[0] in topics}
+        if not read_to:
+            return None
+        plan = plan_truncate(source.read_from, self.order_of, order, read_to, ends)
+        if plan is not None:
+            for partition, (_, end) in plan.read_again.items():
+                self.schemas.read_again[partition] = end
         return plan
 
     def read_again(self, plan: TruncatePlan, process: Callable[[Sequence[Any]], None]) -> None:

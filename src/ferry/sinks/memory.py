@@ -19,6 +19,7 @@ from ferry.pipeline.defaults import default_value
 from ferry.pipeline.events import (
     AddColumn,
     DataChange,
+    DropColumn,
     DropTable,
     Op,
     RenameColumn,
@@ -124,6 +125,11 @@ class MemorySink(Sink):
             if change.tag == "truncate.table":
                 table.rows.clear()
                 table.appended.clear()
+            if isinstance(change, DropColumn):
+                # its values go with it: a column added again under its name starts empty
+                name = change.column_name
+                table.rows = {k: {n: v for n, v in r.items() if n != name} for k, r in table.rows.items()}
+                table.appended = [{n: v for n, v in r.items() if n != name} for r in table.appended]
             if isinstance(change, AddColumn) and (default := default_value(change.column)) is not None:
                 # the rows it holds read the column's default, as a sink that backfills it shows them
                 name = change.column.name

@@ -37,10 +37,13 @@ def decoder(schema_registry: SchemaRegistry) -> Iterator[DebeziumAvroSchemaChang
 
 
 def as_avro(message: dict[str, Any], server: str) -> dict[str, Any]:
-    """The JSON converter's schema-change value with every field of the Avro schema present."""
+    """The JSON converter's schema-change value with every field of the Avro schema present (and
+    the statement's place in the binlog as the JSON one has it)."""
+    at = message.get("source") or {}
     source = {
         "version": "3.6.1.Final", "connector": "mysql", "name": server, "ts_ms": 1, "snapshot": "false",
-        "db": message["databaseName"], "table": None, "server_id": 1, "file": "binlog.000001", "pos": 4,
+        "db": message["databaseName"], "table": None, "server_id": 1,
+        "file": at.get("file", "binlog.000001"), "pos": at.get("pos", 4), "row": at.get("row", 0),
     }  # fmt: skip
     changes = []
     for change in message["tableChanges"]:

@@ -10,6 +10,7 @@ from ferry.connectors.formats import decoder_for
 from ferry.connectors.record import Record
 from ferry.pipeline.events import (
     BadRecord,
+    DropColumn,
     DropTable,
     RenameColumn,
     SchemaHint,
@@ -179,10 +180,19 @@ def test_a_rename_comes_as_a_hint_before_the_whole_table(envelope: bool) -> None
     events = decode(mysql_message(ddl, CUSTOMERS, comment="our customers"), envelope=envelope)
     table = TableId(None, "inventory", "customers")
     hint, observed = events
-    assert hint == SchemaHint(
-        table, (RenameColumn(table, "email", "email_address"),), ddl, False, SourcePosition("dbserver1", 0, 0)
-    )
-    assert observed == SchemaObserved(table, expected_customers(), SourcePosition("dbserver1", 0, 0), ddl=ddl)
+    at = SourcePosition("dbserver1", 0, 0)
+    binlog = ("mysql-bin.000003", 1570, 0)  # where the statement stands in the binlog
+    assert hint == SchemaHint(table, (RenameColumn(table, "email", "email_address"),), ddl, False, at, binlog)
+    assert observed == SchemaObserved(table, expected_customers(), at, ddl=ddl, source_order=binlog)
+
+
+def test_a_column_dropped_and_added_again_comes_as_a_drop_hint_with_its_place_in_the_binlog() -> None:
+    # a record of the whole table cannot tell that a is another column than before: the DDL says
+    ddl = "ALTER TABLE customers DROP COLUMN email, ADD COLUMN email VARCHAR(255)"
+    hint, observed = decode(mysql_message(ddl, CUSTOMERS))
+    table = TableId(None, "inventory", "customers")
+    assert hint.changes == (DropColumn(table, "email"),)
+    assert hint.source_order == observed.source_order == ("mysql-bin.000003", 1570, 0)
 
 
 def test_change_column_renames_too() -> None:

@@ -447,9 +447,13 @@ class PostgresModel:
     table: PostgresTable
     used: set[str] = field(default_factory=lambda: {"id", "email", "name", "visits"})
 
+    #: After a DDL, an upsert on every partition (each partition shows the step), or none (a
+    #: partition may show several steps at once, or none).
+    touch: bool = True
+
     def statement(self, kind: str, n: int, partitions: int) -> list[tuple[Any, ...]]:
-        """One statement (``n`` picks its column) and, after a DDL, an upsert on every partition
-        (each partition shows the step): the script's lines."""
+        """One statement (``n`` picks its column) and, after a DDL, the upserts of :attr:`touch`:
+        the script's lines."""
         names = [name for name, _ in self.table.columns if name != "id"]
         if kind == "upsert":
             return [("upsert", n % 12, n)]
@@ -457,16 +461,19 @@ class PostgresModel:
             self.used.add(f"c{n}")
             spec = TEXT if n % 2 else INTEGER
             self.table.add(f"c{n}", spec)
-            return [("add", f"c{n}", spec), *self._touch(n, partitions)]
+            return [("add", f"c{n}", spec), *self.touched(n, partitions)]
         if kind == "drop" and len(names) > 1:
             self.table.drop(names[n % len(names)])
-            return [("drop", names[n % len(names)]), *self._touch(n, partitions)]
+            return [("drop", names[n % len(names)]), *self.touched(n, partitions)]
         if kind == "rename" and names and f"{names[n % len(names)]}_r{n}" not in self.used:
             old = names[n % len(names)]
             self.used.add(f"{old}_r{n}")
             self.table.rename(old, f"{old}_r{n}")
-            return [("rename", old, f"{old}_r{n}"), *self._touch(n, partitions)]
+            return [("rename", old, f"{old}_r{n}"), *self.touched(n, partitions)]
         return []
+
+    def touched(self, n: int, partitions: int) -> list[tuple[Any, ...]]:
+        return self._touch(n, partitions) if self.touch else []
 
     @staticmethod
     def _touch(n: int, partitions: int) -> list[tuple[Any, ...]]:
@@ -474,12 +481,20 @@ class PostgresModel:
 
 
 def play_postgres(
-    partitions: int, kinds: Sequence[tuple[str, int]], schedule: Sequence[tuple[Any, ...]], state: StateStore
+    partitions: int,
+    kinds: Sequence[tuple[str, int]],
+    schedule: Sequence[tuple[Any, ...]],
+    state: StateStore,
+    touch: bool = True,
 ) -> None:
-    model = PostgresModel(PostgresTable())  # the table's columns as the statements are drawn
+    """``kinds`` drawn into statements (``touch``: a row on every partition after each DDL, else
+    only at the end), read as ``schedule`` says, then to the end, against the model."""
+    model = PostgresModel(PostgresTable(), touch=touch)  # the table's columns as the statements are drawn
     script: list[tuple[Any, ...]] = [("upsert", key, key) for key in range(partitions)]
     for kind, n in kinds:
         script += model.statement(kind, n, partitions)
+    if not touch:  # each partition shows the last schema, whatever steps it skipped
+        script += PostgresModel._touch(10_000, partitions)
     table = PostgresTable()
     # the model: PostgreSQL's table, with a rename of the last column taken as a drop and an add
     lost: set[tuple[int, str]] = set()
@@ -733,6 +748,17 @@ def test_a_kill_right_after_a_rename_reached_the_sink_before_the_first_checkpoin
     kills=st.sets(st.integers(1, 4), min_size=1, max_size=2),
     before=st.booleans(),
     per_table=st.booleans(),
+    every_partition=st.booleans(),
+)
+@example(  # partition 0 goes from email to email_r3 at once, partition 1 shows email_r1 later
+    partitions=3,
+    renames=[0, 0, 0],
+    extra=[1, 5, 0],
+    schedule=[("read", 0, 9), ("checkpoint",), ("read", 1, 9)],
+    kills={4},
+    before=False,
+    per_table=False,
+    every_partition=False,
 )
 def test_a_kill_at_any_rename_of_a_chain_ends_with_the_source_table(
     partitions: int,
@@ -742,18 +768,23 @@ def test_a_kill_at_any_rename_of_a_chain_ends_with_the_source_table(
     kills: set[int],
     before: bool,
     per_table: bool,
+    every_partition: bool,
 ) -> None:
     # renames of email or name (never the last column: its rename is a drop and an add), each
-    # followed by a row in every partition and some more; the process dies right before or right
-    # after the sink takes a rename, with a table barrier (Iceberg, Paimon) or a whole checkpoint
+    # followed by some rows, and with ``every_partition`` by a row in every partition too (else a
+    # partition may show several renames in one step, or none, until a row in every partition at
+    # the end); the process dies right before or right after the sink takes a rename, with a table
+    # barrier (Iceberg, Paimon) or a whole checkpoint
     names = ["email", "name"]
     script: list[tuple[Any, ...]] = [("upsert", key, key) for key in range(2 * partitions)]
     for n, which in enumerate(renames, start=1):
         old = names[which]
         names[which] = f"{old.split('_')[0]}_r{n}"
         script.append(("rename", old, names[which]))
-        script += [("upsert", key, 100 * n + key) for key in range(partitions)]
+        if every_partition:
+            script += [("upsert", key, 100 * n + key) for key in range(partitions)]
         script += [("upsert", key, 100 * n + 50 + i) for i, key in enumerate(extra[n - 1 :: len(renames)])]
+    script += [("upsert", key, 1000 + key) for key in range(partitions)]
     with tempfile.TemporaryDirectory() as folder:
         store = StateStore(f"sqlite:///{folder}/state.db")
         try:

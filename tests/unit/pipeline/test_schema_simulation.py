@@ -146,6 +146,14 @@ class World:
             self._ddl(source, source.table.rename_column(old, new))
             for row in source.rows.values():
                 row[new] = row.pop(old, None)
+        elif kind == "readd" and names:
+            # DROP COLUMN x; ADD COLUMN x, no row between (the new column last, of the old one's type)
+            name = names[n % len(names)]
+            spec = _spec(source, name)
+            self._ddl(source, source.table.drop_column(name))
+            self._ddl(source, source.table.add_column(name, spec))
+            for row in source.rows.values():
+                row[name] = None
         elif kind == "truncate":
             # no key: Debezium's producer puts it in any partition of the table's topic
             source.rows.clear()
@@ -291,18 +299,28 @@ def routes(copy: bool) -> TableRouter:
 
 
 def new_runner(
-    log: Log, sink: SimSink, state: StateStore, copy: bool = False, defined: bool = False
+    log: Log,
+    sink: SimSink,
+    state: StateStore,
+    copy: bool = False,
+    defined: bool = False,
+    late: PartitionLogHints | None = None,
 ) -> tuple[PipelineRunner, PartitionLogSource, PartitionLogHints]:
     """A runner over ``log`` (``defined``: the decoder types rows by the tables the schema-change
     topic describes, as ``ferry run`` has it for Debezium JSON with a schema-change topic: a
-    record no definition describes reads that topic to its end in the middle of its batch)."""
+    record no definition describes reads that topic to its end in the middle of its batch).
+    ``late``: the schema-change topic of the runner before, whose records become visible late:
+    the new runner sees as many of them as it did."""
     raw = log.world.raw
-    source, hints = PartitionLogSource(log.topics, log.data), PartitionLogHints(log.topics[(SERVER, 0)])
+    source = PartitionLogSource(log.topics, log.data)
+    hints = PartitionLogHints(log.topics[(SERVER, 0)], late=late is not None)
+    if late is not None:
+        hints.visible = late.visible
     sink.commits = SteppedCommits()  # a commit of a runner killed is never taken further
     definitions = TableDefinitions() if defined else None
     options: dict[str, Any] = {"raw_values": raw, **({"definitions": definitions} if defined else {})}
     runner = PipelineRunner(
-        settings=RunnerSettings(name="sim", tune_gc=False, concurrent_checkpoints=True),
+        settings=RunnerSettings(name="sim", tune_gc=False, concurrent_checkpoints=True, ddl_wait_s=0),
         source=source,
         decode=decoder_for("debezium-json", **options).decode,
         sink=sink,
@@ -330,12 +348,15 @@ def statements_of(kinds: list[str], max_size: int) -> st.SearchStrategy[list[tup
     )
 
 
-statements = statements_of(["upsert"] * 6 + ["delete", "add", "drop", "rename", "widen", "truncate"], 60)
+statements = statements_of(
+    ["upsert"] * 6 + ["delete", "add", "drop", "rename", "widen", "truncate", "readd"], 60
+)
 actions = st.lists(
     st.one_of(
         st.tuples(st.just("produce"), st.integers(1, 8)),
         st.tuples(st.just("read"), st.integers(0, 5), st.integers(1, 6)),
         st.tuples(st.just("hints"), st.integers(1, 3)),
+        st.tuples(st.just("publish"), st.integers(1, 3)),
         st.tuples(st.just("checkpoint")),
         st.tuples(st.just("begin")),
         st.tuples(st.just("commit-step")),
@@ -357,12 +378,15 @@ def run_simulation(
     raw: bool = False,
     raw_sink: bool = False,
     defined: bool = False,
+    late_hints: bool = False,
 ) -> SimSink:
     """Run ``script`` (statements: kind, n and the table, the first one by default) through
     Debezium and ferry as ``schedule`` interleaves them, then compare every table with the model.
     ``committing``: the sink records offsets per table (barriers commit only the changed tables);
     ``copy``: the first table also feeds :data:`COPY`, which must end as that table. ``raw``: the
     tables have columns the decoder keeps raw (:data:`RAW_COLUMNS`), which ``raw_sink`` takes so.
+    ``late_hints``: the schema-change topic's records become visible after the rows written after
+    them, as ``("publish", n)`` says (or as a reader asking again finds them).
     Returns the sink."""
     world = World(partitions, raw)
     for table in TABLES:
@@ -375,7 +399,8 @@ def run_simulation(
     sink = kinds[(committing, raw_sink)]()
     with tempfile.TemporaryDirectory(dir=MEMORY_FOLDER) as folder:
         state = SimState(f"sqlite:///{folder}/state.db", sink)
-        runner, source, hints = new_runner(log, sink, state, copy, defined)
+        runner, source, hints = new_runner(log, sink, state, copy, defined, late=None)
+        hints.late = late_hints
 
         def read(index: int, count: int) -> None:
             # the index-th partition (the first table's partitions first)
@@ -389,6 +414,8 @@ def run_simulation(
                     read(index, count)
                 case ("hints", count):
                     hints.fetch(count)
+                case ("publish", count):
+                    hints.publish(count)
                 case ("checkpoint",):
                     runner.checkpoint()
                     check_offsets_advanced(state, source)
@@ -398,8 +425,10 @@ def run_simulation(
                     sink.commits.step()
                 case ("kill",):
                     sink.pending.clear()  # written, never committed
-                    runner, source, hints = new_runner(log, sink, state, copy, defined)
+                    late = hints if late_hints else None
+                    runner, source, hints = new_runner(log, sink, state, copy, defined, late=late)
         log.produce(len(world.writes))
+        hints.publish(len(world.writes))
         hints.fetch(len(world.writes))
         for index in range(len(log.data)):
             read(index, len(world.writes))
@@ -430,16 +459,24 @@ def run_simulation(
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
-@given(partitions=st.integers(1, 3), script=statements, schedule=actions, sink=sinks)
+@given(
+    partitions=st.integers(1, 3), script=statements, schedule=actions, sink=sinks, late_hints=st.booleans()
+)
 def test_every_interleaving_of_partitions_hints_and_kills_ends_with_the_source_table(
-    partitions: int, script: list[tuple[Any, ...]], schedule: list[tuple[Any, ...]], sink: dict[str, bool]
+    partitions: int,
+    script: list[tuple[Any, ...]],
+    schedule: list[tuple[Any, ...]],
+    sink: dict[str, bool],
+    late_hints: bool,
 ) -> None:
-    run_simulation(partitions, script, schedule, **sink)
+    run_simulation(partitions, script, schedule, **sink, late_hints=late_hints)
 
 
 # drops and renames into a sink recording offsets per table: each barrier commits only the tables
 # it concerns, and kills come between it and the next checkpoint
-table_barrier_statements = statements_of(["upsert"] * 5 + ["delete", "add", "drop", "rename", "rename"], 40)
+table_barrier_statements = statements_of(
+    ["upsert"] * 5 + ["delete", "add", "drop", "rename", "rename", "readd"], 40
+)
 
 
 @pytest.mark.timeout(1800)
@@ -771,13 +808,15 @@ def test_a_table_barrier_commits_every_sink_table_its_source_table_feeds() -> No
 
 
 # chains of renames (a column renamed, its new name renamed again, a column added and then renamed)
-# with kills anywhere between them, on up to three partitions, the DDL read early or late
+# with kills anywhere between them, on up to three partitions, the DDL read early or late, and its
+# statements visible before the rows after them or only later (``late_hints``). No row is written on
+# every partition after each statement: a partition may show several renames in one step, or none
 rename_chain_statements = statements_of(["upsert"] * 5 + ["rename-chain"] * 3 + ["add", "delete"], 40)
 
 
 @pytest.mark.timeout(1800)
 @settings(
-    max_examples=200,
+    max_examples=300,
     deadline=None,
     suppress_health_check=[HealthCheck.too_slow, HealthCheck.data_too_large],
 )
@@ -787,6 +826,7 @@ rename_chain_statements = statements_of(["upsert"] * 5 + ["rename-chain"] * 3 + 
     schedule=actions,
     sink=sinks,
     defined=st.booleans(),
+    late_hints=st.booleans(),
 )
 def test_every_interleaving_of_rename_chains_and_kills_ends_with_the_source_table(
     partitions: int,
@@ -794,8 +834,9 @@ def test_every_interleaving_of_rename_chains_and_kills_ends_with_the_source_tabl
     schedule: list[tuple[Any, ...]],
     sink: dict[str, bool],
     defined: bool,
+    late_hints: bool,
 ) -> None:
-    run_simulation(partitions, script, schedule, **sink, defined=defined)
+    run_simulation(partitions, script, schedule, **sink, defined=defined, late_hints=late_hints)
 
 
 def test_a_checkpoint_while_a_rename_waits_for_other_partitions_saves_every_offset_read() -> None:
@@ -835,3 +876,125 @@ def test_a_checkpoint_while_a_rename_waits_for_other_partitions_saves_every_offs
     source_table = world.tables[TABLES[0]]
     assert list(table.schema.names) == source_table.columns()
     assert {row["id"]: row for row in table.all_rows()} == source_table.rows
+
+
+# a column renamed three times (a → a_r5 → a_r5_r10 → a_r5_r10_r16) while rows flow on three
+# partitions: partition 0's first row after the renames carries the last name, partition 1 shows
+# the first one later, partition 2 none; the schema-change topic's statements become visible after
+# the rows (``late_hints``), so partition 0's row is read before any of them
+RENAMED_THREE_TIMES = [
+    ("upsert", 1),
+    ("upsert", 2),
+    ("rename-chain", 5),
+    ("upsert", 4),
+    ("rename-chain", 10),
+    ("rename-chain", 16),
+    ("upsert", 3),
+]
+
+
+@pytest.mark.parametrize("committing", [False, True])
+def test_a_partition_past_three_renames_before_another_shows_the_first_keeps_every_value(
+    committing: bool,
+) -> None:
+    schedule = [("produce", 100), ("read", 0, 100), ("read", 1, 100), ("read", 2, 100)]
+    run_simulation(3, RENAMED_THREE_TIMES, schedule, committing=committing, late_hints=True)
+
+
+def test_a_partition_past_three_renames_then_a_kill_keeps_every_value() -> None:
+    schedule = [("produce", 100), ("read", 0, 100), ("checkpoint",), ("kill",), ("read", 1, 100)]
+    run_simulation(3, RENAMED_THREE_TIMES, schedule, late_hints=True)
+
+
+def test_a_column_added_before_a_kill_and_renamed_three_times_after_it_keeps_every_value() -> None:
+    # c1 reaches the sink before the kill; its renames come after it, the statements late again
+    script = [
+        ("upsert", 1),
+        ("upsert", 2),
+        ("add", 0),
+        ("upsert", 6),
+        ("rename-chain", 7),
+        ("upsert", 4),
+        ("rename-chain", 10),
+        ("rename-chain", 16),
+        ("upsert", 3),
+    ]
+    schedule = [("produce", 6), ("read", 0, 100), ("checkpoint",), ("kill",), ("produce", 100)]
+    schedule += [("read", 0, 100), ("read", 1, 100), ("read", 2, 100)]
+    run_simulation(3, script, schedule, late_hints=True)
+
+
+def test_every_checkpoint_of_three_partitions_saves_the_offsets_read_while_renames_wait() -> None:
+    # 3,000 events on three partitions, a column renamed every 500 of them; the partitions are read
+    # a hundred records at a time, one after the other, so that each rename waits for the partitions
+    # behind it across several checkpoints: every checkpoint saves every offset read, none {}
+    world = World(3)
+    for n in range(1, 3001):
+        world.statement("rename-chain" if n % 500 == 0 else "upsert", n)
+    log = Log(world)
+    log.produce(len(world.writes))
+    sink = SimSink()
+    saved: list[dict[tuple[str, int], int]] = []
+    waiting = 0
+    with tempfile.TemporaryDirectory(dir=MEMORY_FOLDER) as folder:
+        state = SimState(f"sqlite:///{folder}/state.db", sink)
+        try:
+            runner, source, _ = new_runner(log, sink, state)
+            t_partitions = log.data[:3]
+            while any(source.left(tp) for tp in t_partitions):
+                for tp in t_partitions:
+                    hand_over(runner, source.take(tp, 100))
+                    runner.checkpoint()
+                    checkpoint = state.latest_checkpoint("sim")
+                    assert checkpoint is not None
+                    read = {p: o for p, o in source.next.items() if o}
+                    assert dict(checkpoint.offsets) == read, (len(saved), dict(checkpoint.offsets), read)
+                    assert not saved or any(checkpoint.offsets[p] > saved[-1].get(p, 0) for p in read)
+                    saved.append(dict(checkpoint.offsets))
+                    table = checkpoint.schemas["tables"][str(TableId(None, "db", TABLES[0]))]
+                    waiting += bool(table["pending"])
+            runner.checkpoint()
+        finally:
+            state.close()
+    assert waiting > 0  # some checkpoints were taken while a rename waited
+    table = sink.tables[TableId(None, "db", TABLES[0])]
+    source_table = world.tables[TABLES[0]]
+    assert list(table.schema.names) == source_table.columns()
+    assert {row["id"]: row for row in table.all_rows()} == source_table.rows
+
+
+# DROP COLUMN a; ADD COLUMN a with no row between: the rows not written since have NULL in a
+@pytest.mark.parametrize("late_hints", [False, True])
+@pytest.mark.parametrize("ahead", [False, True])
+def test_a_column_dropped_and_added_again_with_no_row_between_holds_none_of_its_old_values(
+    late_hints: bool, ahead: bool
+) -> None:
+    script = [("upsert", 1), ("upsert", 2), ("readd", 1), ("upsert", 3), ("upsert", 4)]
+    schedule = [("produce", 100), *([("hints", 10)] if ahead else []), ("read", 0, 100)]
+    run_simulation(1, script, schedule, late_hints=late_hints)
+
+
+def test_a_column_dropped_and_added_again_while_another_partition_lags_holds_none_of_its_old_values() -> None:
+    # partition 1 still holds rows written before the drop, with the old values of a, when
+    # partition 0 shows rows written after the add
+    script = [("upsert", 1), ("upsert", 2), ("upsert", 3), ("readd", 1), ("upsert", 4), ("upsert", 6)]
+    schedule = [("produce", 100), ("hints", 10), ("read", 0, 100), ("checkpoint",), ("read", 1, 100)]
+    run_simulation(2, script, schedule)
+    run_simulation(2, script, [*schedule[:3], ("kill",), ("read", 1, 1)], committing=True)
+
+
+@pytest.mark.parametrize(
+    "script",
+    [
+        [("readd", 0), ("rename", 2)],  # a, added again, goes last; price is renamed after it
+        [("rename", 0), ("readd", 0)],  # a renamed a_r, then a_r dropped and added again
+        [("readd", 0), ("rename", 3)],  # a dropped and added again, then renamed a_r
+    ],
+)
+def test_a_table_first_read_after_a_column_was_dropped_and_added_again_has_it_where_ddl_put_it(
+    script: list[tuple[Any, ...]],
+) -> None:
+    # the DDL is read before the table's first row, which is older than the drop: the table is
+    # created from that row with the column where the last statement put it, and the row's value in
+    # it (the old column's) is not written
+    run_simulation(1, script, [], raw=True)

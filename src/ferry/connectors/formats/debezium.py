@@ -644,7 +644,12 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
                 after = self._mark_unavailable(after, plan)
             if table.emitted is not schema:
                 if schema.columns and (table.emitted is None or table.emitted != schema):
-                    out.append(SchemaObserved(table.table_id, schema, position, connector=table.connector))
+                    order = source_order(source)
+                    out.append(
+                        SchemaObserved(
+                            table.table_id, schema, position, connector=table.connector, source_order=order
+                        )
+                    )
                 table.emitted = schema
             ts = source.get("ts_ms") if type(source) is dict else None
             out.append(
@@ -825,7 +830,12 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
             schema = inferred.schema
         if table.emitted is not schema:
             if schema.columns and (table.emitted is None or table.emitted != schema):
-                out.append(SchemaObserved(table.table_id, schema, position, connector=table.connector))
+                order = source.order()
+                out.append(
+                    SchemaObserved(
+                        table.table_id, schema, position, connector=table.connector, source_order=order
+                    )
+                )
             table.emitted = schema
         typed.misses = 0
         if typed.columnar:

@@ -9,8 +9,10 @@ after the change (columns with ``jdbcType``, ``typeName``, ``length``, ``scale``
 A ``CREATE`` or ``ALTER`` becomes a :class:`~ferry.pipeline.events.SchemaObserved` carrying the
 table's whole schema and the DDL; a ``DROP`` a :class:`~ferry.pipeline.events.SchemaHint` with a
 ``drop.table``. This topic is not ordered with the data topics, so hints from it are unordered.
-Renames cannot be told from a whole-table schema: when the DDL text renames columns (``RENAME
-COLUMN``, ``CHANGE COLUMN``), an unordered hint with the ``rename.column`` changes comes first.
+Renames cannot be told from a whole-table schema, nor a column dropped and added again under its
+name: when the DDL text renames or drops columns (``RENAME COLUMN``, ``CHANGE COLUMN``, ``DROP
+COLUMN``), an unordered hint with the ``rename.column`` and ``drop.column`` changes comes first, with
+the statement's place in the binlog.
 
 Column types: MySQL and MariaDB columns are read from their MySQL type name (see
 :mod:`mysql_types`); other connectors' from the JDBC type code with length and scale.
@@ -25,10 +27,12 @@ from ferry.connectors.exceptions import DecodeError
 from ferry.connectors.formats import JsonMessageDecoder
 from ferry.connectors.formats.ddl import mysql_string, parse_ddl
 from ferry.connectors.formats.mysql_types import mysql_type
+from ferry.connectors.formats.source_order import source_order
 from ferry.connectors.record import RecordLike
 from ferry.pipeline import types as t
 from ferry.pipeline.defaults import literal_default
 from ferry.pipeline.events import (
+    DropColumn,
     DropTable,
     Event,
     RenameColumn,
@@ -70,7 +74,8 @@ class DebeziumSchemaChangeDecoder(JsonMessageDecoder):
         connector = str(source.get("connector") or "").lower()
         database = message.get("databaseName") or source.get("db")
         database = str(database) if database else None
-        renames = _renames(ddl, database) if ddl and connector in ("", *_MYSQL_CONNECTORS) else {}
+        renames = _column_hints(ddl, database) if ddl and connector in ("", *_MYSQL_CONNECTORS) else {}
+        order = source_order(source)
         events: list[Event] = []
         for change in changes:
             if type(change) is not dict:
@@ -90,21 +95,22 @@ class DebeziumSchemaChangeDecoder(JsonMessageDecoder):
             schema = _schema(table, table_id, mysql=connector in _MYSQL_CONNECTORS or not connector)
             renamed = renames.get(table_id) or renames.get(TableId(None, None, table_id.table_name))
             if renamed:
-                events.append(SchemaHint(table_id, tuple(renamed), ddl, False, position))
-            events.append(SchemaObserved(table_id, schema, position, ddl=ddl or None))
+                events.append(SchemaHint(table_id, tuple(renamed), ddl, False, position, order))
+            events.append(SchemaObserved(table_id, schema, position, ddl=ddl or None, source_order=order))
         return events
 
 
-def _renames(ddl: str, database: str | None) -> dict[TableId, list[SchemaChange]]:
-    """The column renames the DDL text names, by table (the DDL is a hint: if it cannot be read,
-    the whole-table schemas still tell everything but renames)."""
+def _column_hints(ddl: str, database: str | None) -> dict[TableId, list[SchemaChange]]:
+    """The column renames and drops the DDL text names, by table (the DDL is a hint: if it cannot
+    be read, the whole-table schemas still tell everything but renames, and a column dropped and
+    added again under its name)."""
     try:
         changes = parse_ddl(ddl, default_database=database)
     except DecodeError:
         return {}
     renames: dict[TableId, list[SchemaChange]] = {}
     for change in changes:
-        if isinstance(change, RenameColumn):
+        if isinstance(change, RenameColumn | DropColumn):
             renames.setdefault(change.table_id, []).append(change)
     return renames
 

@@ -56,12 +56,23 @@ _asdict = msgspec.structs.asdict
 
 
 class Source(msgspec.Struct, gc=False):
-    """The fields of a change event's ``source`` block that name its table and time."""
+    """The fields of a change event's ``source`` block that name its table, its time and its place
+    in the source's log (MySQL's binlog ``file``, ``pos`` and ``row``; PostgreSQL's ``lsn``)."""
 
     db: str | None = None
     schema: str | None = None
     table: str | None = None
     ts_ms: Int | None = None
+    file: str | None = None
+    pos: Int | None = None
+    row: Int | None = None
+    lsn: Int | None = None
+
+    def order(self) -> tuple[str, int, int] | None:
+        """Where the change stands in the source's log (see :mod:`.source_order`)."""
+        if self.file is not None and self.pos is not None:
+            return (self.file, self.pos, self.row or 0)
+        return None if self.lsn is None else ("", self.lsn, 0)
 
 
 class TypedPayloads:
