@@ -102,7 +102,8 @@ def samples(runner: PipelineRunner) -> dict[str, dict[tuple[tuple[str, str], ...
     for family in text_string_to_metric_families(text):
         for s in family.samples:
             labels = tuple(sorted((k, v) for k, v in s.labels.items() if k != "pipeline"))
-            out.setdefault(s.name, {})[labels] = s.value
+            if s.value or not labels:  # a kind, an operation, an outcome none of happened: at 0
+                out.setdefault(s.name, {})[labels] = s.value
     return out
 
 

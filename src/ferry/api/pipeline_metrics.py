@@ -23,7 +23,10 @@ from prometheus_client.metrics_core import (
 
 from ferry.control.models import Progress
 from ferry.offsets import decode_offsets
+from ferry.pipeline.bad_records import DeadLetterKind
 from ferry.pipeline.phase import Phase
+from ferry.pipeline.router import Action
+from ferry.retry import Operation
 
 #: The histograms of :class:`ferry.pipeline.metrics.Timings`, with their help text.
 HISTOGRAMS = {
@@ -138,9 +141,13 @@ def _add(out: _Families, each: PipelineSample) -> None:
     def counter(name: str, documentation: str, value: float) -> None:
         out.counter(name, documentation).add_metric(labels, value, created=created)
 
-    def per(name: str, documentation: str, label: str, values: Mapping[str, int] | None) -> None:
+    def per(
+        name: str, documentation: str, label: str, values: Mapping[str, int] | None, known: Iterable[str] = ()
+    ) -> None:
+        """A counter per label value; the values known in advance (a fixed set) are there at 0."""
         family = out.counter(name, documentation, [label])
-        for key, value in sorted((values or {}).items()):
+        counts = {**dict.fromkeys(known, 0), **(values or {})}
+        for key, value in sorted(counts.items()):
             family.add_metric([*labels, key], value, created=created)
 
     phase = out.gauge(
@@ -161,18 +168,21 @@ def _add(out: _Families, each: PipelineSample) -> None:
         "table-not-selected, no-schema, schema-change, row-not-writable, sink-refused).",
         "reason",
         m.get("dead_letters"),
+        [kind.value for kind in DeadLetterKind],
     )
     per(
         "ferry_schema_changes",
         "Schema changes decided for the sink, per outcome (apply, ignored, skip, fail).",
         "outcome",
         m.get("schema_change_outcomes"),
+        [action.value for action in Action],
     )
     per(
         "ferry_retries",
         "Calls that failed with a transient error and were tried again, per kind of operation.",
         "operation",
         m.get("retries"),
+        [operation.value for operation in Operation],
     )
     per(
         "ferry_rows_with_dropped_columns",
@@ -229,13 +239,11 @@ def _replay(out: _Families, labels: list[str], progress: Progress) -> None:
         "ferry_replay_records_to_read",
         "A bounded replay's records between its start and end offsets, per partition.",
         ["topic", "partition"],
-        unit="records",
     )
     done = out.gauge(
         "ferry_replay_records_read",
         "A bounded replay's records read (offsets passed) of those to read, per partition.",
         ["topic", "partition"],
-        unit="records",
     )
     for part in progress.partitions:
         at = [*labels, part.topic, str(part.partition)]
