@@ -105,7 +105,7 @@ pipeline:
         )
         metrics = get(app, "/metrics").text
         # the kind of call retried is the label, not the text naming the table
-        labels = 'environment="default",pipeline="orders",operation="sink.schema.read"'
+        labels = 'environment="default",operation="sink.schema.read",pipeline="orders"'
         assert re.search(r'ferry_retrying\{environment="default",pipeline="orders"\} 1\.0', metrics), metrics
         assert not re.search(r"ferry_retr\w*\{[^}]*inventory", metrics), metrics
         assert re.search(rf"ferry_retries_total\{{{re.escape(labels)}\}} [1-9]", metrics), metrics
