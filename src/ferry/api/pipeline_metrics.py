@@ -42,8 +42,9 @@ HISTOGRAMS = {
 
 @dataclass(frozen=True, slots=True)
 class PipelineSample:
-    """One pipeline as its metrics show it: its label values, its phase, its saved counters, and
-    for a bounded replay the offsets it starts and ends at (the control plane's traits)."""
+    """One pipeline as its metrics show it: its label values, its phase, its saved counters, how
+    far behind it reads (seconds), and a bounded replay's progress (from the control plane's start
+    and end offsets)."""
 
     labels: tuple[str, ...]
     phase: str
