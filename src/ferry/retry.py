@@ -42,11 +42,38 @@ from tenacity.wait import wait_base
 from ferry.exceptions import TransientError
 from ferry.options import ConfigModel, Duration
 
-__all__ = ["RestartStrategyConfig", "RestartStrategyType", "RetryPolicy", "RetryWait", "is_transient"]
+__all__ = [
+    "Operation",
+    "RestartStrategyConfig",
+    "RestartStrategyType",
+    "RetryPolicy",
+    "RetryWait",
+    "is_transient",
+]
 
 log = logging.getLogger(__name__)
 
 T = TypeVar("T")
+
+
+class Operation(StrEnum):
+    """The kind of call a retry retries: a small fixed set, the ``operation`` label of the retry
+    metrics (the text of :attr:`RetryWait.what` names the table or topic; a label must not)."""
+
+    CHECKPOINT_READ = "checkpoint.read"
+    CHECKPOINT_SAVE = "checkpoint.save"
+    STATE_STORE = "state-store"
+    SINK_FLUSH = "sink.flush"
+    SINK_COMMIT = "sink.commit"
+    SINK_CONNECT = "sink.connect"
+    SINK_SCHEMA_READ = "sink.schema.read"
+    SINK_SCHEMA_CHANGE = "sink.schema.change"
+    DEAD_LETTER_WRITE = "dead-letter.write"
+    DEAD_LETTER_READ = "dead-letter.read"
+    BROKER_REQUEST = "broker.request"
+    BROKER_CONNECT = "broker.connect"
+    SCHEMA_REGISTRY_READ = "schema-registry.read"
+    OTHER = "other"
 
 
 @dataclass(frozen=True, slots=True)
@@ -70,6 +97,8 @@ class RetryWait:
     gives_up_ms: int | None
     #: The policy's total time, for the message.
     timeout_s: float | None = None
+    #: The kind of call retried (the metrics' label).
+    operation: Operation = Operation.OTHER
 
     def __str__(self) -> str:
         bound = "" if self.timeout_s is None else f" (giving up {self.timeout_s:g} s after the first attempt)"
@@ -111,17 +140,18 @@ class RetryPolicy:
         work: Callable[[], T],
         what: str,
         *,
+        operation: Operation = Operation.OTHER,
         on_wait: OnWait | None = None,
         transient: Callable[[BaseException], bool] = is_transient,
     ) -> T:
         """``work()``, tried again after a transient error under this policy; ``what`` names it in
-        logs and in the status detail ("saving the checkpoint")."""
+        logs and in the status detail ("saving the checkpoint"), ``operation`` is its kind."""
         retrying = Retrying(
             # the last attempt is at the timeout: _Backoff shortens the wait before it to end there
             stop=stop_after_attempt(self.attempts) | stop_after_delay(self.timeout_s),
             wait=_Backoff(self),
             retry=retry_if_exception(transient),
-            before_sleep=_announcer(self, what, on_wait),
+            before_sleep=_announcer(self, what, operation, on_wait),
             reraise=True,
         )
         try:
@@ -162,7 +192,9 @@ class _Backoff(wait_base):
         return min(wait, max(left, 0.0))
 
 
-def _announcer(policy: RetryPolicy, what: str, on_wait: OnWait | None) -> Callable[[RetryCallState], None]:
+def _announcer(
+    policy: RetryPolicy, what: str, operation: Operation, on_wait: OnWait | None
+) -> Callable[[RetryCallState], None]:
     def announce(state: RetryCallState) -> None:
         error = state.outcome.exception() if state.outcome is not None else None
         wait = state.upcoming_sleep
@@ -177,6 +209,7 @@ def _announcer(policy: RetryPolicy, what: str, on_wait: OnWait | None) -> Callab
             int((now + wait) * 1000),
             int((now - since + policy.timeout_s) * 1000),
             policy.timeout_s,
+            operation,
         )
         log.log(policy.log_level, "%s", detail)
         if on_wait is not None:

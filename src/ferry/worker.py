@@ -51,7 +51,7 @@ from ferry.pipeline.runner import PipelineRunner
 from ferry.pipeline.schema_operator import HintSource
 from ferry.pipeline.settings import RunnerSettings
 from ferry.process import STOP_GRACE_S, parent_death_hook
-from ferry.retry import RetryPolicy
+from ferry.retry import Operation, RetryPolicy
 from ferry.sinks import Sink
 from ferry.sinks.base import PlaceholderWriting
 from ferry.sinks.registry import sink_class
@@ -313,7 +313,10 @@ def _open_state_store(url: str, retries: RetryPolicy) -> StateStore:
 
     try:
         return retries.call(
-            lambda: StateStore(url), "connecting to the state store", transient=StateStore.is_transient
+            lambda: StateStore(url),
+            "connecting to the state store",
+            operation=Operation.STATE_STORE,
+            transient=StateStore.is_transient,
         )
     except DBAPIError as e:
         raise open_error(url, e) from None
@@ -334,6 +337,7 @@ def _wait_for_the_registry(runner: PipelineRunner, retries: RetryPolicy) -> None
         events = retries.call(
             lambda: decode(records),
             "reading the schema registry",
+            operation=Operation.SCHEMA_REGISTRY_READ,
             on_wait=runner.status.waiting,  # the runner's status detail while it waits
         )
         runner.status.waited()

@@ -92,6 +92,7 @@ pipeline:
         assert status["phase"] == "RUNNING"
         retry = status["metrics"]["retry"]
         assert retry["what"] == "reading the schema of inventory.orders" and retry["attempts"] == 100
+        assert retry["operation"] == "sink.schema.read"
         assert retry["attempt"] >= 2 and retry["next_attempt_ms"] <= retry["gives_up_ms"]
 
         tokens = [TokenConfig.model_validate({"name": "viewer", "token": VIEWER, "roles": {"*": "viewer"}})]
@@ -103,8 +104,11 @@ pipeline:
             page.text,
         )
         metrics = get(app, "/metrics").text
-        labels = 'environment="default",pipeline="orders",what="reading the schema of inventory.orders"'
+        # the kind of call retried is the label, not the text naming the table
+        labels = 'environment="default",operation="sink.schema.read",pipeline="orders"'
         assert re.search(r'ferry_retrying\{environment="default",pipeline="orders"\} 1\.0', metrics), metrics
+        assert not re.search(r"ferry_retr\w*\{[^}]*inventory", metrics), metrics
+        assert re.search(rf"ferry_retries_total\{{{re.escape(labels)}\}} [1-9]", metrics), metrics
         assert re.search(rf"ferry_retry_attempt\{{{re.escape(labels)}\}} [2-9]", metrics) or re.search(
             rf"ferry_retry_attempt\{{{re.escape(labels)}\}} \d\d", metrics
         ), metrics

@@ -145,7 +145,8 @@ def test_metrics_follow_prometheus_naming_and_carry_the_pipelines_timings(
     assert value(found["ferry_build_info"], "ferry_build_info", version=ferry.version()) == 1
     assert value(found["ferry_records_read"], "ferry_records_read_total") == 6
     assert value(found["ferry_rows_written"], "ferry_rows_written_total", table="shop.orders") == 4
-    assert value(found["ferry_schema_changes"], "ferry_schema_changes_total") == 2
+    # the table created and the column added: both applied
+    assert value(found["ferry_schema_changes"], "ferry_schema_changes_total", outcome="apply") == 2
     assert value(found["ferry_pipeline_phase"], "ferry_pipeline_phase", phase="RUNNING") == 1
     assert value(found["ferry_pipeline_phase"], "ferry_pipeline_phase", phase="FAILED") == 0
     assert value(found["ferry_consumer_lag_seconds"], "ferry_consumer_lag_seconds") == 0
@@ -227,15 +228,22 @@ def test_each_pipeline_of_a_process_has_a_registry_of_its_own(tmp_path: Path) ->
     assert read == [2, 6] and pipelines == {"orders", "refunds"}
 
 
-def test_the_status_row_keeps_the_counters_only(tmp_path: Path) -> None:
+def test_the_status_row_keeps_the_counters_and_the_buckets_of_the_histograms(tmp_path: Path) -> None:
     runner = runner_for(tmp_path, "orders", shop_records())
     try:
+        while not runner.source.finished():
+            runner.step()
+        runner.checkpoint()
         runner.step()
         saved = runner.state.get_status("orders")
     finally:
         runner.close()
-    assert saved is not None and "timings" not in saved["metrics"]
-    assert orjson.loads(orjson.dumps(runner.metrics.as_dict()))["records_read"] == 2
+    assert saved is not None
+    checkpoints = saved["metrics"]["timings"]["ferry_checkpoint_duration_seconds"]
+    assert checkpoints["count"] == runner.metrics.checkpoints >= 1
+    assert checkpoints["buckets"][-1] == ["+Inf", runner.metrics.checkpoints]
+    assert saved["metrics"]["schema_change_outcomes"] == {"apply": 2}
+    assert orjson.loads(orjson.dumps(runner.metrics.as_dict()))["records_read"] == 6
 
 
 def test_the_status_port_listens_on_the_host_it_is_given(tmp_path: Path) -> None:

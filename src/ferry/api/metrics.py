@@ -1,19 +1,23 @@
-"""``GET /metrics`` of ``ferry serve``: the control plane's pipelines by environment and phase, and
-the process's and the interpreter's metrics, written by ``prometheus_client`` from a registry of
-the app's own. A running pipeline's own counters are on its status port
-(:mod:`ferry.api.status`)."""
+"""``GET /metrics`` of ``ferry serve``: the control plane's pipelines by environment and phase; every
+pipeline's counters, gauges and histograms labelled with its environment and name, as its runner
+last saved them in its status row (:mod:`ferry.api.pipeline_metrics`), whichever worker runs it;
+and the process's and the interpreter's metrics, written by ``prometheus_client`` from a registry
+of the app's own. A pipeline's status port (:mod:`ferry.api.status`) shows the same families for
+that pipeline alone, with its process's metrics."""
 
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Iterable, Iterator, Mapping, Sequence
-from typing import TYPE_CHECKING, Any
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
 
 from prometheus_client import GC_COLLECTOR, PLATFORM_COLLECTOR, PROCESS_COLLECTOR, CollectorRegistry
 from prometheus_client.metrics_core import GaugeMetricFamily, InfoMetricFamily, Metric
 from prometheus_client.registry import Collector
 
 import ferry
+from ferry.api.pipeline_metrics import PipelineSample, pipeline_families
+from ferry.control.replay import replay_progress
 from ferry.pipeline.phase import Phase
 
 if TYPE_CHECKING:
@@ -38,36 +42,6 @@ def build_info() -> Metric:
     )
 
 
-def retry_families(
-    label_names: Sequence[str], retries: Iterable[tuple[Sequence[str], Mapping[str, Any] | None]]
-) -> Iterator[Metric]:
-    """What pipelines retry now, from each one's ``metrics.retry`` (``None``: nothing): whether it
-    retries, the attempt that failed last and when the next one comes, per thing retried."""
-    retrying = GaugeMetricFamily(
-        "ferry_retrying",
-        "1 while the pipeline retries a call that failed (the sink, the state store, the brokers, "
-        "the schema registry), else 0.",
-        labels=list(label_names),
-    )
-    attempt = GaugeMetricFamily(
-        "ferry_retry_attempt",
-        "The attempt of the call being retried that failed last (the first attempt is 1).",
-        labels=[*label_names, "what"],
-    )
-    next_attempt = GaugeMetricFamily(
-        "ferry_retry_next_attempt_timestamp_seconds",
-        "When the call being retried is tried next (Unix time).",
-        labels=[*label_names, "what"],
-        unit="seconds",
-    )
-    for labels, retry in retries:
-        retrying.add_metric(list(labels), 0.0 if retry is None else 1.0)
-        if retry is not None:
-            attempt.add_metric([*labels, retry["what"]], retry["attempt"])
-            next_attempt.add_metric([*labels, retry["what"]], retry["next_attempt_ms"] / 1000)
-    yield from (retrying, attempt, next_attempt)
-
-
 class ControlPlaneCollector(Collector):
     """The pipelines of the state store, counted when scraped."""
 
@@ -87,15 +61,26 @@ class ControlPlaneCollector(Collector):
             for phase in Phase:
                 family.add_metric([environment, phase.value], counts[(environment, phase)])
         yield family
-        running = [row for row in rows if row.phase == Phase.RUNNING]
-        retries = []
-        for row in running:
+        samples = []
+        for row in sorted(rows, key=lambda r: (r.environment, r.name)):
+            if row.phase == Phase.DELETED:
+                continue
             status = self.plane.state.get_status(row.runtime_name)
-            retry = (status or {}).get("metrics", {}).get("retry") if status else None
-            if status is not None and status["phase"] != Phase.RUNNING:
-                retry = None
-            retries.append(((row.environment, row.name), retry))
-        yield from retry_families(("environment", "pipeline"), retries)
+            if status is None:
+                continue
+            metrics = status.get("metrics") or {}
+            if status["phase"] != Phase.RUNNING:  # a runner that stopped retries nothing
+                metrics = {**metrics, "retry": None}
+            samples.append(
+                PipelineSample(
+                    (row.environment, row.name),
+                    row.phase,
+                    metrics,
+                    float(metrics.get("lag_s") or 0.0),
+                    replay_progress(row.traits, row.phase, metrics),
+                )
+            )
+        yield from pipeline_families(("environment", "pipeline"), samples)
 
 
 def registry_for(plane: ControlPlane) -> CollectorRegistry:

@@ -19,10 +19,11 @@ from urllib.parse import urlsplit
 import orjson
 from prometheus_client import CollectorRegistry
 from prometheus_client.exposition import choose_encoder
-from prometheus_client.metrics_core import CounterMetricFamily, GaugeMetricFamily, Metric
+from prometheus_client.metrics_core import Metric
 from prometheus_client.registry import Collector
 
-from ferry.api.metrics import build_info, registry_of, retry_families
+from ferry.api.metrics import build_info, registry_of
+from ferry.api.pipeline_metrics import PipelineSample, pipeline_families
 from ferry.pipeline.phase import Phase
 from ferry.pipeline.runner import PipelineRunner
 from ferry.pipeline.status import retry_metrics
@@ -38,120 +39,23 @@ def labelled(families: Iterable[Metric], **labels: str) -> Iterator[Metric]:
 
 
 class PipelineCollector(Collector):
-    """One runner's counters, read when scraped, and its histograms."""
+    """One runner's metrics, read when scraped: the families ``ferry serve`` shows of every
+    pipeline (:mod:`ferry.api.pipeline_metrics`), labelled with this pipeline's name."""
 
     def __init__(self, runner: PipelineRunner) -> None:
         self.runner = runner
 
     def collect(self) -> Iterator[Metric]:
         runner, m = self.runner, self.runner.metrics
-        name = runner.settings.name
-        yield build_info()
-        phase = GaugeMetricFamily(
-            "ferry_pipeline_phase",
-            "1 for the phase the pipeline is in, 0 for the others.",
-            labels=["pipeline", "phase"],
-        )
-        for each in (Phase.PENDING, Phase.RUNNING, Phase.STOPPED, Phase.FAILED):
-            phase.add_metric([name, each.value], 1.0 if runner.status.phase == each else 0.0)
-        yield phase
-
-        def counter(metric: str, documentation: str, value: float) -> Metric:
-            return _one(CounterMetricFamily(metric, documentation, labels=["pipeline"]), name, value)
-
-        yield counter(
-            "ferry_records_read",
-            "Kafka records read (change events, tombstones, bad records).",
-            m.records_read,
-        )
-        yield counter(
-            "ferry_bad_records",
-            "Records that could not be processed (sent to the dead-letter topic).",
-            m.bad_records,
-        )
-        yield counter(
-            "ferry_tombstones",
-            "Tombstones (a key without a value, after a delete) passed over.",
-            m.tombstones,
-        )
-        yield counter(
-            "ferry_rows_skipped_committed",
-            "Rows read again after a restart and skipped: the sink's commit already held them.",
-            m.rows_skipped_committed,
-        )
-        yield counter(
-            "ferry_schema_changes",
-            "Schema changes routed to the sink (applied, skipped or refused).",
-            m.schema_changes,
-        )
-        lost = sum(max(0, r["earliest"] - r["wanted"]) for r in m.lost_offsets)
-        yield counter(
-            "ferry_records_lost_to_retention", "Records deleted by retention before they were read.", lost
-        )
-        rows = CounterMetricFamily(
-            "ferry_rows_written", "Rows written to the sink, per sink table.", labels=["pipeline", "table"]
-        )
-        for table, count in sorted(m.rows_written.items()):
-            rows.add_metric([name, table], count)
-        yield rows
-        dropped = CounterMetricFamily(
-            "ferry_rows_with_dropped_columns",
-            "Rows written without columns the sink lacks (a skipped schema change), per source table.",
-            labels=["pipeline", "table"],
-        )
-        for table, count in sorted(m.columns_dropped.items()):
-            dropped.add_metric([name, table], count)
-        yield dropped
-        lag = GaugeMetricFamily(
-            "ferry_consumer_lag_records",
-            "Records in a partition not read yet (high watermark minus position).",
-            labels=["pipeline", "topic", "partition"],
-            unit="records",
-        )
-        behind = 0
-        for topic, partitions in sorted(m.lag.items()):
-            for partition, records in sorted(partitions.items(), key=lambda p: int(p[0])):
-                lag.add_metric([name, topic, str(partition)], records)
-                behind += records
-        yield lag
-        yield _one(
-            GaugeMetricFamily(
-                "ferry_consumer_lag_seconds",
-                "How far behind the pipeline reads: the age of the last record read while records "
-                "wait, else 0.",
-                labels=["pipeline"],
-                unit="seconds",
-            ),
-            name,
-            m.timings.lag_seconds(behind),
-        )
-        yield _one(
-            GaugeMetricFamily(
-                "ferry_assigned_partitions", "Partitions this worker reads.", labels=["pipeline"]
-            ),
-            name,
-            sum(len(p) for p in m.assigned.values()),
-        )
-        if m.last_checkpoint_ms is not None:
-            yield _one(
-                GaugeMetricFamily(
-                    "ferry_last_checkpoint_timestamp_seconds",
-                    "When the last checkpoint finished (Unix time).",
-                    labels=["pipeline"],
-                    unit="seconds",
-                ),
-                name,
-                m.last_checkpoint_ms / 1000,
-            )
+        saved = m.as_dict()
         retry = runner.status.retry
-        yield from retry_families(("pipeline",), [((name,), None if retry is None else retry_metrics(retry))])
-        yield from labelled(m.timings.registry.collect(), pipeline=name)
-
-
-def _one(family: CounterMetricFamily | GaugeMetricFamily, pipeline: str, value: float) -> Metric:
-    """A family of one sample, labelled with the pipeline."""
-    family.add_metric([pipeline], value)
-    return family
+        saved["retry"] = None if retry is None else retry_metrics(retry)
+        behind = sum(int(n) for parts in m.lag.values() for n in parts.values())
+        yield build_info()
+        sample = PipelineSample(
+            (runner.settings.name,), runner.status.phase, saved, m.timings.lag_seconds(behind)
+        )
+        yield from pipeline_families(("pipeline",), [sample])
 
 
 def registry_for(runner: PipelineRunner) -> CollectorRegistry:

@@ -206,6 +206,28 @@ def status_table(store: StateStore, names: list[str], at_ms: int) -> Table:
     return table
 
 
+def _progress_lines(progress: Mapping[str, Any]) -> list[str]:
+    """A bounded replay's progress: in all, then per partition; once done, what it read and wrote."""
+    state = progress.get("state", "READING")
+    done_of = f"{progress['recordsDone']} of {progress['recordsTotal']} records ({progress['percent']}%)"
+    if state == "READING":
+        head = (
+            f"{done_of}, {_rate(progress.get('ratePerSecond'))}, ETA {format_eta(progress.get('etaSeconds'))}"
+        )
+    else:
+        head = (
+            f"{state}: {done_of}; read {progress.get('recordsRead', 0)} records, "
+            f"wrote {progress.get('rowsWritten', 0)} rows"
+        )
+    lines = [f"  progress: {head}"]
+    for part in progress.get("partitions") or ():
+        lines.append(
+            f"    {part['topic']}[{part['partition']}]: {part['recordsDone']} of {part['recordsTotal']} "
+            f"({part['percent']}%)"
+        )
+    return lines
+
+
 def render_pipeline(resource: Mapping[str, Any]) -> str:
     metadata, spec, status = resource["metadata"], resource["spec"], resource.get("status") or {}
     lines = [
@@ -235,11 +257,7 @@ def render_pipeline(resource: Mapping[str, Any]) -> str:
         lines += [f"    {topic}: {offsets}" for topic, offsets in sorted(latest.items())]
     progress = status.get("progress")
     if progress:
-        lines.append(
-            f"  progress: {progress['recordsDone']} of {progress['recordsTotal']} records "
-            f"({progress['percent']}%), {_rate(progress.get('ratePerSecond'))}, "
-            f"ETA {format_eta(progress.get('etaSeconds'))}"
-        )
+        lines += _progress_lines(progress)
     if status.get("lostOffsets"):
         lines.append(f"  lost to retention: {status['lostOffsets']}")
     metrics = status.get("metrics") or {}

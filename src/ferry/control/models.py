@@ -208,10 +208,40 @@ class PipelineTraits(Resource):
     )
 
 
+class PartitionProgress(Resource):
+    topic: str
+    partition: int
+    records_done: int = Field(alias="recordsDone", description="Records read of recordsTotal.")
+    records_total: int = Field(
+        alias="recordsTotal", description="Records between the replay's start and end offsets."
+    )
+    percent: float
+
+
+class ProgressState(StrEnum):
+    """Where a bounded replay is: reading, or done (COMPLETED: it reached its end offsets)."""
+
+    READING = "READING"
+    COMPLETED = "COMPLETED"
+    STOPPED = "STOPPED"
+    FAILED = "FAILED"
+
+
 class Progress(Resource):
+    state: ProgressState = ProgressState.READING
     records_done: int = Field(alias="recordsDone")
     records_total: int = Field(alias="recordsTotal")
     percent: float
+    records_read: int = Field(
+        default=0,
+        alias="recordsRead",
+        description="Records the replay's runner read (recordsDone counts offsets passed, this the "
+        "records themselves: the two differ by the transaction markers of transactional producers).",
+    )
+    rows_written: int = Field(default=0, alias="rowsWritten", description="Rows written to the sink.")
+    partitions: list[PartitionProgress] = Field(
+        default_factory=list, description="Records read of records to read, per partition."
+    )
     rate_per_second: float | None = Field(
         default=None,
         alias="ratePerSecond",

@@ -7,13 +7,17 @@ be shown as records done of records to read.
 
 from __future__ import annotations
 
-from collections.abc import Iterable
+from collections.abc import Iterable, Mapping
+from typing import Any
 
 from ferry.config.job import JobConfig
 from ferry.control.exceptions import ControlError
-from ferry.control.models import PipelineSpec
+from ferry.control.models import PartitionProgress, PipelineSpec, Progress, ProgressState
 from ferry.logs import kafka_logger
+from ferry.offsets import decode_offsets
+from ferry.pipeline.catch_up import eta_seconds
 from ferry.pipeline.checkpoints import Checkpoint
+from ferry.pipeline.phase import Phase
 from ferry.pipeline.schema import TableId
 from ferry.sinks.base import TableDropping
 from ferry.sinks.registry import open_sink, sink_class
@@ -92,3 +96,56 @@ def offset_range(
     finally:
         consumer.close()
     return starts, ends
+
+
+#: A replay's state per phase of its pipeline (the other phases: reading, or about to).
+_PROGRESS_STATES = {
+    Phase.COMPLETED: ProgressState.COMPLETED,
+    Phase.STOPPED: ProgressState.STOPPED,
+    Phase.FAILED: ProgressState.FAILED,
+}
+
+
+def replay_progress(traits: Mapping[str, Any], phase: str, metrics: Mapping[str, Any]) -> Progress | None:
+    """A bounded replay's progress: per partition and in all, the records read (offsets passed
+    since its start offsets, as its runner last said in its status) of the records to read (from
+    its start to its end offsets), and the ETA at its recent rate; None for another pipeline."""
+    ends, starts = traits.get("endOffsets"), traits.get("startOffsets")
+    if not ends or starts is None:
+        return None
+    position = decode_offsets(metrics.get("offsets") or {})
+    start_of = decode_offsets(starts)
+    partitions = []
+    for (topic, partition), end in sorted(decode_offsets(ends).items()):
+        start = start_of.get((topic, partition), 0)
+        total = max(0, end - start)
+        done = max(0, min(position.get((topic, partition), start), end) - start)
+        partitions.append(
+            PartitionProgress(
+                topic=topic,
+                partition=partition,
+                records_done=done,
+                records_total=total,
+                percent=_percent(done, total),
+            )
+        )
+    total = sum(p.records_total for p in partitions)
+    done = sum(p.records_done for p in partitions)
+    state = _PROGRESS_STATES.get(Phase(phase), ProgressState.READING)
+    rate = metrics.get("rate_eps")
+    eta = 0.0 if state is ProgressState.COMPLETED else eta_seconds(total - done, rate)
+    return Progress(
+        state=state,
+        records_done=done,
+        records_total=total,
+        percent=_percent(done, total),
+        records_read=int(metrics.get("records_read") or 0),
+        rows_written=sum(int(n) for n in (metrics.get("rows_written") or {}).values()),
+        partitions=partitions,
+        rate_per_second=rate,
+        eta_seconds=None if eta is None else round(eta, 1),
+    )
+
+
+def _percent(done: int, total: int) -> float:
+    return 100.0 if total == 0 else round(100.0 * done / total, 1)

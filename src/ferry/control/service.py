@@ -39,12 +39,11 @@ from ferry.control.models import (
     job_label,
 )
 from ferry.control.names import name_error
-from ferry.control.replay import check_rebuild
+from ferry.control.replay import check_rebuild, replay_progress
 from ferry.control.store import ControlStore, PipelineRow, SavepointRow, runtime_name
 from ferry.logs import register_secrets, secrets_of
 from ferry.offsets import decode_offsets
 from ferry.options import parse_duration
-from ferry.pipeline.catch_up import eta_seconds
 from ferry.pipeline.checkpoints import now_ms
 from ferry.pipeline.phase import Phase
 from ferry.state import StateStore
@@ -636,25 +635,7 @@ class ControlPlane:
             )
 
     def _progress(self, row: PipelineRow, metrics: Mapping[str, Any]) -> Progress | None:
-        ends = row.traits.get("endOffsets")
-        starts = row.traits.get("startOffsets")
-        if not ends or starts is None:
-            return None
-        position = decode_offsets(metrics.get("offsets") or {})
-        total = done = 0
-        for key, end in decode_offsets(ends).items():
-            start = decode_offsets(starts).get(key, 0)
-            total += max(0, end - start)
-            done += max(0, min(position.get(key, start), end) - start)
-        rate = metrics.get("rate_eps")
-        eta = eta_seconds(total - done, rate)
-        return Progress(
-            records_done=done,
-            records_total=total,
-            percent=100.0 if total == 0 else round(100.0 * done / total, 1),
-            rate_per_second=rate,
-            eta_seconds=None if eta is None else round(eta, 1),
-        )
+        return replay_progress(row.traits, row.phase, metrics)
 
 
 def inheritance_problem(job: JobConfig, savepoint: SavepointRow, reference: str) -> str | None:

@@ -24,6 +24,7 @@ from __future__ import annotations
 import logging
 from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
+from enum import StrEnum
 from queue import Empty, SimpleQueue
 
 from ferry.connectors.base import DeadLetter, DeadLetterHistory, KeyValue, Position, RecordFetching, Source
@@ -35,7 +36,7 @@ from ferry.pipeline.metrics import Metrics
 from ferry.pipeline.route import TableSelection
 from ferry.pipeline.schema import TableId
 from ferry.pipeline.shaping import change_bytes
-from ferry.retry import OnWait, RetryPolicy
+from ferry.retry import OnWait, Operation, RetryPolicy
 from ferry.sinks.base import RefusedRow, RowRefusing
 
 log = logging.getLogger(__name__)
@@ -50,6 +51,25 @@ LOGGED_PER_CHECKPOINT = 10
 #: been stored: the longest a checkpoint's commit takes (under ``restart-strategy``'s default
 #: timeout, each of its three steps retried for up to 2 minutes), with room to spare.
 DEAD_LETTER_LOOKBACK_MS = 10 * 60_000
+
+
+class DeadLetterKind(StrEnum):
+    """Why a record went to the dead-letter destination, as a kind from a small fixed set: the
+    ``kind`` label of ``ferry_dead_letters_total`` (the reason's text, with its table, column or
+    value, is in the dead letter's headers and the status)."""
+
+    #: The format could not decode the record (not JSON, no envelope, a value of the wrong type).
+    UNDECODABLE = "undecodable"
+    #: The record names a table the job does not route (``source.tables`` selects the others).
+    TABLE_NOT_SELECTED = "table-not-selected"
+    #: The record has no schema and none was seen for its table (no DDL, no envelope).
+    NO_SCHEMA = "no-schema"
+    #: A schema change the record carries cannot be followed (a DDL statement that cannot apply).
+    SCHEMA_CHANGE = "schema-change"
+    #: A row that cannot be shaped to its sink table (a key column missing, a value out of range).
+    ROW_NOT_WRITABLE = "row-not-writable"
+    #: The sink's destination refused the row when it was written.
+    SINK_REFUSED = "sink-refused"
 
 
 class BadRecords:
@@ -99,7 +119,10 @@ class BadRecords:
             return
         since = None if checkpoint is None else checkpoint.created_ms - DEAD_LETTER_LOOKBACK_MS
         stored = retries.call(
-            lambda: dead_letter.stored_since(since), "reading the dead-letter topic", on_wait=on_wait
+            lambda: dead_letter.stored_since(since),
+            "reading the dead-letter topic",
+            operation=Operation.DEAD_LETTER_READ,
+            on_wait=on_wait,
         )
         self.stored = {s for s in stored if s[2] >= starts.get((s[0], s[1]), 0)}
 
@@ -146,9 +169,10 @@ class BadRecords:
             return False
         if type(event) is DataChange:
             materialize(event.table_id)
-            self.row(refusal, event)
+            self.row(refusal, event, DeadLetterKind.TABLE_NOT_SELECTED)
         elif isinstance(event, SchemaHint):
-            self.record(refusal, position, None, event.ddl.encode() if event.ddl else None)
+            ddl = event.ddl.encode() if event.ddl else None
+            self.record(refusal, position, None, ddl, DeadLetterKind.TABLE_NOT_SELECTED)
         return True
 
     def _first(self, position: SourcePosition) -> bool:
@@ -159,25 +183,33 @@ class BadRecords:
         self.sent.add(where)
         return True
 
-    def record(self, reason: str, position: SourcePosition, key: bytes | None, value: bytes | None) -> None:
+    def record(
+        self,
+        reason: str,
+        position: SourcePosition,
+        key: bytes | None,
+        value: bytes | None,
+        kind: DeadLetterKind = DeadLetterKind.UNDECODABLE,
+    ) -> None:
         if self._first(position):
-            self._count(reason, position)
+            self._count(reason, position, kind)
             self._send(reason, position, key, value)
 
-    def _count(self, reason: str, position: SourcePosition) -> None:
-        self._tally(reason, position)
+    def _count(self, reason: str, position: SourcePosition, kind: DeadLetterKind) -> None:
+        self._tally(reason, position, kind)
         if self.fail:
             raise BadRecordError(reason, position)
         self._since_logged += 1
         if self._since_logged <= LOGGED_PER_CHECKPOINT:
             log.warning("bad record at %s: %s (sent to the dead-letter topic)", position, reason)
 
-    def _tally(self, reason: str, position: SourcePosition) -> None:
-        """The metrics of one bad record: its count, its reason's, the latest kept."""
+    def _tally(self, reason: str, position: SourcePosition, kind: DeadLetterKind) -> None:
+        """The metrics of one bad record: its count, its reason's and its kind's, the latest kept."""
         self.metrics.bad_records += 1
-        kind = reason.split(":", maxsplit=1)[0]
-        self.reasons[kind] += 1
-        self.metrics.bad_record_reasons[kind] = self.reasons[kind]
+        self.metrics.dead_letters[kind.value] = self.metrics.dead_letters.get(kind.value, 0) + 1
+        head = reason.split(":", maxsplit=1)[0]
+        self.reasons[head] += 1
+        self.metrics.bad_record_reasons[head] = self.reasons[head]
         latest = self.metrics.latest_bad_records
         latest.append(
             {
@@ -203,11 +235,13 @@ class BadRecords:
             value=value,
         )
 
-    def row(self, reason: str, change: DataChange) -> None:
+    def row(
+        self, reason: str, change: DataChange, kind: DeadLetterKind = DeadLetterKind.ROW_NOT_WRITABLE
+    ) -> None:
         """A row that cannot be written: counted now, sent by the next :meth:`send_pending`."""
         assert change.position is not None
         if self._first(change.position):
-            self._count(reason, change.position)
+            self._count(reason, change.position, kind)
             self._pending.append((reason, change))
 
     def send_pending(self) -> None:
@@ -257,7 +291,7 @@ class BadRecords:
                 reason, position = self._refused.get_nowait()
             except Empty:
                 return
-            self._tally(reason, position)
+            self._tally(reason, position, DeadLetterKind.SINK_REFUSED)
 
     def check_something_written(self, buffered: int) -> None:
         """A bounded read that ends with every record it read in the dead-letter topic fails."""

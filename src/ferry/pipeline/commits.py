@@ -59,8 +59,12 @@ from ferry.pipeline.metrics import Metrics
 from ferry.pipeline.schema import TableId
 from ferry.pipeline.settings import RunnerSettings
 from ferry.pipeline.status import RunnerStatus
-from ferry.retry import RetryWait
+from ferry.retry import Operation, RetryWait
 from ferry.sinks.base import Sink, TableFlushing
+
+#: The kinds of the calls checkpoints retry (the label of the retry metrics).
+SINK_FLUSH, DEAD_LETTER_WRITE = Operation.SINK_FLUSH, Operation.DEAD_LETTER_WRITE
+CHECKPOINT_SAVE, CHECKPOINT_READ = Operation.CHECKPOINT_SAVE, Operation.CHECKPOINT_READ
 
 if TYPE_CHECKING:
     from ferry.pipeline.partitions import PartitionOffsets
@@ -371,15 +375,23 @@ class Checkpoints:
             commit.on_wait(detail)
 
         def flush_sink() -> None:
-            retries.call(lambda: self.sink.flush(offsets), "flushing the sink", on_wait=on_wait)
+            retries.call(
+                lambda: self.sink.flush(offsets), "flushing the sink", operation=SINK_FLUSH, on_wait=on_wait
+            )
 
         def flush_dead_letters() -> None:
-            retries.call(self.dead_letter.flush, "storing the dead letters", on_wait=on_wait)
+            retries.call(
+                self.dead_letter.flush,
+                "storing the dead letters",
+                operation=DEAD_LETTER_WRITE,
+                on_wait=on_wait,
+            )
 
         def save() -> None:
             retries.call(
                 lambda: state.save_checkpoint(name, offsets, saved),
                 "saving the checkpoint",
+                operation=CHECKPOINT_SAVE,
                 on_wait=on_wait,
                 transient=state.is_transient,
             )
@@ -433,8 +445,15 @@ class Checkpoints:
         self.commits.wait()
         retries, on_wait = self.settings.retries, self.status.waiting
         # first: a row of these tables sent to the dead letter is not read again after a restart
-        retries.call(self.dead_letter.flush, "storing the dead letters", on_wait=on_wait)
-        retries.call(lambda: sink.flush_tables(sink_tables, offsets), "flushing the sink", on_wait=on_wait)
+        retries.call(
+            self.dead_letter.flush, "storing the dead letters", operation=DEAD_LETTER_WRITE, on_wait=on_wait
+        )
+        retries.call(
+            lambda: sink.flush_tables(sink_tables, offsets),
+            "flushing the sink",
+            operation=SINK_FLUSH,
+            on_wait=on_wait,
+        )
         if self.settle is not None:
             self.settle()
         self.status.waited()
@@ -452,6 +471,7 @@ class Checkpoints:
                 self.settings.name, self.checkpointed, schemas, partitions=partitions
             ),
             "saving the schemas",
+            operation=CHECKPOINT_SAVE,
             on_wait=self.status.waiting,
             transient=self.state.is_transient,
         )

@@ -121,6 +121,23 @@ class Timings:
             self.barrier_duration.observe(grown / 1000)
         self._barrier_ms = barrier_ms_total
 
+    def snapshot(self) -> dict[str, dict[str, Any]]:
+        """The histograms as the status row keeps them, for the control plane's ``/metrics``:
+        ``{name: {"buckets": [[upper bound, cumulative count], ...], "sum": s, "count": n}}``."""
+        out: dict[str, dict[str, Any]] = {}
+        for family in self.registry.collect():
+            buckets: list[list[Any]] = []
+            histogram: dict[str, Any] = {"buckets": buckets, "sum": 0.0, "count": 0}
+            for sample in family.samples:
+                if sample.name.endswith("_bucket"):
+                    buckets.append([sample.labels["le"], sample.value])
+                elif sample.name.endswith("_sum"):
+                    histogram["sum"] = sample.value
+                elif sample.name.endswith("_count"):
+                    histogram["count"] = sample.value
+            out[family.name] = histogram
+        return out
+
     def lag_seconds(self, lag_records: int, now: float | None = None) -> float:
         """How far behind the pipeline reads: the age of the last record read while records wait
         to be read, 0 once it has read everything."""
@@ -141,6 +158,8 @@ class Metrics:
     bad_records: int = 0
     #: Bad records per reason (the reason's text before its first ``:``).
     bad_record_reasons: dict[str, int] = field(default_factory=dict)
+    #: Bad records per kind (:class:`ferry.pipeline.bad_records.DeadLetterKind`).
+    dead_letters: dict[str, int] = field(default_factory=dict)
     #: The latest bad records, newest last: ``{reason, topic, partition, offset, at_ms}``.
     latest_bad_records: list[dict[str, Any]] = field(default_factory=list)
     #: Tombstones (a key without a value, after a delete) read and passed over.
@@ -150,7 +169,12 @@ class Metrics:
     last_checkpoint_ms: int | None = None
     last_checkpoint_duration_ms: int | None = None
     schema_changes: int = 0
+    #: The sink changes decided per outcome (the router's action: apply, ignored, skip, fail).
+    schema_change_outcomes: dict[str, int] = field(default_factory=dict)
     schema_change_wait_ms: int = 0
+    #: Retries (attempts that failed and were tried again) per kind of call
+    #: (:class:`ferry.retry.Operation`).
+    retries: dict[str, int] = field(default_factory=dict)
     throughput_eps: float = 0.0
     #: Records read per second over the last 30 s: the rate an ETA divides by (None: none yet).
     rate_eps: float | None = None
@@ -158,6 +182,8 @@ class Metrics:
     #: (seconds; None without a rate).
     records_behind: int = 0
     eta_s: float | None = None
+    #: How far behind the pipeline reads, in seconds (:meth:`Timings.lag_seconds`).
+    lag_s: float = 0.0
     offsets: dict[str, dict[str, int]] = field(default_factory=dict)
     lag: dict[str, dict[str, int]] = field(default_factory=dict)
     #: This worker (``host:pid:random``) and the partitions assigned to it: ``{topic: [partition, ...]}``.
@@ -183,8 +209,10 @@ class Metrics:
             self.timings.checkpointed(value / 1000, self.last_checkpoint_ms or now_ms())
 
     def as_dict(self) -> dict[str, Any]:
-        """The counters as the status row saves them (the timings are exposed on ``/metrics``)."""
-        return {k: v for k, v in self.__dict__.items() if k not in _NOT_SAVED}
+        """The counters as the status row saves them, and the histograms of the timings."""
+        saved = {k: v for k, v in self.__dict__.items() if k not in _NOT_SAVED}
+        saved["timings"] = self.timings.snapshot()
+        return saved
 
     def refresh(
         self,
@@ -208,6 +236,7 @@ class Metrics:
         self.schema_change_wait_ms = schemas.wait_ms
         self.timings.waited(schemas.wait_ms)
         self.schema_changes = schemas.changes_routed
+        self.schema_change_outcomes = dict(schemas.outcomes)
         lost = source.lost if isinstance(source, RetentionReporting) else ()
         if len(lost) != len(self.lost_offsets):
             self.lost_offsets = [
@@ -234,6 +263,7 @@ class Metrics:
         self.records_behind = sum(int(n) for parts in self.lag.values() for n in parts.values())
         eta = eta_seconds(self.records_behind, self.rate_eps)
         self.eta_s = None if eta is None else round(eta, 1)
+        self.lag_s = round(self.timings.lag_seconds(self.records_behind, now_ms() / 1000), 3)
         if self.catch_up_log.due(now, self.records_behind):
             log.info(
                 "%s",

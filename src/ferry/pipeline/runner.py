@@ -42,12 +42,12 @@ from typing import TYPE_CHECKING, Any
 from ferry.connectors.base import DeadLetter, KeepingAlive, Rebalancing, Source, Watermarking
 from ferry.exceptions import FerryError
 from ferry.offsets import Partition
-from ferry.pipeline.bad_records import BadRecords
+from ferry.pipeline.bad_records import BadRecords, DeadLetterKind
 from ferry.pipeline.barriers import Barrier
 from ferry.pipeline.buffers import RowBuffers
 from ferry.pipeline.checkpoints import CheckpointStore
 from ferry.pipeline.collector import GarbageCollection
-from ferry.pipeline.commits import Background, Checkpoints, SerialDeadLetter
+from ferry.pipeline.commits import CHECKPOINT_READ, Background, Checkpoints, SerialDeadLetter
 from ferry.pipeline.events import BadRecord, DataChange, Event, SchemaHint, SchemaObserved, Tombstone
 from ferry.pipeline.exceptions import CheckpointError
 from ferry.pipeline.metrics import Decode, Metrics, worker_name
@@ -174,6 +174,7 @@ class PipelineRunner:
         checkpoint = self.settings.retries.call(
             lambda: self.state.latest_checkpoint(self.settings.name),
             "reading the checkpoint",
+            operation=CHECKPOINT_READ,
             on_wait=self.status.waiting,
             transient=self.state.is_transient,
         )
@@ -353,9 +354,8 @@ class PipelineRunner:
         if self.schemas.tracker.schema(table_id) is None:
             assert event.position is not None
             self.rows.raw.materialize(table_id)
-            self.bad.row(
-                f"no schema known for table {table_id} (a record without a schema, and no DDL seen)", event
-            )
+            reason = f"no schema known for table {table_id} (a record without a schema, and no DDL seen)"
+            self.bad.row(reason, event, DeadLetterKind.NO_SCHEMA)
             return None
         self.checkpoints.wait()  # the sink's tables are read
         self.schemas.ensure_sink_table(table_id, event.position)
@@ -372,8 +372,8 @@ class PipelineRunner:
         if reason is not None:
             if event.position is None:
                 raise CheckpointError(reason)
-            ddl = event.ddl
-            self.bad.record(reason, event.position, None, ddl.encode() if ddl else None)
+            ddl = event.ddl.encode() if event.ddl else None
+            self.bad.record(reason, event.position, None, ddl, DeadLetterKind.SCHEMA_CHANGE)
         self._refresh_aliases()
         if plan is not None:
             self.truncates.read_again(plan, self._process_records)

@@ -59,7 +59,7 @@ from ferry.pipeline.schema import Schema, TableId, widen_schemas
 from ferry.pipeline.settings import SchemaSettings
 from ferry.pipeline.tracker import SchemaTracker, Watermarks
 from ferry.pipeline.types import can_widen
-from ferry.retry import RetryWait
+from ferry.retry import Operation, RetryWait
 from ferry.sinks.base import AsyncSchemaChanges, SchemaCaching, Sink
 from ferry.sinks.exceptions import SinkTerminalError
 
@@ -199,6 +199,8 @@ class SchemaOperator:
         #: kill while they were applied): routed again before anything is read.
         self.applying: list[SchemaChange] = []
         self.changes_routed = 0
+        #: The sink changes decided, per outcome (the router's action: apply, ignored, skip, fail).
+        self.outcomes: dict[str, int] = {}
         self.wait_ms = 0
         #: Tells the runner what it shows: a detail line while a change waits.
         self.on_detail: Callable[[str], None] = lambda detail: None
@@ -571,6 +573,7 @@ class SchemaOperator:
         history = self._retried(
             partial(self.state.schema_history, self.settings.pipeline, str(sink_table)),
             f"reading the schema history of {sink_table}",
+            Operation.STATE_STORE,
             transient=self.state.is_transient,
         )
         created = False
@@ -732,11 +735,15 @@ class SchemaOperator:
         return self.transforms.schema(source_table, schema)
 
     def _retried(
-        self, work: Callable[[], T], what: str, transient: Callable[[BaseException], bool] | None = None
+        self,
+        work: Callable[[], T],
+        what: str,
+        operation: Operation,
+        transient: Callable[[BaseException], bool] | None = None,
     ) -> T:
         """``work()`` under the retry policy, its waits shown in the runner's status."""
         extra = {} if transient is None else {"transient": transient}
-        result = self.settings.retries.call(work, what, on_wait=self.on_wait, **extra)
+        result = self.settings.retries.call(work, what, operation=operation, on_wait=self.on_wait, **extra)
         self.on_waited()
         return result
 
@@ -744,7 +751,9 @@ class SchemaOperator:
         self.before_sink()
         if sink_table not in self._sink_schemas:
             self._sink_schemas[sink_table] = self._retried(
-                partial(self.sink.table_schema, sink_table), f"reading the schema of {sink_table}"
+                partial(self.sink.table_schema, sink_table),
+                f"reading the schema of {sink_table}",
+                Operation.SINK_SCHEMA_READ,
             )
         return self._sink_schemas[sink_table]
 
@@ -809,6 +818,7 @@ class SchemaOperator:
                                 f"applying {decision.change}",
                             ),
                             f"applying {decision.change}",
+                            Operation.SINK_SCHEMA_CHANGE,
                         )
                         self._await_schema_change(sink_table, decision.change)
                     except SinkTerminalError as e:
@@ -921,6 +931,8 @@ class SchemaOperator:
                 "barrier_ms": barrier_ms,
             },
         )
+        outcome = decision.action.value
+        self.outcomes[outcome] = self.outcomes.get(outcome, 0) + 1
         entry = SchemaHistoryEntry(
             str(source_table),
             str(sink_table),

@@ -70,6 +70,9 @@ class RunnerStatus:
             self._detail_before_wait = self.detail
         self.detail = str(detail)
         self.retry = detail if isinstance(detail, RetryWait) else None
+        if self.retry is not None:
+            operation = self.retry.operation.value
+            self.metrics.retries[operation] = self.metrics.retries.get(operation, 0) + 1
         self.update(time.monotonic())
 
     def waited(self) -> None:
@@ -156,6 +159,7 @@ def retry_metrics(wait: RetryWait) -> dict[str, Any]:
     plane and ``/metrics``."""
     return {
         "what": wait.what,
+        "operation": wait.operation.value,
         "attempt": wait.attempt,
         "attempts": wait.attempts,
         "error": wait.error,

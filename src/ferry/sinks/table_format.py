@@ -33,7 +33,7 @@ from ferry.pipeline.events import CreateTable, DataChange, DropTable, Op, Row, S
 from ferry.pipeline.raw_values import ColumnForm, RawForms, materialize_column, same_form
 from ferry.pipeline.schema import Schema, TableId
 from ferry.pipeline.unavailable import fill, unavailable_reason
-from ferry.retry import RetryPolicy
+from ferry.retry import Operation, RetryPolicy
 from ferry.sinks.base import RefusedRows, Sink
 from ferry.sinks.exceptions import SinkError, SinkTerminalError, SinkTransientError
 from ferry.sinks.rows import complete_before_reading
@@ -335,7 +335,10 @@ class TableFormatSink(Sink):
             return isinstance(error, SinkTransientError) and self.is_conflict(error.__cause__)
 
         return COMMIT_RETRIES.call(
-            commit, f"{table_id}: another writer committed first; committing", transient=lost_a_race
+            commit,
+            f"{table_id}: another writer committed first; committing",
+            operation=Operation.SINK_COMMIT,
+            transient=lost_a_race,
         )
 
     def committed_offsets(self, table_id: TableId) -> dict[tuple[str, int], int]:

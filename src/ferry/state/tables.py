@@ -25,7 +25,7 @@ from sqlalchemy import (
 from sqlalchemy.engine import Engine
 from sqlalchemy.exc import DBAPIError
 
-from ferry.retry import RetryPolicy
+from ferry.retry import Operation, RetryPolicy
 from ferry.state.database import add_missing_columns
 
 metadata = MetaData()
@@ -182,4 +182,9 @@ def create_tables(engine: Engine) -> None:
                 metadata.create_all(conn)
         add_missing_columns(engine, metadata)  # a database written by an earlier version
 
-    _CREATE_RACE.call(create, "creating the state tables", transient=lambda e: isinstance(e, DBAPIError))
+    _CREATE_RACE.call(
+        create,
+        "creating the state tables",
+        operation=Operation.STATE_STORE,
+        transient=lambda e: isinstance(e, DBAPIError),
+    )

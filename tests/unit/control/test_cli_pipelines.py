@@ -106,12 +106,32 @@ def test_get_shows_deadline_inherited_topics_latest_offsets_and_progress(cli: Cl
         },
     )
     text = cli.run("pipeline", "get", "replay").stdout
-    assert "progress: 50 of 200 records (25.0%), 10.0 records/s, ETA 15 s" in text
+    assert (
+        "progress: 50 of 200 records (25.0%), 10.0 records/s, ETA 15 s\n    orders[0]: 50 of 200 (25.0%)"
+        in text
+    )
     assert "catching up: 150 records behind at 10.0 records/s, ETA 15 s" in text
     progress = cli.json("pipeline", "get", "replay")["status"]["progress"]
     assert (progress["ratePerSecond"], progress["etaSeconds"]) == (10.0, 15.0)
     assert "inherited topics: orders" in text and "records read: 50" in text
     assert "replay: from 1970-01-01T00:00:00.000+00:00, until latest-offset" in text
+
+    # the end: what was read and written
+    cli.set_phase("replay", "COMPLETED", traits=traits)
+    done = {
+        "records_read": 200,
+        "rows_written": {"app.orders": 199},
+        "offsets": encode_offsets({("orders", 0): 200}),
+    }
+    cli.plane.state.set_status("default.replay", "STOPPED", "bounded read reached its end", done)
+    text = cli.run("pipeline", "get", "replay").stdout
+    assert "progress: COMPLETED: 200 of 200 records (100.0%); read 200 records, wrote 199 rows" in text
+    progress = cli.json("pipeline", "get", "replay")["status"]["progress"]
+    assert (progress["state"], progress["etaSeconds"], progress["partitions"][0]["recordsDone"]) == (
+        "COMPLETED",
+        0.0,
+        200,
+    )
 
 
 def test_replay_options_become_the_spec(cli: Cli) -> None:

@@ -27,7 +27,7 @@ from ferry.connectors.formats import Decoder
 from ferry.connectors.kafka.exceptions import SourceError, error_may_pass, may_pass
 from ferry.logs import kafka_logger
 from ferry.pipeline.events import Event
-from ferry.retry import RetryPolicy
+from ferry.retry import Operation, RetryPolicy
 
 log = logging.getLogger(__name__)
 
@@ -134,7 +134,11 @@ class SchemaChangeReader:
                 self.positions[record.partition()] = record.offset() + 1
             if good:
                 # a schema registry out of reach (Avro) is waited for: the decoder asks it first
-                events += self.retries.call(partial(self.decoder.decode, good), "reading the schema registry")
+                events += self.retries.call(
+                    partial(self.decoder.decode, good),
+                    "reading the schema registry",
+                    operation=Operation.SCHEMA_REGISTRY_READ,
+                )
             if not records:
                 return events
             timeout = 0.0
@@ -142,6 +146,6 @@ class SchemaChangeReader:
     def _ask(self, request: Callable[[], T], what: str) -> T:
         """A request to the broker, asked again under the retry policy while it cannot answer."""
         try:
-            return self.retries.call(request, what, transient=may_pass)
+            return self.retries.call(request, what, operation=Operation.BROKER_REQUEST, transient=may_pass)
         except KafkaException as e:
             raise SourceError(f"{what}: {e}") from e

@@ -55,7 +55,7 @@ from confluent_kafka import (
 from ferry.connectors.base import KeyValue, LostRange, Position, RebalanceListener, offset_runs
 from ferry.connectors.kafka.exceptions import SourceError, error_may_pass, may_pass
 from ferry.logs import kafka_logger
-from ferry.retry import RetryPolicy, RetryWait
+from ferry.retry import Operation, RetryPolicy, RetryWait
 
 log = logging.getLogger(__name__)
 
@@ -132,6 +132,7 @@ def offset_at(
     [found] = (retries or RetryPolicy(attempts=1)).call(
         lambda: consumer.offsets_for_times([TopicPartition(topic, partition, timestamp_ms)], timeout=10),
         f"finding the offset of {topic}[{partition}] at {timestamp_ms}",
+        operation=Operation.BROKER_REQUEST,
         transient=may_pass,
     )
     return int(found.offset) if found.offset >= 0 else None
@@ -537,6 +538,7 @@ class KafkaSource:
             PROBE_S,
             int((now + PROBE_S) * 1000),
             None,
+            operation=Operation.BROKER_CONNECT,
         )
 
     def _probe(self, answered: bool) -> None:
@@ -693,7 +695,9 @@ class KafkaSource:
             self.on_wait(wait)
 
         try:
-            answer = self.retries.call(request, what, transient=may_pass, on_wait=on_wait)
+            answer = self.retries.call(
+                request, what, operation=Operation.BROKER_REQUEST, transient=may_pass, on_wait=on_wait
+            )
         except KafkaException as e:
             raise SourceError(f"{what}: {e}") from e
         if waits:

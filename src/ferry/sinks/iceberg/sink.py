@@ -84,7 +84,7 @@ from ferry.pipeline.defaults import default_value
 from ferry.pipeline.events import ColumnPositionKind, DataChange, Op, Row, SchemaChange
 from ferry.pipeline.schema import Column, Schema, TableId
 from ferry.pipeline.types import DataType
-from ferry.retry import RetryPolicy
+from ferry.retry import Operation, RetryPolicy
 from ferry.sinks.arrow import rows_to_arrow_setting_aside
 from ferry.sinks.base import SinkCapabilities
 from ferry.sinks.exceptions import SinkError, SinkTerminalError, SinkTransientError, incompatible_table
@@ -803,6 +803,7 @@ def _open_catalog(config: IcebergSinkConfig) -> Catalog:
     return _CATALOG_RACE.call(
         open_catalog,
         "opening the catalog",
+        operation=Operation.SINK_CONNECT,
         transient=lambda e: isinstance(e, sqlalchemy.exc.DBAPIError),
     )
 
