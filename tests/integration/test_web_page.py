@@ -26,6 +26,7 @@ from ferry.control.service import ControlPlane, iso
 from ferry.control.store import runtime_name
 from ferry.local import debezium as dbz
 from ferry.local.kafka_broker import TopicFactory, produce
+from ferry.local.ports import free_ports
 from tests.integration.control_helpers import (
     ENV,
     events_table,
@@ -34,10 +35,31 @@ from tests.integration.control_helpers import (
     wait_for,
     wait_rows,
 )
+from tests.integration.helpers import orders_table
 
 pytestmark = pytest.mark.integration
 
 VIEWER = "web-page-viewer-token-0123456789"
+EDITOR = "web-page-editor-token-0123456789"
+TOKENS = [
+    TokenConfig.model_validate({"name": "dashboards", "token": VIEWER, "roles": {"*": "viewer"}}),
+    TokenConfig.model_validate({"name": "operators", "token": EDITOR, "roles": {"*": "editor"}}),
+]
+#: The words of an element's text that the browser broke across lines.
+BROKEN_WORDS = """(element) => {
+  const broken = [];
+  const walker = document.createTreeWalker(element, NodeFilter.SHOW_TEXT);
+  for (let node = walker.nextNode(); node; node = walker.nextNode()) {
+    for (const word of node.data.matchAll(/\\S+/g)) {
+      const range = document.createRange();
+      range.setStart(node, word.index);
+      range.setEnd(node, word.index + word[0].length);
+      const lines = new Set([...range.getClientRects()].map((r) => Math.round(r.top)));
+      if (lines.size > 1) broken.push(word[0]);
+    }
+  }
+  return broken;
+}"""
 CHROMIUM = shutil.which("chromium") or "/usr/bin/chromium"
 
 
@@ -50,11 +72,10 @@ def free_port() -> int:
 @contextmanager
 def serving(plane: ControlPlane) -> Iterator[str]:
     """The API and its page over HTTP on a free port (uvicorn in a thread), as ``ferry serve`` runs it."""
-    tokens = [TokenConfig.model_validate({"name": "dashboards", "token": VIEWER, "roles": {"*": "viewer"}})]
     port = free_port()
     server = uvicorn.Server(
         uvicorn.Config(
-            create_app(plane, tokens), host="127.0.0.1", port=port, log_config=None, lifespan="off"
+            create_app(plane, TOKENS), host="127.0.0.1", port=port, log_config=None, lifespan="off"
         )
     )
     thread = threading.Thread(target=server.run, daemon=True)
@@ -68,13 +89,32 @@ def serving(plane: ControlPlane) -> Iterator[str]:
 
 
 @contextmanager
-def browser_page() -> Iterator[Page]:
+def browser_page(width: int = 1280) -> Iterator[Page]:
     with sync_playwright() as playwright:
         browser = playwright.chromium.launch(executable_path=CHROMIUM, args=["--no-sandbox"])
         try:
-            yield browser.new_page(viewport={"width": 1280, "height": 900})
+            yield browser.new_page(viewport={"width": width, "height": 900})
         finally:
             browser.close()
+
+
+def sign_in(page: Page, url: str, token: str) -> None:
+    page.goto(url + "/")
+    page.fill("#token", token)
+    page.click("form.login button")
+    expect(page.locator("header .account")).to_be_visible()
+
+
+def broken_words(page: Page, selector: str) -> list[str]:
+    """The words the browser broke across lines in the elements ``selector`` matches."""
+    return [w for each in page.locator(selector).all() for w in each.evaluate(BROKEN_WORDS)]
+
+
+def screenshot(page: Page, name: str, tmp_path: Path) -> None:
+    folder = Path(os.environ.get("FERRY_SCREENSHOT_DIR") or tmp_path)
+    shot = folder / name
+    page.screenshot(path=str(shot), full_page=True)
+    assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
 
 
 def rows_written(status: Mapping[str, Any] | None) -> int:
@@ -162,7 +202,47 @@ def test_the_page_shows_a_running_pipeline_its_schema_change_dead_letters_and_sa
         expect(article.locator("table.savepoints")).to_contain_text("COMPLETED")
         expect(article.locator(".lag-chart svg polyline.lag")).to_have_count(1)
 
-        folder = Path(os.environ.get("FERRY_SCREENSHOT_DIR") or tmp_path)
-        shot = folder / "web-page.png"
-        page.screenshot(path=str(shot), full_page=True)
-        assert shot.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+        screenshot(page, "web-page.png", tmp_path)
+        # in a narrow window, lines break between words, and never in a time
+        page.set_viewport_size({"width": 640, "height": 900})
+        assert broken_words(page, "table.timeline td.reason, td.when, table.pipelines td.detail") == []
+
+
+def test_a_failed_pipeline_keeps_its_lag_and_its_detail_breaks_between_words(
+    kafka_bootstrap: str, topic_factory: TopicFactory, tmp_path: Path
+) -> None:
+    topic = topic_factory(1)
+    table = orders_table("shop")
+    records = [table.insert({"id": i, "item": f"i{i}", "qty": i}) for i in range(1, 9)]
+    produce(kafka_bootstrap, topic, [v for _, v in records], keys=[k for k, _ in records])
+    [closed] = free_ports(1)
+    job = f"""
+source:
+  type: kafka
+  properties.bootstrap.servers: {kafka_bootstrap}
+  topic: {topic}
+  scan.startup.mode: earliest-offset
+sink:
+  type: hologres
+  endpoint: 127.0.0.1:{closed}
+  dbname: ods_db
+  username: ferry
+  password: not-shown
+pipeline:
+  checkpoint.interval: 200ms
+  restart-strategy.initial-backoff: 100ms
+  restart-strategy.max-backoff: 200ms
+  restart-strategy.timeout: 2s
+"""
+    with running_control(tmp_path) as control, serving(control.plane) as url, browser_page(640) as page:
+        control.create("orders", job)
+        control.wait_phase("orders", "FAILED")
+        sign_in(page, url, VIEWER)
+        row = page.locator("table.pipelines tr[data-pipeline=orders]")
+        expect(row.locator(".phase")).to_have_text("FAILED")
+        expect(row.locator(".detail")).to_contain_text("Connection refused")
+        # the 8 records were never written: a restart reads them again
+        expect(row.locator(".lag")).to_have_text("8")
+        caption = page.locator("#pipeline-default-orders .lag-chart figcaption")
+        expect(caption).to_contain_text("now 8")
+        assert broken_words(page, "table.pipelines td.detail") == []

@@ -81,6 +81,10 @@ def overview(plane: ControlPlane, environment: str, name: str) -> PipelineOvervi
     rows = metrics.get("rows_written")
     behind = None if lag is None else sum(int(n) for parts in lag.values() for n in parts.values())
     running = pipeline.status.phase == Phase.RUNNING
+    if not running and not lag and samples:
+        # a run that ended before its source was assigned a partition could not count its lag:
+        # the pipeline keeps the lag it had when last sampled
+        behind = samples[-1].lag_records
     return PipelineOverview(
         pipeline=pipeline,
         lag_records=behind,
