@@ -246,3 +246,82 @@ pipeline:
         caption = page.locator("#pipeline-default-orders .lag-chart figcaption")
         expect(caption).to_contain_text("now 8")
         assert broken_words(page, "table.pipelines td.detail") == []
+
+
+def test_an_editor_stops_and_resumes_a_pipeline_from_the_page_and_a_viewer_is_refused(
+    kafka_bootstrap: str, topic_factory: TopicFactory, tmp_path: Path
+) -> None:
+    topic = topic_factory(1)
+    warehouse = tmp_path / "warehouse"
+    table = events_table()
+    produce(kafka_bootstrap, topic, [table.insert({"id": i, "payload": f"p{i}"})[1] for i in range(10)])
+    with running_control(tmp_path) as control, serving(control.plane) as url, browser_page() as page:
+        control.create("orders", job_text(kafka_bootstrap, topic, warehouse))
+        wait_rows(warehouse, "app.events", 10)
+        control.wait_phase("orders", "RUNNING")
+        article = page.locator("#pipeline-default-orders")
+
+        # a viewer sees the actions, and is refused with the API's reason
+        sign_in(page, url, VIEWER)
+        article.locator("a.action[data-action=stop]").click()
+        expect(page.locator(".refused")).to_contain_text("needs the editor role")
+        expect(page.locator(".refused h2")).to_have_text("Refused (403)")
+        posted = page.request.post(url + "/pipelines/default/orders/stop", max_redirects=0)
+        assert posted.status == 403, posted.text()
+        assert control.phase("orders") == "RUNNING"
+        page.goto(url + "/")
+        page.click("form.account button")
+
+        # an editor stops it: a confirmation, then STOPPED with its UPGRADE savepoint
+        sign_in(page, url, EDITOR)
+        expect(article.locator("a.action[data-action=resume]")).to_have_count(0)
+        article.locator("a.action[data-action=stop]").click()
+        expect(page.locator("form.confirm .question")).to_contain_text("Stop pipeline orders?")
+        screenshot(page, "web-page-confirm.png", tmp_path)
+        assert control.phase("orders") == "RUNNING"  # nothing happens before the confirmation
+        page.click("form.confirm button.confirm-action")
+        expect(page.locator(".notice")).to_contain_text("default/orders: stop requested")
+        control.wait_phase("orders", "STOPPED")
+        expect(article.locator("h3 .phase")).to_have_text("STOPPED", timeout=30_000)  # it reloads itself
+        [upgrade] = [s for s in control.plane.list_savepoints(ENV, "orders") if s.spec.source == "UPGRADE"]
+        assert upgrade.status.state == "COMPLETED"
+        expect(article.locator("table.savepoints")).to_contain_text(upgrade.metadata.uid)
+        screenshot(page, "web-page-stopped.png", tmp_path)
+
+        # and resumes it
+        article.locator("a.action[data-action=resume]").click()
+        page.click("form.confirm button.confirm-action")
+        expect(page.locator(".notice")).to_contain_text("default/orders: resumed")
+        control.wait_phase("orders", "RUNNING")
+        expect(article.locator("h3 .phase")).to_have_text("RUNNING", timeout=30_000)
+
+        # a MANUAL savepoint
+        article.locator("a.action[data-action=savepoint]").click()
+        page.click("form.confirm button.confirm-action")
+        expect(page.locator(".notice")).to_contain_text("savepoint requested")
+        wait_for(
+            lambda: any(
+                s.spec.source == "MANUAL" and s.status.state == "COMPLETED"
+                for s in control.plane.list_savepoints(ENV, "orders")
+            ),
+            60,
+            lambda: f"a completed MANUAL savepoint: {control.plane.list_savepoints(ENV, 'orders')}",
+        )
+
+        # a bounded replay from the stop's savepoint, under a new name, then deleted with its savepoints
+        article.locator("a.action[data-action=replay]").click()
+        page.fill("#replay_name", "orders-again")
+        page.select_option("form.confirm select[name=savepoint]", upgrade.metadata.uid)
+        page.click("form.confirm button.confirm-action")
+        expect(page.locator(".notice")).to_contain_text("default/orders-again: replay created")
+        replay = control.plane.get_pipeline(ENV, "orders-again")
+        assert replay.spec.start_from is not None and replay.spec.start_from.savepoint == upgrade.metadata.uid
+        assert replay.spec.job == control.plane.get_pipeline(ENV, "orders").spec.job
+        control.wait_phase("orders-again", "COMPLETED")
+        page.goto(url + "/")
+        page.locator("#pipeline-default-orders-again a.action[data-action=delete]").click()
+        page.check("form.confirm input[name=savepoints]")
+        page.click("form.confirm button.confirm-action")
+        expect(page.locator(".notice")).to_contain_text("default/orders-again: deleted")
+        expect(page.locator("#pipeline-default-orders-again")).to_have_count(0)
+        assert [p.metadata.name for p in control.plane.list_pipelines(ENV)] == ["orders"]
