@@ -8,6 +8,7 @@ The screenshot goes to ``$FERRY_SCREENSHOT_DIR/web-page.png`` when that is set (
 from __future__ import annotations
 
 import os
+import re
 import shutil
 import socket
 import threading
@@ -16,6 +17,7 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import Any
 
+import httpx
 import pytest
 import uvicorn
 from playwright.sync_api import Page, expect, sync_playwright
@@ -36,6 +38,7 @@ from tests.integration.control_helpers import (
     wait_rows,
 )
 from tests.integration.helpers import orders_table
+from tests.integration.outages import RETRIES
 
 pytestmark = pytest.mark.integration
 
@@ -202,6 +205,17 @@ def test_the_page_shows_a_running_pipeline_its_schema_change_dead_letters_and_sa
         expect(article.locator("table.savepoints")).to_contain_text("COMPLETED")
         expect(article.locator(".lag-chart svg polyline.lag")).to_have_count(1)
 
+        # the partition read, where it is, and the worker reading it; the checkpoints of the run
+        metrics = control.plane.get_pipeline(ENV, "orders").status.metrics or {}
+        [reader] = [w for w, said in metrics["workers"].items() if said["assigned"] == {topic: [0]}]
+        partition = article.locator(f"table.partitions tr[data-partition='{topic}[0]']")
+        expect(partition.locator(".offset")).to_have_text("26")  # 20 records, a bad one, 5 more
+        expect(partition.locator(".lag")).to_have_text("0")
+        expect(partition.locator(".worker")).to_have_text(reader)
+        assert metrics["recent_checkpoints"], metrics
+        expect(article.locator("table.checkpoints tbody tr").first).to_contain_text(" ms")
+        expect(article.locator("table.errors")).to_have_count(0)  # no error in this run
+
         screenshot(page, "web-page.png", tmp_path)
         # in a narrow window, lines break between words, and never in a time
         page.set_viewport_size({"width": 640, "height": 900})
@@ -246,6 +260,68 @@ pipeline:
         caption = page.locator("#pipeline-default-orders .lag-chart figcaption")
         expect(caption).to_contain_text("now 8")
         assert broken_words(page, "table.pipelines td.detail") == []
+
+
+def test_a_retrying_pipeline_shows_the_retry_its_last_errors_its_partition_and_its_masked_job(
+    kafka_bootstrap: str, topic_factory: TopicFactory, tmp_path: Path
+) -> None:
+    topic = topic_factory(1)
+    table = orders_table("shop")
+    records = [table.insert({"id": i, "item": f"i{i}", "qty": i}) for i in range(1, 9)]
+    produce(kafka_bootstrap, topic, [v for _, v in records], keys=[k for k, _ in records])
+    [closed] = free_ports(1)
+    job = f"""
+source:
+  type: kafka
+  properties.bootstrap.servers: {kafka_bootstrap}
+  topic: {topic}
+  scan.startup.mode: earliest-offset
+sink:
+  type: hologres
+  endpoint: 127.0.0.1:{closed}
+  dbname: ods_db
+  username: ferry
+  password: hologres-secret-never-shown
+pipeline:
+  checkpoint.interval: 200ms
+{RETRIES}"""
+    with running_control(tmp_path) as control, serving(control.plane) as url, browser_page() as page:
+        control.create("orders", job)
+
+        # through the API: the attempts that failed, with their time, and the retry in progress
+        def errors() -> list[dict[str, Any]] | None:
+            response = httpx.get(
+                f"{url}/api/v1/environments/{ENV}/pipelines/orders",
+                headers={"Authorization": f"Bearer {VIEWER}"},
+            )
+            assert response.status_code == 200, response.text
+            metrics = response.json()["status"].get("metrics") or {}
+            found = metrics.get("recent_errors") or []
+            return found if len(found) >= 2 and metrics.get("retry") else None
+
+        found = wait_for(errors, 120, lambda: "two failed attempts in status.metrics.recent_errors")
+        assert all(e["what"] == "reading the schema of inventory.orders" for e in found), found
+        assert all("refused" in e["error"] and e["at_ms"] > 0 for e in found), found
+        assert [e["at_ms"] for e in found] == sorted(e["at_ms"] for e in found)
+
+        sign_in(page, url, VIEWER)
+        article = page.locator("#pipeline-default-orders")
+        retry = article.locator(".retry-now")
+        expect(retry.locator(".what")).to_have_text("reading the schema of inventory.orders")
+        expect(retry.locator(".attempt")).to_contain_text(" of 100")
+        expect(retry.locator("time.next")).to_have_attribute("datetime", re.compile(r"^\d{4}-\d\d-\d\dT"))
+        last = article.locator("table.errors tbody tr").first
+        expect(last.locator(".what")).to_have_text("reading the schema of inventory.orders")
+        expect(last.locator(".reason")).to_contain_text("Connection refused")
+        expect(last.locator("time")).to_have_attribute("datetime", re.compile(r"^\d{4}-\d\d-\d\dT"))
+        partition = article.locator(f"table.partitions tr[data-partition='{topic}[0]']")
+        expect(partition.locator(".worker")).not_to_have_text("–")
+        article.locator("details.job summary").click()
+        expect(article.locator("details.job pre")).to_contain_text(f"topic: {topic}")
+        expect(article.locator("details.job pre")).to_contain_text("password:")
+        expect(article.locator("details.job pre")).not_to_contain_text("hologres-secret-never-shown")
+        expect(page.locator("body")).not_to_contain_text("hologres-secret-never-shown")
+        screenshot(page, "web-page-retrying.png", tmp_path)
 
 
 def test_an_editor_stops_and_resumes_a_pipeline_from_the_page_and_a_viewer_is_refused(

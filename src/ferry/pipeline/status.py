@@ -70,6 +70,9 @@ class RunnerStatus:
             self._detail_before_wait = self.detail
         self.detail = str(detail)
         self.retry = detail if isinstance(detail, RetryWait) else None
+        if self.retry is not None:
+            at_ms = self.retry.next_attempt_ms - int(self.retry.wait_s * 1000)
+            self.metrics.failed(self.retry.error, self.retry.what, at_ms)
         self.update(time.monotonic())
 
     def waited(self) -> None:
@@ -130,6 +133,7 @@ class RunnerStatus:
         """The run failed: FAILED with why, and the lag a restart has to read (from the last
         checkpoint, ``checkpointed``, not from where this run's reading stopped)."""
         self.retry = None
+        self.metrics.failed(detail)
         self.restart_offsets = dict(checkpointed)
         self.set(Phase.FAILED, detail)
 

@@ -141,6 +141,11 @@ def test_a_drop_on_a_sink_without_offsets_per_table_is_a_whole_checkpoint(tmp_pa
         ("v", 0): 3,
     }
     assert KNOWN_TO not in checkpoint.schemas
+    # the status's checkpoint history tells the barrier's checkpoint from the next one
+    runner.checkpoint()
+    history = runner.metrics.recent_checkpoints
+    assert [(c["rows"], c["barrier"]) for c in history] == [(8, True), (2, False)], history
+    assert all(c["duration_ms"] >= 0 and c["at_ms"] > 0 for c in history)
 
 
 def test_a_truncate_is_a_whole_checkpoint_on_any_sink(tmp_path: Path) -> None:
