@@ -362,6 +362,7 @@ def test_an_editor_stops_and_resumes_a_pipeline_from_the_page_and_a_viewer_is_re
         [upgrade] = [s for s in control.plane.list_savepoints(ENV, "orders") if s.spec.source == "UPGRADE"]
         assert upgrade.status.state == "COMPLETED"
         expect(article.locator("table.savepoints")).to_contain_text(upgrade.metadata.uid)
+        expect(article.locator("table.partitions .worker")).to_have_text("–")  # nobody reads it now
         screenshot(page, "web-page-stopped.png", tmp_path)
 
         # and resumes it

@@ -61,12 +61,14 @@ class PartitionView:
 
 
 def partitions(metrics: Mapping[str, Any]) -> list[PartitionView]:
-    """The partitions of a runner's status: its offsets and lag (``{topic: {"0": n}}``) and its
-    workers' assignments (``workers: {worker: {assigned: {topic: [0, ...]}}}``)."""
+    """The partitions of a runner's status: its offsets and lag (``{topic: {"0": n}}``) and the
+    assignments of its running workers (``workers: {worker: {phase, assigned: {topic: [0, ...]}}}``)."""
     offsets = metrics.get("offsets") or {}
     lag = metrics.get("lag") or {}
     readers: dict[tuple[str, int], str] = {}
     for worker, said in sorted((metrics.get("workers") or {}).items()):
+        if said.get("phase") != Phase.RUNNING:  # a worker whose run ended reads nothing
+            continue
         for topic, numbers in (said.get("assigned") or {}).items():
             for number in numbers:
                 readers[(topic, int(number))] = worker

@@ -173,8 +173,9 @@ class Metrics:
     #: The routes and transforms that match none of the tables read so far, each said in a line
     #: (:func:`ferry.pipeline.route.unmatched_rules`); each is logged once as a warning.
     unmatched_rules: list[str] = field(default_factory=list)
-    #: The last :data:`RECENT_KEPT` checkpoints, oldest first: ``{at_ms, duration_ms, rows, barrier}``
-    #: (``barrier``: the checkpoint a schema change's barrier took, before the change).
+    #: The last :data:`RECENT_KEPT` checkpoints, oldest first: ``{at_ms, duration_ms, rows, barrier,
+    #: count}`` (``barrier``: the checkpoint a schema change's barrier took, before the change;
+    #: ``count``: how many empty checkpoints in a row the entry stands for, the newest's figures).
     recent_checkpoints: list[dict[str, Any]] = field(default_factory=list)
     #: The last :data:`RECENT_KEPT` errors, oldest first: ``{at_ms, what, error}``: each failed
     #: attempt of a retry (``what`` was retried), and the error that failed the run (``what`` null).
@@ -191,8 +192,14 @@ class Metrics:
             self.timings.checkpointed(value / 1000, self.last_checkpoint_ms or now_ms())
 
     def checkpointed(self, at_ms: int, duration_ms: int, rows: int, *, barrier: bool) -> None:
-        entry = {"at_ms": at_ms, "duration_ms": duration_ms, "rows": rows, "barrier": barrier}
-        self.recent_checkpoints = [*self.recent_checkpoints[1 - RECENT_KEPT :], entry]
+        """One more checkpoint in the history; checkpoints in a row that wrote nothing (an idle
+        source's, at each interval) are one entry: the newest, with how many they were."""
+        entry = {"at_ms": at_ms, "duration_ms": duration_ms, "rows": rows, "barrier": barrier, "count": 1}
+        history = self.recent_checkpoints
+        if history and rows == 0 and not barrier and history[-1]["rows"] == 0 and not history[-1]["barrier"]:
+            self.recent_checkpoints = [*history[:-1], {**entry, "count": history[-1]["count"] + 1}]
+            return
+        self.recent_checkpoints = [*history[1 - RECENT_KEPT :], entry]
 
     def failed(self, error: str, what: str | None = None, at_ms: int | None = None) -> None:
         entry = {"at_ms": now_ms() if at_ms is None else at_ms, "what": what, "error": error}
