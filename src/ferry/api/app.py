@@ -257,7 +257,19 @@ def _as_seen_by(who: Principal, env: str, pipeline: Pipeline, reveal: bool = Fal
         return pipeline
     spec = pipeline.spec.model_copy(update={"job": mask_job_text(pipeline.spec.job)})
     status = pipeline.status.model_copy(update={"detail": mask_url_credentials(pipeline.status.detail)})
+    metrics = status.metrics
+    if metrics is not None and (metrics.get("recent_errors") or metrics.get("retry")):
+        # an error may quote a URL's password or a secret of the job
+        errors = [{**e, "error": _masked(e["error"])} for e in metrics.get("recent_errors") or []]
+        retry = metrics.get("retry")
+        if retry:
+            retry = {**retry, "error": _masked(retry["error"])}
+        status.metrics = {**metrics, "recent_errors": errors, "retry": retry}
     return pipeline.model_copy(update={"spec": spec, "status": status})
+
+
+def _masked(text: str) -> str:
+    return mask_secrets(mask_url_credentials(text))
 
 
 Viewer = Annotated[Principal, Depends(viewer)]

@@ -26,6 +26,7 @@ from jinja2 import Environment, PackageLoader, select_autoescape
 from starlette.exceptions import HTTPException
 
 import ferry
+from ferry.api.actions import ACTIONS, add_action_routes
 from ferry.control.config import ANY_ENVIRONMENT
 from ferry.control.overview import PipelineOverview, overview
 from ferry.control.service import iso
@@ -85,6 +86,15 @@ def environments_of(principal: Principal, plane: ControlPlane) -> list[str]:
     return sorted(e for e in named if principal.may(e, "viewer"))
 
 
+def notice(request: Request) -> str | None:
+    """What the page says after an action redirected to it (``?done=stop&environment=...&pipeline=...``)."""
+    action = ACTIONS.get(request.query_params.get("done", ""))
+    if action is None:
+        return None
+    where = f"{request.query_params.get('environment', '')}/{request.query_params.get('pipeline', '')}"
+    return f"{where}: {action.done}"
+
+
 def add_web_routes(
     app: FastAPI,
     plane: ControlPlane,
@@ -133,8 +143,12 @@ def add_web_routes(
             version=ferry.version(),
             chart_width=CHART_WIDTH,
             chart_height=CHART_HEIGHT,
+            actions=list(ACTIONS.values()),
+            notice=notice(request),
         )
         return HTMLResponse(html, headers={"Cache-Control": "no-store"})
+
+    add_action_routes(app, plane, _templates, signed_in)
 
     @app.post("/login", include_in_schema=False)
     async def login(request: Request) -> Response:

@@ -49,6 +49,43 @@ class DeadLetters:
 
 
 @dataclass(frozen=True, slots=True)
+class PartitionView:
+    """One partition read: where the pipeline is in it, how far behind, and which worker reads it."""
+
+    topic: str
+    partition: int
+    offset: int | None
+    lag: int | None
+    #: The worker it is assigned to (None: no worker says it reads it now).
+    worker: str | None
+
+
+def partitions(metrics: Mapping[str, Any]) -> list[PartitionView]:
+    """The partitions of a runner's status: its offsets and lag (``{topic: {"0": n}}``) and the
+    assignments of its running workers (``workers: {worker: {phase, assigned: {topic: [0, ...]}}}``)."""
+    offsets = metrics.get("offsets") or {}
+    lag = metrics.get("lag") or {}
+    readers: dict[tuple[str, int], str] = {}
+    for worker, said in sorted((metrics.get("workers") or {}).items()):
+        if said.get("phase") != Phase.RUNNING:  # a worker whose run ended reads nothing
+            continue
+        for topic, numbers in (said.get("assigned") or {}).items():
+            for number in numbers:
+                readers[(topic, int(number))] = worker
+    keys = {(t, int(p)) for table in (offsets, lag) for t, parts in table.items() for p in parts}
+    return [
+        PartitionView(
+            topic,
+            number,
+            offsets.get(topic, {}).get(str(number)),
+            lag.get(topic, {}).get(str(number)),
+            readers.get((topic, number)),
+        )
+        for topic, number in sorted(keys | set(readers))
+    ]
+
+
+@dataclass(frozen=True, slots=True)
 class PipelineOverview:
     pipeline: Pipeline
     lag_records: int | None
@@ -61,6 +98,7 @@ class PipelineOverview:
     dead_letters: DeadLetters
     savepoints: list[Savepoint]
     samples: list[Sample] = field(default_factory=list)
+    partitions: list[PartitionView] = field(default_factory=list)
 
     @property
     def name(self) -> str:
@@ -81,6 +119,10 @@ def overview(plane: ControlPlane, environment: str, name: str) -> PipelineOvervi
     rows = metrics.get("rows_written")
     behind = None if lag is None else sum(int(n) for parts in lag.values() for n in parts.values())
     running = pipeline.status.phase == Phase.RUNNING
+    if not running and not lag and samples:
+        # a run that ended before its source was assigned a partition could not count its lag:
+        # the pipeline keeps the lag it had when last sampled
+        behind = samples[-1].lag_records
     return PipelineOverview(
         pipeline=pipeline,
         lag_records=behind,
@@ -98,6 +140,7 @@ def overview(plane: ControlPlane, environment: str, name: str) -> PipelineOvervi
         ),
         savepoints=[savepoint_resource(s) for s in reversed(plane.store.savepoints(environment, name))],
         samples=samples,
+        partitions=partitions(metrics),
     )
 
 

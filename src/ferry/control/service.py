@@ -361,6 +361,9 @@ class ControlPlane:
                     "eta_s",
                     "retry",
                     "unmatched_rules",
+                    "workers",
+                    "recent_checkpoints",
+                    "recent_errors",
                 )
             }
             status.lost_offsets = metrics.get("lost_offsets") or row.traits.get("lostOffsets") or None

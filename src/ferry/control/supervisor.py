@@ -299,6 +299,7 @@ class Supervisor:
             self._sample(row)
             return
         self._reap(key)
+        self._sample(row, final=True)  # the lag the run ended with, as its status last said it
         if code == 0:
             self.store.heartbeat(row, self.worker, child.process.pid, InstanceState.FINISHED, code)
             self._finish_if_done(row)
@@ -411,9 +412,10 @@ class Supervisor:
 
     # ------------------------------------------------------------------------------ samples
 
-    def _sample(self, row: PipelineRow) -> None:
+    def _sample(self, row: PipelineRow, *, final: bool = False) -> None:
         """Record the pipeline's lag, throughput and barrier time every :data:`SAMPLE_INTERVAL_MS`,
-        and as soon as its schema changes grew (so each barrier's time is told apart)."""
+        as soon as its schema changes grew (so each barrier's time is told apart), and when its
+        process ended (``final``: the lag it failed or stopped with ends the chart)."""
         key = (row.environment, row.name)
         status = self.plane.state.get_status(row.runtime_name)
         if status is None:
@@ -421,7 +423,7 @@ class Supervisor:
         sample = sample_of(status["metrics"], int(status["updated_ms"]))
         last = self._sampled.get(key)
         if last is not None:
-            recent = sample.at_ms - last.at_ms < SAMPLE_INTERVAL_MS
+            recent = sample.at_ms - last.at_ms < SAMPLE_INTERVAL_MS and not final
             if sample.at_ms <= last.at_ms or (recent and sample.schema_changes == last.schema_changes):
                 return
         self._sampled[key] = sample

@@ -100,6 +100,8 @@ class CheckpointCommit:
         self.ended: float | None = None
         #: The event time of the newest change read before the checkpoint started.
         self.newest_event_ms: int | None = None
+        #: Whether a schema change's barrier took it (with the schemas from before the change).
+        self.barrier = False
         self.error: FerryError | None = None
         #: What the steps' retries say while they wait (``on_wait``); ``None`` once the commit ended.
         self.details: SimpleQueue[RetryWait | None] = SimpleQueue()
@@ -368,6 +370,7 @@ class Checkpoints:
         except Exception as e:
             raise checkpoint_error(e) from e
         commit = CheckpointCommit(offsets, saved, written, started)
+        commit.barrier = schemas is not None
         commit.newest_event_ms = self.metrics.timings.newest_event_ms
         retries, name, state = self.settings.retries, self.settings.name, self.state
 
@@ -425,6 +428,12 @@ class Checkpoints:
         metrics.timings.committing_event_ms = commit.newest_event_ms
         ended = commit.ended if commit.ended is not None else time.monotonic()
         metrics.last_checkpoint_duration_ms = int((ended - commit.started) * 1000)
+        metrics.checkpointed(
+            metrics.last_checkpoint_ms,
+            metrics.last_checkpoint_duration_ms,
+            sum(commit.written.values()),
+            barrier=commit.barrier,
+        )
         log.debug(
             "checkpoint %d: %.3f s (%s)",
             metrics.checkpoints,

@@ -39,6 +39,8 @@ CHECKPOINT_BUCKETS = (0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 1
 #: A barrier checkpoints, then applies the change, bounded by ``schema.operator.rpc-timeout``.
 BARRIER_BUCKETS = (0.01, 0.05, 0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 180.0, 600.0)
 #: From a change's event time to its commit: a checkpoint interval when caught up, hours in a catch-up.
+#: How many of the last checkpoints and errors the status keeps.
+RECENT_KEPT = 20
 LATENCY_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0, 30.0, 60.0, 300.0, 900.0, 3600.0, 21600.0)
 
 Decode = Callable[[Sequence[Any]], list[Event]]
@@ -197,6 +199,13 @@ class Metrics:
     #: The routes and transforms that match none of the tables read so far, each said in a line
     #: (:func:`ferry.pipeline.route.unmatched_rules`); each is logged once as a warning.
     unmatched_rules: list[str] = field(default_factory=list)
+    #: The last :data:`RECENT_KEPT` checkpoints, oldest first: ``{at_ms, duration_ms, rows, barrier,
+    #: count}`` (``barrier``: the checkpoint a schema change's barrier took, before the change;
+    #: ``count``: how many empty checkpoints in a row the entry stands for, the newest's figures).
+    recent_checkpoints: list[dict[str, Any]] = field(default_factory=list)
+    #: The last :data:`RECENT_KEPT` errors, oldest first: ``{at_ms, what, error}``: each failed
+    #: attempt of a retry (``what`` was retried), and the error that failed the run (``what`` null).
+    recent_errors: list[dict[str, Any]] = field(default_factory=list)
     warned_rules: set[str] = field(default_factory=set, repr=False, compare=False)
     timings: Timings = field(default_factory=Timings, repr=False, compare=False)
     recent: RecentRate = field(default_factory=RecentRate, repr=False, compare=False)
@@ -207,6 +216,20 @@ class Metrics:
         if name == "last_checkpoint_duration_ms" and value is not None and "timings" in self.__dict__:
             # the runner sets it once per checkpoint, after the checkpoint's time
             self.timings.checkpointed(value / 1000, self.last_checkpoint_ms or now_ms())
+
+    def checkpointed(self, at_ms: int, duration_ms: int, rows: int, *, barrier: bool) -> None:
+        """One more checkpoint in the history; checkpoints in a row that wrote nothing (an idle
+        source's, at each interval) are one entry: the newest, with how many they were."""
+        entry = {"at_ms": at_ms, "duration_ms": duration_ms, "rows": rows, "barrier": barrier, "count": 1}
+        history = self.recent_checkpoints
+        if history and rows == 0 and not barrier and history[-1]["rows"] == 0 and not history[-1]["barrier"]:
+            self.recent_checkpoints = [*history[:-1], {**entry, "count": history[-1]["count"] + 1}]
+            return
+        self.recent_checkpoints = [*history[1 - RECENT_KEPT :], entry]
+
+    def failed(self, error: str, what: str | None = None, at_ms: int | None = None) -> None:
+        entry = {"at_ms": now_ms() if at_ms is None else at_ms, "what": what, "error": error}
+        self.recent_errors = [*self.recent_errors[1 - RECENT_KEPT :], entry]
 
     def as_dict(self) -> dict[str, Any]:
         """The counters as the status row saves them, and the histograms of the timings."""

@@ -73,6 +73,8 @@ class RunnerStatus:
         if self.retry is not None:
             operation = self.retry.operation.value
             self.metrics.retries[operation] = self.metrics.retries.get(operation, 0) + 1
+            at_ms = self.retry.next_attempt_ms - int(self.retry.wait_s * 1000)
+            self.metrics.failed(self.retry.error, self.retry.what, at_ms)
         self.update(time.monotonic())
 
     def waited(self) -> None:
@@ -133,6 +135,7 @@ class RunnerStatus:
         """The run failed: FAILED with why, and the lag a restart has to read (from the last
         checkpoint, ``checkpointed``, not from where this run's reading stopped)."""
         self.retry = None
+        self.metrics.failed(detail)
         self.restart_offsets = dict(checkpointed)
         self.set(Phase.FAILED, detail)
 

@@ -2,10 +2,14 @@
 
 from __future__ import annotations
 
+from pathlib import Path
+
 from ferry.api.web import CHART_HEIGHT, CHART_SPAN_MS, CHART_WIDTH, lag_chart
-from ferry.control.overview import timeline
+from ferry.control.overview import overview, timeline
+from ferry.control.service import ControlPlane, ControlSettings
 from ferry.control.store import Sample
-from ferry.pipeline.checkpoints import SchemaHistoryEntry
+from ferry.pipeline.checkpoints import SchemaHistoryEntry, now_ms
+from ferry.pipeline.phase import Phase
 
 
 def sample(at_ms: int, barrier_ms: int, lag: int = 0, changes: int = 0) -> Sample:
@@ -50,3 +54,19 @@ def test_a_change_recorded_with_its_barrier_time_shows_it_rather_than_its_sample
         ("b", 40, 1, False),
         ("a", 7, 1, True),
     ]
+
+
+def test_a_failed_run_that_could_not_count_its_lag_keeps_the_lag_last_sampled(tmp_path: Path) -> None:
+    plane = ControlPlane(ControlSettings(state_url=f"sqlite:///{tmp_path}/state.db"))
+    try:
+        job = "source:\n  type: kafka\n  properties.bootstrap.servers: 127.0.0.1:9\n  topic: t\nsink:\n  type: memory\n"
+        plane.create_pipeline("default", {"metadata": {"name": "orders"}, "spec": {"job": job}})
+        row = plane.store.pipeline("default", "orders")
+        assert row is not None
+        plane.store.add_sample("default", "orders", sample(now_ms() - 5_000, 0, lag=42))
+        plane.store.update_pipeline(row, phase=Phase.FAILED, detail="the sink refused")
+        # the run failed before its source was assigned a partition: no lag in its status
+        plane.state.set_status(row.runtime_name, Phase.FAILED, "the sink refused", {"lag": {}})
+        assert overview(plane, "default", "orders").lag_records == 42
+    finally:
+        plane.close()

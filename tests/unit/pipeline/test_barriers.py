@@ -141,6 +141,17 @@ def test_a_drop_on_a_sink_without_offsets_per_table_is_a_whole_checkpoint(tmp_pa
         ("v", 0): 3,
     }
     assert KNOWN_TO not in checkpoint.schemas
+    # the status's checkpoint history tells the barrier's checkpoint from the next one
+    runner.checkpoint()
+    runner.checkpoint()  # nothing read since: empty checkpoints in a row are one entry
+    runner.checkpoint()
+    history = runner.metrics.recent_checkpoints
+    assert [(c["rows"], c["barrier"], c["count"]) for c in history] == [
+        (8, True, 1),
+        (2, False, 1),
+        (0, False, 2),
+    ], history
+    assert all(c["duration_ms"] >= 0 and c["at_ms"] > 0 for c in history)
 
 
 def test_a_truncate_is_a_whole_checkpoint_on_any_sink(tmp_path: Path) -> None:
