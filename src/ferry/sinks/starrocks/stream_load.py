@@ -110,7 +110,10 @@ def _error_log(url: object, timeout: float) -> str:
     if not isinstance(url, str) or not url.startswith(("http://", "https://")):
         return ""
     try:
-        text = httpx.get(url, timeout=timeout).text[:2000]
+        response = httpx.get(url, timeout=timeout)
     except httpx.HTTPError:
         return ""
+    if response.is_error:
+        return ""
+    text = response.text[:2000]
     return ": " + " ".join(text.split())[:500]
