@@ -1,6 +1,7 @@
 """The image's HEALTHCHECK: what "healthy" means depends on the command the container runs.
 
-- ``ferry serve``: its API answers ``GET /healthz`` with 200 (``FERRY_API_PORT``, 8080 by default);
+- ``ferry serve``: its API answers ``GET /healthz`` with 200 (on its ``--port``, else its server
+  file's ``api.port``);
 - ``ferry run JOB``: the pipeline's status port answers ``GET /healthz`` with 200 when the job sets
   ``pipeline.status.port`` (with ``FERRY_STATUS_HOST=0.0.0.0``, as the image sets); without a status
   port there is nothing to ask, and the container is healthy while its process runs;
@@ -23,20 +24,33 @@ def health_url(argv: Sequence[str], env: Mapping[str, str]) -> str | None:
     running is all there is to know)."""
     if env.get("FERRY_HEALTH_URL"):
         return env["FERRY_HEALTH_URL"]
-    words = [Path(argv[0]).name, *argv[1:]] if argv else []
-    command = next((w for w in words[1:] if not w.startswith("-")), "serve" if words else None)
+    words = list(argv[1:])
+    # the first of the roles named (the main group's options, such as --log-level DEBUG, come before)
+    command = next((w for w in words if w in ("serve", "run", "worker")), None)
     if command == "serve":
-        return f"http://127.0.0.1:{env.get('FERRY_API_PORT', '8080')}/healthz"
+        return f"http://127.0.0.1:{api_port(words[words.index('serve') + 1 :], env)}/healthz"
     if command == "run":
         port = status_port(words[words.index("run") + 1 :], env)
         return None if port is None else f"http://127.0.0.1:{port}/healthz"
     return None
 
 
+def api_port(args: Sequence[str], env: Mapping[str, str]) -> int:
+    """The port ``ferry serve`` listens on: its ``--port``, else its server file's ``api.port``."""
+    # imported here: the check of a worker, every 15 s, needs none of ferry
+    from ferry.cli.control import serve  # noqa: PLC0415
+    from ferry.control.config import load_server_config  # noqa: PLC0415
+
+    with serve.make_context("serve", list(args), resilient_parsing=True) as context:
+        port, config = context.params.get("port"), context.params.get("config_path")
+    if port is None:
+        port = load_server_config(Path(config), env=dict(env)).api.port if config is not None else 8080
+    return int(port)
+
+
 def status_port(args: Sequence[str], env: Mapping[str, str]) -> int | None:
     """``pipeline.status.port`` of the job file ``ferry run`` was given (its arguments read as
     ``ferry run`` reads them)."""
-    # imported here: the checks of `serve` and `worker`, every 15 s, need none of ferry
     from ferry.cli.main import run  # noqa: PLC0415
     from ferry.config.loader import load_job  # noqa: PLC0415
 

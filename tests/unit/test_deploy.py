@@ -163,8 +163,15 @@ def test_the_healthcheck_asks_what_each_role_serves(dockerfile: DockerfileParser
     assert "8080" in values(run, "EXPOSE")[0].split()
     # serve (the image's CMD): its API's /healthz on the port the image exposes
     [cmd] = values(run, "CMD")
+    server_file = tmp_path / "server.yaml"
+    server_file.write_text((ROOT / "configs/compose/server.yaml").read_text())
     serve = ["/opt/ferry/bin/ferry", *json.loads(cmd)]
-    assert health_url(serve, {}) == "http://127.0.0.1:8080/healthz"
+    assert serve[-2:] == ["--config", "/etc/ferry/server.yaml"]
+    serve[-1] = str(server_file)
+    assert health_url(serve, SECRETS) == "http://127.0.0.1:8080/healthz"
+    assert health_url([*serve, "--port", "8181"], SECRETS) == "http://127.0.0.1:8181/healthz"
+    server_file.write_text(server_file.read_text().replace("  port: 8080", "  port: 8282"))
+    assert health_url(serve, SECRETS) == "http://127.0.0.1:8282/healthz"
     # run: the pipeline's status port when the job has one, its process alone when not
     job = tmp_path / "job.yaml"
     job.write_text(
@@ -175,6 +182,9 @@ def test_the_healthcheck_asks_what_each_role_serves(dockerfile: DockerfileParser
     job.write_text(job.read_text().replace(", status.port: 9249", ""))
     assert health_url(["/opt/ferry/bin/ferry", "run", "--worker-id", "w", str(job)], {}) is None
     assert "9249" in values(run, "EXPOSE")[0].split()
+    assert health_url(["/opt/ferry/bin/ferry", "--log-level", "DEBUG", *serve[1:]], SECRETS) == (
+        "http://127.0.0.1:8282/healthz"
+    )
     # worker: no HTTP of its own
     assert health_url(["/opt/ferry/bin/ferry", "worker", "--config", "/etc/ferry/server.yaml"], {}) is None
     # FERRY_HEALTH_URL overrides
