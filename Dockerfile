@@ -15,9 +15,14 @@ RUN apt-get update \
     && rm -rf /var/lib/apt/lists/*
 RUN python -m venv /opt/ferry
 WORKDIR /src
-COPY pyproject.toml README.md ./
+# the dependencies first, in a layer of their own: a change to src/ does not install them again
+COPY pyproject.toml README.md docker/requirements.py ./
+RUN python requirements.py "${EXTRAS}" > requirements.txt \
+    && /opt/ferry/bin/pip install --requirement requirements.txt
 COPY src ./src
-RUN /opt/ferry/bin/pip install ".[${EXTRAS}]"
+RUN /opt/ferry/bin/pip install --no-deps ".[${EXTRAS}]"
+# the HEALTHCHECK of every role (serve, run, worker), in the environment the final stage copies
+COPY docker/healthcheck.py /opt/ferry/bin/ferry-healthcheck
 
 # --- run: the virtual environment alone, as an unprivileged user --------------------------------
 FROM python:${PYTHON_VERSION}-slim-bookworm
@@ -27,14 +32,15 @@ RUN groupadd --system --gid 10001 ferry \
 COPY --from=build /opt/ferry /opt/ferry
 ENV PATH=/opt/ferry/bin:$PATH \
     PYTHONUNBUFFERED=1 \
-    FERRY_STATUS_HOST=0.0.0.0 \
-    FERRY_HEALTH_URL=http://127.0.0.1:8080/healthz
+    FERRY_STATUS_HOST=0.0.0.0
 WORKDIR /var/lib/ferry
 # numeric, so that a cluster can tell it is not root (runAsNonRoot)
 USER 10001:10001
 # 8080: the API of `ferry serve` (api.port); 9249: a pipeline's status port (pipeline.status.port)
 EXPOSE 8080 9249
+# `serve`: its API's /healthz; `run`: the pipeline's status port's /healthz when the job has one;
+# `worker`: its process (docker/healthcheck.py; FERRY_HEALTH_URL names another URL to ask)
 HEALTHCHECK --interval=15s --timeout=5s --start-period=30s --retries=3 \
-    CMD ["python", "-c", "import os, sys, urllib.request as r; sys.exit(r.urlopen(os.environ['FERRY_HEALTH_URL'], timeout=4).status != 200)"]
+    CMD ["python", "/opt/ferry/bin/ferry-healthcheck"]
 ENTRYPOINT ["ferry"]
 CMD ["serve", "--config", "/etc/ferry/server.yaml"]

@@ -13,16 +13,33 @@ TEST_WORKERS ?= 3
 help: ## Show the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  %-12s %s\n", $$1, $$2}'
 
-$(STAMP): pyproject.toml
-	$(PYTHON) -m venv $(VENV)
-	$(BIN)/pip install --quiet --upgrade pip
-	$(BIN)/pip install --quiet -e '.[dev]'
-	touch $(STAMP)
+# what `make demo` needs: ferry and its Iceberg sink (the test tools and other sinks come with `install`)
+DEMO_STAMP := $(VENV)/.installed-demo
+# pip without its progress, and without setuptools' notice that [tool.setuptools.ext-modules] (the
+# optional C module) is experimental, printed once per build step
+PIP := PYTHONWARNINGS='ignore:`[tool.setuptools.ext-modules]`' $(BIN)/pip --quiet --disable-pip-version-check
+
+$(BIN)/python:
+	@echo "==> creating the virtual environment $(VENV)"
+	@$(PYTHON) -m venv $(VENV)
+	@echo "==> updating pip"
+	@$(PIP) install --upgrade pip
+
+$(STAMP): pyproject.toml | $(BIN)/python
+	@echo "==> installing ferry with every sink and the test tools: pip install -e '.[dev]' (minutes the first time)"
+	@$(PIP) install -e '.[dev]'
+	@touch $(STAMP) $(DEMO_STAMP)
+
+$(DEMO_STAMP): pyproject.toml | $(BIN)/python
+	@echo "==> installing ferry with its Iceberg sink: pip install -e '.[iceberg]'"
+	@$(PIP) install -e '.[iceberg]'
+	@touch $(DEMO_STAMP)
 
 install: $(STAMP) ## Create .venv and install ferry with its test tools
 
-demo: $(STAMP) ## Start a local Kafka, stream Debezium events with schema changes into Iceberg, show the result
-	$(BIN)/python -m ferry.demo
+demo: $(DEMO_STAMP) ## Start a local Kafka, stream Debezium events with schema changes into Iceberg, show the result
+	@echo "==> running the demo: $(BIN)/python -m ferry.demo"
+	@$(BIN)/python -m ferry.demo
 
 test: $(STAMP) lint typecheck ## Run the whole test suite (starts its own Kafka broker, PostgreSQL, MariaDB)
 	$(BIN)/python -m tests.support.prefetch
@@ -45,8 +62,8 @@ typecheck: $(STAMP) ## mypy --strict on the package
 bench: $(STAMP) ## Throughput benchmark against a local broker (prints figures and ratios)
 	$(BIN)/python bench/throughput.py
 
-kafka-start: $(STAMP) ## Start a local Kafka broker (prints its address)
-	scripts/kafka start
+kafka-start: $(DEMO_STAMP) ## Start a local Kafka broker on 127.0.0.1:9092 (another port when it is taken, said so)
+	scripts/kafka start --prefer-port 9092
 
 kafka-stop: ## Stop the local Kafka broker
 	scripts/kafka stop

@@ -134,9 +134,12 @@ def show_tables(warehouse: Path) -> None:
 def main() -> int:
     from ferry.cli.output import render_status  # noqa: PLC0415
     from ferry.config.loader import load_job  # noqa: PLC0415
+    from ferry.logs import configure  # noqa: PLC0415
     from ferry.state import StateStore  # noqa: PLC0415
     from ferry.worker import FerryWorker  # noqa: PLC0415
 
+    # warnings and errors (librdkafka's among them) as ferry's log lines, as `ferry run` writes them
+    configure("WARNING")
     shutil.rmtree(VAR, ignore_errors=True)
     VAR.mkdir(parents=True)
     print("starting a local Kafka broker (the first run fetches it from Maven Central) ...", flush=True)

@@ -1,36 +1,44 @@
 """compose.yaml's start-up sequence without containers: its services started in the order their
 ``depends_on`` gives, each as a local process running the command compose would run, with the files
-compose mounts and the environment it sets; the example pipeline's rows then arrive in Iceberg.
+compose mounts and the environment it sets; the shop database's rows, captured by the real Debezium
+connector compose registers, then arrive in Iceberg through the pipeline compose creates.
 
 Kafka is the project's own KRaft broker (``ferry.local.kafka_broker``), PostgreSQL a server of
-its own with compose's user, database and password (``tests.support.postgres``). What only a
-container has is translated: a service's host name and port become the local process's
-(``kafka:9092``, ``postgres:5432``, ``ferry:8080``), a mounted file is the repository's file with
-those names and the volumes' paths rewritten, a volume is a folder of the test.
+its own with compose's user, database and password (``tests.support.postgres``), the shop database
+a database of the session's logical-decoding PostgreSQL set up by compose's ``init.sql``, Kafka
+Connect the session's worker with Debezium 3.6.1 (``tests.support.connect``), given the connector
+configuration compose registers. What only a container has is translated: a service's host name and
+port become the local process's (``kafka:9092``, ``postgres:5432``, ``ferry:8080``, ``shop-db:5432``),
+a mounted file is the repository's file with those names and the volumes' paths rewritten, a volume
+is a folder of the test. The workload's endless loop is not run: the test makes the same kinds of
+change (rows, then a column added) once and compares the table with the database's own rows.
 """
 
 from __future__ import annotations
 
+import json
 import os
 import re
 import signal
 import subprocess
 import sys
 import urllib.request
+import uuid
 from collections.abc import Iterator, Mapping
 from contextlib import ExitStack, contextmanager
-from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
 import pytest
 from ruamel.yaml import YAML
 
-from ferry.local.kafka_broker import create_topic, delete_topic, produce
+from ferry.local.kafka_broker import delete_topic
 from ferry.local.ports import free_ports
-from tests.integration.control_helpers import wait_for, wait_rows
-from tests.integration.helpers import orders_table
+from tests.integration.control_helpers import wait_for
+from tests.integration.helpers import iceberg_rows
+from tests.support.connect import KafkaConnect
 from tests.support.postgres import PostgresServer
+from tests.support.sources import superuser_conninfo
 
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(1800)]
 
@@ -135,13 +143,77 @@ def ferry_args(command: list[str]) -> list[str]:
     return [sys.executable, "-m", "ferry.cli.main", *command]
 
 
+#: The services of the capture side, each brought up here by the test itself (see the module's text).
+CAPTURE = ("shop-db", "connect", "register-connector", "workload")
+
+
+@contextmanager
+def shop_database(server: PostgresServer) -> Iterator[str]:
+    """A database of the session's logical-decoding server set up by compose's init.sql, dropped
+    afterwards with the replication slot and publication the connector made in it."""
+    import psycopg
+
+    name = f"shop_{uuid.uuid4().hex[:10]}"
+    with psycopg.connect(server.admin_conninfo, autocommit=True) as admin:
+        admin.execute(f'CREATE DATABASE "{name}"')
+    try:
+        init = (ROOT / "configs/compose/shop-db/init.sql").read_text()
+        with psycopg.connect(shop_conninfo(server, name), autocommit=True) as conn:
+            conn.execute(init)
+        yield name
+    finally:
+        with psycopg.connect(server.admin_conninfo, autocommit=True) as admin:
+            slots = admin.execute("SELECT slot_name FROM pg_replication_slots WHERE database = %s", (name,))
+            for (slot,) in slots.fetchall():
+                wait_for(
+                    lambda slot=slot: (
+                        not admin.execute(
+                            "SELECT active FROM pg_replication_slots WHERE slot_name = %s", (slot,)
+                        ).fetchone()[0]
+                    ),
+                    60,
+                    lambda: "the connector to release its replication slot",
+                )
+                admin.execute("SELECT pg_drop_replication_slot(%s)", (slot,))
+            admin.execute(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)')
+
+
+def shop_conninfo(server: PostgresServer, database: str) -> str:
+    from psycopg.conninfo import make_conninfo
+
+    return make_conninfo(superuser_conninfo(server), dbname=database)
+
+
+def connector_registration(service: Mapping[str, Any]) -> tuple[str, dict[str, str]]:
+    """The connector name (from the URL the one-shot service PUTs to) and its configuration."""
+    command: list[str] = service["command"]
+    url = command[-1]
+    assert url.startswith("http://connect:8083/connectors/") and url.endswith("/config"), url
+    data = command[command.index("--data") + 1].removeprefix("@")
+    [source] = [v.split(":")[0] for v in service_volumes(service) if v.split(":")[1] == data]
+    config: dict[str, str] = json.loads((ROOT / source).read_text())
+    return url.split("/")[-2], config
+
+
+def shop_rows(conninfo: str) -> list[dict[str, Any]]:
+    import psycopg
+    from psycopg.rows import dict_row
+
+    with psycopg.connect(conninfo, row_factory=dict_row) as conn:
+        return list(conn.execute("SELECT * FROM app_db.orders ORDER BY id").fetchall())
+
+
 def test_the_compose_start_up_sequence_runs_with_local_processes(
-    kafka_bootstrap: str, tmp_path: Path
+    kafka_bootstrap: str,
+    kafka_connect: KafkaConnect,
+    logical_postgres_server: PostgresServer,
+    tmp_path: Path,
 ) -> None:
     services: dict[str, Any] = compose()["services"]
     order = start_order(services)
     assert order.index("kafka") < order.index("ferry") and order.index("postgres") < order.index("ferry")
-    assert order[-1] == "create-pipeline", order
+    assert order.index("register-connector") < order.index("create-pipeline")
+    assert order.index("connect") < order.index("register-connector") < order.index("workload")
     kafka_env = services["kafka"]["environment"]
     assert kafka_env["KAFKA_PROCESS_ROLES"] == "broker,controller"  # KRaft, as the test's broker
     postgres_env = {k: expand(str(v), ENVIRONMENT) for k, v in services["postgres"]["environment"].items()}
@@ -149,13 +221,12 @@ def test_the_compose_start_up_sequence_runs_with_local_processes(
     translation = Translation(tmp_path)
     translation.addresses.update({"kafka:9092": kafka_bootstrap, "ferry:8080": f"127.0.0.1:{api_port}"})
     translation.paths["/var/lib/ferry/pipelines"] = tmp_path / "pipelines"  # the image's own folder
-    table = replace(orders_table("shop"), database="app_db")
-    topic = table.topic
-    assert topic == "shop.app_db.orders"
-    create_topic(kafka_bootstrap, topic)
+    connector_name, connector = connector_registration(services["register-connector"])
+    topic = f"{connector['topic.prefix']}.{connector['schema.include.list']}.orders"
     logs = tmp_path / "logs"
     logs.mkdir()
     started: list[str] = []
+    shop = ""
     with ExitStack() as stack:
         for name in order:
             service = services[name]
@@ -175,6 +246,48 @@ def test_the_compose_start_up_sequence_runs_with_local_processes(
                 )
                 translation.addresses["postgres:5432"] = f"{server.host}:{server.port}"
                 started.append(name)
+                continue
+            if name == "shop-db":
+                shop = stack.enter_context(shop_database(logical_postgres_server))
+                started.append(name)
+                continue
+            if name == "connect":
+                started.append(name)  # the session's worker, on the same broker
+                continue
+            if name == "register-connector":
+                from psycopg.conninfo import conninfo_to_dict
+
+                local = conninfo_to_dict(shop_conninfo(logical_postgres_server, shop))
+                # what names compose's network and its database's user: this machine's
+                translated = {
+                    **connector,
+                    "database.hostname": str(local["host"]),
+                    "database.port": str(local["port"]),
+                    "database.user": str(local["user"]),
+                    "database.password": str(local["password"]),
+                    "database.dbname": shop,
+                }
+                # every setting is one the connector (or Connect) defines, and none is refused
+                _, validation = kafka_connect.request(
+                    "PUT",
+                    f"/connector-plugins/{connector['connector.class']}/config/validate",
+                    {"name": connector_name, **translated},
+                )
+                defined = {c["definition"]["name"] for c in validation["configs"]}
+                # the default topic-creation group's two settings are not listed by the validation
+                # (Connect's SourceConnectorConfig adds a group's settings from topic.creation.groups)
+                assert "topic.creation.groups" in defined
+                defined |= {"topic.creation.default.partitions", "topic.creation.default.replication.factor"}
+                assert set(connector) <= defined, sorted(set(connector) - defined)
+                refused = [c["value"] for c in validation["configs"] if (c["value"] or {}).get("errors")]
+                assert validation["error_count"] == 0, refused
+                kafka_connect.create_connector(connector_name, translated)
+                stack.callback(kafka_connect.delete_connector, connector_name)
+                kafka_connect.wait_running(connector_name)
+                started.append(name)
+                continue
+            if name == "workload":
+                started.append(name)  # its kinds of change are made below, once
                 continue
             for volume in service_volumes(service):
                 translation.mount(volume)
@@ -214,18 +327,46 @@ def test_the_compose_start_up_sequence_runs_with_local_processes(
                 assert child.poll() is None, (logs / "ferry.log").read_text()[-3000:]
             started.append(name)
         assert started == order
+        stack.callback(delete_topic, kafka_bootstrap, topic, timeout=10.0)
 
-        records = [table.insert({"id": i, "item": f"item-{i}", "qty": i}) for i in range(1, 11)]
-        produce(kafka_bootstrap, topic, [v for _, v in records], keys=[k for k, _ in records])
+        import psycopg
+
+        conninfo = shop_conninfo(logical_postgres_server, shop)
         warehouse = translation.paths["/var/lib/ferry/warehouse"]
-        try:
-            # the Debezium table app_db.orders (the job's namespace is for ids without a schema part)
-            rows = wait_rows(warehouse, "app_db.orders", 10, timeout=240)
-        except AssertionError:
-            raise AssertionError(
-                "\n".join(f"--- {log.name}\n{log.read_text()[-3000:]}" for log in sorted(logs.iterdir()))
-            ) from None
-        assert sorted(r["id"] for r in rows) == list(range(1, 11))
+
+        def arrived(expected: list[dict[str, Any]]) -> list[dict[str, Any]] | None:
+            rows = sorted(iceberg_rows(warehouse, "app_db.orders"), key=lambda r: r["id"])
+            return rows if rows == expected else None
+
+        def wait_same_rows() -> list[dict[str, Any]]:
+            expected = shop_rows(conninfo)
+            try:
+                return wait_for(
+                    lambda: arrived(expected),
+                    240,
+                    lambda: (
+                        f"the shop's rows in Iceberg: {expected}\n"
+                        f"have {sorted(iceberg_rows(warehouse, 'app_db.orders'), key=lambda r: r['id'])}"
+                    ),
+                )
+            except AssertionError as e:
+                logs_text = "\n".join(
+                    f"--- {log.name}\n{log.read_text()[-3000:]}" for log in sorted(logs.iterdir())
+                )
+                raise AssertionError(f"{e}\n{logs_text}") from None
+
+        # the snapshot of init.sql's ten orders, as the database holds them
+        assert [r["id"] for r in wait_same_rows()] == list(range(1, 11))
+        # the workload's kinds of change: rows placed, changed and deleted; a column added
+        with psycopg.connect(conninfo, autocommit=True) as conn:
+            conn.execute("INSERT INTO app_db.orders (item, qty) VALUES ('item-11', 3)")
+            conn.execute("UPDATE app_db.orders SET qty = qty + 1 WHERE id = 2")
+            conn.execute("DELETE FROM app_db.orders WHERE id = 1")
+            conn.execute("ALTER TABLE app_db.orders ADD COLUMN IF NOT EXISTS note text")
+            conn.execute("INSERT INTO app_db.orders (item, qty, note) VALUES ('item-12', 4, 'round 12')")
+            conn.execute("UPDATE app_db.orders SET note = 'round 12' WHERE id = 3")
+        rows = wait_same_rows()
+        assert rows[0]["id"] == 2 and rows[-1] == {"id": 12, "item": "item-12", "qty": 4, "note": "round 12"}
         # the pipeline the one-shot service created runs under the API and both workers' state store
         again = subprocess.run(
             [*ferry_args(["pipeline", "get", "orders", "--server", f"http://127.0.0.1:{api_port}"])],
@@ -236,4 +377,3 @@ def test_the_compose_start_up_sequence_runs_with_local_processes(
             check=False,
         )
         assert again.returncode == 0 and "phase:    RUNNING" in again.stdout, again.stdout + again.stderr
-    delete_topic(kafka_bootstrap, topic, timeout=10.0)

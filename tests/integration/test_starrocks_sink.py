@@ -42,7 +42,7 @@ from ferry.sinks.starrocks.sink import MySqlProtocolSink, StarRocksSink
 from ferry.sinks.starrocks.stream_load import stream_load
 from tests.integration.helpers import Feed
 from tests.support.mariadb import MariaDbServer
-from tests.support.stream_load import StreamLoadServer
+from tests.support.stream_load import StreamLoadFrontend, StreamLoadServer
 from tests.support.waiting import Deadline, wait_for
 
 pytestmark = pytest.mark.integration
@@ -307,6 +307,28 @@ def test_stream_load_protocol_refusals(
     assert status["Status"] == "Success" and status["NumberLoadedRows"] == 1
     assert load("l1", [{"id": 5, "qty": 1, "__op": 0}])["Status"] == "Label Already Exists"
     assert [r["id"] for r in read(mariadb_server, database, "orders")] == [1]
+
+
+def test_stream_load_follows_the_frontends_redirect_to_a_backend_with_its_credentials(
+    mariadb_server: MariaDbServer, database: str, load_server: StreamLoadServer
+) -> None:
+    """A frontend redirects each load to a backend on another host and port: the load reaches it
+    with the same Basic authorization, headers and body (the backend refuses it without them)."""
+    with StreamLoadFrontend(load_server) as frontend:
+        config = make_config(mariadb_server, database, None, **{"load-url": frontend.url})
+        sink = StarRocksSink(
+            StarRocksSinkConfig.model_validate(config), pipeline="p1", vendor_only_statements=False
+        )
+        try:
+            t = TableId(None, database, "orders")
+            sink.apply_schema_change(CreateTable(t, ORDERS), None)
+            feed = Feed(t)
+            write(sink, ORDERS, feed, feed.insert(order(1)), feed.insert(order(2, "bob", 3, "1.50")))
+        finally:
+            sink.close()
+    assert len(frontend.redirects) == 1 and frontend.redirects[0].startswith("http://localhost:")
+    assert [status for _, status in load_server.requests] == ["Success"]
+    assert read(mariadb_server, database, "orders") == [order(1), order(2, "bob", 3, "1.50")]
 
 
 # ----------------------------------------------------------------------------------- asynchronous ALTER

@@ -38,7 +38,7 @@ from typing import Any
 
 from tests.support.http_server import LocalHttpServer, read_body, reply
 
-__all__ = ["DELETE_COLUMNS", "StreamLoadServer", "parse_columns"]
+__all__ = ["DELETE_COLUMNS", "StreamLoadFrontend", "StreamLoadServer", "parse_columns"]
 
 #: The columns that mark a row as a delete: StarRocks's ``__op`` and Doris's delete sign.
 DELETE_COLUMNS = ("__op", "__DORIS_DELETE_SIGN__")
@@ -316,3 +316,31 @@ class StreamLoadServer(LocalHttpServer):
         status.update(Status="Success", Message="OK")
         self.labels[(database, label)] = status
         return status
+
+
+class StreamLoadFrontend(LocalHttpServer):
+    """A frontend in front of a :class:`StreamLoadServer`: as StarRocks's and Doris's frontends do, it
+    refuses a load without Basic authorization or without ``Expect: 100-continue``, and answers any
+    other with a 307 redirect to the backend, named by another host name (``localhost``) and port,
+    so that following it is a redirect to another origin. It reads no body."""
+
+    name = "stream-load-frontend"
+
+    def __init__(self, backend: StreamLoadServer) -> None:
+        self.backend = backend
+        #: Every redirect answered: the location.
+        self.redirects: list[str] = []
+
+    def handle(self, handler: BaseHTTPRequestHandler) -> None:
+        read_body(handler)
+        if not handler.headers.get("Authorization", "").startswith("Basic "):
+            reply(handler, 401, {"Content-Type": "text/plain"}, b"no valid Basic authorization")
+            return
+        if handler.headers.get("Expect", "").lower() != "100-continue":
+            body = json.dumps({"Status": "Fail", "Message": "There is no 100-continue header"}).encode()
+            reply(handler, 200, {"Content-Type": "application/json"}, body)
+            return
+        port = urllib.parse.urlsplit(self.backend.url).port
+        location = f"http://localhost:{port}{handler.path}"
+        self.redirects.append(location)
+        reply(handler, 307, {"Location": location}, b"")

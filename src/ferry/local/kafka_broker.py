@@ -41,6 +41,8 @@ from confluent_kafka.admin import AdminClient, NewTopic
 from ferry.exceptions import FerryError
 from ferry.local import jvm
 from ferry.local.jvm import HOST, LOG_TAIL_LINES
+from ferry.local.ports import port_open
+from ferry.logs import kafka_logger
 
 __all__ = [
     "KafkaBroker",
@@ -423,8 +425,14 @@ class TopicFactory(Protocol):
     def __call__(self, partitions: int = 1, config: Mapping[str, str] | None = None) -> str: ...
 
 
+def _client(bootstrap: str, **settings: Any) -> dict[str, Any]:
+    """The settings of a client of the local broker: librdkafka writes through logging, errors only
+    (its warnings while a fresh broker loads its coordinators are retried by the client itself)."""
+    return {"bootstrap.servers": bootstrap, "log_level": 3, "logger": kafka_logger(__name__), **settings}
+
+
 def _admin(bootstrap: str) -> Any:
-    return AdminClient({"bootstrap.servers": bootstrap})
+    return AdminClient(_client(bootstrap))
 
 
 def create_topic(
@@ -495,7 +503,7 @@ def produce(
     """
     if keys is not None and len(keys) != len(values):
         raise ValueError(f"got {len(keys)} keys for {len(values)} values")
-    producer = Producer({"bootstrap.servers": bootstrap, "enable.idempotence": True, "linger.ms": 5})
+    producer = Producer(_client(bootstrap, **{"enable.idempotence": True, "linger.ms": 5}))
     results: list[tuple[int, int] | None] = [None] * len(values)
     errors: list[str] = []
 
@@ -583,6 +591,10 @@ def main(argv: Sequence[str] | None = None) -> int:
         )
     start.add_argument("--port", type=int, default=None, help="PLAINTEXT port (default: a free one)")
     start.add_argument(
+        "--prefer-port", type=int, default=None, metavar="PORT",
+        help="listen on PORT when it is free, else on a free port, and say which to export",
+    )  # fmt: skip
+    start.add_argument(
         "--controller-port", type=int, default=None, help="controller port (default: a free one)"
     )
     start.add_argument(
@@ -612,9 +624,12 @@ def _command(args: argparse.Namespace) -> int:
                 return 0
             running.stop()
             state_file.unlink(missing_ok=True)
+        port = args.port
+        if port is None and args.prefer_port is not None:
+            port = None if port_open(args.prefer_port) else args.prefer_port
         broker = KafkaBroker(
             cache_dir=args.cache,
-            port=args.port,
+            port=port,
             controller_port=args.controller_port,
             properties=dict(args.properties),
             startup_timeout=args.timeout,
@@ -626,6 +641,12 @@ def _command(args: argparse.Namespace) -> int:
             f"{broker.startup_seconds:.1f} s); log {broker.log_file}",
             file=sys.stderr,
         )
+        if args.prefer_port is not None and broker.port != args.prefer_port:
+            print(
+                f"port {args.prefer_port} is taken, so the broker listens on {broker.port}: "
+                f"export KAFKA_BOOTSTRAP_SERVERS={broker.bootstrap_servers} (configs/demo.yaml reads it)",
+                file=sys.stderr,
+            )
         print(broker.bootstrap_servers)
         return 0
     if not state_file.exists():
@@ -655,9 +676,7 @@ if __name__ == "__main__":
 def wait_for_group_coordinator(bootstrap: str, topic: str, timeout: float = 60.0) -> None:
     """Block until consumer groups work: the first offset commit makes a fresh broker create its
     offsets topic, which clients otherwise meet as ``GroupCoordinatorNotAvailable`` for a while."""
-    consumer = Consumer(
-        {"bootstrap.servers": bootstrap, "group.id": "ferry-warm-up", "enable.auto.commit": False}
-    )
+    consumer = Consumer(_client(bootstrap, **{"group.id": "ferry-warm-up", "enable.auto.commit": False}))
     deadline = time.monotonic() + timeout
     try:
         while True:

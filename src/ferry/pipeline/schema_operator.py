@@ -887,6 +887,7 @@ class SchemaOperator:
                     f"{self.sink.type} did not finish {change} on {sink_table} within {timeout:g} s "
                     "(schema.operator.rpc-timeout)"
                 )
+            # a poll of a running ALTER, not a retry of an error: bounded by schema.operator.rpc-timeout
             time.sleep(self.settings.poll_s)
 
     def _sink_changes(

@@ -448,6 +448,7 @@ class StateStore:
         while (other := self.take_lease(pipeline, name, holder, ttl_s)) is not None:
             if waiting is not None:
                 waiting(other)
+            # waiting for another holder, not a retry of an error: its lease ends by its ttl at the latest
             time.sleep(poll_s)
         try:
             yield

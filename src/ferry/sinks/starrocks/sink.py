@@ -219,6 +219,7 @@ class MySqlProtocolSink(SqlSink):
                         sink=self.type,
                         table=str(table_id),
                     )
+                # a poll of a running ALTER, not a retry of an error: bounded by schema.evolution.timeout
                 time.sleep(POLL_SECONDS)
             self._altered.discard(table_id)
 

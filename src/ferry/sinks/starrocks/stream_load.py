@@ -5,33 +5,25 @@
 a retried batch is not loaded twice), ``format: json``, ``strip_outer_array: true`` and ``columns``.
 The answer is a JSON status: ``Status`` (``Success``, ``Publish Timeout``, ``Label Already Exists``,
 ``Fail``), ``Message``, ``NumberLoadedRows``, ``NumberFilteredRows`` and ``ErrorURL`` (the rejected
-rows). A frontend answers with a redirect (307) to a backend; the body is sent again there. The
+rows). A frontend answers with a redirect (307) to a backend on another host; the body and the
+credentials are sent again there. The
 sink's ``sink.properties.*`` are further headers of every load (``max_filter_ratio``, ``timeout``).
 """
 
 from __future__ import annotations
 
-import base64
 import json
-import urllib.error
 import urllib.parse
-import urllib.request
 from collections.abc import Mapping, Sequence
 from typing import Any
+
+import httpx
 
 from ferry.sinks.exceptions import SinkRowError, SinkTerminalError, SinkTransientError
 
 #: Statuses of a load whose rows are (or already were) in the table.
 LOADED = ("Success", "Publish Timeout", "Label Already Exists")
 _REDIRECTS = 3
-
-
-class _NoRedirect(urllib.request.HTTPRedirectHandler):
-    def redirect_request(self, *args: Any, **kwargs: Any) -> None:
-        return None
-
-
-_OPENER = urllib.request.build_opener(_NoRedirect)
 
 
 def quote_column(name: str) -> str:
@@ -55,36 +47,46 @@ def stream_load(
 ) -> dict[str, Any]:
     """Load ``rows`` under ``label``; the status JSON of a load that succeeded (or already had)."""
     path = f"/api/{urllib.parse.quote(database, safe='')}/{urllib.parse.quote(table, safe='')}/_stream_load"
-    url = base_url.rstrip("/") + path
     body = json.dumps(list(rows), ensure_ascii=False, separators=(",", ":")).encode("utf-8")
-    token = base64.b64encode(f"{username}:{password}".encode()).decode("ascii")
-    headers = {
+    text_headers = {
         **(properties or {}),
-        "Authorization": f"Basic {token}",
+        # a frontend refuses a load without it ("There is no 100-continue header")
+        "Expect": "100-continue",
         "label": label,
         "format": "json",
         "strip_outer_array": "true",
         "columns": ", ".join(quote_column(c) for c in columns),
         "Content-Type": "application/json; charset=utf-8",
     }
-    for _ in range(_REDIRECTS + 1):
-        request = urllib.request.Request(url, data=body, headers=headers, method="PUT")
-        try:
-            with _OPENER.open(request, timeout=timeout) as response:
-                payload = response.read()
-            break
-        except urllib.error.HTTPError as e:
-            location = e.headers.get("Location")
-            if e.code in (307, 308) and location:
-                url = urllib.parse.urljoin(url, location)
-                continue
-            text = e.read().decode("utf-8", "replace")[:500]
-            error = SinkTransientError if e.code >= 500 or e.code == 429 else SinkTerminalError
-            raise error(f"stream load {label}: HTTP {e.code}: {text}", sink=sink, table=table) from None
-        except (urllib.error.URLError, OSError) as e:
-            raise SinkTransientError(f"stream load {label}: {e}", sink=sink, table=table) from None
-    else:
-        raise SinkTerminalError(f"stream load {label}: too many redirects", sink=sink, table=table)
+    # header values go out in ISO-8859-1, as HTTP/1.1 and a frontend read them (httpx's own default
+    # is ASCII, which would refuse a column named in Latin-1 letters)
+    headers = {key.encode("latin-1"): value.encode("latin-1") for key, value in text_headers.items()}
+    auth = httpx.BasicAuth(username, password)
+    try:
+        with httpx.Client(timeout=timeout) as client:
+            request = client.build_request("PUT", base_url.rstrip("/") + path, headers=headers, content=body)
+            for _ in range(_REDIRECTS + 1):
+                # Redirects are followed here, not by httpx: on a redirect to another origin httpx
+                # drops the Authorization header (as RFC 9110 asks of a client), and a frontend's
+                # redirect goes to a backend on another host and port, which needs the credentials
+                # as much as the frontend did. So each hop is sent with the same Basic auth, headers
+                # and body, to the backend the frontend named.
+                response = client.send(request, auth=auth)
+                location = response.headers.get("Location")
+                if response.status_code not in (307, 308) or not location:
+                    break
+                target = request.url.join(location)
+                request = client.build_request("PUT", target, headers=headers, content=body)
+            else:
+                raise SinkTerminalError(f"stream load {label}: too many redirects", sink=sink, table=table)
+    except httpx.HTTPError as e:
+        raise SinkTransientError(f"stream load {label}: {e!r}", sink=sink, table=table) from None
+    if response.is_error:
+        code = response.status_code
+        text = response.text[:500]
+        error = SinkTransientError if code >= 500 or code == 429 else SinkTerminalError
+        raise error(f"stream load {label}: HTTP {code}: {text}", sink=sink, table=table)
+    payload = response.content
     try:
         status: dict[str, Any] = json.loads(payload)
     except ValueError:
@@ -108,8 +110,10 @@ def _error_log(url: object, timeout: float) -> str:
     if not isinstance(url, str) or not url.startswith(("http://", "https://")):
         return ""
     try:
-        with urllib.request.urlopen(url, timeout=timeout) as response:
-            text = response.read(2000).decode("utf-8", "replace")
-    except (urllib.error.URLError, OSError):
+        response = httpx.get(url, timeout=timeout)
+    except httpx.HTTPError:
         return ""
+    if response.is_error:
+        return ""
+    text = response.text[:2000]
     return ": " + " ".join(text.split())[:500]
