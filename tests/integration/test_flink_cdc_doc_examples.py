@@ -258,7 +258,7 @@ def kafka_sink(
     topics: set[str] = set()
 
     def topic_of(table: TableId) -> str:
-        return config.topic or config.mapped_topic(str(table)) or topic_name(table)
+        return config.topic or config.mapped_topic(table) or topic_name(table)
 
     def read_back(tables: list[TableId]) -> dict[TableId, int]:
         topics.update(topic_of(t) for t in tables)

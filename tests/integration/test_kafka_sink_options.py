@@ -88,21 +88,26 @@ def test_mapped_tables_go_to_their_topic_with_the_custom_headers(
     mapped_topic = topic_factory()
     database = f"db_{group_id[-10:]}"
     mapped, other = TableId(None, database, "items_1"), TableId(None, database, "orders")
+    # Flink CDC's table pattern: the unescaped dot separates database and table, \. is the regular
+    # expression's any character, and names ignore case (Items_2 is matched too)
+    also_mapped = TableId(None, database, "Items_2")
     sink = make_sink(
         kafka_bootstrap,
         **{
-            "sink.tableId-to-topic.mapping": rf"nowhere\.x:elsewhere;{database}\.items_.*:{mapped_topic}",
+            "sink.tableId-to-topic.mapping": rf"nowhere.x:elsewhere;{database}.items_\.*:{mapped_topic}",
             "sink.custom-header": "team:sales, env:prod",
             "sink.add-tableId-to-header-enabled": True,
         },
     )
     try:
         write(sink, mapped, 2)
+        write(sink, also_mapped, 1)
         write(sink, other, 1)
     finally:
         sink.close()
-    records = read_all(kafka_bootstrap, mapped_topic, 2)
-    assert [orjson.loads(r.value())["source"]["table"] for r in records] == ["items_1", "items_1"]
+    records = read_all(kafka_bootstrap, mapped_topic, 3)
+    tables = [orjson.loads(r.value())["source"]["table"] for r in records]
+    assert tables == ["items_1", "items_1", "Items_2"]
     assert records[0].headers() == [
         ("schemaName", database.encode()),
         ("tableName", b"items_1"),
@@ -122,7 +127,7 @@ def test_mapped_tables_go_to_their_topic_with_the_custom_headers(
     [
         ("sink.tableId-to-topic.mapping", "db.t1", "is not table:topic"),
         ("sink.tableId-to-topic.mapping", "db.t1:bad topic", "is not a Kafka topic name"),
-        ("sink.tableId-to-topic.mapping", "db.(t1:topic", "is not a regular expression"),
+        ("sink.tableId-to-topic.mapping", "db.(t1:topic", "is not a valid regular expression"),
         ("sink.custom-header", "novalue", "is not key:value"),
         ("partition.strategy", "round-robin", "all-to-zero"),
         ("key.format", "avro", "csv"),

@@ -17,6 +17,7 @@ import yaml
 
 from ferry.config import ConfigError
 from ferry.config.loader import read_job_text
+from ferry.pipeline.schema import TableId
 
 README = Path(__file__).resolve().parents[3] / "README.md"
 SOURCE = {"type": "kafka", "properties.bootstrap.servers": "127.0.0.1:9092", "topic": "t"}
@@ -111,7 +112,9 @@ EFFECTS: dict[tuple[str, str], Callable[[Any], bool]] = {
     ("kafka", "partition.strategy"): lambda s: s.partition_strategy == "all-to-zero",
     ("kafka", "key.format"): lambda s: s.key_format == "csv",
     ("kafka", "sink.custom-header"): lambda s: s.custom_headers == (("key1", "value1"), ("key2", "value2")),
-    ("kafka", "sink.tableId-to-topic.mapping"): lambda s: s.mapped_topic("mydb.mytable2") == "topic2",
+    ("kafka", "sink.tableId-to-topic.mapping"): lambda s: (
+        s.mapped_topic(TableId.parse("mydb.mytable2")) == "topic2"
+    ),
     ("iceberg", "catalog.properties.io-impl"): lambda s: (
         s.resolved_catalog_properties()["py-io-impl"] == "pyiceberg.io.pyarrow.PyArrowFileIO"
     ),

@@ -7,7 +7,7 @@ import pytest
 from tests.support.stream_load import parse_columns
 
 from ferry.pipeline.events import FIRST, after
-from ferry.pipeline.schema import Column, Schema
+from ferry.pipeline.schema import Column, Schema, TableId
 from ferry.pipeline.types import BIGINT, BOOLEAN, CHAR, DECIMAL, INT, STRING, TIMESTAMP, VARCHAR
 from ferry.sinks.exceptions import SinkTerminalError
 from ferry.sinks.selectdb.config import SelectDbSinkConfig
@@ -225,8 +225,8 @@ def test_doris_auto_partition_of_the_tables_the_sink_creates() -> None:
         {
             "fenodes": "fe:8030",
             "username": "root",
-            prefix + "include": r"shop\..*",
-            prefix + "exclude": r"shop\.skipped",
+            prefix + "include": r"shop.\.*",
+            prefix + "exclude": "shop.skipped",
             prefix + "default-partition-key": "at",
             prefix + "default-partition-unit": "DAY",
             prefix + "shop.monthly.partition-unit": "month",
@@ -247,14 +247,14 @@ def test_doris_auto_partition_of_the_tables_the_sink_creates() -> None:
         assert "PARTITION" not in sink.create_table_statements(table, schema)[0]
     # Flink CDC's rule: a partition key that is not a DATE or DATETIME column partitions nothing
     no_time = Schema.of([c for c in ORDERS.columns if c.name != "at"], ["id"])
-    assert config.auto_partition_of("shop.orders", no_time) is None
+    assert config.auto_partition_of(TableId(None, "shop", "orders"), no_time) is None
 
 
 @pytest.mark.parametrize(
     ("key", "value", "message"),
     [
         ("default-partition-unit", "minute", "is not one of year, quarter, month, week, day, hour"),
-        ("include", "shop.(x", "is not a regular expression"),
+        ("include", "shop.(x", "is not a valid regular expression"),
         ("partition-kind", "range", "not an auto-partition property"),
     ],
 )

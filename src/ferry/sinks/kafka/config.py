@@ -1,4 +1,4 @@
-"""Options of the Kafka sink, in the spelling of Flink CDC's Kafka pipeline connector.
+r"""Options of the Kafka sink, in the spelling of Flink CDC's Kafka pipeline connector.
 
 This module imports no Kafka client, so a job file validates without one.
 
@@ -11,7 +11,7 @@ This module imports no Kafka client, so a job file validates without one.
       value.format: debezium-json                      # or canal-json
       debezium-json.include-schema.enabled: false      # the Kafka Connect {"schema", "payload"} envelope
       topic: cdc-all-tables                            # default: one topic per table, named after it
-      sink.tableId-to-topic.mapping: app.orders:orders;app.items.*:items   # else per table
+      sink.tableId-to-topic.mapping: app.orders:orders;app.items_\.*:items   # else per table
       partition.strategy: hash-by-key                  # default; all-to-zero: partition 0 only
       key.format: json                                 # or csv: the table id, then the key's values
       sink.custom-header: team:sales,env:prod          # headers of every record
@@ -25,11 +25,14 @@ This module imports no Kafka client, so a job file validates without one.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
 from ferry.options import SinkConfigBase, fold_prefixed
+from ferry.pipeline.schema import TableId
+from ferry.pipeline.table_patterns import TablePatternError, TableSelector
 
 #: Producer properties the sink sets unless ``properties.*`` overrides them: no duplicates or
 #: reordering on retries, every in-sync replica acknowledges, and the Java client's partitioner, so
@@ -57,9 +60,10 @@ class KafkaSinkConfig(SinkConfigBase):
     include_schema: bool = Field(default=False, alias="debezium-json.include-schema.enabled")
     #: One topic for every table; by default each table has its own topic, named after its id.
     topic: str | None = Field(default=None, min_length=1, max_length=249, pattern=r"^[A-Za-z0-9._-]+$")
-    #: ``(table pattern, topic)``: the topic of the tables a regular expression over ``db.table``
-    #: matches (the first that matches), when ``topic`` is not set; written
-    #: ``db.t1:topic1;db.t2:topic2``.
+    #: ``(table pattern, topic)``: the topic of the tables a table pattern matches (the first that
+    #: matches), when ``topic`` is not set; written ``db.t1:topic1;db.t2:topic2``. A pattern is read
+    #: as a transform's ``source-table`` (:class:`~ferry.pipeline.table_patterns.TableSelector`,
+    #: Flink CDC's ``Selectors``): ``mydb.\.*`` is every table of ``mydb``.
     table_topics: tuple[tuple[str, str], ...] = Field(default=(), alias="sink.tableId-to-topic.mapping")
     #: ``hash-by-key``: the producer's partitioner spreads records by their key (a row's changes
     #: stay in one partition); ``all-to-zero``: every record goes to partition 0 (Flink CDC's default).
@@ -98,17 +102,17 @@ class KafkaSinkConfig(SinkConfigBase):
         for entry in (e.strip() for e in value.split(";")):
             if not entry:
                 continue
-            tables, sep, topic = entry.rpartition(":")
-            if not sep or not tables.strip() or not topic.strip():
+            tables, *topics = entry.split(":")
+            if len(topics) != 1 or not tables.strip() or not topics[0].strip():
                 raise ValueError(f"{entry!r} is not table:topic (write db.t1:topic1;db.t2:topic2)")
-            if not _TOPIC.fullmatch(topic.strip()):
-                raise ValueError(f"{topic.strip()!r} is not a Kafka topic name")
-            for pattern in (p.strip() for p in tables.split(",") if p.strip()):
-                try:
-                    re.compile(pattern)
-                except re.error as e:
-                    raise ValueError(f"{pattern!r} is not a regular expression: {e}") from None
-                pairs.append((pattern, topic.strip()))
+            topic = topics[0].strip()
+            if not _TOPIC.fullmatch(topic):
+                raise ValueError(f"{topic!r} is not a Kafka topic name")
+            try:
+                _selector(tables.strip())
+            except TablePatternError as e:
+                raise ValueError(f"{entry!r}: {e}") from None
+            pairs.append((tables.strip(), topic))
         return tuple(pairs)
 
     @field_validator("custom_headers", mode="before")
@@ -150,9 +154,9 @@ class KafkaSinkConfig(SinkConfigBase):
             raise ValueError("properties.transactional.id: the kafka sink does not use transactions")
         return self
 
-    def mapped_topic(self, table: str) -> str | None:
-        """The topic ``sink.tableId-to-topic.mapping`` gives the table ``db.table``, if any."""
-        return next((t for p, t in self.table_topics if re.fullmatch(p, table)), None)
+    def mapped_topic(self, table: TableId) -> str | None:
+        """The topic ``sink.tableId-to-topic.mapping`` gives ``table``, if any."""
+        return next((t for p, t in self.table_topics if _selector(p).matches(table)), None)
 
     def producer_properties(self) -> dict[str, str]:
         """The librdkafka producer configuration: ferry's defaults, then ``properties.*``."""
@@ -161,3 +165,9 @@ class KafkaSinkConfig(SinkConfigBase):
     def admin_properties(self) -> dict[str, str]:
         """The configuration of the admin client that creates topics: ``properties.*`` alone."""
         return dict(self.properties)
+
+
+@lru_cache(maxsize=256)
+def _selector(pattern: str) -> TableSelector:
+    """The table pattern of one ``sink.tableId-to-topic.mapping`` entry, read once."""
+    return TableSelector(pattern)

@@ -574,7 +574,7 @@ class KafkaSink(Sink):
 
     def topic(self, table_id: TableId) -> str:
         """The topic a table's records go to."""
-        return self.config.topic or self.config.mapped_topic(str(table_id)) or topic_name(table_id)
+        return self.config.topic or self.config.mapped_topic(table_id) or topic_name(table_id)
 
     def _ensure_topic(self, table_id: TableId) -> None:
         name = self.topic(table_id)

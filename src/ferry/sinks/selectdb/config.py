@@ -20,16 +20,16 @@ This module imports no driver, so a job file validates without the ``selectdb`` 
 
 from __future__ import annotations
 
-import re
 from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import AliasChoices, Field, model_validator
 
 from ferry.options import OptionError, fold_prefixed
+from ferry.pipeline.table_patterns import TablePatternError, TableSelector
 from ferry.sinks.starrocks.config import DEFAULT_QUERY_PORT, MySqlProtocolSinkConfig
 
 if TYPE_CHECKING:
-    from ferry.pipeline.schema import Schema
+    from ferry.pipeline.schema import Schema, TableId
 
 #: The units of Doris's ``date_trunc`` that an automatic range partition takes.
 PARTITION_UNITS = ("year", "quarter", "month", "week", "day", "hour")
@@ -50,8 +50,9 @@ class SelectDbSinkConfig(MySqlProtocolSinkConfig):
     enable_batch_mode: bool = Field(
         default=True, alias="sink.enable-batch-mode", validation_alias=AliasChoices(*_BATCH_MODE_KEYS)
     )
-    #: Flink CDC's ``table.create.auto-partition.properties.*``: ``include`` / ``exclude`` (tables,
-    #: comma-separated regular expressions over ``db.table``), ``default-partition-key`` /
+    #: Flink CDC's ``table.create.auto-partition.properties.*``: ``include`` / ``exclude`` (sink
+    #: tables, a table pattern read as a transform's ``source-table``:
+    #: :class:`~ferry.pipeline.table_patterns.TableSelector`), ``default-partition-key`` /
     #: ``default-partition-unit``, and ``<db>.<table>.partition-key`` / ``.partition-unit``.
     auto_partition: dict[str, str] = Field(default_factory=dict)
 
@@ -64,8 +65,8 @@ class SelectDbSinkConfig(MySqlProtocolSinkConfig):
                     _check_auto_partition(written, written[len(_AUTO_PARTITION) + 1 :], str(given))
         return fold_prefixed(data, _AUTO_PARTITION, "auto_partition")
 
-    def auto_partition_of(self, table: str, schema: Schema) -> tuple[str, str] | None:
-        """(column, unit) of the automatic range partitions of the table ``db.table`` the sink
+    def auto_partition_of(self, table: TableId, schema: Schema) -> tuple[str, str] | None:
+        """(column, unit) of the automatic range partitions of the sink table ``table`` the sink
         creates, as Flink CDC's Doris connector decides: the table is included and not excluded,
         has a partition key and unit (its own, else the defaults), and the column is a DATE or
         DATETIME; else None."""
@@ -74,10 +75,10 @@ class SelectDbSinkConfig(MySqlProtocolSinkConfig):
             return None
 
         def matches(key: str) -> bool:
-            patterns = [p.strip() for p in props.get(key, "").split(",") if p.strip()]
-            return any(re.fullmatch(p, table) for p in patterns)
+            return TableSelector(props[key]).matches(table)
 
-        if matches("exclude") or (props.get("include", "").strip() and not matches("include")):
+        included = not props.get("include", "").strip() or matches("include")
+        if not included or (props.get("exclude", "").strip() and matches("exclude")):
             return None
         column = props.get(f"{table}.partition-key") or props.get("default-partition-key")
         unit = props.get(f"{table}.partition-unit") or props.get("default-partition-unit")
@@ -111,11 +112,11 @@ def _check_auto_partition(written: str, key: str, given: str) -> None:
     """Refuse, at the key as written, an auto-partition property Flink CDC's Doris connector lacks
     or a value it cannot take."""
     if key in ("include", "exclude"):
-        for pattern in (p.strip() for p in given.split(",") if p.strip()):
+        if given.strip():
             try:
-                re.compile(pattern)
-            except re.error as e:
-                raise OptionError(f"{pattern!r} is not a regular expression: {e}", written) from None
+                TableSelector(given)
+            except TablePatternError as e:
+                raise OptionError(str(e), written) from None
     elif key.endswith("partition-unit"):
         if given.strip().lower() not in PARTITION_UNITS:
             raise OptionError(f"{given!r} is not one of {', '.join(PARTITION_UNITS)}", written)

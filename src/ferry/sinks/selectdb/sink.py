@@ -50,7 +50,7 @@ class SelectDbSink(MySqlProtocolSink):
         self.selectdb_config = config
 
     def create_table_statements(self, table: SqlTable, schema: Schema) -> list[str]:
-        partition = self.selectdb_config.auto_partition_of(f"{table.schema}.{table.name}", schema)
+        partition = self.selectdb_config.auto_partition_of(TableId(None, table.schema, table.name), schema)
         if partition is None:
             return super().create_table_statements(table, schema)
         column = partition[0]
@@ -67,7 +67,7 @@ class SelectDbSink(MySqlProtocolSink):
     ) -> tuple[list[dict[str, Any]], list[str]]:
         rows, columns = super().load_rows(table_id, schema, changes)
         table = self.sql_table(table_id)
-        partition = self.selectdb_config.auto_partition_of(f"{table.schema}.{table.name}", schema)
+        partition = self.selectdb_config.auto_partition_of(TableId(None, table.schema, table.name), schema)
         if partition is not None:
             column = partition[0]
             stand_in = (
