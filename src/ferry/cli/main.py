@@ -21,7 +21,6 @@ from pathlib import Path
 from typing import Any, TypeVar
 
 import click
-from click.utils import make_default_short_help
 
 import ferry
 from ferry.exceptions import FerryError
@@ -94,7 +93,7 @@ class LazyGroup(click.Group):
     def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
         limit = formatter.width - 6 - max(len(name) for name in self.list_commands(ctx))
         rows = [
-            (name, make_default_short_help(self.lazy[name][1], limit))
+            (name, click.Command(name, help=self.lazy[name][1]).get_short_help_str(limit))
             if name in self.lazy
             else (name, self.commands[name].get_short_help_str(limit))
             for name in self.list_commands(ctx)
