@@ -9,21 +9,10 @@ must change and the rows read before the change must reach the sink first
 else a checkpoint of everything read before the event); a column added or a type widened only
 adapts the buffered rows.
 
-The checkpoint order is enforced in one place, :class:`~ferry.pipeline.commits.Checkpoints`:
-
-1. rows buffered since the last checkpoint are shaped to the sink tables and written;
-2. the sink flushes (sinks with transactions record the offsets in their commit);
-3. dead-letter records are flushed;
-4. offsets, the tracked source schemas and the schema-change topic's position are saved in the
-   state store;
-5. the offsets are committed to the source (Kafka consumer group).
-
-Steps 2–4 are the checkpoint's *commit*. With ``checkpoint.concurrent`` (off by default) it runs on a
-thread of its own while this loop reads and decodes the next batches, one commit in flight at
-most; steps 1 and 5 and everything else stay on the loop's thread. Whatever reads or changes the
-sink's tables or the partitions (a schema change, a barrier, a new table, a hand-over, the end)
-first waits for the commit in flight, and its error fails the run here. :mod:`ferry.pipeline.commits`
-says what each thread touches.
+The checkpoint order (rows written, the sink flushed, the dead letters stored, offsets and schemas
+saved, offsets committed to the source) is enforced in one place,
+:class:`~ferry.pipeline.commits.Checkpoints`; :mod:`ferry.pipeline.commits` says which thread does
+what while a commit runs beside the reading of the next batches.
 
 A restart at any point replays from the last checkpoint; rows a transactional sink already
 committed are skipped by their offsets (:mod:`ferry.pipeline.partitions`), and a change the sink
@@ -51,12 +40,7 @@ from ferry.pipeline.commits import CHECKPOINT_READ, Background, Checkpoints, Ser
 from ferry.pipeline.events import BadRecord, DataChange, Event, SchemaHint, SchemaObserved, Tombstone
 from ferry.pipeline.exceptions import CheckpointError
 from ferry.pipeline.metrics import Decode, Metrics, worker_name
-from ferry.pipeline.partitions import (
-    PartitionHandOver,
-    PartitionOffsets,
-    partition_of,
-    records_before,
-)
+from ferry.pipeline.partitions import PartitionHandOver, PartitionOffsets, partition_of, records_before
 from ferry.pipeline.phase import Phase
 from ferry.pipeline.raw_values import RawValues
 from ferry.pipeline.route import TableRouter, TableSelection
@@ -66,7 +50,7 @@ from ferry.pipeline.schema_operator import HintSource, SchemaDefinitions, Schema
 from ferry.pipeline.settings import RunnerSettings
 from ferry.pipeline.shaping import RowShaper, in_table_names, without_values
 from ferry.pipeline.status import RunnerStatus
-from ferry.pipeline.truncates import OrderOf, SourceOrder, TruncateOrder, TruncatePlan
+from ferry.pipeline.truncates import OrderOf, TruncateOrder
 from ferry.sinks.base import Sink
 
 if TYPE_CHECKING:
@@ -122,13 +106,10 @@ class PipelineRunner:
             watermarks=source.high_watermarks if isinstance(source, Watermarking) else None,
         )
         self.schemas.on_sink_changed = self._sink_changed
-        self.schemas.on_applied = self._save_schemas
         self.schemas.on_adapt = lambda table_id, old, new: self.rows.adapt(table_id, old, new, self.bad.row)
         self.partitions = PartitionOffsets(sink, tables)
         self.truncates = TruncateOrder(source, source_order, self.schemas, self.partitions)
-        self.schemas.on_readded = self._cut_column
-        #: Partitions to read again after a column dropped and added again (see :meth:`_cut_column`).
-        self._column_plans: list[TruncatePlan] = []
+        self.schemas.on_readded = self.truncates.cut_column
         self.status = RunnerStatus(
             settings.name,
             self.worker,
@@ -152,6 +133,7 @@ class PipelineRunner:
             settle=self.bad.settle,
         )
         self.bad.take_refused_rows(sink)
+        self.schemas.on_applied = self.checkpoints.save_schemas
         self.schemas.before_sink = self.checkpoints.wait
         self.rows = RowBuffers()
         self.shaper = RowShaper(
@@ -247,8 +229,7 @@ class PipelineRunner:
             self.status.outage()  # the source's brokers unreachable, or back
         self.checkpoints.commits.poll()
         now = time.monotonic()
-        due = self.checkpoints.due(now, self.rows.count)
-        if due:
+        if due := self.checkpoints.due(now, self.rows.count):
             self.begin_checkpoint()
         self.garbage.collect(now, checkpoint=due)  # after a checkpoint: its rows are gone
         if now - self.status.updated >= self.settings.status_interval_s:
@@ -271,7 +252,7 @@ class PipelineRunner:
             self._process(events, records)
 
     def _process(self, events: list[Event], records: Sequence[Any]) -> None:
-        if self._column_plans:  # planned while the batch was decoded: the older rows first
+        if self.truncates.column_plans:  # planned while the batch was decoded: the older rows first
             self._read_again_after_columns()
         events = self.bad.routed(events, self.rows.raw.materialize)  # records of tables not routed out
         buffers = self.rows.tables
@@ -379,44 +360,12 @@ class PipelineRunner:
             self.truncates.read_again(plan, self._process_records)
         self._read_again_after_columns()
 
-    def _cut_column(
-        self,
-        table_id: TableId,
-        columns: tuple[str, ...],
-        order: SourceOrder,
-        topics: list[str],
-        barrier: Barrier,
-    ) -> None:
-        """A column dropped and added again (its drop at ``order`` in the source's log), before the
-        barrier of its changes: the rows of the table's partitions older than the drop and not read
-        yet lose its values; those newer and read already are read again once the new column is
-        at the sink (the barrier's checkpoint keeps their partitions' offsets before them)."""
-        plan = self.truncates.plan_column(topics, order, barrier.before)
-        if plan is None:
-            log.warning(
-                "%s: %s dropped and added again, but records without a source position: the rows "
-                "read from now on keep the values they carry in it",
-                table_id,
-                columns[-1],
-            )
-            return
-        barrier.read_again = {**barrier.read_again, **plan.starts}
-        for column in columns:
-            self.schemas.clear_before(table_id, column, plan.skip_before)
-        self._column_plans.append(plan)
-
     def _read_again_after_columns(self) -> None:
         """The rows read before a column was dropped and added again, but written after it."""
-        while self._column_plans:
-            plan = self._column_plans.pop(0)
-            self.truncates.read_again(plan, self._process_records)
-            self._refresh_aliases()
+        self.truncates.read_again_after_columns(self._process_records, self._refresh_aliases)
 
     def _process_records(self, records: Sequence[Any]) -> None:
         self.process(self.decode(records), records)
-
-    def _save_schemas(self, schemas: Mapping[str, Any]) -> None:
-        self.checkpoints.save_schemas(schemas)
 
     def _sink_changed(self, source_tables: Collection[TableId]) -> None:
         self.shaper.forget(source_tables)

@@ -27,7 +27,9 @@ from ferry.pipeline.events import Event, SchemaHint, TruncateTable
 from ferry.pipeline.partitions import offsets_past, read_before
 
 if TYPE_CHECKING:
+    from ferry.pipeline.barriers import Barrier
     from ferry.pipeline.partitions import PartitionOffsets
+    from ferry.pipeline.schema import TableId
     from ferry.pipeline.schema_operator import SchemaOperator
 
 log = logging.getLogger(__name__)
@@ -66,6 +68,8 @@ class TruncateOrder:
         self.order_of = order_of
         self.schemas = schemas
         self.partitions = partitions
+        #: Partitions to read again after a column dropped and added again (:meth:`cut_column`).
+        self.column_plans: list[TruncatePlan] = []
 
     def restored(self) -> None:
         """After a restart: the rows the checkpoint says a truncate removed are skipped."""
@@ -123,6 +127,41 @@ class TruncateOrder:
             for partition, (_, end) in plan.read_again.items():
                 self.schemas.read_again[partition] = end
         return plan
+
+    def cut_column(
+        self,
+        table_id: TableId,
+        columns: tuple[str, ...],
+        order: SourceOrder,
+        topics: list[str],
+        barrier: Barrier,
+    ) -> None:
+        """A column dropped and added again (its drop at ``order`` in the source's log), before the
+        barrier of its changes: the rows of the table's partitions older than the drop and not read
+        yet lose its values; those newer and read already are read again once the new column is
+        at the sink (the barrier's checkpoint keeps their partitions' offsets before them)."""
+        plan = self.plan_column(topics, order, barrier.before)
+        if plan is None:
+            log.warning(
+                "%s: %s dropped and added again, but records without a source position: the rows "
+                "read from now on keep the values they carry in it",
+                table_id,
+                columns[-1],
+            )
+            return
+        barrier.read_again = {**barrier.read_again, **plan.starts}
+        for column in columns:
+            self.schemas.clear_before(table_id, column, plan.skip_before)
+        self.column_plans.append(plan)
+
+    def read_again_after_columns(
+        self, process: Callable[[Sequence[Any]], None], then: Callable[[], None]
+    ) -> None:
+        """The rows read before a column was dropped and added again, but written after it, to
+        ``process``; ``then`` after each plan."""
+        while self.column_plans:
+            self.read_again(self.column_plans.pop(0), process)
+            then()
 
     def read_again(self, plan: TruncatePlan, process: Callable[[Sequence[Any]], None]) -> None:
         """The rows written after the truncate but read before it, once it is applied: each
