@@ -329,6 +329,12 @@ class SchemaOperator:
             data.pop(key, None)
             if key in saved:
                 data[key] = saved[key]
+        # where a column was dropped and added again is a place in the log, not a position reached:
+        # the rows older than a drop read since the checkpoint are read again, and the DDL that
+        # said it is not, so its cuts are kept beside those saved last
+        cleared = _merged_cuts(saved.get(CLEARED) or {}, now.get(CLEARED) or {})
+        if cleared:
+            data[CLEARED] = cleared
         return data
 
     def after_table_barrier(self, known: Mapping[Partition, int]) -> dict[str, Any]:
@@ -954,3 +960,22 @@ class SchemaOperator:
             raise SchemaChangeTimeoutError(
                 f"{what} did not finish within {timeout:g} s (schema.operator.rpc-timeout)"
             ) from None
+
+
+def _merged_cuts(
+    saved: Mapping[str, Mapping[str, list[list[Any]]]], now: Mapping[str, Mapping[str, list[list[Any]]]]
+) -> dict[str, dict[str, list[list[Any]]]]:
+    """The cuts of columns dropped and added again (as saved: per table and column, each
+    partition's first offset after the drop) of ``saved`` and ``now``: the later cut where both
+    have a partition's (rows below it are older than the last drop)."""
+    merged: dict[str, dict[str, dict[tuple[str, int], int]]] = {}
+    for cuts in (saved, now):
+        for table, columns in cuts.items():
+            for column, marks in columns.items():
+                kept = merged.setdefault(table, {}).setdefault(column, {})
+                for topic, partition, offset in marks:
+                    kept[(topic, partition)] = max(offset, kept.get((topic, partition), offset))
+    return {
+        table: {c: [[t, p, o] for (t, p), o in sorted(m.items())] for c, m in columns.items()}
+        for table, columns in merged.items()
+    }
