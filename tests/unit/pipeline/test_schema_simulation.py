@@ -1010,3 +1010,9 @@ def test_a_column_dropped_and_added_again_before_a_table_is_first_read_then_kill
         [("add", 0, "t"), ("readd", 0, "t")],
         [("produce", 1), ("produce", 1), ("produce", 3), ("read", 0, 1), ("kill",)],
     )
+
+
+def test_a_table_created_before_its_column_was_dropped_and_added_again_is_read_then_killed() -> None:
+    # t's sink table is created from its first row (a where it was) before the DDL is produced;
+    # after the kill the DDL is read first: the sink's a is the old column, dropped and added last
+    run_simulation(1, [("readd", 0, "t")], [("produce", 1), ("read", 0, 1), ("kill",)], raw=True)
