@@ -329,6 +329,12 @@ class SchemaOperator:
             data.pop(key, None)
             if key in saved:
                 data[key] = saved[key]
+        # where a column was dropped and added again is a place in the log, not a position reached:
+        # the rows older than a drop read since the checkpoint are read again, and the DDL that
+        # said it is not, so its cuts are kept beside those saved last
+        cleared = _merged_cuts(saved.get(CLEARED) or {}, now.get(CLEARED) or {})
+        if cleared:
+            data[CLEARED] = cleared
         return data
 
     def after_table_barrier(self, known: Mapping[Partition, int]) -> dict[str, Any]:
@@ -521,10 +527,11 @@ class SchemaOperator:
             del self.read_again[tp]
         return bool(passed)
 
-    def _resume_point(self, event: SchemaObserved) -> tuple[Schema, bool] | None:
-        """For a record of a table not tracked yet whose sink table exists already with other
-        columns: the sink table's schema, and whether this pipeline created it (see :meth:`_resume`).
-        None when the table is tracked, or its sink tables are missing or have the record's columns.
+    def _resume_point(self, event: SchemaObserved) -> tuple[Schema, bool | None] | None:
+        """For a record of a table not tracked yet whose sink table exists already: the sink
+        table's schema, and whether this pipeline created it (see :meth:`_resume`), None when the
+        sink table has the record's columns. None when the table is tracked, or its sink tables
+        are missing.
 
         A source table feeding several sink tables (route-mode ALL_MATCH), each of them alone,
         gave each the same changes in the order of its routes: the last one there is taken, behind
@@ -543,11 +550,13 @@ class SchemaOperator:
             return None  # no table yet: created from the record
         sink_table, sink_schema = existing[-1]
         if {n.lower() for n in sink_schema.names} == {n.lower() for n in event.schema.names}:
-            return None  # the columns the record has: created from the record
+            # the columns the record has: created from the record, unless DDL read with it says
+            # that one of them was dropped and added again (see :meth:`_resume`)
+            return sink_schema, None
         return sink_schema, self._created_here(table_id, sink_table)
 
     def _resume(
-        self, event: SchemaObserved, tracker: SchemaTracker, sink_schema: Schema, own: bool
+        self, event: SchemaObserved, tracker: SchemaTracker, sink_schema: Schema, own: bool | None
     ) -> list[SchemaChange]:
         """A record of a table ``tracker`` does not know, whose sink table exists already with
         other columns (``sink_schema``, see :meth:`_resume_point`): the table is tracked from the
@@ -561,6 +570,10 @@ class SchemaOperator:
         table's alone and untransformed (its columns are then the source's)."""
         if event.table_id in tracker.tables or event.table_id in tracker.dropped:
             return []  # DDL read just now created it
+        if own is None:  # the sink table has the record's columns
+            if not tracker.readded_unread.get(event.table_id):
+                return []  # created from the record
+            own = True  # each of its columns is the record's
         changes = tracker.resume(event, sink_schema, own=own, watermarks=self.watermarks)
         if changes is None:
             return []
@@ -645,14 +658,15 @@ class SchemaOperator:
         position before: ``hint_offsets``), then the tracker moves on to ``after`` and each change
         goes to the sink; without a barrier when no change needs one (:func:`needs_barrier`)."""
         readded, after.readded = after.readded, []
-        if not changes:
-            self.tracker = after
-            return
-        self.before_sink()
+        if changes:
+            self.before_sink()
         for table_id, columns, order in readded:
             tracked = after.tables.get(table_id)
             topics = sorted(tracked.topics) if tracked is not None else []
             self.on_readded(table_id, columns, order, topics, barrier)
+        if not changes:  # a table tracked from its sink table's columns, which have the new column
+            self.tracker = after
+            return
         refused = self._refused(changes)
         if not _need_barrier(changes, self.tracker) and not refused:
             self._route_in_place(changes, after=after, sources=sources, position=position)
@@ -955,3 +969,22 @@ class SchemaOperator:
             raise SchemaChangeTimeoutError(
                 f"{what} did not finish within {timeout:g} s (schema.operator.rpc-timeout)"
             ) from None
+
+
+def _merged_cuts(
+    saved: Mapping[str, Mapping[str, list[list[Any]]]], now: Mapping[str, Mapping[str, list[list[Any]]]]
+) -> dict[str, dict[str, list[list[Any]]]]:
+    """The cuts of columns dropped and added again (as saved: per table and column, each
+    partition's first offset after the drop) of ``saved`` and ``now``: the later cut where both
+    have a partition's (rows below it are older than the last drop)."""
+    merged: dict[str, dict[str, dict[tuple[str, int], int]]] = {}
+    for cuts in (saved, now):
+        for table, columns in cuts.items():
+            for column, marks in columns.items():
+                kept = merged.setdefault(table, {}).setdefault(column, {})
+                for topic, partition, offset in marks:
+                    kept[(topic, partition)] = max(offset, kept.get((topic, partition), offset))
+    return {
+        table: {c: [[t, p, o] for (t, p), o in sorted(m.items())] for c, m in columns.items()}
+        for table, columns in merged.items()
+    }

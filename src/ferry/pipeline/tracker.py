@@ -396,9 +396,41 @@ class SchemaTracker:
         self._seen(tracked, event.position)
         self._record(tracked, [CreateTable(table_id, schema)], event.position)
         described = self.descriptions.get(table_id)
+        changes = self._readded_at_resume(table_id, tracked, described)
         if described is None:
-            return []
-        return self.described(SchemaObserved(table_id, described, None, "DDL"), watermarks)
+            return changes
+        return changes + self.described(SchemaObserved(table_id, described, None, "DDL"), watermarks)
+
+    def _readded_at_resume(
+        self, table_id: TableId, tracked: TrackedTable, described: Schema | None
+    ) -> list[SchemaChange]:
+        """The columns DDL read before the table's first record here dropped and added again, the
+        table tracked from its sink table's columns: the rows older than the drop read again lose
+        the old column's values. A sink column where the old one stood (the sink table was created
+        before the statement was read, with the old column's values) is dropped and added again
+        where the statement put it; one already there is the new column (a table created after the
+        statement was read has it so) and keeps the values of the rows newer than the drop."""
+        changes: list[SchemaChange] = []
+        renames = self.pending_renames.get(table_id, [])
+        for name, at in self.readded_unread.pop(table_id, {}).items():
+            table = tracked.schema
+            if name not in table or name in table.primary_keys:
+                continue
+            self.readded.append((table_id, _older_names(renames, {name}), at))
+            if described is None or name not in described:
+                continue
+            index = described.position(name)
+            without = table.with_columns(c for c in table.columns if c.name != name)
+            position = LAST if index == len(described.columns) - 1 else _after(described, index, without)
+            moved: list[SchemaChange] = [
+                DropColumn(table_id, name),
+                AddColumn(table_id, table.column(name), position),
+            ]
+            placed = self._replay(table, moved)
+            if placed.names != table.names:
+                changes += moved
+                tracked.schema = placed
+        return changes
 
     def described(self, event: SchemaObserved, watermarks: Watermarks | None = None) -> list[SchemaChange]:
         """A table as a DDL statement left it (Debezium's ``tableChanges``), in statement order but

@@ -998,3 +998,21 @@ def test_a_table_first_read_after_a_column_was_dropped_and_added_again_has_it_wh
     # created from that row with the column where the last statement put it, and the row's value in
     # it (the old column's) is not written
     run_simulation(1, script, [], raw=True)
+
+
+def test_a_column_dropped_and_added_again_before_a_table_is_first_read_then_killed_holds_none_of_its_old_values() -> (
+    None
+):
+    # t's first row (older than the drop) is read and creates the table; the runner dies before any
+    # checkpoint, and the restart reads that row again: its value of a must not come back
+    run_simulation(
+        1,
+        [("add", 0, "t"), ("readd", 0, "t")],
+        [("produce", 1), ("produce", 1), ("produce", 3), ("read", 0, 1), ("kill",)],
+    )
+
+
+def test_a_table_created_before_its_column_was_dropped_and_added_again_is_read_then_killed() -> None:
+    # t's sink table is created from its first row (a where it was) before the DDL is produced;
+    # after the kill the DDL is read first: the sink's a is the old column, dropped and added last
+    run_simulation(1, [("readd", 0, "t")], [("produce", 1), ("read", 0, 1), ("kill",)], raw=True)
