@@ -16,7 +16,13 @@ def dry_run(target: str, venv: Path) -> list[str]:
     make = shutil.which("make")
     assert make is not None
     result = subprocess.run(
-        [make, "-n", target, f"VENV={venv}"], cwd=ROOT, capture_output=True, text=True, check=True, timeout=60
+        # no "Entering directory" lines when the suite itself runs under make (make test)
+        [make, "-n", "--no-print-directory", target, f"VENV={venv}"],
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        check=True,
+        timeout=60,
     )
     return result.stdout.splitlines()
 
