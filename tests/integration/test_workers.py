@@ -397,3 +397,37 @@ def test_commits_from_two_processes_keep_every_row_and_each_others_offsets(kind:
     assert decode_offsets(json.loads(newest[sink.offsets_property])) == final
     assert sink.committed_offsets(TABLE) == final
     sink.close()
+
+
+def test_an_iceberg_commit_another_writer_beat_is_not_replayed_with_offsets_merged_before(
+    tmp_path: Path,
+) -> None:
+    from pyiceberg.exceptions import CommitFailedException
+
+    from ferry.offsets import encode_offsets
+
+    warehouse = str(tmp_path / "lake")
+    first, second = make_sink("iceberg", warehouse), make_sink("iceberg", warehouse)
+    try:
+        first.apply_schema_change(CreateTable(TABLE, ROWS), ROWS)
+
+        def row(writer: int) -> DataChange:
+            return DataChange(
+                TABLE, Op.INSERT, None, {"id": writer, "writer": writer}, SourcePosition("t", writer, 0)
+            )
+
+        stale = first.load_table(TABLE)  # the first writer's view, before the second one commits
+        second.write(TABLE, ROWS, [row(1)])
+        second.flush({("t", 1): 1})
+        # the first writer's offsets merged into the table it loaded: the commit must fail (to be
+        # built again on the second writer's commit), never land with the second writer's offsets lost
+        merged = {first.offsets_property: json.dumps(encode_offsets({("t", 0): 1}))}
+        with pytest.raises(CommitFailedException):
+            first.commit(TABLE, stale, [row(0)], merged)
+        first.write(TABLE, ROWS, [row(0)])
+        first.flush({("t", 0): 1})
+        assert first.committed_offsets(TABLE) == {("t", 0): 1, ("t", 1): 1}
+        assert sorted(r["id"] for r in table_rows(first)) == [0, 1]
+    finally:
+        first.close()
+        second.close()

@@ -200,6 +200,12 @@ class StagedTransaction(Transaction):
 
     _staged: tuple[TableMetadata, tuple[TableUpdate, ...], TableMetadata] | None = None
 
+    def _rebuild_snapshot_updates(self) -> None:
+        """Never: pyiceberg would commit again, on top of another writer's commit, a snapshot whose
+        summary holds the offsets merged into the table as it was before that commit (the other
+        writer's offsets lost). The commit fails instead; ferry builds it again, offsets merged anew."""
+        raise CommitFailedException("another writer committed first: the snapshot is built again")
+
     @property
     def table_metadata(self) -> TableMetadata:
         base, updates = self._table.metadata, self._updates
