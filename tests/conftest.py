@@ -9,11 +9,13 @@ a file's tests stay in one process, and the files needing one of :data:`SHARED_S
 from __future__ import annotations
 
 import contextlib
+import os
 import uuid
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 
 import pytest
+from hypothesis import settings
 
 from ferry.local.kafka_broker import (
     KafkaBroker,
@@ -22,6 +24,13 @@ from ferry.local.kafka_broker import (
     create_topic,
     delete_topic,
 )
+
+# The property-based tests draw the same examples at every run of the suite, so that it passes or
+# fails on the code, never on the draw; FERRY_HYPOTHESIS_PROFILE=explore draws new ones each run (a
+# failure found there becomes a named example).
+settings.register_profile("suite", derandomize=True)
+settings.register_profile("explore", derandomize=False)
+settings.load_profile(os.environ.get("FERRY_HYPOTHESIS_PROFILE", "suite"))
 
 pytest_plugins = [
     # the test services: PostgreSQL, MariaDB, the Fluss cluster, the schema registry, the Hive Metastore
