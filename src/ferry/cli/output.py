@@ -323,7 +323,7 @@ Heading = tuple[str, int]
 
 
 def table_text(
-    columns: Sequence[Heading], rows: Iterable[Sequence[str]], *, terminal: bool | None = None
+    columns: Sequence[Heading], rows: Iterable[Sequence[object]], *, terminal: bool | None = None
 ) -> str:
     """A listing as text. On a terminal (``terminal`` None: whether stdout is one), rich's table:
     bold headers under a rule, cells folded to fit the terminal's width. Otherwise plain text for
@@ -343,7 +343,7 @@ def table_text(
         else:
             table.add_column(header, min_width=min_width, no_wrap=True)
     for row in rows:
-        table.add_row(*(Text(cell) for cell in row))  # Text: a cell's brackets are not markup
+        table.add_row(*(Text(str(cell)) for cell in row))  # Text: a cell's brackets are not markup
     out = io.StringIO()
     console = Console(
         file=out,
