@@ -1,7 +1,10 @@
 """The documentation's generated parts, written from the code so that they cannot drift from it.
 
 A page of ``docs/`` holds each generated part between ``<!-- NAME:start -->`` and
-``<!-- NAME:end -->``; :data:`BLOCKS` says which page and which function of the code gives it.
+``<!-- NAME:end -->``; :data:`BLOCKS` says which page and which function of the code gives it: the
+schema-change matrix from the sinks' declarations (:mod:`ferry.sinks.matrix`), the transform
+functions from :mod:`ferry.pipeline.function_catalog`, the job-file reference tables from the
+pydantic models (:mod:`ferry.config.reference`).
 ``python -m ferry.docgen`` writes every part; ``python -m ferry.docgen --check`` lists the parts
 that differ from what the code gives (exit 1), as ``tests/unit/test_docs.py`` does.
 """
@@ -17,22 +20,48 @@ from pathlib import Path
 DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
-def _sink_matrix() -> str:
+def _sink_matrix(_: str) -> str:
     from ferry.sinks.matrix import markdown  # noqa: PLC0415
 
     return markdown()
 
 
-def _transform_functions() -> str:
+def _transform_functions(_: str) -> str:
     from ferry.pipeline.function_catalog import markdown  # noqa: PLC0415
 
     return markdown()
 
 
-#: Block name → (page under ``docs/``, the function that gives its text).
-BLOCKS: dict[str, tuple[str, Callable[[], str]]] = {
+def _job_table(name: str) -> Callable[[str], str]:
+    def table(committed: str) -> str:
+        from ferry.config.reference import markdown  # noqa: PLC0415
+
+        return markdown(name, committed)
+
+    return table
+
+
+#: Block name → (page under ``docs/``, the function that gives its text from the committed one:
+#: the job-file tables keep the meanings the page gives each key, the other parts ignore it).
+BLOCKS: dict[str, tuple[str, Callable[[str], str]]] = {
     "sink-matrix": ("schema-changes.md", _sink_matrix),
     "transform-functions": ("transforms.md", _transform_functions),
+    **{
+        f"job-{table}": (page, _job_table(table))
+        for page, tables in {
+            "job-file.md": (
+                "source",
+                "sink",
+                "iceberg",
+                "hologres",
+                "starrocks-selectdb",
+                "route",
+                "pipeline",
+            ),
+            "transforms.md": ("transform", "user-defined-function"),
+        }.items()
+        for table in tables
+    },
 }
 
 
@@ -49,9 +78,9 @@ def committed(name: str, docs: Path = DOCS) -> str:
     return match.group(1)
 
 
-def generated(name: str) -> str:
+def generated(name: str, docs: Path = DOCS) -> str:
     """The text of block ``name`` as the code gives it."""
-    return BLOCKS[name][1]()
+    return BLOCKS[name][1](committed(name, docs))
 
 
 def write(docs: Path = DOCS) -> list[str]:
@@ -60,7 +89,7 @@ def write(docs: Path = DOCS) -> list[str]:
     for name, (page, _) in BLOCKS.items():
         path = docs / page
         text = path.read_text(encoding="utf-8")
-        if committed(name, docs) != (block := generated(name)):
+        if committed(name, docs) != (block := generated(name, docs)):
             match = _pattern(name).search(text)
             assert match is not None  # committed() found it
             path.write_text(text[: match.start(1)] + block + text[match.end(1) :], encoding="utf-8")
