@@ -59,6 +59,10 @@ BLOCKS: dict[str, tuple[str, Callable[[str], str]]] = {
                 "pipeline",
             ),
             "transforms.md": ("transform", "user-defined-function"),
+            "paimon.md": ("paimon",),
+            "kafka-sink.md": ("kafka",),
+            "maxcompute.md": ("maxcompute",),
+            "fluss.md": ("fluss",),
         }.items()
         for table in tables
     },
