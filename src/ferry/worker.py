@@ -42,8 +42,8 @@ from ferry.connectors.kafka.schema_changes import SchemaChangeReader
 from ferry.connectors.kafka.source import EndPosition, KafkaSource, StartPosition
 from ferry.exceptions import TerminalError
 from ferry.logs import kafka_logger, mask_secrets
+from ferry.model.events import Event
 from ferry.offsets import describe_offsets
-from ferry.pipeline.events import Event
 from ferry.pipeline.phase import Phase
 from ferry.pipeline.route import Route, TableRouter, TableSelection
 from ferry.pipeline.router import SchemaChangeRouter

@@ -15,9 +15,9 @@ import psycopg
 import pymysql
 import pytest
 
-from ferry.pipeline.events import AddColumn
-from ferry.pipeline.schema import Column, Schema, TableId
-from ferry.pipeline.types import BIGINT, BOOLEAN, DATE, DECIMAL, INT, STRING, VARCHAR
+from ferry.model.events import AddColumn
+from ferry.model.schema import Column, Schema, TableId
+from ferry.model.types import BIGINT, BOOLEAN, DATE, DECIMAL, INT, STRING, VARCHAR
 from ferry.sinks.base import Sink
 from ferry.sinks.hologres.config import HologresSinkConfig
 from ferry.sinks.hologres.sink import HologresSink

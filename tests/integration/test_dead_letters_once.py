@@ -10,8 +10,8 @@ from confluent_kafka import Producer
 
 from ferry.config.loader import load_job_text
 from ferry.local.kafka_broker import TopicFactory
+from ferry.model.schema import TableId
 from ferry.offsets import Offsets
-from ferry.pipeline.schema import TableId
 from ferry.sinks.exceptions import SinkTerminalError
 from ferry.sinks.memory import MemorySink
 from ferry.worker import build_runner

@@ -12,9 +12,9 @@ from typing import Any
 import fluss
 import pytest
 
-from ferry.pipeline import types as T
-from ferry.pipeline.events import AddColumn, CreateTable, DataChange, DropTable, RenameColumn, after
-from ferry.pipeline.schema import Column, Schema, TableId
+from ferry.model import types as T
+from ferry.model.events import AddColumn, CreateTable, DataChange, DropTable, RenameColumn, after
+from ferry.model.schema import Column, Schema, TableId
 from ferry.sinks.exceptions import SinkTerminalError
 from ferry.sinks.fluss.config import FlussSinkConfig
 from ferry.sinks.fluss.sink import FlussSink

@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from pypaimon.write.native_write import NativeTableWrite
 
-from ferry.pipeline.events import (
+from ferry.model.events import (
     FIRST,
     AddColumn,
     AlterColumnType,
@@ -22,8 +22,8 @@ from ferry.pipeline.events import (
     after,
     before,
 )
-from ferry.pipeline.schema import Column, Schema, TableId
-from ferry.pipeline.types import (
+from ferry.model.schema import Column, Schema, TableId
+from ferry.model.types import (
     ARRAY,
     BIGINT,
     BINARY,

@@ -10,9 +10,9 @@ from typing import Any
 
 import pytest
 
-from ferry.pipeline.events import AlterColumnType, DataChange, DropTable, TruncateTable
-from ferry.pipeline.schema import Column, Schema, TableId
-from ferry.pipeline.types import BIGINT, INT, STRING, VARCHAR
+from ferry.model.events import AlterColumnType, DataChange, DropTable, TruncateTable
+from ferry.model.schema import Column, Schema, TableId
+from ferry.model.types import BIGINT, INT, STRING, VARCHAR
 from ferry.sinks.exceptions import SinkTerminalError
 from ferry.sinks.iceberg.sink import IcebergSink
 from ferry.sinks.paimon.sink import PaimonSink

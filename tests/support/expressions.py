@@ -7,11 +7,11 @@ from collections.abc import Mapping
 from typing import Any
 from zoneinfo import ZoneInfo
 
+from ferry.model.schema import Column, Schema, TableId
+from ferry.model.types import parse
 from ferry.pipeline.compiled import Compiled, Session
 from ferry.pipeline.expressions import DIALECT, Compiler
 from ferry.pipeline.function_catalog import EXAMPLE_COLUMNS
-from ferry.pipeline.schema import Column, Schema, TableId
-from ferry.pipeline.types import parse
 from ferry.pipeline.udf import UserFunction
 
 #: The columns of :data:`ferry.pipeline.function_catalog.EXAMPLE_COLUMNS`, typed.

@@ -9,7 +9,7 @@ from collections.abc import Mapping
 
 from ferry.config.job import JobConfig, expand_schema_change_tags
 from ferry.exceptions import TerminalError
-from ferry.pipeline.events import SchemaChangeType
+from ferry.model.events import SchemaChangeType
 from ferry.pipeline.router import SchemaChangeBehavior
 from ferry.sinks.registry import SINKS
 

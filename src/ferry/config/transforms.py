@@ -18,9 +18,9 @@ from typing import Any, Literal, Self
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from ferry.config.exceptions import OptionError
+from ferry.model.table_patterns import TableSelector
 from ferry.options import ConfigModel
 from ferry.pipeline.function_catalog import BUILT_IN_NAMES
-from ferry.pipeline.table_patterns import TableSelector
 from ferry.pipeline.udf import UserFunction, UserFunctionError, load
 from ferry.pipeline.udf_source import declare
 
@@ -41,7 +41,7 @@ def _split_columns(value: str | None) -> tuple[str, ...]:
 
 class TransformConfig(ConfigModel):
     """Project, filter and re-key the tables ``source-table`` names (a table pattern:
-    ``mydb.orders``, ``mydb.\\.*``; :class:`~ferry.pipeline.table_patterns.TableSelector`)."""
+    ``mydb.orders``, ``mydb.\\.*``; :class:`~ferry.model.table_patterns.TableSelector`)."""
 
     source_table: str = Field(alias="source-table")
     projection: str | None = None

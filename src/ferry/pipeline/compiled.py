@@ -13,9 +13,9 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ferry.pipeline.events import Row
+from ferry.model.events import Row
+from ferry.model.types import DataType
 from ferry.pipeline.sqlvalues import ROW_ERRORS
-from ferry.pipeline.types import DataType
 
 Fn = Callable[[Row], Any]
 

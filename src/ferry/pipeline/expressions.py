@@ -12,7 +12,7 @@ in, NULL out, three-valued logic; a value an expression cannot take raises
 :class:`~ferry.pipeline.sqlvalues.ExpressionError`; one that cannot be compiled for the schema (a
 missing column, an operand of the wrong type) raises :class:`CompileError`.
 
-Types follow Flink's rules: integer arithmetic widens with :func:`~ferry.pipeline.types.widen`
+Types follow Flink's rules: integer arithmetic widens with :func:`~ferry.model.types.widen`
 (and an integer result that leaves its type's range is an error, not a wrap-around), DECIMAL
 arithmetic derives precision and scale as Flink does, string functions give ``STRING``,
 conditions ``BOOLEAN`` and a ``CAST`` its target.
@@ -30,12 +30,27 @@ from typing import Any
 
 from sqlglot import exp
 
+from ferry.model.events import Row
+from ferry.model.exceptions import SchemaError
+from ferry.model.schema import Column, Schema, TableId
+from ferry.model.types import (
+    BIGINT,
+    BOOLEAN,
+    CHARACTER,
+    DECIMAL,
+    DOUBLE,
+    INT,
+    INTEGERS,
+    MAX_DECIMAL_PRECISION,
+    STRING,
+    TIMESTAMPS,
+    DataType,
+    TypeRoot,
+    parse,
+)
 from ferry.pipeline import struct_functions, temporal_functions, text_functions, variant_functions
 from ferry.pipeline.compiled import Compiled, CompileError, Fn, RowKind, Session, binary, constant
-from ferry.pipeline.events import Row
-from ferry.pipeline.exceptions import SchemaError
 from ferry.pipeline.function_catalog import dialect_for
-from ferry.pipeline.schema import Column, Schema, TableId
 from ferry.pipeline.sqlvalues import (
     CONTEXT,
     INT_RANGE,
@@ -51,21 +66,6 @@ from ferry.pipeline.sqlvalues import (
     substring,
     to_text,
     to_timestamp,
-)
-from ferry.pipeline.types import (
-    BIGINT,
-    BOOLEAN,
-    CHARACTER,
-    DECIMAL,
-    DOUBLE,
-    INT,
-    INTEGERS,
-    MAX_DECIMAL_PRECISION,
-    STRING,
-    TIMESTAMPS,
-    DataType,
-    TypeRoot,
-    parse,
 )
 from ferry.pipeline.udf import UserFunction
 

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Protocol
 
-from ferry.pipeline.schema import TableId
-from ferry.pipeline.table_patterns import RoutePattern
+from ferry.model.schema import TableId
+from ferry.model.table_patterns import RoutePattern
 
 
 class RouteMode(StrEnum):

@@ -19,7 +19,7 @@ from typing import Any, TypeVar
 
 import orjson
 
-from ferry.pipeline.types import (
+from ferry.model.types import (
     BINARIES,
     CHARACTER,
     DECIMAL,

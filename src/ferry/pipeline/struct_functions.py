@@ -11,11 +11,11 @@ from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
+from ferry.model.events import Row
+from ferry.model.types import ARRAY, BOOLEAN, INT, MAP, ROW, STRING, DataType, Field, TypeRoot
 from ferry.pipeline import variant_functions
 from ferry.pipeline.compiled import Compiled, CompileError, call, constant_value
-from ferry.pipeline.events import Row
 from ferry.pipeline.sqlvalues import coercion, common_type
-from ferry.pipeline.types import ARRAY, BOOLEAN, INT, MAP, ROW, STRING, DataType, Field, TypeRoot
 
 if TYPE_CHECKING:
     from ferry.pipeline.expressions import Compiler

@@ -18,10 +18,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
-from ferry.pipeline.compiled import Compiled, CompileError, Session, call, constant_value
-from ferry.pipeline.datetime_patterns import ZONE_LETTERS, formatter, parser, time_zone
-from ferry.pipeline.sqlvalues import to_text, to_timestamp
-from ferry.pipeline.types import (
+from ferry.model.types import (
     BIGINT,
     CHARACTER,
     DATE,
@@ -34,6 +31,9 @@ from ferry.pipeline.types import (
     DataType,
     TypeRoot,
 )
+from ferry.pipeline.compiled import Compiled, CompileError, Session, call, constant_value
+from ferry.pipeline.datetime_patterns import ZONE_LETTERS, formatter, parser, time_zone
+from ferry.pipeline.sqlvalues import to_text, to_timestamp
 
 if TYPE_CHECKING:
     from ferry.pipeline.expressions import Compiler

@@ -17,9 +17,9 @@ from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
+from ferry.model.types import ARRAY, BINARIES, BOOLEAN, BYTES, INT, STRING, DataType
 from ferry.pipeline.compiled import Compiled, CompileError, call
 from ferry.pipeline.sqlvalues import to_text
-from ferry.pipeline.types import ARRAY, BINARIES, BOOLEAN, BYTES, INT, STRING, DataType
 
 if TYPE_CHECKING:
     from ferry.pipeline.expressions import Compiler

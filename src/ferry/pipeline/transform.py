@@ -1,7 +1,7 @@
 """Transforms: the projections and filters of a job's ``transform`` blocks (Flink CDC's).
 
 A transform applies to the source tables its ``source-table`` names (a table pattern,
-:class:`~ferry.pipeline.table_patterns.TableSelector`: ``mydb.orders``, ``mydb.\\.*``); the first
+:class:`~ferry.model.table_patterns.TableSelector`: ``mydb.orders``, ``mydb.\\.*``); the first
 transform that matches a table is the one it gets. Its
 ``projection`` (``*, UPPER(name) AS name_upper, price * qty AS total``) and ``filter``
 (``price > 10 AND region <> 'eu'``) are parsed once with sqlglot and compiled, once per table and
@@ -9,7 +9,7 @@ source schema, into Python closures: a row costs one call per output column and 
 
 The projected schema is what the router and the sink see. ``*`` expands to the source's columns,
 so a column added at the source flows through; a computed column gets the type its expression
-has (a ``CAST`` target, arithmetic widened with :func:`~ferry.pipeline.types.widen`, ``STRING`` for
+has (a ``CAST`` target, arithmetic widened with :func:`~ferry.model.types.widen`, ``STRING`` for
 string functions, ``BOOLEAN`` for conditions); ``primary-keys`` replaces the key. A schema change
 of a source table becomes the change of its projected schema; a change that removes a column an
 expression needs fails, naming the transform, the column and the table.
@@ -41,9 +41,8 @@ from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokenizer_core import TokenType
 
 from ferry.exceptions import TerminalError
-from ferry.pipeline.apply import apply_schema_change, diff_schemas
-from ferry.pipeline.compiled import CompileError, Fn, RowKind, Session
-from ferry.pipeline.events import (
+from ferry.model.apply import apply_schema_change, diff_schemas
+from ferry.model.events import (
     CreateTable,
     DataChange,
     Op,
@@ -52,6 +51,10 @@ from ferry.pipeline.events import (
     SchemaChange,
     TruncateTable,
 )
+from ferry.model.schema import Column, Schema, TableId
+from ferry.model.table_patterns import TableSelector
+from ferry.model.types import STRING
+from ferry.pipeline.compiled import CompileError, Fn, RowKind, Session
 from ferry.pipeline.expressions import (
     DIALECT,
     EVENT_TYPE_COLUMN,
@@ -61,11 +64,8 @@ from ferry.pipeline.expressions import (
     unsupported,
 )
 from ferry.pipeline.function_catalog import dialect_for
-from ferry.pipeline.schema import Column, Schema, TableId
 from ferry.pipeline.sqlvalues import ROW_ERRORS, ExpressionError
-from ferry.pipeline.table_patterns import TableSelector
 from ferry.pipeline.tracker import SchemaTracker
-from ferry.pipeline.types import STRING
 from ferry.pipeline.udf import UserFunction
 from ferry.sql import is_stateless
 from ferry.sql.exceptions import SqlError

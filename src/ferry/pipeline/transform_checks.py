@@ -12,10 +12,10 @@ from sqlglot import exp
 from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokenizer_core import Token, TokenType
 
+from ferry.model.schema import Schema, TableId
 from ferry.pipeline.compiled import Compiled, CompileError
 from ferry.pipeline.expressions import DIALECT, Compiler, unsupported
 from ferry.pipeline.function_catalog import FLINK_CDC_FUNCTIONS, dialect_for
-from ferry.pipeline.schema import Schema, TableId
 from ferry.pipeline.transform import TransformSpec, parse_filter, parse_projection, stateful_reason
 from ferry.pipeline.udf import UserFunction, UserFunctionError
 

@@ -27,10 +27,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from ferry.pipeline.compiled import Compiled, CompileError
-from ferry.pipeline.events import Row
-from ferry.pipeline.sqlvalues import NUMERIC, ExpressionError
-from ferry.pipeline.types import (
+from ferry.model.events import Row
+from ferry.model.types import (
     ARRAY,
     BIGINT,
     BINARIES,
@@ -49,6 +47,8 @@ from ferry.pipeline.types import (
     DataType,
     TypeRoot,
 )
+from ferry.pipeline.compiled import Compiled, CompileError
+from ferry.pipeline.sqlvalues import NUMERIC, ExpressionError
 
 if TYPE_CHECKING:
     from sqlglot import exp

@@ -1,11 +1,7 @@
-"""VARIANT values and the variant functions of transforms: ``PARSE_JSON``, ``TRY_PARSE_JSON`` and
+"""The variant functions of transforms: ``PARSE_JSON``, ``TRY_PARSE_JSON`` and
 subscripts of a variant (``v[1]``, ``v['key']``), with Flink CDC's semantics.
 
-A :class:`Variant` is a semi-structured value: JSON's null, booleans, numbers, strings, arrays and
-objects. It is a ``str`` holding its JSON text, compact and with object keys sorted (the order
-Flink's binary variant keeps them in), so that a sink storing VARIANT as a JSON string column
-writes it as it is; its parsed value is :attr:`Variant.value`. A variant holding JSON's ``null``
-is a value (the text ``null``), distinct from SQL's NULL (Python's None).
+The values are :class:`~ferry.model.variant.Variant` (a ``str`` holding its JSON text).
 
 Numbers are kept as Flink's variant keeps them: an integer in BIGINT's range as an int, another
 integer or a number with a fraction and no exponent as an exact decimal when it has at most 38
@@ -22,8 +18,9 @@ from typing import TYPE_CHECKING, Any
 
 from sqlglot import exp
 
+from ferry.model.types import CHARACTER, INTEGERS, VARIANT, TypeRoot
+from ferry.model.variant import Variant
 from ferry.pipeline.compiled import Compiled, CompileError, call, constant_value
-from ferry.pipeline.types import CHARACTER, INTEGERS, VARIANT, TypeRoot
 
 if TYPE_CHECKING:
     from collections.abc import Callable
@@ -36,53 +33,6 @@ _MAX_DIGITS = 38
 
 class VariantError(ValueError):
     """A string PARSE_JSON cannot read as one JSON document."""
-
-
-class Variant(str):
-    """A VARIANT value: its JSON text (a ``str``), and :attr:`value`, the parsed value (None for
-    JSON's null; dicts, lists, str, bool, int, :class:`~decimal.Decimal`, float)."""
-
-    value: Any
-
-    def __new__(cls, value: Any) -> Variant:
-        self = super().__new__(cls, _render(value))
-        self.value = value
-        return self
-
-    def __repr__(self) -> str:
-        return f"Variant({str.__repr__(self)})"
-
-    def __reduce__(self) -> tuple[Any, ...]:
-        return (Variant, (self.value,))
-
-    def is_array(self) -> bool:
-        return isinstance(self.value, list)
-
-    def is_object(self) -> bool:
-        return isinstance(self.value, dict)
-
-
-def _render(value: Any) -> str:
-    """The compact JSON text of a variant's value, object keys sorted. Written by hand: ``json``
-    writes a Decimal only through float, which would lose its digits."""
-    if value is None:
-        return "null"
-    if value is True:
-        return "true"
-    if value is False:
-        return "false"
-    if isinstance(value, str):
-        return json.dumps(value, ensure_ascii=False)
-    if isinstance(value, int | Decimal):
-        return str(value)
-    if isinstance(value, float):
-        return repr(value)
-    if isinstance(value, list):
-        return "[" + ",".join(_render(v) for v in value) + "]"
-    if isinstance(value, dict):
-        items = sorted(value.items())
-        return "{" + ",".join(json.dumps(k, ensure_ascii=False) + ":" + _render(v) for k, v in items) + "}"
-    raise TypeError(f"a variant cannot hold {type(value).__name__}")
 
 
 def _parse_int(text: str) -> int | Decimal | float:

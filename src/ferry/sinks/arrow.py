@@ -12,9 +12,9 @@ import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ferry.pipeline.events import DataChange, Row
-from ferry.pipeline.raw_values import RAW_TYPES, ColumnForm, RawForms, materialize_column
-from ferry.pipeline.schema import TableId
+from ferry.model.events import DataChange, Row
+from ferry.model.raw_values import RAW_TYPES, ColumnForm, RawForms, materialize_column
+from ferry.model.schema import TableId
 from ferry.sinks.base import RefusedRow, RefusedRows
 from ferry.sinks.exceptions import SinkRowError, SinkTerminalError
 
@@ -34,7 +34,7 @@ def rows_to_arrow(
     """The rows as an Arrow table of the sink table's schema; a value that does not fit its column,
     or a missing value of a NOT NULL column, is a terminal error naming the column.
 
-    ``raw``: columns whose values may be raw in some rows (see :mod:`ferry.pipeline.raw_values`),
+    ``raw``: columns whose values may be raw in some rows (see :mod:`ferry.model.raw_values`),
     each in its form; such a column is built from the raw values at once where its Arrow type
     holds them as they are (an epoch count as a timestamp or a date, a decimal's unscaled
     integer), and converted to Python values first otherwise, with the same result."""

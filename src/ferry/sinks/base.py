@@ -25,18 +25,18 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Protocol, runtime_checkable
 
+from ferry.model.events import DataChange, SchemaChange, SchemaChangeType
+from ferry.model.raw_values import RawForms
+from ferry.model.schema import Schema, TableId
+from ferry.model.types import DataType
 from ferry.offsets import Offsets
-from ferry.pipeline.events import DataChange, SchemaChange, SchemaChangeType
-from ferry.pipeline.raw_values import RawForms
-from ferry.pipeline.schema import Schema, TableId
-from ferry.pipeline.types import DataType
 
 
 class ChangeKind(StrEnum):
     """The kinds of schema change a sink's support is declared for: the rows of the schema-change
     matrix.
 
-    A kind is a :class:`~ferry.pipeline.events.SchemaChangeType`, by the same name, except for the
+    A kind is a :class:`~ferry.model.events.SchemaChangeType`, by the same name, except for the
     two types whose cases sinks support differently, each named as a case: an added column
     appended last or placed (FIRST, BEFORE, AFTER), and a column whose type changes or whose
     nullability alone is relaxed. ``add.column.default`` is an ability of an added column's: the
@@ -225,7 +225,7 @@ class AsyncSchemaChanges(Protocol):
 @runtime_checkable
 class RawValuesWriting(Protocol):
     """A sink that takes rows whose epoch and decimal columns are as the source wrote them (see
-    :mod:`ferry.pipeline.raw_values`) and converts them itself, a column at a time."""
+    :mod:`ferry.model.raw_values`) and converts them itself, a column at a time."""
 
     def write_raw(
         self, table_id: TableId, schema: Schema, changes: Sequence[DataChange], forms: RawForms
@@ -238,7 +238,7 @@ class RawValuesWriting(Protocol):
 @runtime_checkable
 class PartialRowsWriting(Protocol):
     """A sink that writes partial rows exactly: an update whose new row lacks some values
-    (:data:`~ferry.pipeline.unavailable.UNAVAILABLE`: an unchanged TOASTed value Debezium did not
+    (:data:`~ferry.model.unavailable.UNAVAILABLE`: an unchanged TOASTed value Debezium did not
     get) keeps, in those columns, the values the sink's table holds. Without it, such a row goes
     to the dead-letter destination."""
 

@@ -9,7 +9,7 @@ from ferry import install_hint
 from ferry.exceptions import FerryError, TerminalError, TransientError
 
 if TYPE_CHECKING:
-    from ferry.pipeline.schema import Schema, TableId
+    from ferry.model.schema import Schema, TableId
 
 
 class SinkError(FerryError):

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 from enum import StrEnum
 
-from ferry.pipeline import events as E
-from ferry.pipeline import types as t
+from ferry.model import events as E
+from ferry.model import types as t
+from ferry.model.schema import Column, Schema, TableId
 from ferry.pipeline.router import Action, SchemaChangeBehavior, SchemaChangeRouter
-from ferry.pipeline.schema import Column, Schema, TableId
 from ferry.sinks.base import ChangeKind as K
 from ferry.sinks.base import Support
 from ferry.sinks.memory import MemorySink

@@ -12,11 +12,9 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from ferry.offsets import Offsets
-from ferry.options import SinkConfigBase
-from ferry.pipeline.apply import apply_schema_change
-from ferry.pipeline.defaults import default_value
-from ferry.pipeline.events import (
+from ferry.model.apply import apply_schema_change
+from ferry.model.defaults import default_value
+from ferry.model.events import (
     AddColumn,
     DataChange,
     DropColumn,
@@ -26,11 +24,13 @@ from ferry.pipeline.events import (
     SchemaChange,
     TruncateTable,
 )
-from ferry.pipeline.raw_values import RawForms
+from ferry.model.raw_values import RawForms
+from ferry.model.schema import Schema, TableId
+from ferry.model.types import DataType
+from ferry.model.unavailable import fill, unavailable_reason
+from ferry.offsets import Offsets
+from ferry.options import SinkConfigBase
 from ferry.pipeline.router import change_kind
-from ferry.pipeline.schema import Schema, TableId
-from ferry.pipeline.types import DataType
-from ferry.pipeline.unavailable import fill, unavailable_reason
 from ferry.sinks.base import ChangeKind, Sink, SinkCapabilities, Support
 from ferry.sinks.declaration import SinkDeclaration
 from ferry.sinks.exceptions import SinkTerminalError, SinkTransientError
@@ -282,7 +282,7 @@ class NullSink(Sink):
     def write_raw(
         self, table_id: TableId, schema: Schema, changes: Sequence[DataChange], forms: RawForms
     ) -> None:
-        """Rows with raw columns (:mod:`ferry.pipeline.raw_values`): discarded unconverted."""
+        """Rows with raw columns (:mod:`ferry.model.raw_values`): discarded unconverted."""
         self.rows_written += len(changes)
 
     def complete_rows(

@@ -5,8 +5,8 @@ from __future__ import annotations
 from collections.abc import Hashable, Sequence
 from operator import itemgetter
 
-from ferry.pipeline.events import DataChange, Op, Row
-from ferry.pipeline.unavailable import fill, unavailable_reason
+from ferry.model.events import DataChange, Op, Row
+from ferry.model.unavailable import fill, unavailable_reason
 from ferry.sinks.exceptions import SinkTerminalError
 
 

@@ -27,12 +27,12 @@ from operator import itemgetter
 from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
+from ferry.model.apply import is_applied
+from ferry.model.events import CreateTable, DataChange, DropTable, Op, Row, SchemaChange, TruncateTable
+from ferry.model.raw_values import ColumnForm, RawForms, materialize_column, same_form
+from ferry.model.schema import Schema, TableId
+from ferry.model.unavailable import fill, unavailable_reason
 from ferry.offsets import Offsets, decode_offsets, encode_offsets
-from ferry.pipeline.apply import is_applied
-from ferry.pipeline.events import CreateTable, DataChange, DropTable, Op, Row, SchemaChange, TruncateTable
-from ferry.pipeline.raw_values import ColumnForm, RawForms, materialize_column, same_form
-from ferry.pipeline.schema import Schema, TableId
-from ferry.pipeline.unavailable import fill, unavailable_reason
 from ferry.retry import Operation, RetryPolicy
 from ferry.sinks.base import RefusedRows, Sink
 from ferry.sinks.exceptions import SinkError, SinkTerminalError, SinkTransientError
@@ -236,7 +236,7 @@ class TableFormatSink(Sink):
         self, table_id: TableId, schema: Schema, changes: Sequence[DataChange], forms: RawForms
     ) -> None:
         """:meth:`write`, with columns whose values are raw in some rows (see
-        :mod:`ferry.pipeline.raw_values`): converted when the table builds its Arrow data
+        :mod:`ferry.model.raw_values`): converted when the table builds its Arrow data
         (:meth:`raw_forms`), but for key columns (rows are matched by them) and a column whose
         form differs from that of the rows buffered before, converted here."""
         keys = set(schema.primary_keys)

@@ -9,9 +9,9 @@ from typing import Any
 
 import pytest
 
-from ferry.pipeline import types as T
+from ferry.model import types as T
+from ferry.model.schema import Column, Schema, TableId
 from ferry.pipeline.expressions import CompileError, Compiler
-from ferry.pipeline.schema import Column, Schema, TableId
 from ferry.pipeline.sqlvalues import ExpressionError
 from ferry.pipeline.transform import parse_filter, parse_projection
 

@@ -11,8 +11,8 @@ import pytest
 
 from ferry.config import ConfigError, load_job_text
 from ferry.config.job import TransformConfig
-from ferry.pipeline import types as T
-from ferry.pipeline.events import (
+from ferry.model import types as T
+from ferry.model.events import (
     LAST,
     AddColumn,
     AlterColumnType,
@@ -27,7 +27,7 @@ from ferry.pipeline.events import (
     TruncateTable,
     after,
 )
-from ferry.pipeline.schema import Column, Schema, TableId
+from ferry.model.schema import Column, Schema, TableId
 from ferry.pipeline.transform import TableTransforms, TransformError, stateful_reason, unsupported_reason
 from ferry.worker import UnsupportedOptionError, check_supported
 

@@ -9,7 +9,7 @@ import textwrap
 import pytest
 
 from ferry.config import load_job_text
-from ferry.pipeline.events import (
+from ferry.model.events import (
     FIRST,
     AddColumn,
     AlterColumnComment,
@@ -17,8 +17,8 @@ from ferry.pipeline.events import (
     DropColumn,
     RenameColumn,
 )
-from ferry.pipeline.schema import Column, Schema, TableId
-from ferry.pipeline.types import (
+from ferry.model.schema import Column, Schema, TableId
+from ferry.model.types import (
     ARRAY,
     BIGINT,
     BINARY,

@@ -8,8 +8,8 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ferry.pipeline.events import DataChange, Op
-from ferry.pipeline.schema import TableId
+from ferry.model.events import DataChange, Op
+from ferry.model.schema import TableId
 from ferry.sinks.exceptions import SinkTerminalError
 from ferry.sinks.rows import collapse, last_changes
 

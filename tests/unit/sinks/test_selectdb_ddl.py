@@ -10,9 +10,9 @@ documented syntax:
 
 from __future__ import annotations
 
-from ferry.pipeline.events import FIRST, after
-from ferry.pipeline.schema import Column, Schema
-from ferry.pipeline.types import BIGINT, BOOLEAN, CHAR, DECIMAL, INT, STRING, TIMESTAMP, VARCHAR
+from ferry.model.events import FIRST, after
+from ferry.model.schema import Column, Schema
+from ferry.model.types import BIGINT, BOOLEAN, CHAR, DECIMAL, INT, STRING, TIMESTAMP, VARCHAR
 from ferry.sinks.selectdb.dialect import DorisSqlDialect, SelectDbDialect
 from ferry.sinks.sql.dialect import SqlTable
 

@@ -9,9 +9,9 @@ from __future__ import annotations
 
 import pytest
 
-from ferry.pipeline import types as T
-from ferry.pipeline.events import FIRST, after
-from ferry.pipeline.schema import Column, Schema
+from ferry.model import types as T
+from ferry.model.events import FIRST, after
+from ferry.model.schema import Column, Schema
 from ferry.sinks.exceptions import SinkTerminalError
 from ferry.sinks.hologres.config import HologresSinkConfig
 from ferry.sinks.hologres.dialect import HologresDialect

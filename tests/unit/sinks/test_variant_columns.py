@@ -8,8 +8,8 @@ import pytest
 from pyiceberg.types import StringType
 from pypaimon.schema.data_types import ArrayType, AtomicType
 
-from ferry.pipeline import types as T
-from ferry.pipeline.schema import Column, Schema
+from ferry.model import types as T
+from ferry.model.schema import Column, Schema
 from ferry.pipeline.variant_functions import parse_json
 from ferry.sinks.fluss.types import sink_type as fluss_type
 from ferry.sinks.fluss.types import to_arrow_type as fluss_arrow

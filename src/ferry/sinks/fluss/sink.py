@@ -30,10 +30,10 @@ from typing import Any, TypeVar
 
 import fluss
 
+from ferry.model.events import AddColumn, CreateTable, DataChange, DropTable, Op, Row, SchemaChange
+from ferry.model.schema import Column, Schema, TableId
+from ferry.model.types import DataType, can_widen
 from ferry.offsets import Offsets
-from ferry.pipeline.events import AddColumn, CreateTable, DataChange, DropTable, Op, Row, SchemaChange
-from ferry.pipeline.schema import Column, Schema, TableId
-from ferry.pipeline.types import DataType, can_widen
 from ferry.sinks.base import Sink, SinkCapabilities
 from ferry.sinks.exceptions import SinkError, SinkTerminalError, SinkTransientError, incompatible_table
 from ferry.sinks.fluss import FLUSS, alter

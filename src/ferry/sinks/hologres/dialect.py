@@ -24,7 +24,7 @@ from sqlalchemy import null
 from sqlalchemy.dialects import postgresql as pg
 from sqlalchemy.types import TypeEngine
 
-from ferry.pipeline.types import DataType, TypeRoot
+from ferry.model.types import DataType, TypeRoot
 from ferry.sinks.sql import ddl
 from ferry.sinks.sql.dialect import SqlDialect, SqlTable
 

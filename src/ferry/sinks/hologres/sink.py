@@ -15,11 +15,11 @@ from collections.abc import Sequence
 
 import psycopg
 
-from ferry.pipeline import types as ft
-from ferry.pipeline.events import DataChange
-from ferry.pipeline.schema import Schema, TableId
-from ferry.pipeline.types import DataType, TypeRoot
-from ferry.pipeline.unavailable import unavailable_reason
+from ferry.model import types as ft
+from ferry.model.events import DataChange
+from ferry.model.schema import Schema, TableId
+from ferry.model.types import DataType, TypeRoot
+from ferry.model.unavailable import unavailable_reason
 from ferry.sinks.base import SinkCapabilities
 from ferry.sinks.hologres import HOLOGRES
 from ferry.sinks.hologres.config import HologresSinkConfig, MutateType

@@ -78,12 +78,12 @@ from pyiceberg.transforms import (
     YearTransform,
 )
 
+from ferry.model import events as E
+from ferry.model.defaults import default_value
+from ferry.model.events import ColumnPositionKind, DataChange, Op, Row, SchemaChange
+from ferry.model.schema import Column, Schema, TableId
+from ferry.model.types import DataType
 from ferry.offsets import Offsets
-from ferry.pipeline import events as E
-from ferry.pipeline.defaults import default_value
-from ferry.pipeline.events import ColumnPositionKind, DataChange, Op, Row, SchemaChange
-from ferry.pipeline.schema import Column, Schema, TableId
-from ferry.pipeline.types import DataType
 from ferry.retry import Operation, RetryPolicy
 from ferry.sinks.arrow import rows_to_arrow_setting_aside
 from ferry.sinks.base import SinkCapabilities

@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ferry.pipeline.schema import Column, Schema
-from ferry.pipeline.types import DataType
+from ferry.model.schema import Column, Schema
+from ferry.model.types import DataType
 from ferry.sinks.exceptions import SinkTerminalError
 from ferry.sinks.maxcompute.types import quote, type_name
 from ferry.sinks.sql.dialect import SqlTable

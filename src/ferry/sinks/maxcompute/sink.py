@@ -40,11 +40,11 @@ from odps import errors as odps_errors
 from odps.tunnel import CompressOption, TableTunnel
 from odps.tunnel.tabletunnel import TableUpsertSession
 
+from ferry.model import events as E
+from ferry.model.events import DataChange, Op, Row, SchemaChange
+from ferry.model.schema import Column, Schema, TableId
+from ferry.model.types import DataType
 from ferry.offsets import Offsets
-from ferry.pipeline import events as E
-from ferry.pipeline.events import DataChange, Op, Row, SchemaChange
-from ferry.pipeline.schema import Column, Schema, TableId
-from ferry.pipeline.types import DataType
 from ferry.sinks.base import Sink, SinkCapabilities
 from ferry.sinks.exceptions import SinkError, SinkTerminalError, SinkTransientError, incompatible_table
 from ferry.sinks.maxcompute import MAXCOMPUTE

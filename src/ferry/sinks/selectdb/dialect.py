@@ -20,7 +20,7 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.compiler import DDLCompiler
 from sqlalchemy.types import Text, TypeEngine
 
-from ferry.pipeline.types import DataType, TypeRoot
+from ferry.model.types import DataType, TypeRoot
 from ferry.sinks.exceptions import SinkTerminalError
 from ferry.sinks.sql import ddl
 from ferry.sinks.starrocks.dialect import (

@@ -16,9 +16,9 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from ferry.pipeline.events import DataChange
-from ferry.pipeline.schema import Schema, TableId
-from ferry.pipeline.types import TypeRoot
+from ferry.model.events import DataChange
+from ferry.model.schema import Schema, TableId
+from ferry.model.types import TypeRoot
 from ferry.sinks.base import SinkCapabilities
 from ferry.sinks.selectdb import SELECTDB
 from ferry.sinks.selectdb.config import SelectDbSinkConfig

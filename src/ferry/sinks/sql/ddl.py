@@ -25,7 +25,7 @@ from sqlalchemy.sql.ddl import ExecutableDDLElement
 from sqlalchemy.sql.expression import ClauseElement
 from sqlalchemy.types import String
 
-from ferry.pipeline.events import ColumnPosition, ColumnPositionKind
+from ferry.model.events import ColumnPosition, ColumnPositionKind
 from ferry.sinks.exceptions import SinkTerminalError
 
 

@@ -48,11 +48,11 @@ from sqlalchemy.sql.compiler import IdentifierPreparer
 from sqlalchemy.sql.expression import ClauseElement
 from sqlalchemy.types import CHAR, NUMERIC, VARCHAR, String, TypeEngine
 
-from ferry.pipeline import types as ft
-from ferry.pipeline.defaults import default_text, default_value
-from ferry.pipeline.events import ColumnPosition
-from ferry.pipeline.schema import Column, Schema
-from ferry.pipeline.types import DataType, TypeRoot
+from ferry.model import types as ft
+from ferry.model.defaults import default_text, default_value
+from ferry.model.events import ColumnPosition
+from ferry.model.schema import Column, Schema
+from ferry.model.types import DataType, TypeRoot
 from ferry.sinks.exceptions import SinkTerminalError
 from ferry.sinks.sql import ddl
 

@@ -28,13 +28,13 @@ from contextlib import contextmanager
 from dataclasses import replace
 from typing import Any, Protocol
 
+from ferry.model import events as E
+from ferry.model.apply import is_applied
+from ferry.model.events import DataChange, Op, Row, SchemaChange
+from ferry.model.schema import Column, Schema, TableId
+from ferry.model.types import DataType, TypeRoot
+from ferry.model.unavailable import UNAVAILABLE, is_partial, unavailable_reason
 from ferry.offsets import Offsets
-from ferry.pipeline import events as E
-from ferry.pipeline.apply import is_applied
-from ferry.pipeline.events import DataChange, Op, Row, SchemaChange
-from ferry.pipeline.schema import Column, Schema, TableId
-from ferry.pipeline.types import DataType, TypeRoot
-from ferry.pipeline.unavailable import UNAVAILABLE, is_partial, unavailable_reason
 from ferry.sinks.base import RefusedRow, RefusedRows, Sink
 from ferry.sinks.exceptions import (
     SinkError,

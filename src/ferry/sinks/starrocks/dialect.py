@@ -37,9 +37,9 @@ from sqlalchemy.sql.compiler import DDLCompiler, SQLCompiler
 from sqlalchemy.sql.expression import ClauseElement, ColumnElement
 from sqlalchemy.types import TypeEngine
 
-from ferry.pipeline import types as ft
-from ferry.pipeline.schema import Schema
-from ferry.pipeline.types import DataType, TypeRoot
+from ferry.model import types as ft
+from ferry.model.schema import Schema
+from ferry.model.types import DataType, TypeRoot
 from ferry.sinks.exceptions import MissingExtraError, SinkTerminalError
 from ferry.sinks.sql import ddl
 from ferry.sinks.sql.dialect import CatalogColumn, SqlDialect, SqlTable

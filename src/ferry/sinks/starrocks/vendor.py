@@ -23,7 +23,7 @@ from starrocks.dialect import (
     StarRocksTypeCompiler,
 )
 
-from ferry.pipeline.types import DataType, TypeRoot
+from ferry.model.types import DataType, TypeRoot
 from ferry.sinks.sql import ddl
 
 #: StarRocks types without parameters.

@@ -11,10 +11,10 @@ from __future__ import annotations
 from dataclasses import replace
 from functools import singledispatch
 
-from ferry.pipeline import events as E
-from ferry.pipeline.events import ColumnPositionKind, SchemaChange
-from ferry.pipeline.exceptions import SchemaError
-from ferry.pipeline.schema import Column, Schema, TableId
+from ferry.model import events as E
+from ferry.model.events import ColumnPositionKind, SchemaChange
+from ferry.model.exceptions import SchemaError
+from ferry.model.schema import Column, Schema, TableId
 
 
 def apply_schema_change(schema: Schema | None, change: SchemaChange) -> Schema | None:

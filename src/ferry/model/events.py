@@ -13,9 +13,9 @@ from dataclasses import dataclass, fields
 from enum import StrEnum
 from typing import Any, ClassVar, NamedTuple, get_args
 
-from ferry.pipeline.raw_values import RawValues
-from ferry.pipeline.schema import Column, Schema, TableId, schema_from_dict, schema_to_dict
-from ferry.pipeline.types import DataType, parse
+from ferry.model.raw_values import RawValues
+from ferry.model.schema import Column, Schema, TableId, schema_from_dict, schema_to_dict
+from ferry.model.types import DataType, parse
 
 Row = dict[str, Any]
 
@@ -322,5 +322,5 @@ class Tombstone:
     key: bytes | None
 
 
-#: Everything a decoder gives (RawValues: see :mod:`ferry.pipeline.raw_values`).
+#: Everything a decoder gives (RawValues: see :mod:`ferry.model.raw_values`).
 Event = DataChange | BadRecord | SchemaObserved | SchemaHint | Tombstone | RawValues

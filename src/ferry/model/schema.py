@@ -6,8 +6,8 @@ from collections.abc import Iterable, Iterator
 from dataclasses import dataclass, field, replace
 from typing import NamedTuple
 
-from ferry.pipeline.exceptions import SchemaError
-from ferry.pipeline.types import DataType, parse, widen
+from ferry.model.exceptions import SchemaError
+from ferry.model.types import DataType, parse, widen
 
 
 class TableId(NamedTuple):

@@ -12,9 +12,9 @@ from hypothesis import strategies as st
 from ferry.config.exceptions import ConfigError
 from ferry.config.loader import load_job_text, read_job_text
 from ferry.config.transforms import TransformConfig
+from ferry.model.schema import TableId
+from ferry.model.table_patterns import RoutePattern, TablePatternError, TableSelector, route_regex
 from ferry.pipeline.route import Route, RouteMode, TableRouter, unmatched_rules
-from ferry.pipeline.schema import TableId
-from ferry.pipeline.table_patterns import RoutePattern, TablePatternError, TableSelector, route_regex
 from ferry.pipeline.transform import TableTransforms
 
 

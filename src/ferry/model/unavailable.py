@@ -21,8 +21,8 @@ import uuid
 from collections.abc import Iterable, Mapping
 from typing import Any, Final
 
-from ferry.pipeline.events import DataChange, Row
-from ferry.pipeline.types import DataType, TypeRoot
+from ferry.model.events import DataChange, Row
+from ferry.model.types import DataType, TypeRoot
 
 #: Debezium's default ``unavailable.value.placeholder``.
 DEFAULT_PLACEHOLDER = "__debezium_unavailable_value"

@@ -21,7 +21,7 @@ from collections.abc import Callable, Collection, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from typing import Any, NamedTuple, Protocol
 
-from ferry.pipeline.schema import TableId
+from ferry.model.schema import TableId
 
 Row = dict[str, Any]
 

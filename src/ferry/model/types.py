@@ -15,7 +15,7 @@ import re
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
-from ferry.pipeline.exceptions import TypeWideningError
+from ferry.model.exceptions import TypeWideningError
 
 
 class TypeRoot(StrEnum):
@@ -41,7 +41,7 @@ class TypeRoot(StrEnum):
     ARRAY = "ARRAY"
     MAP = "MAP"
     ROW = "ROW"
-    #: Semi-structured: JSON's values (see :mod:`ferry.pipeline.variant_functions`).
+    #: Semi-structured: JSON's values (see :mod:`ferry.model.variant`).
     VARIANT = "VARIANT"
 
 

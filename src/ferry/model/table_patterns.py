@@ -28,7 +28,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from ferry.pipeline.schema import TableId
+from ferry.model.schema import TableId
 
 
 class TablePatternError(ValueError):

@@ -2,7 +2,7 @@
 
 A source fills every existing row of a column added with ``DEFAULT <literal>`` without writing a
 row event, so the sink must show that value in the rows it holds, and in the rows read before the
-change that reach it after. :attr:`Column.default <ferry.pipeline.schema.Column.default>` keeps
+change that reach it after. :attr:`Column.default <ferry.model.schema.Column.default>` keeps
 that value as text in one form per type (:func:`default_text`): what a decoder found, converted
 like a value of the column, and read back with :func:`default_value`. It is the column's *initial*
 default: a default changed later (``ALTER COLUMN ... SET DEFAULT``) concerns only rows inserted
@@ -23,8 +23,8 @@ import datetime as dt
 import decimal
 from typing import Any
 
-from ferry.pipeline.schema import Column
-from ferry.pipeline.types import BINARIES, CHARACTER, FLOATS, INTEGERS, DataType, TypeRoot
+from ferry.model.schema import Column
+from ferry.model.types import BINARIES, CHARACTER, FLOATS, INTEGERS, DataType, TypeRoot
 
 _EPOCH = dt.datetime(1970, 1, 1)
 _TRUE = frozenset({"true", "1", "t", "y", "yes", "on", "b'1'"})

@@ -1,10 +1,10 @@
 import pytest
 
-from ferry.pipeline import events as E
-from ferry.pipeline import types as T
-from ferry.pipeline.apply import _apply, apply_schema_change, is_applied
-from ferry.pipeline.exceptions import SchemaError
-from ferry.pipeline.schema import Column, Schema, TableId
+from ferry.model import events as E
+from ferry.model import types as T
+from ferry.model.apply import _apply, apply_schema_change, is_applied
+from ferry.model.exceptions import SchemaError
+from ferry.model.schema import Column, Schema, TableId
 
 TID = TableId.parse("db.orders")
 BASE = Schema.of(

@@ -1,7 +1,7 @@
 import pytest
 
-from ferry.pipeline import types as T
-from ferry.pipeline.exceptions import TypeWideningError
+from ferry.model import types as T
+from ferry.model.exceptions import TypeWideningError
 
 
 @pytest.mark.parametrize(
