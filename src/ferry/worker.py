@@ -59,7 +59,7 @@ from ferry.state import StateStore
 from ferry.state.store import open_error
 
 if TYPE_CHECKING:
-    from ferry.pipeline.transform import TableTransforms
+    from ferry.transform.blocks import TableTransforms
 
 log = logging.getLogger(__name__)
 
@@ -166,8 +166,8 @@ def _transforms(job: JobConfig) -> TableTransforms | None:
     """The runner's transform step, or None without transforms (sqlglot is then not loaded)."""
     if not job.transform:
         return None
-    from ferry.pipeline.compiled import Session  # noqa: PLC0415
-    from ferry.pipeline.transform import TableTransforms  # noqa: PLC0415
+    from ferry.transform.blocks import TableTransforms  # noqa: PLC0415
+    from ferry.transform.compiled import Session  # noqa: PLC0415
 
     session = Session(job.pipeline.time_zone, decimal_precision=job.pipeline.decimal_precision)
     return TableTransforms(job.transform, session=session, functions=job.user_functions())

@@ -21,9 +21,9 @@ from ferry.pipeline.route import TableRouter
 from ferry.pipeline.router import SchemaChangeRouter
 from ferry.pipeline.runner import PipelineRunner
 from ferry.pipeline.settings import RunnerSettings
-from ferry.pipeline.transform import TableTransforms, TransformError
 from ferry.sinks.memory import MemorySink
 from ferry.state import StateStore
+from ferry.transform.blocks import TableTransforms, TransformError
 from tests.integration.helpers import job_yaml, read_all, run_ferry
 
 pytestmark = pytest.mark.integration

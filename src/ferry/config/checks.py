@@ -49,7 +49,7 @@ def behavior_refusal(sink_type: str, behavior: SchemaChangeBehavior) -> str | No
 def check_supported(job: JobConfig) -> None:
     """Refuse, before anything starts, what the job asks for and ferry would otherwise ignore."""
     if job.transform:
-        from ferry.pipeline.transform import stateful_problem, unsupported_problem  # noqa: PLC0415
+        from ferry.transform.blocks import stateful_problem, unsupported_problem  # noqa: PLC0415
 
         stateful = stateful_problem(job)
         if stateful is not None:

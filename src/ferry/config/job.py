@@ -45,12 +45,12 @@ from ferry.model.schema import TableId
 from ferry.model.table_patterns import RoutePattern, TablePatternError
 from ferry.model.unavailable import DEFAULT_PLACEHOLDER
 from ferry.options import ConfigModel, Duration, fold_prefixed
-from ferry.pipeline.datetime_patterns import zone_id
 from ferry.pipeline.route import RouteMode, UnroutedTables
 from ferry.pipeline.router import SchemaChangeBehavior
-from ferry.pipeline.udf import UserFunction
 from ferry.retry import RestartStrategyConfig, fold_restart_strategy
 from ferry.sinks.registry import SINKS, SinkConfig
+from ferry.transform.datetime_patterns import zone_id
+from ferry.transform.udf import UserFunction
 
 # --------------------------------------------------------------------------------------------------
 # Schema-change names

@@ -154,7 +154,7 @@ class TableSelection:
 
 class UnmatchedTransforms(Protocol):
     """What :func:`unmatched_rules` asks of a job's transforms
-    (:class:`~ferry.pipeline.transform.TableTransforms`)."""
+    (:class:`~ferry.transform.blocks.TableTransforms`)."""
 
     def unmatched_labels(self) -> list[str]: ...
 

@@ -54,7 +54,7 @@ from ferry.pipeline.truncates import OrderOf, TruncateOrder
 from ferry.sinks.base import Sink
 
 if TYPE_CHECKING:
-    from ferry.pipeline.transform import TableTransforms
+    from ferry.transform.blocks import TableTransforms
 
 log = logging.getLogger(__name__)
 

@@ -24,7 +24,7 @@ from ferry.pipeline.schema_operator import SchemaOperator
 from ferry.sinks.base import PartialRowsWriting, RawValuesWriting, Sink
 
 if TYPE_CHECKING:
-    from ferry.pipeline.transform import TableTransforms
+    from ferry.transform.blocks import TableTransforms
 
 #: The types of the columns a source may leave without a value (see :mod:`ferry.model.unavailable`).
 _PARTIAL_TYPES = frozenset(

@@ -15,7 +15,7 @@ from ferry.config.transforms import TransformConfig
 from ferry.model.schema import TableId
 from ferry.model.table_patterns import RoutePattern, TablePatternError, TableSelector, route_regex
 from ferry.pipeline.route import Route, RouteMode, TableRouter, unmatched_rules
-from ferry.pipeline.transform import TableTransforms
+from ferry.transform.blocks import TableTransforms
 
 
 def tid(text: str) -> TableId:

@@ -12,7 +12,7 @@ from ferry.config.job import TransformConfig
 from ferry.model.events import DataChange, Op
 from ferry.model.schema import Column, Schema, TableId
 from ferry.model.types import INT, STRING
-from ferry.pipeline.transform import TableTransforms
+from ferry.transform.blocks import TableTransforms
 
 TABLE = TableId.parse("db.orders")
 SOURCE = Schema((Column("id", INT().not_null()), Column("int_", INT())), ("id",))

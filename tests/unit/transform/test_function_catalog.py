@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from tests.support.expressions import compiled
 
-from ferry.pipeline.function_catalog import FLINK_CDC_FUNCTIONS, FLINK_SQL_EXTRAS, Function, markdown
+from ferry.transform.function_catalog import FLINK_CDC_FUNCTIONS, FLINK_SQL_EXTRAS, Function, markdown
 
 README = Path(__file__).resolve().parents[3] / "README.md"
 CLAIMED = [f for f in (*FLINK_CDC_FUNCTIONS, *FLINK_SQL_EXTRAS) if f.example is not None]
@@ -42,4 +42,4 @@ def test_the_readme_lists_the_functions_with_their_status() -> None:
         r"<!-- transform-functions:start -->\n(.*?)<!-- transform-functions:end -->", README.read_text(), re.S
     )
     assert match, "README lacks the transform-functions markers"
-    assert match.group(1) == markdown(), "run: python -m ferry.pipeline.function_catalog --write-readme"
+    assert match.group(1) == markdown(), "run: python -m ferry.transform.function_catalog --write-readme"

@@ -13,7 +13,7 @@ from ferry.config.loader import load_job_text
 from ferry.model import types as T
 from ferry.model.events import DataChange, Op, SourcePosition
 from ferry.model.schema import Column, Schema, TableId
-from ferry.pipeline.transform import TableTransforms, unsupported_reason
+from ferry.transform.blocks import TableTransforms, unsupported_reason
 
 ORDERS = TableId.parse("shop.orders")
 SCHEMA = Schema.of(

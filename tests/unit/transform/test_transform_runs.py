@@ -15,14 +15,14 @@ from ferry.local import debezium as dbz
 from ferry.model.events import DataChange, Op
 from ferry.model.schema import Column, Schema, TableId
 from ferry.model.types import INT, STRING, TIMESTAMP_LTZ
-from ferry.pipeline.compiled import Session
 from ferry.pipeline.route import TableRouter
 from ferry.pipeline.router import SchemaChangeRouter
 from ferry.pipeline.runner import PipelineRunner
 from ferry.pipeline.settings import RunnerSettings
-from ferry.pipeline.transform import TableTransforms
 from ferry.sinks.memory import MemorySink
 from ferry.state import StateStore
+from ferry.transform.blocks import TableTransforms
+from ferry.transform.compiled import Session
 
 JOB = r"""
 source:

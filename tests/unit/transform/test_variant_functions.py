@@ -16,9 +16,9 @@ from tests.support.expressions import compiled, value
 
 from ferry.model.types import STRING, VARIANT, TypeWideningError, parse, render, widen
 from ferry.model.variant import Variant
-from ferry.pipeline.compiled import CompileError
-from ferry.pipeline.sqlvalues import ROW_ERRORS
-from ferry.pipeline.variant_functions import VariantError, parse_json, try_parse_json
+from ferry.transform.compiled import CompileError
+from ferry.transform.sqlvalues import ROW_ERRORS
+from ferry.transform.variant_functions import VariantError, parse_json, try_parse_json
 
 JSON = st.recursive(
     st.none()

@@ -11,9 +11,9 @@ import pytest
 
 from ferry.model import types as T
 from ferry.model.schema import Column, Schema, TableId
-from ferry.pipeline.expressions import CompileError, Compiler
-from ferry.pipeline.sqlvalues import ExpressionError
-from ferry.pipeline.transform import parse_filter, parse_projection
+from ferry.transform.blocks import parse_filter, parse_projection
+from ferry.transform.expressions import CompileError, Compiler
+from ferry.transform.sqlvalues import ExpressionError
 
 TID = TableId.parse("shop.orders")
 SCHEMA = Schema.of(

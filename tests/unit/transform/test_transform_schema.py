@@ -28,7 +28,7 @@ from ferry.model.events import (
     after,
 )
 from ferry.model.schema import Column, Schema, TableId
-from ferry.pipeline.transform import TableTransforms, TransformError, stateful_reason, unsupported_reason
+from ferry.transform.blocks import TableTransforms, TransformError, stateful_reason, unsupported_reason
 from ferry.worker import UnsupportedOptionError, check_supported
 
 ORDERS = TableId.parse("shop.orders")

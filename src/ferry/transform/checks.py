@@ -13,11 +13,11 @@ from sqlglot.errors import ParseError, TokenError
 from sqlglot.tokenizer_core import Token, TokenType
 
 from ferry.model.schema import Schema, TableId
-from ferry.pipeline.compiled import Compiled, CompileError
-from ferry.pipeline.expressions import DIALECT, Compiler, unsupported
-from ferry.pipeline.function_catalog import FLINK_CDC_FUNCTIONS, dialect_for
-from ferry.pipeline.transform import TransformSpec, parse_filter, parse_projection, stateful_reason
-from ferry.pipeline.udf import UserFunction, UserFunctionError
+from ferry.transform.blocks import TransformSpec, parse_filter, parse_projection, stateful_reason
+from ferry.transform.compiled import Compiled, CompileError
+from ferry.transform.expressions import DIALECT, Compiler, unsupported
+from ferry.transform.function_catalog import FLINK_CDC_FUNCTIONS, dialect_for
+from ferry.transform.udf import UserFunction, UserFunctionError
 
 #: Why a documented function is not evaluated, by the name a job calls it by.
 _WHY = {f.syntax.split("(")[0].strip().upper(): f.why for f in FLINK_CDC_FUNCTIONS if f.example is None}

@@ -18,11 +18,11 @@ from typing import TYPE_CHECKING, Any
 from sqlglot import exp
 
 from ferry.model.types import ARRAY, BINARIES, BOOLEAN, BYTES, INT, STRING, DataType
-from ferry.pipeline.compiled import Compiled, CompileError, call
-from ferry.pipeline.sqlvalues import to_text
+from ferry.transform.compiled import Compiled, CompileError, call
+from ferry.transform.sqlvalues import to_text
 
 if TYPE_CHECKING:
-    from ferry.pipeline.expressions import Compiler
+    from ferry.transform.expressions import Compiler
 
 Handler = Callable[["Compiler", Any], Compiled]
 

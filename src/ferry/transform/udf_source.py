@@ -3,8 +3,8 @@
 Validating a job (``ferry validate``, the control plane taking a pipeline) must not run the code
 of its functions: the module named by ``classpath`` is found on the import path (``python-files``
 first) and read with :mod:`ast`, as is ``python-code``; the function's parameters and annotations
-become a :class:`~ferry.pipeline.udf.UserFunction` without a callable, which calls are checked
-against. The pipeline itself imports the function (:func:`ferry.pipeline.udf.load`).
+become a :class:`~ferry.transform.udf.UserFunction` without a callable, which calls are checked
+against. The pipeline itself imports the function (:func:`ferry.transform.udf.load`).
 """
 
 from __future__ import annotations
@@ -20,7 +20,7 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
-from ferry.pipeline.udf import UserFunction, UserFunctionError, python_file_paths
+from ferry.transform.udf import UserFunction, UserFunctionError, python_file_paths
 
 _NAMES: dict[str, Any] = {
     "bool": bool,
@@ -41,7 +41,7 @@ _DEFAULT = object()
 
 
 def _annotation(node: ast.expr | None, name: str) -> Any:
-    """The Python type an annotation's source stands for (the types :func:`~ferry.pipeline.udf.sql_type`
+    """The Python type an annotation's source stands for (the types :func:`~ferry.transform.udf.sql_type`
     knows); :class:`UserFunctionError` for another."""
     if node is None:
         return inspect.Parameter.empty

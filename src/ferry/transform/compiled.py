@@ -1,8 +1,8 @@
 """What the expression compiler produces, and the ways functions are built from it.
 
 An expression compiles to a :class:`Compiled`: a row function and the SQL type of its values. The
-function families (:mod:`ferry.pipeline.text_functions`, :mod:`ferry.pipeline.temporal_functions`,
-:mod:`ferry.pipeline.struct_functions`) build theirs with :func:`call`: NULL in any argument gives
+function families (:mod:`ferry.transform.text_functions`, :mod:`ferry.transform.temporal_functions`,
+:mod:`ferry.transform.struct_functions`) build theirs with :func:`call`: NULL in any argument gives
 NULL, and a call on constants is evaluated once, when it is compiled.
 """
 
@@ -15,7 +15,7 @@ from typing import Any
 
 from ferry.model.events import Row
 from ferry.model.types import DataType
-from ferry.pipeline.sqlvalues import ROW_ERRORS
+from ferry.transform.sqlvalues import ROW_ERRORS
 
 Fn = Callable[[Row], Any]
 

@@ -47,13 +47,13 @@ from ferry.model.types import (
     DataType,
     TypeRoot,
 )
-from ferry.pipeline.compiled import Compiled, CompileError
-from ferry.pipeline.sqlvalues import NUMERIC, ExpressionError
+from ferry.transform.compiled import Compiled, CompileError
+from ferry.transform.sqlvalues import NUMERIC, ExpressionError
 
 if TYPE_CHECKING:
     from sqlglot import exp
 
-    from ferry.pipeline.expressions import Compiler
+    from ferry.transform.expressions import Compiler
 
 _SCALARS: dict[Any, DataType] = {
     bool: BOOLEAN(),

@@ -20,12 +20,12 @@ from sqlglot import exp
 
 from ferry.model.types import CHARACTER, INTEGERS, VARIANT, TypeRoot
 from ferry.model.variant import Variant
-from ferry.pipeline.compiled import Compiled, CompileError, call, constant_value
+from ferry.transform.compiled import Compiled, CompileError, call, constant_value
 
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from ferry.pipeline.expressions import Compiler
+    from ferry.transform.expressions import Compiler
 
 _BIGINT = (-(2**63), 2**63 - 1)
 _MAX_DIGITS = 38

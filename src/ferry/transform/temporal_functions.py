@@ -5,7 +5,7 @@ and a UTC ``datetime`` for ``TIMESTAMP_LTZ``. A ``TIMESTAMP_LTZ`` is shown, extr
 floored in the session time zone (``pipeline.local-time-zone``, the system's when unset); a
 ``TIMESTAMP`` is a wall clock and needs no zone, except where it meets an instant
 (``TIMESTAMPDIFF`` of both kinds, ``UNIX_TIMESTAMP``, ``FROM_UNIXTIME``). ``NOW()`` and its kin are
-read per row, to the millisecond. Formats are Java's patterns (:mod:`ferry.pipeline.datetime_patterns`).
+read per row, to the millisecond. Formats are Java's patterns (:mod:`ferry.transform.datetime_patterns`).
 """
 
 from __future__ import annotations
@@ -31,12 +31,12 @@ from ferry.model.types import (
     DataType,
     TypeRoot,
 )
-from ferry.pipeline.compiled import Compiled, CompileError, Session, call, constant_value
-from ferry.pipeline.datetime_patterns import ZONE_LETTERS, formatter, parser, time_zone
-from ferry.pipeline.sqlvalues import to_text, to_timestamp
+from ferry.transform.compiled import Compiled, CompileError, Session, call, constant_value
+from ferry.transform.datetime_patterns import ZONE_LETTERS, formatter, parser, time_zone
+from ferry.transform.sqlvalues import to_text, to_timestamp
 
 if TYPE_CHECKING:
-    from ferry.pipeline.expressions import Compiler
+    from ferry.transform.expressions import Compiler
 
 Handler = Callable[["Compiler", Any], Compiled]
 

@@ -54,8 +54,11 @@ from ferry.model.events import (
 from ferry.model.schema import Column, Schema, TableId
 from ferry.model.table_patterns import TableSelector
 from ferry.model.types import STRING
-from ferry.pipeline.compiled import CompileError, Fn, RowKind, Session
-from ferry.pipeline.expressions import (
+from ferry.sql import is_stateless
+from ferry.sql.exceptions import SqlError
+from ferry.sql.lineage import is_aggregate_call
+from ferry.transform.compiled import CompileError, Fn, RowKind, Session
+from ferry.transform.expressions import (
     DIALECT,
     EVENT_TYPE_COLUMN,
     METADATA_COLUMNS,
@@ -63,13 +66,9 @@ from ferry.pipeline.expressions import (
     Compiler,
     unsupported,
 )
-from ferry.pipeline.function_catalog import dialect_for
-from ferry.pipeline.sqlvalues import ROW_ERRORS, ExpressionError
-from ferry.pipeline.tracker import SchemaTracker
-from ferry.pipeline.udf import UserFunction
-from ferry.sql import is_stateless
-from ferry.sql.exceptions import SqlError
-from ferry.sql.lineage import is_aggregate_call
+from ferry.transform.function_catalog import dialect_for
+from ferry.transform.sqlvalues import ROW_ERRORS, ExpressionError
+from ferry.transform.udf import UserFunction
 
 #: Windowing table functions and group-window functions: they aggregate over windows of rows.
 log = logging.getLogger(__name__)
@@ -91,6 +90,21 @@ class TransformError(TerminalError):
         self.transform = transform
         self.table = table
         self.column = column
+
+
+class TrackedSchema(Protocol):
+    """A source table as the schema lookup knows it: its schema now."""
+
+    @property
+    def schema(self) -> Schema: ...
+
+
+class SchemaLookup(Protocol):
+    """Where the schemas of the source tables are looked up: the schema tracker
+    (:class:`ferry.pipeline.tracker.SchemaTracker`)."""
+
+    @property
+    def tables(self) -> Mapping[TableId, TrackedSchema]: ...
 
 
 class TransformSpec(Protocol):
@@ -611,9 +625,9 @@ class TableTransforms:
         bound = self.bind(table, source)
         return changes if bound is None else bound.apply(changes, on_error)
 
-    def sources(self, tracker: SchemaTracker) -> dict[TableId, Schema]:
+    def sources(self, lookup: SchemaLookup) -> dict[TableId, Schema]:
         """The schemas of the transformed tables now: taken before a schema change is tracked."""
-        return {t: tracked.schema for t, tracked in tracker.tables.items() if self.rule_for(t) is not None}
+        return {t: tracked.schema for t, tracked in lookup.tables.items() if self.rule_for(t) is not None}
 
     def schema_changes(
         self, changes: Sequence[SchemaChange], sources: Mapping[TableId, Schema]

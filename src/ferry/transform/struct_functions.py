@@ -13,12 +13,12 @@ from sqlglot import exp
 
 from ferry.model.events import Row
 from ferry.model.types import ARRAY, BOOLEAN, INT, MAP, ROW, STRING, DataType, Field, TypeRoot
-from ferry.pipeline import variant_functions
-from ferry.pipeline.compiled import Compiled, CompileError, call, constant_value
-from ferry.pipeline.sqlvalues import coercion, common_type
+from ferry.transform import variant_functions
+from ferry.transform.compiled import Compiled, CompileError, call, constant_value
+from ferry.transform.sqlvalues import coercion, common_type
 
 if TYPE_CHECKING:
-    from ferry.pipeline.expressions import Compiler
+    from ferry.transform.expressions import Compiler
 
 Handler = Callable[["Compiler", Any], Compiled]
 

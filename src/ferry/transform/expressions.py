@@ -4,12 +4,12 @@
 expression's type: column references, literals, arithmetic, comparisons, ``AND``/``OR``/``NOT``,
 ``IS [NOT] NULL``, ``IS [NOT] DISTINCT FROM``, ``IN``, ``BETWEEN``, ``LIKE``, ``CASE``, ``IF``,
 ``CAST``/``TRY_CAST``, ``COALESCE``, ``NULLIF``, numeric rounding, the metadata columns, and the
-function families of their own modules (:mod:`~ferry.pipeline.text_functions`,
-:mod:`~ferry.pipeline.temporal_functions`, :mod:`~ferry.pipeline.struct_functions`; the list is
-:data:`~ferry.pipeline.function_catalog.FLINK_CDC_FUNCTIONS`) and the job's user-defined
-functions (:mod:`~ferry.pipeline.udf`). Nothing is parsed per row. Evaluation follows SQL: NULL
+function families of their own modules (:mod:`~ferry.transform.text_functions`,
+:mod:`~ferry.transform.temporal_functions`, :mod:`~ferry.transform.struct_functions`; the list is
+:data:`~ferry.transform.function_catalog.FLINK_CDC_FUNCTIONS`) and the job's user-defined
+functions (:mod:`~ferry.transform.udf`). Nothing is parsed per row. Evaluation follows SQL: NULL
 in, NULL out, three-valued logic; a value an expression cannot take raises
-:class:`~ferry.pipeline.sqlvalues.ExpressionError`; one that cannot be compiled for the schema (a
+:class:`~ferry.transform.sqlvalues.ExpressionError`; one that cannot be compiled for the schema (a
 missing column, an operand of the wrong type) raises :class:`CompileError`.
 
 Types follow Flink's rules: integer arithmetic widens with :func:`~ferry.model.types.widen`
@@ -48,10 +48,10 @@ from ferry.model.types import (
     TypeRoot,
     parse,
 )
-from ferry.pipeline import struct_functions, temporal_functions, text_functions, variant_functions
-from ferry.pipeline.compiled import Compiled, CompileError, Fn, RowKind, Session, binary, constant
-from ferry.pipeline.function_catalog import dialect_for
-from ferry.pipeline.sqlvalues import (
+from ferry.transform import struct_functions, temporal_functions, text_functions, variant_functions
+from ferry.transform.compiled import Compiled, CompileError, Fn, RowKind, Session, binary, constant
+from ferry.transform.function_catalog import dialect_for
+from ferry.transform.sqlvalues import (
     CONTEXT,
     INT_RANGE,
     NUMERIC,
@@ -67,7 +67,7 @@ from ferry.pipeline.sqlvalues import (
     to_text,
     to_timestamp,
 )
-from ferry.pipeline.udf import UserFunction
+from ferry.transform.udf import UserFunction
 
 DIALECT = dialect_for()
 #: Hidden columns an expression may name (Flink CDC's metadata columns).
