@@ -54,7 +54,7 @@ from ferry.process import STOP_GRACE_S, parent_death_hook
 from ferry.retry import Operation, RetryPolicy
 from ferry.sinks import Sink
 from ferry.sinks.base import PlaceholderWriting
-from ferry.sinks.registry import sink_class
+from ferry.sinks.base.registry import sink_class
 from ferry.state import StateStore
 from ferry.state.store import open_error
 

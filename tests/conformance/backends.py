@@ -16,8 +16,8 @@ from typing import Any
 from ferry.model.schema import TableId
 from ferry.retry import RetryPolicy
 from ferry.sinks.base import Sink
+from ferry.sinks.base.registry import DESTINATIONS
 from ferry.sinks.memory import MemorySink
-from ferry.sinks.registry import DESTINATIONS
 
 
 @dataclass

@@ -107,7 +107,7 @@ def test_the_matrix_covers_every_sink_and_change() -> None:
 def test_the_declared_matrix_is_the_oracles(case: Case) -> None:
     # what ``ferry sinks`` and the README say of each sink, derived from its declaration and the
     # router, is what the matrix says (the rows below check what each sink then does)
-    from ferry.sinks.matrix import outcome
+    from ferry.sinks.base.matrix import outcome
 
     assert outcome(case.sink, case.change, case.behavior) == case.outcome
 

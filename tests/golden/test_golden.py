@@ -26,9 +26,9 @@ from ferry.pipeline.route import Route, RouteMode, TableRouter
 from ferry.pipeline.router import SchemaChangeBehavior, SchemaChangeRouter
 from ferry.pipeline.runner import PipelineRunner
 from ferry.pipeline.settings import RunnerSettings
+from ferry.sinks.base.registry import SINKS
 from ferry.sinks.hologres.types import TypeNormalizeStrategy, hologres_type
 from ferry.sinks.memory import MemorySink
-from ferry.sinks.registry import SINKS
 from ferry.state import StateStore
 from ferry.transform.blocks import TableTransforms
 

@@ -187,7 +187,7 @@ def sink_here(
 
 
 def registered_sink(**kwargs: Any) -> Callable[[Any], Sink]:
-    from ferry.sinks.registry import sink_class
+    from ferry.sinks.base.registry import sink_class
 
     def make(job: Any) -> Sink:
         sink: Sink = sink_class(job.sink.type)(job.sink, pipeline=job.pipeline.kafka_name, **kwargs)

@@ -29,10 +29,10 @@ from ferry.model.events import (
 )
 from ferry.model.schema import Column, Schema, TableId
 from ferry.model.types import ARRAY, BIGINT, DATE, DECIMAL, INT, STRING, TIMESTAMP_LTZ, VARCHAR
-from ferry.sinks.exceptions import SinkTerminalError, SinkTransientError
+from ferry.sinks.base.exceptions import SinkTerminalError, SinkTransientError
+from ferry.sinks.base.registry import sink_class
 from ferry.sinks.hologres.config import HologresSinkConfig
 from ferry.sinks.hologres.sink import HologresSink
-from ferry.sinks.registry import sink_class
 from tests.integration.helpers import Feed
 from tests.support.postgres import PostgresServer
 

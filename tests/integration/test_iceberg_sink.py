@@ -52,11 +52,11 @@ from ferry.model.types import (
 )
 from ferry.sinks import OffsetCommitting
 from ferry.sinks.base import ChangeKind, Support
-from ferry.sinks.exceptions import SinkTerminalError
+from ferry.sinks.base.exceptions import SinkTerminalError
+from ferry.sinks.base.registry import sink_class
 from ferry.sinks.iceberg.config import IcebergSinkConfig
 from ferry.sinks.iceberg.sink import IcebergSink
 from ferry.sinks.iceberg.types import sink_schema
-from ferry.sinks.registry import sink_class
 from tests.integration.helpers import ORDERS, ORDERS_TABLE, Feed, Gate, create, write
 from tests.integration.helpers import SINK_TEST_TOPIC as TOPIC
 

@@ -45,10 +45,10 @@ from ferry.model.types import (
     Field,
 )
 from ferry.sinks.base import ChangeKind, Support
-from ferry.sinks.exceptions import SinkTerminalError, SinkTransientError
+from ferry.sinks.base.exceptions import SinkTerminalError, SinkTransientError
+from ferry.sinks.base.registry import SINKS, sink_class
 from ferry.sinks.kafka.config import KafkaSinkConfig
 from ferry.sinks.kafka.sink import KafkaSink, topic_name
-from ferry.sinks.registry import SINKS, sink_class
 from tests.integration.helpers import read_all
 
 pytestmark = pytest.mark.integration

@@ -45,10 +45,10 @@ from ferry.model.types import (
     VARCHAR,
     Field,
 )
-from ferry.sinks.exceptions import SinkTerminalError, SinkTransientError
+from ferry.sinks.base.exceptions import SinkTerminalError, SinkTransientError
+from ferry.sinks.base.registry import sink_class
 from ferry.sinks.maxcompute.config import MaxComputeSinkConfig
 from ferry.sinks.maxcompute.sink import MaxComputeSink
-from ferry.sinks.registry import sink_class
 from tests.integration.helpers import Feed
 from tests.support.maxcompute import MaxComputeServer
 

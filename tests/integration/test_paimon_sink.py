@@ -51,10 +51,10 @@ from ferry.model.types import (
 )
 from ferry.sinks import OffsetCommitting
 from ferry.sinks.base import ChangeKind, Support
-from ferry.sinks.exceptions import SinkTerminalError
+from ferry.sinks.base.exceptions import SinkTerminalError
+from ferry.sinks.base.registry import sink_class
 from ferry.sinks.paimon.config import PaimonSinkConfig
 from ferry.sinks.paimon.sink import PaimonSink
-from ferry.sinks.registry import sink_class
 from tests.integration.helpers import ORDERS, ORDERS_TABLE, Feed, create, write
 from tests.integration.helpers import SINK_TEST_TOPIC as TOPIC
 

@@ -33,8 +33,8 @@ from ferry.model.events import (
 )
 from ferry.model.schema import Column, Schema, TableId
 from ferry.model.types import BIGINT, BOOLEAN, BYTES, DECIMAL, INT, STRING, TIMESTAMP_LTZ, VARCHAR
-from ferry.sinks.exceptions import SinkTerminalError
-from ferry.sinks.registry import sink_class
+from ferry.sinks.base.exceptions import SinkTerminalError
+from ferry.sinks.base.registry import sink_class
 from ferry.sinks.selectdb.config import SelectDbSinkConfig
 from ferry.sinks.selectdb.sink import SelectDbSink
 from ferry.sinks.starrocks.config import StarRocksSinkConfig

@@ -15,7 +15,7 @@ from ferry.model.events import CreateTable
 from ferry.model.schema import Column, Schema, TableId
 from ferry.model.types import BIGINT, BYTES, INT, STRING
 from ferry.model.unavailable import UNAVAILABLE, PartialRow, partial_changes
-from ferry.sinks.table_format import TableFormatSink
+from ferry.sinks.base.table_format import TableFormatSink
 from tests.integration.helpers import Feed
 
 pytestmark = pytest.mark.integration

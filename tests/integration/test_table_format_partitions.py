@@ -13,7 +13,7 @@ from pyiceberg.catalog import load_catalog
 from ferry.model.events import CreateTable
 from ferry.model.schema import Column, Schema, TableId
 from ferry.model.types import BIGINT, DATE, STRING, TIMESTAMP
-from ferry.sinks.exceptions import SinkTerminalError
+from ferry.sinks.base.exceptions import SinkTerminalError
 from ferry.sinks.iceberg.config import IcebergSinkConfig
 from ferry.sinks.iceberg.sink import IcebergSink
 from ferry.sinks.paimon.config import PaimonSinkConfig

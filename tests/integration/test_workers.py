@@ -29,7 +29,7 @@ from ferry.model.events import CreateTable, DataChange, Op, SourcePosition
 from ferry.model.schema import Column, Schema, TableId
 from ferry.model.types import BIGINT, INT
 from ferry.offsets import decode_offsets
-from ferry.sinks.table_format import TableFormatSink
+from ferry.sinks.base.table_format import TableFormatSink
 from ferry.state import StateStore
 from tests.integration.helpers import iceberg_rows, start_run
 from tests.support.postgres import PostgresServer

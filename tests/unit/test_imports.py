@@ -31,7 +31,7 @@ PIPELINE_MAY_IMPORT_PACKAGES = ("ferry.model", "ferry.transform", "ferry.sql")
 PIPELINE_EXCEPTIONS = frozenset(
     {
         # the schema operator raises the sinks' terminal error when an ALTER does not finish in time
-        ("ferry.pipeline.schema_operator", "ferry.sinks.exceptions"),
+        ("ferry.pipeline.schema_operator", "ferry.sinks.base.exceptions"),
     }
 )
 

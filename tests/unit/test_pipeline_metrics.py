@@ -30,7 +30,7 @@ from ferry.pipeline.router import SchemaChangeBehavior, SchemaChangeRouter
 from ferry.pipeline.runner import PipelineRunner
 from ferry.pipeline.settings import RunnerSettings
 from ferry.retry import Operation, RetryPolicy
-from ferry.sinks.exceptions import SinkTransientError
+from ferry.sinks.base.exceptions import SinkTransientError
 from ferry.sinks.memory import MemorySink
 from ferry.state import StateStore
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from pathlib import Path
 
-from ferry.sinks.matrix import markdown
+from ferry.sinks.base.matrix import markdown
 
 README = Path(__file__).resolve().parents[2] / "README.md"
 
@@ -18,4 +18,4 @@ def generated_block() -> str:
 
 
 def test_the_sink_matrix_in_the_readme_is_current() -> None:
-    assert generated_block() == markdown(), "run: python -m ferry.sinks.matrix --write-readme"
+    assert generated_block() == markdown(), "run: python -m ferry.sinks.base.matrix --write-readme"

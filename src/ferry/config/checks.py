@@ -11,7 +11,7 @@ from ferry.config.job import JobConfig, expand_schema_change_tags
 from ferry.exceptions import TerminalError
 from ferry.model.events import SchemaChangeType
 from ferry.pipeline.router import SchemaChangeBehavior
-from ferry.sinks.registry import SINKS
+from ferry.sinks.base.registry import SINKS
 
 
 class UnsupportedOptionError(TerminalError):

@@ -48,7 +48,7 @@ from ferry.options import ConfigModel, Duration, fold_prefixed
 from ferry.pipeline.route import RouteMode, UnroutedTables
 from ferry.pipeline.router import SchemaChangeBehavior
 from ferry.retry import RestartStrategyConfig, fold_restart_strategy
-from ferry.sinks.registry import SINKS, SinkConfig
+from ferry.sinks.base.registry import SINKS, SinkConfig
 from ferry.transform.datetime_patterns import zone_id
 from ferry.transform.udf import UserFunction
 

@@ -20,7 +20,7 @@ from ferry.pipeline.catch_up import eta_seconds
 from ferry.pipeline.checkpoints import Checkpoint
 from ferry.pipeline.phase import Phase
 from ferry.sinks.base import TableDropping
-from ferry.sinks.registry import open_sink, sink_class
+from ferry.sinks.base.registry import open_sink, sink_class
 
 
 def drop_tables(job: JobConfig, tables: Iterable[str], pipeline: str) -> list[str]:

@@ -12,7 +12,7 @@ place (:meth:`RawValues.materialize`) before anything reads those values: a tran
 adapter, a rename of the row's keys, adapting buffered rows to a new schema, a dead letter, or a
 sink that does not take raw values. A sink that does (:class:`~ferry.sinks.base.RawValuesWriting`)
 gets the forms beside the rows and converts each column at once, in Arrow
-(:func:`ferry.sinks.arrow.rows_to_arrow`). Key columns are never left raw: rows are matched by them.
+(:func:`ferry.sinks.base.arrow.rows_to_arrow`). Key columns are never left raw: rows are matched by them.
 """
 
 from __future__ import annotations

@@ -61,7 +61,7 @@ from ferry.pipeline.settings import SchemaSettings
 from ferry.pipeline.tracker import SchemaTracker, Watermarks
 from ferry.retry import Operation, RetryWait
 from ferry.sinks.base import AsyncSchemaChanges, SchemaCaching, Sink
-from ferry.sinks.exceptions import SinkTerminalError
+from ferry.sinks.base.exceptions import SinkTerminalError
 
 if TYPE_CHECKING:
     from ferry.transform.blocks import TableTransforms

@@ -32,9 +32,9 @@ from ferry.offsets import Offsets
 from ferry.options import SinkConfigBase
 from ferry.pipeline.router import change_kind
 from ferry.sinks.base import ChangeKind, Sink, SinkCapabilities, Support
-from ferry.sinks.declaration import SinkDeclaration
-from ferry.sinks.exceptions import SinkTerminalError, SinkTransientError
-from ferry.sinks.rows import complete_before_reading
+from ferry.sinks.base.declaration import SinkDeclaration
+from ferry.sinks.base.exceptions import SinkTerminalError, SinkTransientError
+from ferry.sinks.base.rows import complete_before_reading
 
 #: Everything supported: the default for a memory sink.
 ALL_SUPPORTED = SinkCapabilities(changes={kind: Support.APPLY for kind in ChangeKind})
@@ -173,7 +173,7 @@ class MemorySink(Sink):
                         table.appended.append(dict(row))
                     continue
                 key = tuple(row.get(k) for k in keys)
-                if None in key:  # as the sinks that write by key refuse it (ferry.sinks.rows)
+                if None in key:  # as the sinks that write by key refuse it (ferry.sinks.base.rows)
                     missing = keys[key.index(None)]
                     raise SinkTerminalError(
                         f"a row has no value for primary key column {missing!r}", sink=self.type

@@ -34,7 +34,7 @@ from ferry.pipeline.route import Route, TableRouter, TableSelection, UnroutedTab
 from ferry.pipeline.router import SchemaChangeBehavior, SchemaChangeRouter
 from ferry.pipeline.runner import PipelineRunner
 from ferry.pipeline.settings import RunnerSettings
-from ferry.sinks.exceptions import SinkTerminalError
+from ferry.sinks.base.exceptions import SinkTerminalError
 from ferry.sinks.memory import MemorySink
 from ferry.state import StateStore
 

@@ -21,8 +21,8 @@ from ferry.pipeline.route import TableRouter
 from ferry.pipeline.router import SchemaChangeBehavior, SchemaChangeRouter
 from ferry.pipeline.runner import PipelineRunner
 from ferry.pipeline.settings import RunnerSettings
+from ferry.sinks.base.rows import complete_from_versions
 from ferry.sinks.memory import MemorySink
-from ferry.sinks.rows import complete_from_versions
 from ferry.state import StateStore
 
 TID = TableId.parse("app.docs")

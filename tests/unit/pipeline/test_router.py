@@ -6,7 +6,7 @@ from ferry.model.events import SCHEMA_CHANGE_TAGS
 from ferry.model.schema import Column, Schema, TableId
 from ferry.pipeline.router import Action, SchemaChangeBehavior, SchemaChangeRouter, change_kind
 from ferry.sinks.base import ChangeKind, SinkCapabilities, Support
-from ferry.sinks.exceptions import SinkTerminalError
+from ferry.sinks.base.exceptions import SinkTerminalError
 from ferry.sinks.memory import MemorySink
 
 TID = TableId.parse("db.t")

@@ -21,7 +21,7 @@ from ferry.pipeline.router import SchemaChangeBehavior, SchemaChangeRouter
 from ferry.pipeline.runner import PipelineRunner
 from ferry.pipeline.settings import RunnerSettings
 from ferry.retry import RetryPolicy
-from ferry.sinks.exceptions import SinkTerminalError, SinkTransientError
+from ferry.sinks.base.exceptions import SinkTerminalError, SinkTransientError
 from ferry.sinks.memory import MemorySink
 from ferry.state import StateStore
 

@@ -44,12 +44,12 @@ from ferry.model.types import (
     DataType,
     Field,
 )
-from ferry.sinks.exceptions import SinkTerminalError
+from ferry.sinks.base.exceptions import SinkTerminalError
+from ferry.sinks.base.sql.dialect import SqlTable
 from ferry.sinks.maxcompute.config import MaxComputeSinkConfig
 from ferry.sinks.maxcompute.dialect import MaxComputeDialect
 from ferry.sinks.maxcompute.sink import MaxComputeSink, odps_value
 from ferry.sinks.maxcompute.types import from_type_name, sink_type, type_name
-from ferry.sinks.sql.dialect import SqlTable
 
 D = MaxComputeDialect()
 T = SqlTable("ods", "orders")

@@ -16,7 +16,7 @@ from sqlalchemy.dialects.mysql.base import MySQLDialect
 from ferry.model.events import FIRST, after, before
 from ferry.model.schema import Column, Schema
 from ferry.model.types import BIGINT, CHAR, DATE, DECIMAL, DOUBLE, INT, STRING, TIMESTAMP, VARCHAR
-from ferry.sinks.sql.dialect import SqlTable
+from ferry.sinks.base.sql.dialect import SqlTable
 from ferry.sinks.starrocks.dialect import StarRocksDialect
 
 SR = StarRocksDialect(vendor_only=True)

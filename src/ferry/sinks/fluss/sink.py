@@ -35,7 +35,8 @@ from ferry.model.schema import Column, Schema, TableId
 from ferry.model.types import DataType, can_widen
 from ferry.offsets import Offsets
 from ferry.sinks.base import Sink, SinkCapabilities
-from ferry.sinks.exceptions import SinkError, SinkTerminalError, SinkTransientError, incompatible_table
+from ferry.sinks.base.exceptions import SinkError, SinkTerminalError, SinkTransientError, incompatible_table
+from ferry.sinks.base.rows import collapse
 from ferry.sinks.fluss import FLUSS, alter
 from ferry.sinks.fluss.config import FlussSinkConfig
 from ferry.sinks.fluss.types import (
@@ -47,7 +48,6 @@ from ferry.sinks.fluss.types import (
     to_arrow_schema,
     value_converter,
 )
-from ferry.sinks.rows import collapse
 
 log = logging.getLogger(__name__)
 

@@ -21,12 +21,12 @@ from ferry.model.schema import Schema, TableId
 from ferry.model.types import DataType, TypeRoot
 from ferry.model.unavailable import unavailable_reason
 from ferry.sinks.base import SinkCapabilities
+from ferry.sinks.base.sql.dialect import SqlTable
+from ferry.sinks.base.sql.sink import DbConnection, DbCursor, SqlSink
 from ferry.sinks.hologres import HOLOGRES
 from ferry.sinks.hologres.config import HologresSinkConfig, MutateType
 from ferry.sinks.hologres.dialect import ARRAY_ELEMENTS, HologresDialect
 from ferry.sinks.hologres.types import hologres_type
-from ferry.sinks.sql.dialect import SqlTable
-from ferry.sinks.sql.sink import DbConnection, DbCursor, SqlSink
 
 #: SQLSTATE classes of errors that may pass on retry: connection exceptions, transaction rollbacks
 #: (serialization failures, deadlocks), insufficient resources, operator intervention.

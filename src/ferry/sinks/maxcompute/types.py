@@ -16,7 +16,7 @@ import re
 
 from ferry.model import types as t
 from ferry.model.types import DataType, TypeRoot
-from ferry.sinks.exceptions import SinkTerminalError
+from ferry.sinks.base.exceptions import SinkTerminalError
 
 #: MaxCompute's largest DECIMAL precision and scale.
 MAX_PRECISION = 38

@@ -63,9 +63,11 @@ from ferry.model.events import ColumnPositionKind, DataChange, Op, Row, SchemaCh
 from ferry.model.schema import Schema, TableId
 from ferry.model.types import DataType
 from ferry.model.variant import Variant
-from ferry.sinks.arrow import rows_to_arrow_setting_aside
 from ferry.sinks.base import SinkCapabilities
-from ferry.sinks.exceptions import SinkTerminalError, incompatible_table
+from ferry.sinks.base.arrow import rows_to_arrow_setting_aside
+from ferry.sinks.base.exceptions import SinkTerminalError, incompatible_table
+from ferry.sinks.base.rows import last_changes
+from ferry.sinks.base.table_format import TableFormatSink
 from ferry.sinks.paimon import PAIMON
 from ferry.sinks.paimon.config import PaimonSinkConfig
 from ferry.sinks.paimon.types import (
@@ -77,8 +79,6 @@ from ferry.sinks.paimon.types import (
     to_paimon_fields,
     to_paimon_type,
 )
-from ferry.sinks.rows import last_changes
-from ferry.sinks.table_format import TableFormatSink
 
 log = logging.getLogger(__name__)
 

@@ -40,10 +40,10 @@ from ferry.model.types import DataType, TypeRoot
 from ferry.model.unavailable import UNAVAILABLE, is_partial, keep_partial
 from ferry.offsets import Offsets
 from ferry.sinks.base import RefusedRow, SinkCapabilities
-from ferry.sinks.exceptions import SinkRowError, SinkTerminalError, SinkTransientError
-from ferry.sinks.rows import collapse, one_change_per_key
-from ferry.sinks.sql.dialect import SqlTable
-from ferry.sinks.sql.sink import DbConnection, DbCursor, SqlSink
+from ferry.sinks.base.exceptions import SinkRowError, SinkTerminalError, SinkTransientError
+from ferry.sinks.base.rows import collapse, one_change_per_key
+from ferry.sinks.base.sql.dialect import SqlTable
+from ferry.sinks.base.sql.sink import DbConnection, DbCursor, SqlSink
 from ferry.sinks.starrocks import STARROCKS
 from ferry.sinks.starrocks.config import MySqlProtocolSinkConfig
 from ferry.sinks.starrocks.dialect import MySqlProtocolDialect, StarRocksDialect

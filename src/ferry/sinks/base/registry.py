@@ -13,8 +13,8 @@ from pydantic import Field
 
 from ferry.options import SinkConfigBase
 from ferry.sinks.base import Sink
-from ferry.sinks.declaration import SinkDeclaration
-from ferry.sinks.exceptions import SinkError
+from ferry.sinks.base.declaration import SinkDeclaration
+from ferry.sinks.base.exceptions import SinkError
 from ferry.sinks.fluss import FLUSS
 from ferry.sinks.hologres import HOLOGRES
 from ferry.sinks.iceberg import ICEBERG

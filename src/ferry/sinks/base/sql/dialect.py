@@ -3,7 +3,7 @@ where dialects differ.
 
 :class:`SqlDialect` builds each statement as SQLAlchemy constructs (:class:`~sqlalchemy.schema.Table`,
 :class:`~sqlalchemy.schema.Column` with SQLAlchemy type objects, ``CREATE TABLE``, ``DROP TABLE``,
-``CREATE SCHEMA``, the ``ALTER TABLE`` elements of :mod:`ferry.sinks.sql.ddl`, ``insert``/``delete``)
+``CREATE SCHEMA``, the ``ALTER TABLE`` elements of :mod:`ferry.sinks.base.sql.ddl`, ``insert``/``delete``)
 and compiles it with a SQLAlchemy dialect whose :class:`~sqlalchemy.sql.compiler.IdentifierPreparer`
 quotes every identifier. A dialect overrides only what its database spells differently:
 
@@ -53,8 +53,8 @@ from ferry.model.defaults import default_text, default_value
 from ferry.model.events import ColumnPosition
 from ferry.model.schema import Column, Schema
 from ferry.model.types import DataType, TypeRoot
-from ferry.sinks.exceptions import SinkTerminalError
-from ferry.sinks.sql import ddl
+from ferry.sinks.base.exceptions import SinkTerminalError
+from ferry.sinks.base.sql import ddl
 
 
 class SqlTable(NamedTuple):

@@ -2,7 +2,7 @@
 
 Each ``ferry.sinks.<type>`` package holds one :class:`SinkDeclaration`: the type name job files
 give it, its options model, what it does with each kind of schema change, where its class is and
-the pip extra that brings its client library. :mod:`ferry.sinks.registry` lists them, one line per
+the pip extra that brings its client library. :mod:`ferry.sinks.base.registry` lists them, one line per
 sink; nothing else names the sinks.
 """
 
@@ -15,7 +15,7 @@ from typing import get_args
 
 from ferry.options import SinkConfigBase
 from ferry.sinks.base import Sink, SinkCapabilities
-from ferry.sinks.exceptions import MissingExtraError
+from ferry.sinks.base.exceptions import MissingExtraError
 
 
 @dataclass(frozen=True, slots=True)

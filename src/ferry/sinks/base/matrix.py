@@ -15,8 +15,8 @@ from ferry.model.schema import Column, Schema, TableId
 from ferry.pipeline.router import Action, SchemaChangeBehavior, SchemaChangeRouter
 from ferry.sinks.base import ChangeKind as K
 from ferry.sinks.base import Support
+from ferry.sinks.base.registry import DESTINATIONS
 from ferry.sinks.memory import MemorySink
-from ferry.sinks.registry import DESTINATIONS
 
 _TABLE = TableId.parse("db.t")
 _SCHEMA = Schema.of(

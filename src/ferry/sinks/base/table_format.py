@@ -35,8 +35,8 @@ from ferry.model.unavailable import fill, unavailable_reason
 from ferry.offsets import Offsets, decode_offsets, encode_offsets
 from ferry.retry import Operation, RetryPolicy
 from ferry.sinks.base import RefusedRows, Sink
-from ferry.sinks.exceptions import SinkError, SinkTerminalError, SinkTransientError
-from ferry.sinks.rows import complete_before_reading
+from ferry.sinks.base.exceptions import SinkError, SinkTerminalError, SinkTransientError
+from ferry.sinks.base.rows import complete_before_reading
 
 log = logging.getLogger(__name__)
 
@@ -221,7 +221,7 @@ class TableFormatSink(Sink):
 
     def on_refused(self, handler: RefusedRows) -> None:
         """A row with a value that does not fit its column is set aside (see
-        :func:`ferry.sinks.arrow.rows_to_arrow_setting_aside`) and goes to ``handler``."""
+        :func:`ferry.sinks.base.arrow.rows_to_arrow_setting_aside`) and goes to ``handler``."""
         self.refused = handler
 
     def write(self, table_id: TableId, schema: Schema, changes: Sequence[DataChange]) -> None:

@@ -26,7 +26,7 @@ from sqlalchemy.sql.expression import ClauseElement
 from sqlalchemy.types import String
 
 from ferry.model.events import ColumnPosition, ColumnPositionKind
-from ferry.sinks.exceptions import SinkTerminalError
+from ferry.sinks.base.exceptions import SinkTerminalError
 
 
 class AlwaysQuote(IdentifierPreparer):

@@ -1,5 +1,11 @@
 """What a sink is: a writer and a schema applier, with its capabilities declared as data.
 
+This package is the base every sink builds on, not a sink: besides this interface it holds the
+sinks' errors (:mod:`.exceptions`), how a sink declares itself (:mod:`.declaration`) and the
+registry of them (:mod:`.registry`), the schema-change support matrix (:mod:`.matrix`), and the
+writers sinks share: rows (:mod:`.rows`), Arrow (:mod:`.arrow`), the table formats
+(:mod:`.table_format`, Iceberg and Paimon) and SQL warehouses (:mod:`.sql`).
+
 A sink has two small roles (as Flink CDC's ``DataSink`` and ``MetadataApplier``):
 
 - the **writer** buffers rows (:meth:`Sink.write`) and makes them durable (:meth:`Sink.flush`);

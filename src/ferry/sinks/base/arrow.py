@@ -16,7 +16,7 @@ from ferry.model.events import DataChange, Row
 from ferry.model.raw_values import RAW_TYPES, ColumnForm, RawForms, materialize_column
 from ferry.model.schema import TableId
 from ferry.sinks.base import RefusedRow, RefusedRows
-from ferry.sinks.exceptions import SinkRowError, SinkTerminalError
+from ferry.sinks.base.exceptions import SinkRowError, SinkTerminalError
 
 _VALUE_ERRORS = (pa.ArrowException, TypeError, ValueError, OverflowError)
 #: An epoch count's unit → the Arrow type of the same counts.

@@ -36,15 +36,15 @@ from ferry.model.types import DataType, TypeRoot
 from ferry.model.unavailable import UNAVAILABLE, is_partial, unavailable_reason
 from ferry.offsets import Offsets
 from ferry.sinks.base import RefusedRow, RefusedRows, Sink
-from ferry.sinks.exceptions import (
+from ferry.sinks.base.exceptions import (
     SinkError,
     SinkRowError,
     SinkTerminalError,
     SinkTransientError,
     incompatible_table,
 )
-from ferry.sinks.rows import collapse, complete_before_reading, one_change_per_key
-from ferry.sinks.sql.dialect import CatalogColumn, SqlDialect, SqlTable
+from ferry.sinks.base.rows import collapse, complete_before_reading, one_change_per_key
+from ferry.sinks.base.sql.dialect import CatalogColumn, SqlDialect, SqlTable
 
 log = logging.getLogger(__name__)
 

@@ -7,7 +7,7 @@ from operator import itemgetter
 
 from ferry.model.events import DataChange, Op, Row
 from ferry.model.unavailable import fill, unavailable_reason
-from ferry.sinks.exceptions import SinkTerminalError
+from ferry.sinks.base.exceptions import SinkTerminalError
 
 
 def last_changes(
