@@ -11,11 +11,16 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any
+from typing import TYPE_CHECKING, Any, Protocol
 
 from ferry.model.events import Row
 from ferry.model.types import DataType
 from ferry.transform.sqlvalues import ROW_ERRORS
+
+if TYPE_CHECKING:
+    from sqlglot import exp
+
+    from ferry.model.schema import Column
 
 Fn = Callable[[Row], Any]
 
@@ -71,6 +76,24 @@ class Session:
         """The current instant (UTC), to the millisecond, as Flink CDC's clock gives it."""
         now = self.clock()
         return now.replace(microsecond=now.microsecond // 1000 * 1000)
+
+
+class ExpressionCompiler(Protocol):
+    """What a function's handler asks of the compiler (:class:`ferry.transform.expressions.Compiler`):
+    its arguments compiled, a conversion folded in, a column resolved, the session. The function
+    families see the compiler through this, so they need not import it."""
+
+    session: Session
+
+    def compile(self, node: exp.Expr) -> Compiled: ...
+
+    def numeric(self, node: exp.Expr) -> Compiled: ...
+
+    def fold(
+        self, compiled: Compiled, convert: Callable[[Any], Any] | None, type_: DataType | None
+    ) -> Compiled: ...
+
+    def resolve(self, name: str) -> Column | None: ...
 
 
 class RowKind:

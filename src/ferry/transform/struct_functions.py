@@ -18,12 +18,14 @@ from ferry.transform.compiled import Compiled, CompileError, call, constant_valu
 from ferry.transform.sqlvalues import coercion, common_type
 
 if TYPE_CHECKING:
-    from ferry.transform.expressions import Compiler
+    from ferry.transform.compiled import ExpressionCompiler
 
-Handler = Callable[["Compiler", Any], Compiled]
+Handler = Callable[["ExpressionCompiler", Any], Compiled]
 
 
-def _common(c: Compiler, nodes: list[exp.Expr], what: str) -> tuple[list[Callable[[Row], Any]], DataType]:
+def _common(
+    c: ExpressionCompiler, nodes: list[exp.Expr], what: str
+) -> tuple[list[Callable[[Row], Any]], DataType]:
     compiled = [c.compile(n) for n in nodes]
     try:
         result = common_type(v.type for v in compiled) or STRING()
@@ -32,12 +34,12 @@ def _common(c: Compiler, nodes: list[exp.Expr], what: str) -> tuple[list[Callabl
     return [c.fold(v, coercion(v.type, result), result).fn for v in compiled], result
 
 
-def array(c: Compiler, node: exp.Array) -> Compiled:
+def array(c: ExpressionCompiler, node: exp.Array) -> Compiled:
     fns, element = _common(c, list(node.expressions), "ARRAY[...]")
     return Compiled(lambda row: [f(row) for f in fns], ARRAY(element).not_null())
 
 
-def map_(c: Compiler, node: exp.Bracket) -> Compiled:
+def map_(c: ExpressionCompiler, node: exp.Bracket) -> Compiled:
     args = list(node.expressions)
     if len(args) % 2:
         raise CompileError("MAP[...] takes keys and values in pairs")
@@ -47,7 +49,7 @@ def map_(c: Compiler, node: exp.Bracket) -> Compiled:
     return Compiled(lambda row: {k(row): v(row) for k, v in pairs}, MAP(key_type, value_type).not_null())
 
 
-def row(c: Compiler, node: exp.Anonymous) -> Compiled:
+def row(c: ExpressionCompiler, node: exp.Anonymous) -> Compiled:
     """``ROW(v1, v2, ...)``: a row whose fields are named f0, f1, ..."""
     compiled = [c.compile(a) for a in node.expressions]
     names = [f"f{i}" for i in range(len(compiled))]
@@ -58,19 +60,19 @@ def row(c: Compiler, node: exp.Anonymous) -> Compiled:
     return Compiled(lambda r: {n: f(r) for n, f in pairs}, ROW(*fields).not_null())
 
 
-def _collection(c: Compiler, node: exp.Expr, roots: tuple[TypeRoot, ...], what: str) -> Compiled:
+def _collection(c: ExpressionCompiler, node: exp.Expr, roots: tuple[TypeRoot, ...], what: str) -> Compiled:
     compiled = c.compile(node)
     if compiled.type is not None and compiled.type.root not in roots:
         raise CompileError(f"{what} takes {' or '.join(r.value for r in roots)}, not {compiled.type}")
     return compiled
 
 
-def cardinality(c: Compiler, node: exp.Anonymous) -> Compiled:
+def cardinality(c: ExpressionCompiler, node: exp.Anonymous) -> Compiled:
     (arg,) = node.expressions
     return c.fold(_collection(c, arg, (TypeRoot.ARRAY, TypeRoot.MAP), "CARDINALITY"), len, INT())
 
 
-def element(c: Compiler, node: exp.Anonymous) -> Compiled:
+def element(c: ExpressionCompiler, node: exp.Anonymous) -> Compiled:
     """``ELEMENT(array)``: the one element of an array, NULL for an empty one."""
     (arg,) = node.expressions
     operand = _collection(c, arg, (TypeRoot.ARRAY,), "ELEMENT")
@@ -84,12 +86,12 @@ def element(c: Compiler, node: exp.Anonymous) -> Compiled:
     return c.fold(operand, only, None if t is None or t.element is None else t.element.with_nullable(True))
 
 
-def array_contains(c: Compiler, node: exp.ArrayContains) -> Compiled:
+def array_contains(c: ExpressionCompiler, node: exp.ArrayContains) -> Compiled:
     operand = _collection(c, node.this, (TypeRoot.ARRAY,), "ARRAY_CONTAINS")
     return call(lambda values, v: v in values, [operand, c.compile(node.expression)], BOOLEAN())
 
 
-def array_position(c: Compiler, node: exp.ArrayPosition) -> Compiled:
+def array_position(c: ExpressionCompiler, node: exp.ArrayPosition) -> Compiled:
     operand = _collection(c, node.this, (TypeRoot.ARRAY,), "ARRAY_POSITION")
 
     def find(values: list[Any], v: Any) -> int:
@@ -98,7 +100,7 @@ def array_position(c: Compiler, node: exp.ArrayPosition) -> Compiled:
     return call(find, [operand, c.compile(node.expression)], INT())
 
 
-def subscript(c: Compiler, node: exp.Bracket) -> Compiled:
+def subscript(c: ExpressionCompiler, node: exp.Bracket) -> Compiled:
     """``array[i]`` (from 1), ``map[key]``, ``row[i]`` (a constant, from 1), ``variant[i]`` and
     ``variant[key]``; ``MAP[k, v, ...]``."""
     if isinstance(node.this, exp.Column) and node.this.name.upper() == "MAP" and c.resolve("MAP") is None:

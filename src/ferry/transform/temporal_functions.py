@@ -36,9 +36,9 @@ from ferry.transform.datetime_patterns import ZONE_LETTERS, formatter, parser, t
 from ferry.transform.sqlvalues import to_text, to_timestamp
 
 if TYPE_CHECKING:
-    from ferry.transform.expressions import Compiler
+    from ferry.transform.compiled import ExpressionCompiler
 
-Handler = Callable[["Compiler", Any], Compiled]
+Handler = Callable[["ExpressionCompiler", Any], Compiled]
 
 DEFAULT_DATE = "yyyy-MM-dd"
 DEFAULT_TIMESTAMP = "yyyy-MM-dd HH:mm:ss"
@@ -63,7 +63,7 @@ def _unit(node: exp.Expr | None, what: str) -> str:
     return name
 
 
-def _temporal(c: Compiler, node: exp.Expr) -> Compiled:
+def _temporal(c: ExpressionCompiler, node: exp.Expr) -> Compiled:
     """An operand that must be a date, time or timestamp (text is read as a timestamp)."""
     compiled = c.compile(node)
     t = compiled.type
@@ -99,7 +99,7 @@ def add_duration(value: Any, delta: dt.timedelta) -> Any:
 
 
 def _clock(kind: str) -> Handler:
-    def handler(c: Compiler, node: exp.Expr) -> Compiled:
+    def handler(c: ExpressionCompiler, node: exp.Expr) -> Compiled:
         session = c.session
         now, local = session.now, session.local
         fn: Callable[[Any], Any]
@@ -155,7 +155,7 @@ def _extract_part(unit: str, session: Session) -> Callable[[Any], int]:
     return field
 
 
-def extract(c: Compiler, node: exp.Extract) -> Compiled:
+def extract(c: ExpressionCompiler, node: exp.Extract) -> Compiled:
     unit = node.this.name.upper()
     unit = {"DAYOFWEEK": "DOW", "DAYOFYEAR": "DOY", "DAYOFMONTH": "DAY"}.get(unit, unit)
     if unit not in ("YEAR", "QUARTER", "MONTH", "WEEK", "DAY", "DOY", "DOW", "HOUR", "MINUTE", "SECOND"):
@@ -168,7 +168,7 @@ def extract(c: Compiler, node: exp.Extract) -> Compiled:
 
 
 def _part(unit: str) -> Handler:
-    def handler(c: Compiler, node: exp.Func) -> Compiled:
+    def handler(c: ExpressionCompiler, node: exp.Func) -> Compiled:
         return c.fold(_temporal(c, node.this), _extract_part(unit, c.session), BIGINT())
 
     return handler
@@ -211,7 +211,7 @@ def interval(node: exp.Interval) -> tuple[int, dt.timedelta]:
     return 0, sign * total
 
 
-def interval_arithmetic(c: Compiler, node: exp.Add | exp.Sub) -> Compiled:
+def interval_arithmetic(c: ExpressionCompiler, node: exp.Add | exp.Sub) -> Compiled:
     """``temporal + INTERVAL ...``, ``INTERVAL ... + temporal``, ``temporal - INTERVAL ...``."""
     left, right = node.this, node.expression
     if isinstance(left, exp.Interval):
@@ -237,7 +237,7 @@ def interval_arithmetic(c: Compiler, node: exp.Add | exp.Sub) -> Compiled:
 # Formatting and parsing
 
 
-def _pattern(c: Compiler, node: exp.Expr | None, default: str, what: str) -> str:
+def _pattern(c: ExpressionCompiler, node: exp.Expr | None, default: str, what: str) -> str:
     if node is None:
         return default
     value = constant_value(c.compile(node), f"the format of {what}")
@@ -259,7 +259,7 @@ def _args(node: exp.Anonymous, low: int, high: int) -> list[exp.Expr]:
     return args
 
 
-def date_format(c: Compiler, node: exp.Anonymous) -> Compiled:
+def date_format(c: ExpressionCompiler, node: exp.Anonymous) -> Compiled:
     """``DATE_FORMAT(temporal, format)``: a timestamp with local time zone in the session's."""
     value, fmt = _args(node, 2, 2)
     pattern = _pattern(c, fmt, DEFAULT_TIMESTAMP, "DATE_FORMAT")
@@ -273,7 +273,7 @@ def date_format(c: Compiler, node: exp.Anonymous) -> Compiled:
     )
 
 
-def date_format_tz(c: Compiler, node: exp.Anonymous) -> Compiled:
+def date_format_tz(c: ExpressionCompiler, node: exp.Anonymous) -> Compiled:
     """``DATE_FORMAT_TZ(timestamp[, format], zone)``: a timestamp in ``zone``; one without a zone is
     a wall clock in it."""
     args = _args(node, 2, 3)
@@ -300,7 +300,7 @@ def _read(session: Session, fmt: str) -> Callable[[Any], dt.datetime]:
     return wall_clock
 
 
-def to_date(c: Compiler, node: exp.Anonymous) -> Compiled:
+def to_date(c: ExpressionCompiler, node: exp.Anonymous) -> Compiled:
     """``TO_DATE(text[, format])`` (NULL when it does not parse) or ``TO_DATE(timestamp)``."""
     args = _args(node, 1, 2)
     operand = c.compile(args[0])
@@ -319,14 +319,14 @@ def to_date(c: Compiler, node: exp.Anonymous) -> Compiled:
     return c.fold(operand, date, DATE())
 
 
-def to_timestamp_(c: Compiler, node: exp.Anonymous) -> Compiled:
+def to_timestamp_(c: ExpressionCompiler, node: exp.Anonymous) -> Compiled:
     """``TO_TIMESTAMP(text[, format])``: a timestamp without time zone."""
     args = _args(node, 1, 2)
     fmt = _pattern(c, args[1] if len(args) == 2 else None, DEFAULT_TIMESTAMP, "TO_TIMESTAMP")
     return c.fold(c.compile(args[0]), _read(c.session, fmt), TIMESTAMP(3))
 
 
-def to_timestamp_ltz(c: Compiler, node: exp.Anonymous) -> Compiled:
+def to_timestamp_ltz(c: ExpressionCompiler, node: exp.Anonymous) -> Compiled:
     """``TO_TIMESTAMP_LTZ(epoch[, 0 | 3])`` (seconds or milliseconds) or
     ``TO_TIMESTAMP_LTZ(text[, format[, zone]])`` (the session's zone unless the text has one)."""
     args = _args(node, 1, 3)
@@ -360,7 +360,7 @@ def to_timestamp_ltz(c: Compiler, node: exp.Anonymous) -> Compiled:
     return call(instant, [operand, *([c.compile(args[2])] if len(args) == 3 else [])], TIMESTAMP_LTZ(3))
 
 
-def from_unixtime(c: Compiler, node: exp.Anonymous) -> Compiled:
+def from_unixtime(c: ExpressionCompiler, node: exp.Anonymous) -> Compiled:
     """``FROM_UNIXTIME(seconds[, format])``: the instant as text in the session time zone."""
     args = _args(node, 1, 2)
     write = formatter(_pattern(c, args[1] if len(args) == 2 else None, DEFAULT_TIMESTAMP, "FROM_UNIXTIME"))
@@ -368,7 +368,7 @@ def from_unixtime(c: Compiler, node: exp.Anonymous) -> Compiled:
     return c.fold(c.numeric(args[0]), lambda n: write(zoned(epoch + dt.timedelta(seconds=int(n)))), STRING())
 
 
-def unix_timestamp(c: Compiler, node: exp.Anonymous) -> Compiled:
+def unix_timestamp(c: ExpressionCompiler, node: exp.Anonymous) -> Compiled:
     """``UNIX_TIMESTAMP()`` (now) or ``UNIX_TIMESTAMP(text[, format])``: seconds since 1970 of the
     text read in the session time zone (its own zone if it has one); NULL when it does not parse."""
     args = _args(node, 0, 2)
@@ -399,7 +399,7 @@ def _shift(unit: str, amount: int, value: Any) -> Any:
     return add_duration(value, delta)
 
 
-def timestampadd(c: Compiler, node: exp.Anonymous) -> Compiled:
+def timestampadd(c: ExpressionCompiler, node: exp.Anonymous) -> Compiled:
     """``TIMESTAMPADD(unit, n, temporal)``: a DATE stays one for whole days, months and years."""
     unit_node, amount, value = _args(node, 3, 3)
     unit = _unit(unit_node, "TIMESTAMPADD")
@@ -423,7 +423,7 @@ def _months_between(a: dt.datetime, b: dt.datetime) -> int:
     return months
 
 
-def timestampdiff(c: Compiler, node: exp.Anonymous) -> Compiled:
+def timestampdiff(c: ExpressionCompiler, node: exp.Anonymous) -> Compiled:
     """``TIMESTAMPDIFF(unit, from, to)`` (``TIMESTAMP_DIFF``): whole units from ``from`` to ``to``,
     signed; an instant and a wall clock meet in the session time zone."""
     unit_node, start, end = _args(node, 3, 3)
@@ -445,7 +445,7 @@ def timestampdiff(c: Compiler, node: exp.Anonymous) -> Compiled:
 
 
 def _date_shift(sign: int) -> Handler:
-    def handler(c: Compiler, node: exp.DateAdd | exp.DateSub) -> Compiled:
+    def handler(c: ExpressionCompiler, node: exp.DateAdd | exp.DateSub) -> Compiled:
         """``DATE_ADD(date, n)`` / ``DATE_SUB(date, n)``: the day ``n`` days later / earlier, as
         ``yyyy-MM-dd`` text (Flink CDC's; a timestamp counts by its date, in the session's zone)."""
         if node.args.get("unit") is not None and node.args["unit"].name.upper() not in ("DAY", ""):
@@ -468,7 +468,7 @@ def _date_shift(sign: int) -> Handler:
     return handler
 
 
-def floor_to(c: Compiler, node: exp.Floor | exp.Ceil) -> Compiled:
+def floor_to(c: ExpressionCompiler, node: exp.Floor | exp.Ceil) -> Compiled:
     """``FLOOR(temporal TO unit)`` and ``CEIL(temporal TO unit)``; an instant in the session's zone."""
     unit = _unit(node.args["to"], f"{node.key.upper()}(... TO unit)")
     operand = _temporal(c, node.this)

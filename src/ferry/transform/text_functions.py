@@ -22,9 +22,9 @@ from ferry.transform.compiled import Compiled, CompileError, call
 from ferry.transform.sqlvalues import to_text
 
 if TYPE_CHECKING:
-    from ferry.transform.expressions import Compiler
+    from ferry.transform.compiled import ExpressionCompiler
 
-Handler = Callable[["Compiler", Any], Compiled]
+Handler = Callable[["ExpressionCompiler", Any], Compiled]
 
 
 def _text(value: Any) -> str:
@@ -39,7 +39,7 @@ def _regex(pattern: str) -> re.Pattern[str] | None:
         return None
 
 
-def _string_args(c: Compiler, nodes: list[exp.Expr | None]) -> list[Compiled]:
+def _string_args(c: ExpressionCompiler, nodes: list[exp.Expr | None]) -> list[Compiled]:
     return [c.compile(n) for n in nodes if n is not None]
 
 
@@ -79,7 +79,7 @@ def _java_replacement(replacement: str) -> str:
     return "".join(out)
 
 
-def regexp_replace(c: Compiler, node: exp.RegexpReplace) -> Compiled:
+def regexp_replace(c: ExpressionCompiler, node: exp.RegexpReplace) -> Compiled:
     def replace(s: Any, pattern: Any, replacement: Any) -> str | None:
         regex = _regex(_text(pattern))
         if regex is None:
@@ -98,7 +98,7 @@ def _group(index: Any) -> int | None:
     return None if group < 0 else group
 
 
-def regexp_extract(c: Compiler, node: exp.RegexpExtract) -> Compiled:
+def regexp_extract(c: ExpressionCompiler, node: exp.RegexpExtract) -> Compiled:
     """``REGEXP_EXTRACT(s, regex[, group])``: the first match's group (0, the whole match, by
     default); NULL without a match, or for a group the pattern does not have."""
 
@@ -113,7 +113,7 @@ def regexp_extract(c: Compiler, node: exp.RegexpExtract) -> Compiled:
     return call(extract, _string_args(c, args), STRING())
 
 
-def regexp_extract_all(c: Compiler, node: exp.RegexpExtractAll) -> Compiled:
+def regexp_extract_all(c: ExpressionCompiler, node: exp.RegexpExtractAll) -> Compiled:
     """``REGEXP_EXTRACT_ALL(s, regex[, group])``: every match's group (1 by default)."""
 
     def extract_all(s: Any, pattern: Any, index: Any = 1) -> list[str | None] | None:
@@ -127,7 +127,7 @@ def regexp_extract_all(c: Compiler, node: exp.RegexpExtractAll) -> Compiled:
 
 
 def _search(kind: str) -> Handler:
-    def handler(c: Compiler, node: exp.Func) -> Compiled:
+    def handler(c: ExpressionCompiler, node: exp.Func) -> Compiled:
         def search(s: Any, pattern: Any) -> Any:
             regex = _regex(_text(pattern))
             if regex is None:
@@ -146,7 +146,7 @@ def _search(kind: str) -> Handler:
     return handler
 
 
-def similar_to(c: Compiler, node: exp.SimilarTo, escape: str | None = None) -> Compiled:
+def similar_to(c: ExpressionCompiler, node: exp.SimilarTo, escape: str | None = None) -> Compiled:
     """``s SIMILAR TO pattern``: SQL's ``%`` and ``_`` with regular-expression alternation,
     repetition and classes, matched against the whole string."""
 
@@ -177,7 +177,7 @@ def _similar_regex(pattern: str, escape: str | None) -> str:
 # Positions, pieces and padding
 
 
-def position(c: Compiler, node: exp.StrPosition) -> Compiled:
+def position(c: ExpressionCompiler, node: exp.StrPosition) -> Compiled:
     """``POSITION(seek IN s)``, ``LOCATE(seek, s[, from])``, ``INSTR(s, seek)``: 1-based, 0 when
     not found."""
 
@@ -195,17 +195,17 @@ def _find(s: Any, seek: Any, start: Any = 1) -> int:
     return text.find(needle, begin) + 1
 
 
-def locate(c: Compiler, node: exp.Anonymous) -> Compiled:
+def locate(c: ExpressionCompiler, node: exp.Anonymous) -> Compiled:
     seek, s, *start = _arguments(node, 2, 3)
     return call(_find, _string_args(c, [s, seek, *start]), INT())
 
 
-def instr(c: Compiler, node: exp.Anonymous) -> Compiled:
+def instr(c: ExpressionCompiler, node: exp.Anonymous) -> Compiled:
     s, seek = _arguments(node, 2, 2)
     return call(_find, _string_args(c, [s, seek]), INT())
 
 
-def overlay(c: Compiler, node: exp.Overlay) -> Compiled:
+def overlay(c: ExpressionCompiler, node: exp.Overlay) -> Compiled:
     """``OVERLAY(s PLACING r FROM start [FOR n])``: ``n`` characters from ``start`` replaced (as
     many as ``r`` has by default); a start outside ``s`` leaves it as it is."""
 
@@ -230,7 +230,7 @@ def overlay(c: Compiler, node: exp.Overlay) -> Compiled:
     return call(place, _string_args(c, args), result)
 
 
-def concat_ws(c: Compiler, node: exp.ConcatWs) -> Compiled:
+def concat_ws(c: ExpressionCompiler, node: exp.ConcatWs) -> Compiled:
     """``CONCAT_WS(separator, s1, s2, ...)``: NULL strings are skipped, a NULL separator is NULL."""
     separator, *parts = (c.compile(a).fn for a in node.expressions)
 
@@ -243,7 +243,7 @@ def concat_ws(c: Compiler, node: exp.ConcatWs) -> Compiled:
     return Compiled(join, STRING())
 
 
-def pad(c: Compiler, node: exp.Pad) -> Compiled:
+def pad(c: ExpressionCompiler, node: exp.Pad) -> Compiled:
     """``LPAD(s, n, pad)`` / ``RPAD``: ``s`` padded, or cut, to ``n`` characters; NULL for a
     negative ``n`` or an empty ``pad``."""
     left = bool(node.args.get("is_left"))
@@ -264,7 +264,7 @@ def pad(c: Compiler, node: exp.Pad) -> Compiled:
 
 
 def _two(compute: Callable[..., Any], result: DataType) -> Handler:
-    def handler(c: Compiler, node: exp.Func) -> Compiled:
+    def handler(c: ExpressionCompiler, node: exp.Func) -> Compiled:
         args = [node.this, node.args.get("expression") or node.args.get("times")]
         return call(compute, _string_args(c, args), result)
 
@@ -296,18 +296,18 @@ def _affix(test: str) -> Callable[[Any, Any], bool]:
     return check
 
 
-def replace(c: Compiler, node: exp.Replace) -> Compiled:
+def replace(c: ExpressionCompiler, node: exp.Replace) -> Compiled:
     args = [node.this, node.expression, node.args.get("replacement")]
     return call(lambda s, a, b: _text(s).replace(_text(a), _text(b)), _string_args(c, args), STRING())
 
 
-def btrim(c: Compiler, node: exp.Anonymous) -> Compiled:
+def btrim(c: ExpressionCompiler, node: exp.Anonymous) -> Compiled:
     args = _arguments(node, 1, 2)
     compiled = _string_args(c, list(args))
     return call(lambda s, chars=" ": _text(s).strip(_text(chars)), compiled, STRING())
 
 
-def initcap(c: Compiler, node: exp.Initcap) -> Compiled:
+def initcap(c: ExpressionCompiler, node: exp.Initcap) -> Compiled:
     """``INITCAP(s)``: each word's first letter in upper case, the others in lower case."""
     words = re.compile(r"[^\W_]+")
 
@@ -334,14 +334,14 @@ def _from_base64(value: Any) -> bytes:
 
 
 def _one(compute: Callable[[Any], Any], result: DataType) -> Handler:
-    def handler(c: Compiler, node: exp.Func) -> Compiled:
+    def handler(c: ExpressionCompiler, node: exp.Func) -> Compiled:
         arg = node.this if not isinstance(node, exp.Anonymous) else _arguments(node, 1, 1)[0]
         return call(compute, [c.compile(arg)], result)
 
     return handler
 
 
-def uuid_(c: Compiler, node: exp.Uuid) -> Compiled:
+def uuid_(c: ExpressionCompiler, node: exp.Uuid) -> Compiled:
     return Compiled(lambda row: str(uuid.uuid4()), STRING().not_null())
 
 

@@ -53,7 +53,7 @@ from ferry.transform.sqlvalues import NUMERIC, ExpressionError
 if TYPE_CHECKING:
     from sqlglot import exp
 
-    from ferry.transform.expressions import Compiler
+    from ferry.transform.compiled import ExpressionCompiler
 
 _SCALARS: dict[Any, DataType] = {
     bool: BOOLEAN(),
@@ -206,7 +206,7 @@ class UserFunction:
         if callable(close):
             close()
 
-    def compile(self, compiler: Compiler, node: exp.Anonymous) -> Compiled:
+    def compile(self, compiler: ExpressionCompiler, node: exp.Anonymous) -> Compiled:
         args = [compiler.compile(a) for a in node.expressions]
         try:
             self.check_arity(len(args))

@@ -25,7 +25,7 @@ from ferry.transform.compiled import Compiled, CompileError, call, constant_valu
 if TYPE_CHECKING:
     from collections.abc import Callable
 
-    from ferry.transform.expressions import Compiler
+    from ferry.transform.compiled import ExpressionCompiler
 
 _BIGINT = (-(2**63), 2**63 - 1)
 _MAX_DIGITS = 38
@@ -117,8 +117,10 @@ def field(variant: Variant, key: str) -> Variant | None:
 # ----------------------------------------------------------------------------------- compilation
 
 
-def _parser(name: str, parse: Callable[[str, bool], Variant | None]) -> Callable[[Compiler, Any], Compiled]:
-    def handler(c: Compiler, node: exp.Anonymous) -> Compiled:
+def _parser(
+    name: str, parse: Callable[[str, bool], Variant | None]
+) -> Callable[[ExpressionCompiler, Any], Compiled]:
+    def handler(c: ExpressionCompiler, node: exp.Anonymous) -> Compiled:
         args = [c.compile(a) for a in node.expressions]
         if not 1 <= len(args) <= 2:
             raise CompileError(f"{name} takes a string and, optionally, allowDuplicateKeys")
@@ -135,7 +137,7 @@ def _parser(name: str, parse: Callable[[str, bool], Variant | None]) -> Callable
     return handler
 
 
-def subscript(c: Compiler, operand: Compiled, node: exp.Bracket) -> Compiled:
+def subscript(c: ExpressionCompiler, operand: Compiled, node: exp.Bracket) -> Compiled:
     """``variant[index]`` (an integer, from 1) or ``variant[key]`` (a string)."""
     index = c.compile(node.expressions[0])
     t = index.type
