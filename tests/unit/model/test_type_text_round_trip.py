@@ -1,4 +1,4 @@
-"""Every type reads back from the text ferry writes for it: Flink SQL (:func:`ferry.pipeline.types.
+"""Every type reads back from the text ferry writes for it: Flink SQL (:func:`ferry.model.types.
 render`), Fluss SQL (:func:`ferry.sinks.fluss.types.fluss_sql`) and MaxCompute's type names
 (:func:`ferry.sinks.maxcompute.types.type_name`). These parsers are ferry's own (sqlglot has no
 Flink, Fluss or MaxCompute dialect); the property holds them to their writers."""
@@ -8,8 +8,8 @@ from __future__ import annotations
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ferry.pipeline import types as T
-from ferry.pipeline.types import DataType, TypeRoot
+from ferry.model import types as T
+from ferry.model.types import DataType, TypeRoot
 from ferry.sinks.fluss import types as fluss
 from ferry.sinks.maxcompute import types as maxcompute
 
