@@ -668,7 +668,9 @@ class SchemaOperator:
             self.tracker = after
             return
         refused = self._refused(changes)
-        if not _need_barrier(changes, self.tracker) and not refused:
+        # partitions read again (a column added again after its drop reached the sink: rows read
+        # before it, written after the drop) keep their offsets before them by a full barrier
+        if not _need_barrier(changes, self.tracker) and not refused and not barrier.read_again:
             self._route_in_place(changes, after=after, sources=sources, position=position)
             return
         # the table barrier commits only the changes' tables (ferry.pipeline.barriers); the full one

@@ -465,16 +465,25 @@ class SchemaTracker:
         renames = self.pending_renames.get(table_id, [])
         # a described name added again → the table's name of the column dropped under it
         by_table_name = {aliases.get(n, n): (n, at) for n, at in readded.items()}
+        handled: set[str] = set()
         for _, name in again:
             entry = by_table_name.get(name)
             if entry is None or name in table.primary_keys:
                 continue
             new_name, order = entry
+            handled.add(new_name)
             index = new.position(new_name)
             position = LAST if index == len(new.columns) - 1 else _after(new, index, tracked.schema)
             changes += [DropColumn(table_id, name), AddColumn(table_id, new.column(new_name), position)]
             tracked.schema = self._replay(tracked.schema, changes[-2:])
             self.readded.append((table_id, _older_names(renames, {name, new_name}), order))
+        for new_name, order in readded.items():
+            # a drop that reached the sink already (no partition had shown the column, or all had
+            # passed the drop): the column comes as an add, and the rows older than the drop not
+            # read yet must still lose the old column's values
+            if new_name in handled or new_name in tracked.schema or new_name in new.primary_keys:
+                continue
+            self.readded.append((table_id, _older_names(renames, {new_name}), order))
         if changes:  # the names of ``new`` as the table knows them now
             aliases = _rename_aliases(renames, tracked.schema, new, {})
             mapped = _renamed_columns(new, aliases)
