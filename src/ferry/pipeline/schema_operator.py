@@ -36,6 +36,7 @@ from ferry.offsets import Partition
 from ferry.pipeline.apply import apply_schema_change, diff_schemas
 from ferry.pipeline.barriers import Barrier, allows_table_barrier, known_marks
 from ferry.pipeline.checkpoints import CheckpointStore, SchemaHistoryEntry, now_ms
+from ferry.pipeline.defaults import default_value
 from ferry.pipeline.events import (
     AddColumn,
     AlterColumnComment,
@@ -284,13 +285,24 @@ class SchemaOperator:
         if cuts:
             self.cleared.setdefault(table_id, {}).setdefault(column, {}).update(cuts)
 
-    def cleared_columns(self, table_id: TableId, position: SourcePosition) -> list[str]:
-        """The columns whose values a row read at ``position`` carries from before their drop."""
+    def cleared_columns(self, table_id: TableId, position: SourcePosition) -> dict[str, Any]:
+        """The columns whose values a row read at ``position`` carries from before their drop, each
+        with the value the row has in the new column: its default (the source filled the rows it
+        held with it when the column was added), or None."""
         columns = self.cleared.get(table_id)
         if not columns:
-            return []
+            return {}
         tp = (position.topic, position.partition)
-        return [c for c, cuts in columns.items() if position.offset < cuts.get(tp, -1)]
+        names = [c for c, cuts in columns.items() if position.offset < cuts.get(tp, -1)]
+        if not names:
+            return {}
+        schema = self.tracker.schema(table_id)
+        if schema is None:
+            return dict.fromkeys(names)
+        older = self.tracker.older_names(table_id)
+        # a name the row carries → the table's column (renamed since, perhaps)
+        found = {name: schema.find(name) or schema.find(older.get(name, name)) for name in names}
+        return {name: None if c is None else default_value(c) for name, c in found.items()}
 
     def passed_cleared(self, offsets: Mapping[Partition, int]) -> None:
         """Forget a column's cuts once every partition is read past its own: until then a partition

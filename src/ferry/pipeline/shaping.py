@@ -8,7 +8,7 @@ are grouped per sink table, in order.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -267,15 +267,15 @@ def in_table_names(change: DataChange, names: Mapping[str, str]) -> DataChange:
     )
 
 
-def without_values(change: DataChange, columns: Collection[str]) -> DataChange:
-    """A row written before ``columns`` were dropped and added again: NULL in them (the new
-    columns never had the old ones' values)."""
+def without_values(change: DataChange, columns: Mapping[str, Any]) -> DataChange:
+    """A row written before ``columns`` were dropped and added again: the value each new column
+    has in it (its default, or NULL) instead of the old column's."""
     before, after = change.before, change.after
     return change._replace(
-        before=None if before is None else {k: (None if k in columns else v) for k, v in before.items()},
+        before=None if before is None else {k: columns.get(k, v) for k, v in before.items()},
         after=None
         if after is None
-        else keep_partial(after, {k: (None if k in columns else v) for k, v in after.items()}),
+        else keep_partial(after, {k: columns.get(k, v) for k, v in after.items()}),
     )
 
 

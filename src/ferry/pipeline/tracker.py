@@ -422,14 +422,15 @@ class SchemaTracker:
             index = described.position(name)
             without = table.with_columns(c for c in table.columns if c.name != name)
             position = LAST if index == len(described.columns) - 1 else _after(described, index, without)
-            moved: list[SchemaChange] = [
-                DropColumn(table_id, name),
-                AddColumn(table_id, table.column(name), position),
-            ]
+            # the new column's default, which the rows older than the drop read
+            column = replace(table.column(name), default=described.column(name).default)
+            moved: list[SchemaChange] = [DropColumn(table_id, name), AddColumn(table_id, column, position)]
             placed = self._replay(table, moved)
             if placed.names != table.names:
                 changes += moved
                 tracked.schema = placed
+            else:
+                tracked.schema = table.with_columns(column if c.name == name else c for c in table.columns)
         return changes
 
     def described(self, event: SchemaObserved, watermarks: Watermarks | None = None) -> list[SchemaChange]:
@@ -1078,7 +1079,8 @@ def _placed_as(
 ) -> Schema:
     """``schema`` with each column of ``names`` (its name → the name ``described`` has for it)
     moved where ``described`` has it: after the nearest column before it there that ``schema`` has
-    (first when none; a column of ``schema`` renamed since is known by its later names)."""
+    (first when none; a column of ``schema`` renamed since is known by its later names), with the
+    default ``described`` gives it (a column added again: the rows older than its drop read it)."""
     moving = {n: d for n, d in names.items() if d in described and n not in schema.primary_keys}
     if not moving:
         return schema
@@ -1089,7 +1091,7 @@ def _placed_as(
             (i + 1 for i, c in enumerate(columns) if before.intersection(_chain(renames, c.name))),
             default=0,
         )
-        columns.insert(at, schema.column(name))
+        columns.insert(at, replace(schema.column(name), default=described.column(at_name).default))
     return schema.with_columns(columns)
 
 
