@@ -466,8 +466,10 @@ class SchemaTracker:
         renames = self.pending_renames.get(table_id, [])
         # a described name added again → the table's name of the column dropped under it
         by_table_name = {aliases.get(n, n): (n, at) for n, at in readded.items()}
+        # one statement dropped and added it (``DROP COLUMN a, ADD COLUMN a``): no drop waits for it
+        at_once = [n for n in by_table_name if n in table and all(n != name for _, name in again)]
         handled: set[str] = set()
-        for _, name in again:
+        for name in [*(name for _, name in again), *at_once]:
             entry = by_table_name.get(name)
             if entry is None or name in table.primary_keys:
                 continue
