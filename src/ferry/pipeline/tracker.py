@@ -441,6 +441,7 @@ class SchemaTracker:
         table_id, new = event.table_id, event.schema
         self._statement_read(table_id, event.source_order)
         readded = self._dropped_and_added(table_id, new)
+        new = _initial_defaults(new, self.descriptions.get(table_id), readded)
         self.descriptions[table_id] = new
         self.described_names.setdefault(table_id, set()).update(new.names)
         self.dropped.discard(table_id)
@@ -828,7 +829,13 @@ class SchemaTracker:
             merged = seen.pop(col.name, None)
             # widening with the current type: a type never narrows, and tightening a
             # column to NOT NULL never reaches the sink
-            columns.append(col if merged is None else replace(merged, type=widen(col.type, merged.type)))
+            # and a column keeps the default it was added with (the rows the source held then have
+            # it; a default changed later concerns only the rows written since, which carry values)
+            columns.append(
+                col
+                if merged is None
+                else replace(merged, type=widen(col.type, merged.type), default=col.default or merged.default)
+            )
         for name in latest.names:
             if name in seen:
                 index = latest.position(name)
@@ -1074,6 +1081,25 @@ def _chained_by_order(
         elif rename not in links:
             chained.append(rename)
     return chained
+
+
+def _initial_defaults(
+    described: Schema, previous: Schema | None, readded: Mapping[str, SourceOrder]
+) -> Schema:
+    """A statement's description of a table with each column's default as the column was added
+    (``previous``: the description before; a column added again, in ``readded``, starts anew): a
+    default changed or removed since (``MODIFY COLUMN``) concerns only the rows written later."""
+    if previous is None:
+        return described
+    kept = {
+        c.name: previous.column(c.name).default
+        for c in described.columns
+        if c.name in previous and c.name not in readded and previous.column(c.name).default != c.default
+    }
+    if not kept:
+        return described
+    columns = described.columns
+    return described.with_columns(replace(c, default=kept[c.name]) if c.name in kept else c for c in columns)
 
 
 def _placed_as(

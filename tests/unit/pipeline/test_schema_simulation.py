@@ -1118,3 +1118,21 @@ def test_a_text_column_added_dropped_and_added_again_with_a_default_reads_the_de
         2, script, [("produce", 100), ("hints", 10), ("read", 1, 100), ("checkpoint",), ("read", 0, 100)]
     )
     run_simulation(2, script, [("produce", 3), ("read", 0, 100), ("read", 1, 100)], committing=True)
+
+
+@pytest.mark.parametrize(
+    "schedule",
+    [
+        [],  # the statements read before t's first row
+        [("produce", 3), ("read", 0, 1)],  # t tracked before them
+        [("produce", 100), ("read", 0, 100), ("checkpoint",), ("read", 1, 100)],  # partition 1 lags
+    ],
+)
+def test_a_column_added_again_with_a_default_then_widened_keeps_the_default_for_the_older_rows(
+    schedule: list[tuple[Any, ...]],
+) -> None:
+    # MODIFY COLUMN a BIGINT leaves a without a DEFAULT, but the rows MySQL held when a was added
+    # again keep the one it had then: the rows older than the drop read it (a draw found it)
+    script = [("upsert", 1), ("readd", 1), ("widen", 0), ("upsert", 2), ("upsert", 3)]
+    run_simulation(2, script, schedule)
+    run_simulation(1, [("readd", 1, "t"), ("widen", 0, "t")], [])
