@@ -285,10 +285,11 @@ class SchemaOperator:
         if cuts:
             self.cleared.setdefault(table_id, {}).setdefault(column, {}).update(cuts)
 
-    def cleared_columns(self, table_id: TableId, position: SourcePosition) -> dict[str, Any]:
-        """The columns whose values a row read at ``position`` carries from before their drop, each
-        with the value the row has in the new column: its default (the source filled the rows it
-        held with it when the column was added), or None."""
+    def cleared_columns(self, table_id: TableId, position: SourcePosition) -> dict[str, tuple[str, Any]]:
+        """The columns a row read at ``position`` was written before the drop of (each name it may
+        carry them under), each with the table's name of the new column and the value the row has
+        in it: its default (the source filled the rows it held with it when the column was added
+        again), or None."""
         columns = self.cleared.get(table_id)
         if not columns:
             return {}
@@ -298,11 +299,11 @@ class SchemaOperator:
             return {}
         schema = self.tracker.schema(table_id)
         if schema is None:
-            return dict.fromkeys(names)
+            return {name: (name, None) for name in names}
         older = self.tracker.older_names(table_id)
         # a name the row carries → the table's column (renamed since, perhaps)
         found = {name: schema.find(name) or schema.find(older.get(name, name)) for name in names}
-        return {name: None if c is None else default_value(c) for name, c in found.items()}
+        return {name: (name, None) if c is None else (c.name, default_value(c)) for name, c in found.items()}
 
     def passed_cleared(self, offsets: Mapping[Partition, int]) -> None:
         """Forget a column's cuts once every partition is read past its own: until then a partition

@@ -267,16 +267,25 @@ def in_table_names(change: DataChange, names: Mapping[str, str]) -> DataChange:
     )
 
 
-def without_values(change: DataChange, columns: Mapping[str, Any]) -> DataChange:
-    """A row written before ``columns`` were dropped and added again: the value each new column
-    has in it (its default, or NULL) instead of the old column's."""
+def without_values(change: DataChange, columns: Mapping[str, tuple[str, Any]]) -> DataChange:
+    """A row written before ``columns`` were dropped and added again (each name the row may carry
+    one under → the table's name of the new column, the value the row has in it: its default, or
+    NULL): those values instead of the old columns'. A row written before the old column was added
+    (it lacks every name of it) takes the new one's default all the same."""
     before, after = change.before, change.after
     return change._replace(
-        before=None if before is None else {k: columns.get(k, v) for k, v in before.items()},
-        after=None
-        if after is None
-        else keep_partial(after, {k: columns.get(k, v) for k, v in after.items()}),
+        before=None if before is None else _new_values(before, columns),
+        after=None if after is None else keep_partial(after, _new_values(after, columns)),
     )
+
+
+def _new_values(row: Mapping[str, Any], columns: Mapping[str, tuple[str, Any]]) -> dict[str, Any]:
+    out = {k: columns[k][1] if k in columns else v for k, v in row.items()}
+    carried = {columns[k][0] for k in row if k in columns}
+    for name, value in dict(columns.values()).items():
+        if value is not None and name not in carried and name not in out:
+            out[name] = value
+    return out
 
 
 def change_bytes(change: DataChange) -> bytes:

@@ -1136,3 +1136,11 @@ def test_a_column_added_again_with_a_default_then_widened_keeps_the_default_for_
     script = [("upsert", 1), ("readd", 1), ("widen", 0), ("upsert", 2), ("upsert", 3)]
     run_simulation(2, script, schedule)
     run_simulation(1, [("readd", 1, "t"), ("widen", 0, "t")], [])
+
+
+def test_a_row_written_before_a_column_was_first_added_reads_the_default_it_was_added_again_with() -> None:
+    # row 0 is older than c2 itself; c2 is dropped and added again DEFAULT 'd1' before t's first row
+    # is read (a draw found it): row 0 carries no c2 at all, and reads 'd1' as the source has it
+    script = [("add", 0), ("upsert", 0), ("add", 0), ("drop", 0), ("drop", 0), ("readd", 1)]
+    run_simulation(1, script, [], committing=True)
+    run_simulation(1, script, [("produce", 3), ("read", 0, 1)])
