@@ -484,6 +484,15 @@ def run_simulation(
 @given(
     partitions=st.integers(1, 3), script=statements, schedule=actions, sink=sinks, late_hints=st.booleans()
 )
+# a column added again with a default, then widened (which leaves it without one), before t's first
+# row is read: that row, older than the drop, reads the default the column was added with
+@example(
+    partitions=1,
+    script=[("readd", 1, "t"), ("widen", 0, "t")],
+    schedule=[],
+    sink={"committing": False, "copy": False},
+    late_hints=False,
+)
 def test_every_interleaving_of_partitions_hints_and_kills_ends_with_the_source_table(
     partitions: int,
     script: list[tuple[Any, ...]],
@@ -531,6 +540,20 @@ table_barrier_statements = statements_of(
     partitions=1,
     script=[("add", 0, "t"), ("readd", 0, "t"), ("upsert", 0, "t"), ("readd", 0, "t")],
     schedule=[("produce", 1), ("read", 0, 1)],
+    copy=False,
+)
+# the row older than c2 itself, c2 dropped and added again with a default before t is first read
+@example(
+    partitions=1,
+    script=[
+        ("add", 0, "t"),
+        ("upsert", 0, "t"),
+        ("add", 0, "t"),
+        ("drop", 0, "t"),
+        ("drop", 0, "t"),
+        ("readd", 1, "t"),
+    ],
+    schedule=[],
     copy=False,
 )
 def test_every_interleaving_of_table_barriers_and_kills_ends_with_the_source_table(
