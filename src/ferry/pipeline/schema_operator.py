@@ -33,7 +33,6 @@ from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from ferry.exceptions import FerryError, TerminalError
 from ferry.model.apply import apply_schema_change, diff_schemas
-from ferry.model.defaults import default_value
 from ferry.model.events import (
     AddColumn,
     AlterColumnComment,
@@ -60,6 +59,7 @@ from ferry.pipeline.route import TableRouter
 from ferry.pipeline.router import Action, Decision, SchemaChangeRouter
 from ferry.pipeline.settings import SchemaSettings
 from ferry.pipeline.tracker import SchemaTracker, Watermarks
+from ferry.pipeline.truncates import forget_passed_cuts, new_column_values
 from ferry.retry import Operation, RetryWait
 from ferry.sinks.base import AsyncSchemaChanges, SchemaCaching, Sink
 from ferry.sinks.base.exceptions import SinkTerminalError
@@ -287,9 +287,7 @@ class SchemaOperator:
 
     def cleared_columns(self, table_id: TableId, position: SourcePosition) -> dict[str, tuple[str, Any]]:
         """The columns a row read at ``position`` was written before the drop of (each name it may
-        carry them under), each with the table's name of the new column and the value the row has
-        in it: its default (the source filled the rows it held with it when the column was added
-        again), or None."""
+        carry them under), with the new column's name and value there (:func:`new_column_values`)."""
         columns = self.cleared.get(table_id)
         if not columns:
             return {}
@@ -297,23 +295,10 @@ class SchemaOperator:
         names = [c for c, cuts in columns.items() if position.offset < cuts.get(tp, -1)]
         if not names:
             return {}
-        schema = self.tracker.schema(table_id)
-        if schema is None:
-            return {name: (name, None) for name in names}
-        older = self.tracker.older_names(table_id)
-        # a name the row carries → the table's column (renamed since, perhaps)
-        found = {name: schema.find(name) or schema.find(older.get(name, name)) for name in names}
-        return {name: (name, None) if c is None else (c.name, default_value(c)) for name, c in found.items()}
+        return new_column_values(self.tracker.schema(table_id), self.tracker.older_names(table_id), names)
 
     def passed_cleared(self, offsets: Mapping[Partition, int]) -> None:
-        """Forget a column's cuts once every partition is read past its own: until then a partition
-        may be read again from behind its cut (a truncate older than the drop, read later)."""
-        for table_id, columns in list(self.cleared.items()):
-            for column, cuts in list(columns.items()):
-                if all(offsets.get(tp, 0) >= cut for tp, cut in cuts.items()):
-                    del columns[column]
-            if not columns:
-                del self.cleared[table_id]
+        forget_passed_cuts(self.cleared, offsets)
 
     def ahead_of_checkpoint(self) -> dict[str, Any]:
         """The schemas saved after a change applied without a barrier, beside the last checkpoint's
@@ -681,8 +666,7 @@ class SchemaOperator:
             self.tracker = after
             return
         refused = self._refused(changes)
-        # partitions read again (a column added again after its drop reached the sink: rows read
-        # before it, written after the drop) keep their offsets before them by a full barrier
+        # partitions read again (a column added again: rows newer than its drop) need a full barrier
         if not _need_barrier(changes, self.tracker) and not refused and not barrier.read_again:
             self._route_in_place(changes, after=after, sources=sources, position=position)
             return

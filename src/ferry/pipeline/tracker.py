@@ -28,10 +28,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from itertools import pairwise
 from typing import Any
 
 from ferry.model.apply import apply_schema_change, diff_schemas, is_applied
+from ferry.model.defaults import initial_defaults
 from ferry.model.events import (
     FIRST,
     LAST,
@@ -53,7 +53,12 @@ from ferry.model.exceptions import SchemaError
 from ferry.model.schema import Column, Schema, TableId, schema_from_dict, schema_to_dict
 from ferry.model.types import widen
 from ferry.offsets import Partition
-from ferry.pipeline.positions import POSITIONAL_CONNECTORS, position_note, renames_by_position
+from ferry.pipeline.positions import (
+    POSITIONAL_CONNECTORS,
+    chained_by_order,
+    position_note,
+    renames_by_position,
+)
 
 #: (binlog file, position, row), or ("", LSN, 0): where a change stands in the source's log.
 SourceOrder = tuple[str, int, int]
@@ -422,8 +427,7 @@ class SchemaTracker:
             index = described.position(name)
             without = table.with_columns(c for c in table.columns if c.name != name)
             position = LAST if index == len(described.columns) - 1 else _after(described, index, without)
-            # the new column's default, which the rows older than the drop read
-            column = replace(table.column(name), default=described.column(name).default)
+            column = replace(table.column(name), default=described.column(name).default)  # the new one's
             moved: list[SchemaChange] = [DropColumn(table_id, name), AddColumn(table_id, column, position)]
             placed = self._replay(table, moved)
             if placed.names != table.names:
@@ -441,7 +445,8 @@ class SchemaTracker:
         table_id, new = event.table_id, event.schema
         self._statement_read(table_id, event.source_order)
         readded = self._dropped_and_added(table_id, new)
-        new = _initial_defaults(new, self.descriptions.get(table_id), readded)
+        renamed = {r.new_name: r.old_name for r in self.pending_renames.get(table_id, [])}
+        new = initial_defaults(new, self.descriptions.get(table_id), readded, renamed)
         self.descriptions[table_id] = new
         self.described_names.setdefault(table_id, set()).update(new.names)
         self.dropped.discard(table_id)
@@ -482,9 +487,8 @@ class SchemaTracker:
             tracked.schema = self._replay(tracked.schema, changes[-2:])
             self.readded.append((table_id, _older_names(renames, {name, new_name}), order))
         for new_name, order in readded.items():
-            # a drop that reached the sink already (no partition had shown the column, or all had
-            # passed the drop): the column comes as an add, and the rows older than the drop not
-            # read yet must still lose the old column's values
+            # its drop reached the sink already (no partition had shown it, or all had passed the
+            # drop): an add, and the rows older than the drop not read yet lose the old values
             if new_name in handled or new_name in tracked.schema or new_name in new.primary_keys:
                 continue
             self.readded.append((table_id, _older_names(renames, {new_name}), order))
@@ -664,7 +668,7 @@ class SchemaTracker:
         if not named:
             self.named_at.pop(table_id, None)
         for old_name in dict.fromkeys(o for o, _ in proved):
-            chained = _chained_by_order(table_id, renames, old_name, named)
+            chained = chained_by_order(table_id, renames, old_name, named)
             if chained is not None:
                 renames[:] = chained
                 tracked.by_position.update(
@@ -829,13 +833,9 @@ class SchemaTracker:
             merged = seen.pop(col.name, None)
             # widening with the current type: a type never narrows, and tightening a
             # column to NOT NULL never reaches the sink
-            # and a column keeps the default it was added with (the rows the source held then have
-            # it; a default changed later concerns only the rows written since, which carry values)
-            columns.append(
-                col
-                if merged is None
-                else replace(merged, type=widen(col.type, merged.type), default=col.default or merged.default)
-            )
+            # and a column keeps the default it was added with (see ferry.model.defaults)
+            kept = col if merged is None else replace(merged, type=widen(col.type, merged.type))
+            columns.append(replace(kept, default=col.default or kept.default))
         for name in latest.names:
             if name in seen:
                 index = latest.position(name)
@@ -1061,45 +1061,6 @@ def _renamed(schema: Schema, rename: RenameColumn) -> Schema:
     result = apply_schema_change(schema, rename)
     assert result is not None
     return result
-
-
-def _chained_by_order(
-    table_id: TableId, renames: list[RenameColumn], old_name: str, named: Mapping[str, SourceOrder]
-) -> list[RenameColumn] | None:
-    """``renames`` with the renames out of ``old_name`` (two or more, each new name shown at a known
-    place in the log) made one chain in that order: ``c → c_r3`` and ``c → c_r1`` become ``c → c_r1
-    → c_r3``. None when there is nothing to chain."""
-    out = [r for r in renames if r.old_name == old_name]
-    if len(out) < 2 or any(r.new_name not in named for r in out):
-        return None
-    names = [old_name, *sorted({r.new_name for r in out}, key=lambda n: named[n])]
-    links = [RenameColumn(table_id, a, b) for a, b in pairwise(names)]
-    chained: list[RenameColumn] = []
-    for rename in renames:  # the chain where the first of them was (the renames keep DDL's order)
-        if rename.old_name == old_name:
-            chained += [] if links[0] in chained else links
-        elif rename not in links:
-            chained.append(rename)
-    return chained
-
-
-def _initial_defaults(
-    described: Schema, previous: Schema | None, readded: Mapping[str, SourceOrder]
-) -> Schema:
-    """A statement's description of a table with each column's default as the column was added
-    (``previous``: the description before; a column added again, in ``readded``, starts anew): a
-    default changed or removed since (``MODIFY COLUMN``) concerns only the rows written later."""
-    if previous is None:
-        return described
-    kept = {
-        c.name: previous.column(c.name).default
-        for c in described.columns
-        if c.name in previous and c.name not in readded and previous.column(c.name).default != c.default
-    }
-    if not kept:
-        return described
-    columns = described.columns
-    return described.with_columns(replace(c, default=kept[c.name]) if c.name in kept else c for c in columns)
 
 
 def _placed_as(
