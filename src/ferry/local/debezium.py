@@ -55,6 +55,13 @@ _MYSQL_TYPES = {
 }
 
 
+def _sql_literal(value: Any) -> str:
+    """A value as a literal of MySQL's DDL."""
+    if isinstance(value, str):
+        return "'" + value.replace("'", "''") + "'"
+    return str(value)
+
+
 def encode_decimal(value: decimal.Decimal, scale: int) -> str:
     unscaled = int(value.scaleb(scale).to_integral_value())
     length = max(1, (unscaled.bit_length() + 8) // 8)
@@ -98,7 +105,8 @@ class DebeziumTable:
             self.columns.insert(index, column)
             where = f" AFTER `{after}`"
         self._envelope = None
-        return f"ALTER TABLE `{self.table}` ADD COLUMN `{name}` {self._sql_type(spec)}{where}"
+        default = "" if spec.get("default") is None else f" DEFAULT {_sql_literal(spec['default'])}"
+        return f"ALTER TABLE `{self.table}` ADD COLUMN `{name}` {self._sql_type(spec)}{default}{where}"
 
     def drop_column(self, name: str) -> str:
         self.columns = [c for c in self.columns if c.name != name]
@@ -241,6 +249,7 @@ class DebeziumTable:
             name = sql.split("(")[0]
             length = int(sql.split("(")[1].split(",")[0].rstrip(")")) if "(" in sql else None
             scale = int(c.spec["parameters"]["scale"]) if "scale" in c.spec.get("parameters", {}) else None
+            default = c.spec.get("default")
             columns.append(
                 {
                     "name": c.name,
@@ -254,6 +263,8 @@ class DebeziumTable:
                     "optional": c.name not in self.key,
                     "autoIncremented": False,
                     "generated": False,
+                    # as the MySQL connector writes a literal default: a text's without its quotes
+                    **({} if default is None else {"defaultValueExpression": str(default)}),
                 }
             )
         self.ts_ms += 1

@@ -21,9 +21,11 @@ from __future__ import annotations
 
 import datetime as dt
 import decimal
+from collections.abc import Collection, Mapping
+from dataclasses import replace
 from typing import Any
 
-from ferry.model.schema import Column
+from ferry.model.schema import Column, Schema
 from ferry.model.types import BINARIES, CHARACTER, FLOATS, INTEGERS, DataType, TypeRoot
 
 _EPOCH = dt.datetime(1970, 1, 1)
@@ -125,3 +127,23 @@ def column_defaults(columns: tuple[Column, ...] | list[Column]) -> dict[str, Any
             if value is not None:
                 values[column.name] = value
     return values
+
+
+def initial_defaults(
+    described: Schema, previous: Schema | None, readded: Collection[str], renamed: Mapping[str, str]
+) -> Schema:
+    """A statement's description of a table with each column's default as the column was added
+    (``previous``: the description before, where a column may have a name ``renamed`` gave it
+    since, new name → old; a column added again, in ``readded``, starts anew): a default changed or
+    removed since (``MODIFY COLUMN``) concerns only the rows written later."""
+    if previous is None:
+        return described
+    kept = {}
+    for column in described.columns:
+        was = previous.find(column.name) or previous.find(renamed.get(column.name, column.name))
+        if was is not None and column.name not in readded and was.default != column.default:
+            kept[column.name] = was.default
+    if not kept:
+        return described
+    columns = described.columns
+    return described.with_columns(replace(c, default=kept[c.name]) if c.name in kept else c for c in columns)

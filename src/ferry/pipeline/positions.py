@@ -23,9 +23,10 @@ taken as a drop and an add, which never moves a value into a column the source d
 from __future__ import annotations
 
 from collections.abc import Collection, Mapping
+from itertools import pairwise
 
 from ferry.model.events import AddColumn, DropColumn, RenameColumn, SchemaChange
-from ferry.model.schema import Schema
+from ferry.model.schema import Schema, TableId
 
 #: The ``source.connector`` of Debezium's PostgreSQL connector, whose envelopes follow ``attnum``.
 POSITIONAL_CONNECTORS = frozenset({"postgresql"})
@@ -78,3 +79,23 @@ def position_note(
     else:
         return None
     return "no column position proves a rename: a drop and an add" if column in unproved else None
+
+
+def chained_by_order(
+    table_id: TableId, renames: list[RenameColumn], old_name: str, named: Mapping[str, tuple[str, int, int]]
+) -> list[RenameColumn] | None:
+    """``renames`` with the renames out of ``old_name`` (two or more, each new name shown at a known
+    place in the log) made one chain in that order: ``c → c_r3`` and ``c → c_r1`` become ``c → c_r1
+    → c_r3``. None when there is nothing to chain."""
+    out = [r for r in renames if r.old_name == old_name]
+    if len(out) < 2 or any(r.new_name not in named for r in out):
+        return None
+    names = [old_name, *sorted({r.new_name for r in out}, key=lambda n: named[n])]
+    links = [RenameColumn(table_id, a, b) for a, b in pairwise(names)]
+    chained: list[RenameColumn] = []
+    for rename in renames:  # the chain where the first of them was (the renames keep DDL's order)
+        if rename.old_name == old_name:
+            chained += [] if links[0] in chained else links
+        elif rename not in links:
+            chained.append(rename)
+    return chained

@@ -59,6 +59,7 @@ from ferry.pipeline.route import TableRouter
 from ferry.pipeline.router import Action, Decision, SchemaChangeRouter
 from ferry.pipeline.settings import SchemaSettings
 from ferry.pipeline.tracker import SchemaTracker, Watermarks
+from ferry.pipeline.truncates import forget_passed_cuts, new_column_values
 from ferry.retry import Operation, RetryWait
 from ferry.sinks.base import AsyncSchemaChanges, SchemaCaching, Sink
 from ferry.sinks.base.exceptions import SinkTerminalError
@@ -284,23 +285,20 @@ class SchemaOperator:
         if cuts:
             self.cleared.setdefault(table_id, {}).setdefault(column, {}).update(cuts)
 
-    def cleared_columns(self, table_id: TableId, position: SourcePosition) -> list[str]:
-        """The columns whose values a row read at ``position`` carries from before their drop."""
+    def cleared_columns(self, table_id: TableId, position: SourcePosition) -> dict[str, tuple[str, Any]]:
+        """The columns a row read at ``position`` was written before the drop of (each name it may
+        carry them under), with the new column's name and value there (:func:`new_column_values`)."""
         columns = self.cleared.get(table_id)
         if not columns:
-            return []
+            return {}
         tp = (position.topic, position.partition)
-        return [c for c, cuts in columns.items() if position.offset < cuts.get(tp, -1)]
+        names = [c for c, cuts in columns.items() if position.offset < cuts.get(tp, -1)]
+        if not names:
+            return {}
+        return new_column_values(self.tracker.schema(table_id), self.tracker.older_names(table_id), names)
 
     def passed_cleared(self, offsets: Mapping[Partition, int]) -> None:
-        """Forget a column's cuts once every partition is read past its own: until then a partition
-        may be read again from behind its cut (a truncate older than the drop, read later)."""
-        for table_id, columns in list(self.cleared.items()):
-            for column, cuts in list(columns.items()):
-                if all(offsets.get(tp, 0) >= cut for tp, cut in cuts.items()):
-                    del columns[column]
-            if not columns:
-                del self.cleared[table_id]
+        forget_passed_cuts(self.cleared, offsets)
 
     def ahead_of_checkpoint(self) -> dict[str, Any]:
         """The schemas saved after a change applied without a barrier, beside the last checkpoint's
@@ -668,7 +666,8 @@ class SchemaOperator:
             self.tracker = after
             return
         refused = self._refused(changes)
-        if not _need_barrier(changes, self.tracker) and not refused:
+        # partitions read again (a column added again: rows newer than its drop) need a full barrier
+        if not _need_barrier(changes, self.tracker) and not refused and not barrier.read_again:
             self._route_in_place(changes, after=after, sources=sources, position=position)
             return
         # the table barrier commits only the changes' tables (ferry.pipeline.barriers); the full one

@@ -8,7 +8,7 @@ are grouped per sink table, in order.
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 import orjson
 
@@ -267,16 +267,25 @@ def in_table_names(change: DataChange, names: Mapping[str, str]) -> DataChange:
     )
 
 
-def without_values(change: DataChange, columns: Collection[str]) -> DataChange:
-    """A row written before ``columns`` were dropped and added again: NULL in them (the new
-    columns never had the old ones' values)."""
+def without_values(change: DataChange, columns: Mapping[str, tuple[str, Any]]) -> DataChange:
+    """A row written before ``columns`` were dropped and added again (each name the row may carry
+    one under → the table's name of the new column, the value the row has in it: its default, or
+    NULL): those values instead of the old columns'. A row written before the old column was added
+    (it lacks every name of it) takes the new one's default all the same."""
     before, after = change.before, change.after
     return change._replace(
-        before=None if before is None else {k: (None if k in columns else v) for k, v in before.items()},
-        after=None
-        if after is None
-        else keep_partial(after, {k: (None if k in columns else v) for k, v in after.items()}),
+        before=None if before is None else _new_values(before, columns),
+        after=None if after is None else keep_partial(after, _new_values(after, columns)),
     )
+
+
+def _new_values(row: Mapping[str, Any], columns: Mapping[str, tuple[str, Any]]) -> dict[str, Any]:
+    out = {k: columns[k][1] if k in columns else v for k, v in row.items()}
+    carried = {columns[k][0] for k in row if k in columns}
+    for name, value in dict(columns.values()).items():
+        if value is not None and name not in carried and name not in out:
+            out[name] = value
+    return out
 
 
 def change_bytes(change: DataChange) -> bytes:

@@ -28,10 +28,10 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Collection, Iterable, Mapping
 from dataclasses import dataclass, field, replace
-from itertools import pairwise
 from typing import Any
 
 from ferry.model.apply import apply_schema_change, diff_schemas, is_applied
+from ferry.model.defaults import initial_defaults
 from ferry.model.events import (
     FIRST,
     LAST,
@@ -53,7 +53,12 @@ from ferry.model.exceptions import SchemaError
 from ferry.model.schema import Column, Schema, TableId, schema_from_dict, schema_to_dict
 from ferry.model.types import widen
 from ferry.offsets import Partition
-from ferry.pipeline.positions import POSITIONAL_CONNECTORS, position_note, renames_by_position
+from ferry.pipeline.positions import (
+    POSITIONAL_CONNECTORS,
+    chained_by_order,
+    position_note,
+    renames_by_position,
+)
 
 #: (binlog file, position, row), or ("", LSN, 0): where a change stands in the source's log.
 SourceOrder = tuple[str, int, int]
@@ -422,14 +427,14 @@ class SchemaTracker:
             index = described.position(name)
             without = table.with_columns(c for c in table.columns if c.name != name)
             position = LAST if index == len(described.columns) - 1 else _after(described, index, without)
-            moved: list[SchemaChange] = [
-                DropColumn(table_id, name),
-                AddColumn(table_id, table.column(name), position),
-            ]
+            column = replace(table.column(name), default=described.column(name).default)  # the new one's
+            moved: list[SchemaChange] = [DropColumn(table_id, name), AddColumn(table_id, column, position)]
             placed = self._replay(table, moved)
             if placed.names != table.names:
                 changes += moved
                 tracked.schema = placed
+            else:
+                tracked.schema = table.with_columns(column if c.name == name else c for c in table.columns)
         return changes
 
     def described(self, event: SchemaObserved, watermarks: Watermarks | None = None) -> list[SchemaChange]:
@@ -440,6 +445,8 @@ class SchemaTracker:
         table_id, new = event.table_id, event.schema
         self._statement_read(table_id, event.source_order)
         readded = self._dropped_and_added(table_id, new)
+        renamed = {r.new_name: r.old_name for r in self.pending_renames.get(table_id, [])}
+        new = initial_defaults(new, self.descriptions.get(table_id), readded, renamed)
         self.descriptions[table_id] = new
         self.described_names.setdefault(table_id, set()).update(new.names)
         self.dropped.discard(table_id)
@@ -465,16 +472,26 @@ class SchemaTracker:
         renames = self.pending_renames.get(table_id, [])
         # a described name added again → the table's name of the column dropped under it
         by_table_name = {aliases.get(n, n): (n, at) for n, at in readded.items()}
-        for _, name in again:
+        # one statement dropped and added it (``DROP COLUMN a, ADD COLUMN a``): no drop waits for it
+        at_once = [n for n in by_table_name if n in table and all(n != name for _, name in again)]
+        handled: set[str] = set()
+        for name in [*(name for _, name in again), *at_once]:
             entry = by_table_name.get(name)
             if entry is None or name in table.primary_keys:
                 continue
             new_name, order = entry
+            handled.add(new_name)
             index = new.position(new_name)
             position = LAST if index == len(new.columns) - 1 else _after(new, index, tracked.schema)
             changes += [DropColumn(table_id, name), AddColumn(table_id, new.column(new_name), position)]
             tracked.schema = self._replay(tracked.schema, changes[-2:])
             self.readded.append((table_id, _older_names(renames, {name, new_name}), order))
+        for new_name, order in readded.items():
+            # its drop reached the sink already (no partition had shown it, or all had passed the
+            # drop): an add, and the rows older than the drop not read yet lose the old values
+            if new_name in handled or new_name in tracked.schema or new_name in new.primary_keys:
+                continue
+            self.readded.append((table_id, _older_names(renames, {new_name}), order))
         if changes:  # the names of ``new`` as the table knows them now
             aliases = _rename_aliases(renames, tracked.schema, new, {})
             mapped = _renamed_columns(new, aliases)
@@ -651,7 +668,7 @@ class SchemaTracker:
         if not named:
             self.named_at.pop(table_id, None)
         for old_name in dict.fromkeys(o for o, _ in proved):
-            chained = _chained_by_order(table_id, renames, old_name, named)
+            chained = chained_by_order(table_id, renames, old_name, named)
             if chained is not None:
                 renames[:] = chained
                 tracked.by_position.update(
@@ -816,7 +833,9 @@ class SchemaTracker:
             merged = seen.pop(col.name, None)
             # widening with the current type: a type never narrows, and tightening a
             # column to NOT NULL never reaches the sink
-            columns.append(col if merged is None else replace(merged, type=widen(col.type, merged.type)))
+            # and a column keeps the default it was added with (see ferry.model.defaults)
+            kept = col if merged is None else replace(merged, type=widen(col.type, merged.type))
+            columns.append(replace(kept, default=col.default or kept.default))
         for name in latest.names:
             if name in seen:
                 index = latest.position(name)
@@ -1044,32 +1063,13 @@ def _renamed(schema: Schema, rename: RenameColumn) -> Schema:
     return result
 
 
-def _chained_by_order(
-    table_id: TableId, renames: list[RenameColumn], old_name: str, named: Mapping[str, SourceOrder]
-) -> list[RenameColumn] | None:
-    """``renames`` with the renames out of ``old_name`` (two or more, each new name shown at a known
-    place in the log) made one chain in that order: ``c → c_r3`` and ``c → c_r1`` become ``c → c_r1
-    → c_r3``. None when there is nothing to chain."""
-    out = [r for r in renames if r.old_name == old_name]
-    if len(out) < 2 or any(r.new_name not in named for r in out):
-        return None
-    names = [old_name, *sorted({r.new_name for r in out}, key=lambda n: named[n])]
-    links = [RenameColumn(table_id, a, b) for a, b in pairwise(names)]
-    chained: list[RenameColumn] = []
-    for rename in renames:  # the chain where the first of them was (the renames keep DDL's order)
-        if rename.old_name == old_name:
-            chained += [] if links[0] in chained else links
-        elif rename not in links:
-            chained.append(rename)
-    return chained
-
-
 def _placed_as(
     schema: Schema, described: Schema, names: Mapping[str, str], renames: list[RenameColumn]
 ) -> Schema:
     """``schema`` with each column of ``names`` (its name → the name ``described`` has for it)
     moved where ``described`` has it: after the nearest column before it there that ``schema`` has
-    (first when none; a column of ``schema`` renamed since is known by its later names)."""
+    (first when none; a column of ``schema`` renamed since is known by its later names), with the
+    default ``described`` gives it (a column added again: the rows older than its drop read it)."""
     moving = {n: d for n, d in names.items() if d in described and n not in schema.primary_keys}
     if not moving:
         return schema
@@ -1080,7 +1080,7 @@ def _placed_as(
             (i + 1 for i, c in enumerate(columns) if before.intersection(_chain(renames, c.name))),
             default=0,
         )
-        columns.insert(at, schema.column(name))
+        columns.insert(at, replace(schema.column(name), default=described.column(at_name).default))
     return schema.with_columns(columns)
 
 

@@ -22,12 +22,13 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ferry.connectors.base import RecordReading, Source, Watermarking
+from ferry.model.defaults import default_value
 from ferry.model.events import Event, SchemaHint, TruncateTable
 from ferry.offsets import Partition
 from ferry.pipeline.partitions import offsets_past, read_before
 
 if TYPE_CHECKING:
-    from ferry.model.schema import TableId
+    from ferry.model.schema import Schema, TableId
     from ferry.pipeline.barriers import Barrier
     from ferry.pipeline.partitions import PartitionOffsets
     from ferry.pipeline.schema_operator import SchemaOperator
@@ -239,3 +240,30 @@ def _order_from(
             return None if order is None else (record.offset(), order)
         offset = records[-1].offset() + 1
     return (high, ("", 0, 0))
+
+
+def new_column_values(
+    schema: Schema | None, older: Mapping[str, str], names: Sequence[str]
+) -> dict[str, tuple[str, Any]]:
+    """For each name (``names``: those a row older than a column's drop may carry it under) the
+    name of the column added again in the table's ``schema`` (``older``: a name renamed since → the
+    table's) and the value such a row has in it: its default (the source filled the rows it held
+    with it when the column was added again), or None."""
+    if schema is None:
+        return {name: (name, None) for name in names}
+    found = {name: schema.find(name) or schema.find(older.get(name, name)) for name in names}
+    return {name: (name, None) if c is None else (c.name, default_value(c)) for name, c in found.items()}
+
+
+def forget_passed_cuts(
+    cleared: dict[TableId, dict[str, dict[Partition, int]]], offsets: Mapping[Partition, int]
+) -> None:
+    """Forget a column's cuts (per table and column added again, each partition's first offset
+    after the drop) once every partition is read past its own: until then a partition may be read
+    again from behind its cut (a truncate older than the drop, read later)."""
+    for table_id, columns in list(cleared.items()):
+        for column, cuts in list(columns.items()):
+            if all(offsets.get(tp, 0) >= cut for tp, cut in cuts.items()):
+                del columns[column]
+        if not columns:
+            del cleared[table_id]

@@ -147,13 +147,21 @@ class World:
             for row in source.rows.values():
                 row[new] = row.pop(old, None)
         elif kind == "readd" and names:
-            # DROP COLUMN x; ADD COLUMN x, no row between (the new column last, of the old one's type)
+            # DROP COLUMN x; ADD COLUMN x, no row between (the new column last, of the old one's type;
+            # an odd n gives an int or text column a DEFAULT, which MySQL writes in every row it
+            # holds; n % 3 == 2: one statement, ``DROP COLUMN x, ADD COLUMN x``)
             name = names[n % len(names)]
-            spec = _spec(source, name)
-            self._ddl(source, source.table.drop_column(name))
-            self._ddl(source, source.table.add_column(name, spec))
+            spec = _plain(_spec(source, name))
+            default = _readded_default(spec, n)
+            if default is not None:
+                spec = {**spec, "default": default}
+            drop = source.table.drop_column(name)
+            if n % 3 != 2:
+                self._ddl(source, drop)  # described without the column
+            add = source.table.add_column(name, spec)
+            self._ddl(source, add if n % 3 != 2 else f"{drop}, {add.split(' ', 3)[3]}")
             for row in source.rows.values():
-                row[name] = None
+                row[name] = default
         elif kind == "truncate":
             # no key: Debezium's producer puts it in any partition of the table's topic
             source.rows.clear()
@@ -162,7 +170,7 @@ class World:
             if "price" in source.columns():
                 self._ddl(source, source.table.change_type("price", dbz.DECIMAL(12, 4)))
         elif kind == "widen":
-            narrow = [c for c in source.table.columns if c.spec == dbz.INT32 and c.name != "id"]
+            narrow = [c for c in source.table.columns if _plain(c.spec) == dbz.INT32 and c.name != "id"]
             if narrow:
                 self._ddl(source, source.table.change_type(narrow[n % len(narrow)].name, dbz.INT64))
 
@@ -176,6 +184,18 @@ class World:
 
 def _spec(source: SourceTable, name: str) -> dict[str, Any]:
     return next(c for c in source.table.columns if c.name == name).spec
+
+
+def _plain(spec: dict[str, Any]) -> dict[str, Any]:
+    """A column's type without its default."""
+    return {k: v for k, v in spec.items() if k != "default"}
+
+
+def _readded_default(spec: dict[str, Any], n: int) -> Any:
+    """The DEFAULT of a column added again by the n-th statement (an odd n, an int or text column)."""
+    if n % 2 == 0 or "name" in spec or spec["type"] not in ("int32", "int64", "string"):
+        return None
+    return 5000 + n if spec["type"] != "string" else f"d{n}"
 
 
 def _value(source: SourceTable, name: str, n: int, i: int) -> Any:
@@ -462,6 +482,23 @@ def run_simulation(
 @given(
     partitions=st.integers(1, 3), script=statements, schedule=actions, sink=sinks, late_hints=st.booleans()
 )
+# a column renamed, dropped and added again under its new name, then dropped: u ends without it
+@example(
+    partitions=1,
+    script=[("rename", 0, "u"), ("readd", 0, "u"), ("drop", 0, "u")],
+    schedule=[("produce", 1), ("produce", 1), ("read", 1, 1)],
+    sink={"committing": False, "copy": False},
+    late_hints=False,
+)
+# a column added again with a default, then widened (which leaves it without one), before t's first
+# row is read: that row, older than the drop, reads the default the column was added with
+@example(
+    partitions=1,
+    script=[("readd", 1, "t"), ("widen", 0, "t")],
+    schedule=[],
+    sink={"committing": False, "copy": False},
+    late_hints=False,
+)
 def test_every_interleaving_of_partitions_hints_and_kills_ends_with_the_source_table(
     partitions: int,
     script: list[tuple[Any, ...]],
@@ -501,6 +538,29 @@ table_barrier_statements = statements_of(
     script=[("rename", 0, "t"), ("upsert", 1, "t"), ("drop", 0, "t")],
     schedule=[("produce", 1), ("produce", 3), ("read", 1, 1), ("kill",)],
     copy=True,
+)
+# c1 added by DDL, then (after a's drop and add) written in a row, dropped and added again: the only
+# partition read so far showed t before c1, so c1's drop reached the sink at once, and the add after
+# it must still leave the row older than the drop without its value
+@example(
+    partitions=1,
+    script=[("add", 0, "t"), ("readd", 0, "t"), ("upsert", 0, "t"), ("readd", 0, "t")],
+    schedule=[("produce", 1), ("read", 0, 1)],
+    copy=False,
+)
+# the row older than c2 itself, c2 dropped and added again with a default before t is first read
+@example(
+    partitions=1,
+    script=[
+        ("add", 0, "t"),
+        ("upsert", 0, "t"),
+        ("add", 0, "t"),
+        ("drop", 0, "t"),
+        ("drop", 0, "t"),
+        ("readd", 1, "t"),
+    ],
+    schedule=[],
+    copy=False,
 )
 def test_every_interleaving_of_table_barriers_and_kills_ends_with_the_source_table(
     partitions: int, script: list[tuple[Any, ...]], schedule: list[tuple[Any, ...]], copy: bool
@@ -1016,3 +1076,103 @@ def test_a_table_created_before_its_column_was_dropped_and_added_again_is_read_t
     # t's sink table is created from its first row (a where it was) before the DDL is produced;
     # after the kill the DDL is read first: the sink's a is the old column, dropped and added last
     run_simulation(1, [("readd", 0, "t")], [("produce", 1), ("read", 0, 1), ("kill",)], raw=True)
+
+
+@pytest.mark.parametrize("committing", [False, True])
+@pytest.mark.parametrize(
+    "script",
+    [
+        [("add", 0, "t"), ("upsert", 0, "t"), ("readd", 1, "t")],
+        # the draw that found it: a dropped and added again before the row, c1 after it
+        [("add", 0, "t"), ("readd", 0, "t"), ("upsert", 0, "t"), ("readd", 0, "t")],
+    ],
+)
+def test_a_column_no_partition_showed_dropped_and_added_again_holds_none_of_its_old_values(
+    script: list[tuple[Any, ...]], committing: bool
+) -> None:
+    # t's partition shows t before c1 was added; c1's drop then reaches the sink as soon as the DDL
+    # is read (no partition showed the column), before its add: the row written between the first
+    # add and the drop, read after both, carries the old c1's value, which the new c1 must not take
+    run_simulation(1, script, [("produce", 1), ("read", 0, 1)], committing=committing)
+
+
+# DROP COLUMN a; ADD COLUMN a ... DEFAULT: MySQL fills the rows it holds with the new column's
+# default, so the rows older than the drop read after it (a partition behind it, a table first read
+# after it, a restart) read the default, not their old value nor NULL
+@pytest.mark.parametrize("committing", [False, True])
+@pytest.mark.parametrize(
+    "schedule",
+    [
+        [("produce", 100), ("hints", 10), ("read", 0, 100), ("checkpoint",), ("read", 1, 100)],
+        [("produce", 100), ("hints", 10), ("read", 0, 100), ("kill",), ("read", 1, 1)],
+        [("produce", 100), ("read", 1, 100)],
+        [("produce", 3), ("read", 0, 100), ("read", 1, 100)],
+        [],
+    ],
+)
+def test_rows_older_than_a_column_dropped_and_added_again_with_a_default_read_the_default(
+    schedule: list[tuple[Any, ...]], committing: bool
+) -> None:
+    script = [("upsert", 1), ("upsert", 2), ("upsert", 3), ("readd", 1), ("upsert", 4), ("upsert", 6)]
+    run_simulation(2, script, schedule, committing=committing)
+
+
+@pytest.mark.parametrize("committing", [False, True])
+@pytest.mark.parametrize("n", [2, 5])  # without a default, with one
+def test_a_column_dropped_and_added_again_in_one_statement_holds_none_of_its_old_values(
+    n: int, committing: bool
+) -> None:
+    # ``DROP COLUMN a, ADD COLUMN a``: the statement's description still has a, so no drop of a
+    # waits when it is read, t tracked already from its first rows; partition 1 lags behind it
+    script = [("upsert", 1), ("upsert", 2), ("upsert", 3), ("readd", n), ("upsert", 4), ("upsert", 6)]
+    schedule = [("produce", 3), ("read", 0, 100), ("read", 1, 100)]
+    run_simulation(2, script, schedule, committing=committing)
+    run_simulation(2, script, [*schedule, ("produce", 5), ("read", 0, 1), ("kill",)], committing=committing)
+
+
+def test_a_text_column_added_dropped_and_added_again_with_a_default_reads_the_default() -> None:
+    # c1 (text) added, written, then dropped and added again DEFAULT 'd3' with rows behind the drop
+    script = [("add", 0), ("upsert", 1), ("upsert", 2), ("readd", 3), ("upsert", 5)]
+    world = World(2)
+    world.statement("upsert", 0)
+    for statement in script:
+        world.statement(*statement)
+    assert {r["id"]: r["c1"] for r in world.tables[TABLES[0]].rows.values()} == {
+        0: "d3",
+        1: "d3",
+        2: "d3",
+        5: "v5",
+    }
+    run_simulation(
+        2, script, [("produce", 100), ("hints", 10), ("read", 1, 100), ("checkpoint",), ("read", 0, 100)]
+    )
+    run_simulation(2, script, [("produce", 3), ("read", 0, 100), ("read", 1, 100)], committing=True)
+
+
+@pytest.mark.parametrize(
+    "schedule",
+    [
+        [],  # the statements read before t's first row
+        [("produce", 3), ("read", 0, 1)],  # t tracked before them
+        [("produce", 100), ("read", 0, 100), ("checkpoint",), ("read", 1, 100)],  # partition 1 lags
+    ],
+)
+def test_a_column_added_again_with_a_default_then_widened_keeps_the_default_for_the_older_rows(
+    schedule: list[tuple[Any, ...]],
+) -> None:
+    # MODIFY COLUMN a BIGINT leaves a without a DEFAULT, but the rows MySQL held when a was added
+    # again keep the one it had then: the rows older than the drop read it (a draw found it)
+    script = [("upsert", 1), ("readd", 1), ("widen", 0), ("upsert", 2), ("upsert", 3)]
+    run_simulation(2, script, schedule)
+    run_simulation(1, [("readd", 1, "t"), ("widen", 0, "t")], [])
+    # and renamed after: the column keeps that default under its new name
+    run_simulation(1, [("readd", 1, "t"), ("widen", 0, "t"), ("rename", 0, "t")], [])
+    run_simulation(2, [*script, ("rename", 0), ("upsert", 5)], schedule)
+
+
+def test_a_row_written_before_a_column_was_first_added_reads_the_default_it_was_added_again_with() -> None:
+    # row 0 is older than c2 itself; c2 is dropped and added again DEFAULT 'd1' before t's first row
+    # is read (a draw found it): row 0 carries no c2 at all, and reads 'd1' as the source has it
+    script = [("add", 0), ("upsert", 0), ("add", 0), ("drop", 0), ("drop", 0), ("readd", 1)]
+    run_simulation(1, script, [], committing=True)
+    run_simulation(1, script, [("produce", 3), ("read", 0, 1)])
