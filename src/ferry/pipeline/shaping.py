@@ -13,7 +13,8 @@ from typing import TYPE_CHECKING
 import orjson
 
 from ferry.pipeline.adapt import CastError, RowAdapter
-from ferry.pipeline.events import DataChange, Op
+from ferry.pipeline.columns import missing_key
+from ferry.pipeline.events import ColumnChanges, DataChange, Op
 from ferry.pipeline.metrics import Metrics
 from ferry.pipeline.raw_values import RawForms, RawValues, materialize_all, merged_forms
 from ferry.pipeline.route import TableRouter
@@ -21,7 +22,7 @@ from ferry.pipeline.schema import Schema, TableId
 from ferry.pipeline.schema_operator import SchemaOperator
 from ferry.pipeline.types import TypeRoot
 from ferry.pipeline.unavailable import keep_partial, partial_changes, unavailable_reason
-from ferry.sinks.base import PartialRowsWriting, RawValuesWriting, Sink
+from ferry.sinks.base import ColumnsWriting, PartialRowsWriting, RawValuesWriting, Sink
 
 if TYPE_CHECKING:
     from ferry.pipeline.transform import TableTransforms
@@ -97,6 +98,29 @@ class RowShaper:
                     self.sink.write(sink_table, sink_schema, changes)
                 written[str(sink_table)] = len(changes)
         return written
+
+    def write_columns(self, source_table: TableId, runs: list[ColumnChanges]) -> dict[str, int] | None:
+        """Write a source table's runs of column changes as they are (see
+        :mod:`ferry.pipeline.columns`) where its rows would reach the sink unchanged: its one sink
+        table, of its columns, neither transformed nor adapted, with a value for every key column;
+        returns the rows written per sink table, or None where they must be written as rows."""
+        sink = self.sink
+        targets = self.tables.sink_tables(source_table)
+        if not isinstance(sink, ColumnsWriting) or self.transforms is not None or len(targets) != 1:
+            return None
+        sink_table = targets[0]
+        sink_schema = self.schemas.sink_schema(sink_table)
+        if sink_schema is None or self.tables.sources_of(sink_table) != [source_table]:
+            return None
+        names = sink_schema.names
+        if not sink_schema.primary_keys or any(run.names != names for run in runs):
+            return None
+        if not self._adapter(source_table, sink_table, sink_schema).identity:
+            return None
+        if missing_key(runs, sink_schema.primary_keys):
+            return None
+        sink.write_columns(sink_table, sink_schema, runs)
+        return {str(sink_table): sum(len(run.ops) for run in runs)}
 
     def _complete(
         self, sink_table: TableId, sink_schema: Schema, changes: list[DataChange]

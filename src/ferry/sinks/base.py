@@ -26,7 +26,7 @@ from enum import StrEnum
 from typing import Protocol, runtime_checkable
 
 from ferry.offsets import Offsets
-from ferry.pipeline.events import DataChange, SchemaChange, SchemaChangeType
+from ferry.pipeline.events import ColumnChanges, DataChange, SchemaChange, SchemaChangeType
 from ferry.pipeline.raw_values import RawForms
 from ferry.pipeline.schema import Schema, TableId
 from ferry.pipeline.types import DataType
@@ -236,6 +236,17 @@ class RawValuesWriting(Protocol):
 
 
 @runtime_checkable
+class ColumnsWriting(Protocol):
+    """A sink that takes runs of a table's row changes as they are read, as columns (see
+    :mod:`ferry.pipeline.columns`), and writes them as its rows would be written."""
+
+    def write_columns(self, table_id: TableId, schema: Schema, runs: Sequence[ColumnChanges]) -> None:
+        """:meth:`Sink.write` of the changes of ``runs``, whose rows have exactly the columns of
+        ``schema`` (in its order) and a value for each of its key columns."""
+        ...
+
+
+@runtime_checkable
 class PartialRowsWriting(Protocol):
     """A sink that writes partial rows exactly: an update whose new row lacks some values
     (:data:`~ferry.pipeline.unavailable.UNAVAILABLE`: an unchanged TOASTed value Debezium did not
@@ -266,6 +277,7 @@ __all__ = [
     "TABLE_FORMAT_CHANGES",
     "AsyncSchemaChanges",
     "ChangeKind",
+    "ColumnsWriting",
     "OffsetCommitting",
     "PartialRowsWriting",
     "PlaceholderWriting",

@@ -68,6 +68,7 @@ from ferry.connectors.formats.source_order import source_order
 from ferry.connectors.record import RecordLike
 from ferry.pipeline.collector import collection_paused
 from ferry.pipeline.events import (
+    ColumnChanges,
     DataChange,
     Event,
     Op,
@@ -326,8 +327,13 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
         unavailable_value_placeholder: str = DEFAULT_PLACEHOLDER,
         infer_types: bool = False,
         tombstone_deletes: bool = False,
+        *,
+        columns: bool = False,
     ) -> None:
         self._definitions = definitions
+        self._columns = columns
+        """Whether runs of a partition's typed rows that need no conversion are given as
+        :class:`~ferry.pipeline.events.ColumnChanges` (see :mod:`ferry.pipeline.columns`)."""
         self._placeholders = Placeholders(unavailable_value_placeholder)
         """Debezium's ``unavailable.value.placeholder``: an update's column holding it is
         :data:`~ferry.pipeline.unavailable.UNAVAILABLE` (:mod:`placeholders`)."""
@@ -449,6 +455,11 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
                     if rows is None:
                         rows = columnar[(typed, table_id)] = []
                         self._columnar_tables[(typed, table_id)] = table
+                elif plain and self._columns and table.emitted is schema:
+                    done = self._decode_columns(records, index, run, out)
+                    if done > index:
+                        index, run = done, None
+                        continue  # else the record is read below (or ends the runs) as a row
             value = record.value()
             if value is None:
                 break
@@ -537,6 +548,109 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
             index += 1
         if run is not None and index > entered:
             run.typed.misses = 0
+        return index
+
+    def _decode_columns(self, records: Sequence[RecordLike], index: int, run: _Run, out: list[Event]) -> int:
+        """:meth:`_decode_runs` for a run whose rows need no conversion (``typed.plain``): the
+        records from ``index`` on that match it, as one :class:`ColumnChanges` of their row structs
+        (the same checks, the same changes); returns the index of the first that does not, or
+        holds the unavailable-value placeholder (the row path reads that one)."""
+        typed, prefix, table = run.typed, run.prefix, run.table
+        decode, unavailable, start, encode = typed.decode, typed.unavailable, len(run.prefix), _encode
+        topic, partition = run.topic, run.partition
+        db, schema_name, name = run.source
+        key_prefix, key_names, key_column = run.key_prefix, run.key_names, run.key_column
+        key_head, key_tail, key_format = run.key_head, run.key_tail, run.key_format
+        head_end, tail_start = len(key_head), -len(key_tail)
+        ops, delete, update, envelope = _OPS, Op.DELETE, Op.UPDATE, _ENVELOPE
+        decode_errors = (msgspec.ValidationError, msgspec.DecodeError)
+        changes: list[Op] = []
+        befores: list[Any] = []
+        afters: list[Any] = []
+        offsets: list[int] = []
+        times: list[int | None] = []
+        first, count = index, len(records)
+        last_delete: tuple[int, bytes | None] | None = None
+        while index < count:
+            record = records[index]
+            if record.partition() != partition or record.topic() != topic:
+                break
+            value = record.value()
+            if value is None:
+                break
+            try:
+                if start:
+                    if not value.startswith(prefix) or not value.endswith(b"}"):
+                        break
+                    payload = decode(value[start:-1])
+                else:
+                    if value.startswith(envelope):
+                        break
+                    payload = decode(value)
+            except decode_errors:
+                break
+            op = ops.get(payload.op)
+            source = payload.source
+            if (
+                op is None
+                or source is None
+                or source.table != name
+                or source.db != db
+                or source.schema != schema_name
+            ):
+                break
+            after_struct, before_struct = payload.after, payload.before
+            row_struct = before_struct if op is delete else after_struct
+            if row_struct is None:
+                break
+            key = record.key()
+            if key_prefix is None:
+                if key is not None:
+                    break
+            elif key is None:
+                break
+            else:
+                row_struct = after_struct if after_struct is not None else before_struct
+                if not (
+                    key_column is not None
+                    and (
+                        key == key_format % key_value
+                        if type(key_value := getattr(row_struct, key_column)) is int
+                        else type(key_value) is str
+                        and key.startswith(key_head)
+                        and key.endswith(key_tail)
+                        and key[head_end:tail_start] == encode(key_value)
+                    )
+                ) and not _parsed_key_matches(key, key_prefix, key_names, row_struct):
+                    break
+            if (
+                op is update
+                and unavailable
+                and after_struct is not None
+                and any(getattr(after_struct, column) == marker for column, marker in unavailable)
+            ):
+                break  # a partial row: the row path marks it
+            offset = record.offset()
+            changes.append(op)
+            befores.append(before_struct)
+            afters.append(after_struct)
+            offsets.append(offset)
+            times.append(source.ts_ms or payload.ts_ms)
+            if op is delete:
+                last_delete = (offset, key)
+            index += 1
+        if index > first:
+            typed.misses = 0
+            if last_delete is not None:
+                self._deletes[(topic, partition)] = last_delete
+            position = _new(SourcePosition, (topic, partition, offsets[-1]))
+            names = tuple(typed.names)
+            out.append(
+                _new(
+                    ColumnChanges,
+                    (table.table_id, names, changes, befores, afters, offsets, times, position),
+                )
+            )
         return index
 
     def _decode_record(self, record: RecordLike, out: list[Event]) -> None:

@@ -81,12 +81,13 @@ from pyiceberg.transforms import (
 from ferry.offsets import Offsets
 from ferry.pipeline import events as E
 from ferry.pipeline.defaults import default_value
-from ferry.pipeline.events import ColumnPositionKind, DataChange, Op, Row, SchemaChange
+from ferry.pipeline.events import ColumnChanges, ColumnPositionKind, DataChange, Op, Row, SchemaChange
 from ferry.pipeline.schema import Column, Schema, TableId
 from ferry.pipeline.types import DataType
 from ferry.retry import Operation, RetryPolicy
 from ferry.sinks.arrow import rows_to_arrow_setting_aside
 from ferry.sinks.base import SinkCapabilities
+from ferry.sinks.columns import collapse_runs
 from ferry.sinks.exceptions import SinkError, SinkTerminalError, SinkTransientError, incompatible_table
 from ferry.sinks.iceberg import ICEBERG
 from ferry.sinks.iceberg.catalog import CachingSqlCatalog, StagedTransaction
@@ -382,6 +383,37 @@ class IcebergSink(TableFormatSink):
             get = itemgetter(*keys)
             kept = {get(rows[i]) for i in unfit}
             touched = [key for key in touched if key not in kept]
+        self._commit_data(table_id, table, keys, touched, data, properties)
+
+    def commit_columns(
+        self, table_id: TableId, table: Table, runs: list[ColumnChanges], properties: dict[str, str]
+    ) -> bool:
+        """:meth:`commit` of runs of column changes, collapsed by key with Arrow's kernels
+        (:func:`~ferry.sinks.columns.collapse_runs`); False where they must be committed as rows
+        (a table without a key, raw columns buffered, what ``collapse_runs`` does not take)."""
+        schema = table.schema()
+        keys = self._key_columns(table_id, schema)
+        if not keys or self.raw_forms(table_id):
+            return False
+        collapsed = collapse_runs(runs, schema.as_arrow(), keys)
+        if collapsed is None:
+            return False
+        data, touched = collapsed
+        self._commit_data(
+            table_id, table, keys, touched if table.current_snapshot() is not None else [], data, properties
+        )
+        return True
+
+    def _commit_data(  # noqa: PLR0917 (commit's arguments, and what it found)
+        self,
+        table_id: TableId,
+        table: Table,
+        keys: tuple[str, ...],
+        touched: list[Hashable],
+        data: pa.Table,
+        properties: dict[str, str],
+    ) -> None:
+        """One snapshot: the rows of the ``touched`` keys deleted, ``data`` appended."""
         if touched and merges_on_read(table):
             self._commit_row_delta(table_id, table, keys, touched, data, properties)
             return

@@ -1,0 +1,77 @@
+"""Row changes held as columns: a run of a table's changes read from one partition with one row
+shape (:class:`~ferry.pipeline.events.ColumnChanges`), from the decoder to a sink that writes them
+as columns (:class:`~ferry.sinks.base.ColumnsWriting`), without a row dict and an event per change.
+
+A decoder gives such a run where each of its records is one that its typed decoder reads to
+values that need no conversion (:class:`~ferry.connectors.formats.debezium_typed.TypedPayloads`
+``plain``), of one table and schema version, keyed as its rows are, and no update holding the
+unavailable-value placeholder. Anything else, and every run where the runner does more than append
+the rows (the partition's rows the sink holds skipped, a rename or a column dropped and added again
+in flight, a schema event in the batch, rows of the table buffered the row way), is turned into
+the :class:`~ferry.pipeline.events.DataChange` events the decoder would have given
+(:func:`changes_of`): the same path as before, exactly.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Sequence
+
+import msgspec
+
+from ferry.pipeline.events import ColumnChanges, DataChange, Event, Op, SourcePosition
+
+_asdict = msgspec.structs.asdict
+_new = tuple.__new__
+
+
+def changes_of(run: ColumnChanges) -> list[DataChange]:
+    """The run's changes as the decoder's events (new row dicts: a run may be read this way once)."""
+    table_id, position = run.table_id, run.position
+    topic, partition = position.topic, position.partition
+    return [
+        _new(
+            DataChange,
+            (
+                table_id,
+                op,
+                None if before is None else _asdict(before),
+                None if after is None else _asdict(after),
+                _new(SourcePosition, (topic, partition, offset)),
+                ts,
+            ),
+        )
+        for op, before, after, offset, ts in zip(
+            run.ops, run.befores, run.afters, run.offsets, run.ts_ms, strict=True
+        )
+    ]
+
+
+def all_changes(runs: Iterable[ColumnChanges]) -> list[DataChange]:
+    return [change for run in runs for change in changes_of(run)]
+
+
+def as_rows(events: Sequence[Event]) -> list[Event]:
+    """``events`` with every run of column changes turned into its row changes."""
+    out: list[Event] = []
+    for event in events:
+        if type(event) is ColumnChanges:
+            out.extend(changes_of(event))
+        else:
+            out.append(event)
+    return out
+
+
+def missing_key(runs: Iterable[ColumnChanges], keys: tuple[str, ...]) -> bool:
+    """Whether a change of ``runs`` lacks a value for one of ``keys`` where a sink matches rows by
+    them (as :meth:`~ferry.pipeline.shaping.RowShaper.shape` checks rows): the new row's (the old
+    row's for a delete), and an update's old row's."""
+    delete, update = Op.DELETE, Op.UPDATE
+    for run in runs:
+        for op, before, after in zip(run.ops, run.befores, run.afters, strict=True):
+            row = before if op is delete else after
+            for key in keys:
+                if row is not None and getattr(row, key) is None:
+                    return True
+                if op is update and before is not None and getattr(before, key) is None:
+                    return True
+    return False
