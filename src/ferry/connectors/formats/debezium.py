@@ -430,6 +430,7 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
         decode_errors = (msgspec.ValidationError, msgspec.DecodeError)
         run: _Run | None = None
         entered = index
+        one_row = False
         while index < count:
             record = records[index]
             topic = record.topic()
@@ -459,7 +460,8 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
                     done = self._decode_columns(records, index, run, out)
                     if done > index:
                         index, run = done, None
-                        continue  # else the record is read below (or ends the runs) as a row
+                        continue
+                    one_row = True  # the record is read below as a row (or ends the runs), then runs again
             value = record.value()
             if value is None:
                 break
@@ -546,6 +548,8 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
             if op is delete:
                 deletes[(topic, partition)] = (offset, key)
             index += 1
+            if one_row:
+                one_row, run = False, None
         if run is not None and index > entered:
             run.typed.misses = 0
         return index
