@@ -15,9 +15,11 @@ from typing import Any, Literal
 from ferry.offsets import Offsets
 from ferry.options import SinkConfigBase
 from ferry.pipeline.apply import apply_schema_change
+from ferry.pipeline.columns import all_changes
 from ferry.pipeline.defaults import default_value
 from ferry.pipeline.events import (
     AddColumn,
+    ColumnChanges,
     DataChange,
     DropColumn,
     DropTable,
@@ -144,6 +146,10 @@ class MemorySink(Sink):
 
     def write(self, table_id: TableId, schema: Schema, changes: Sequence[DataChange]) -> None:
         self.pending.setdefault(table_id, []).extend(changes)
+
+    def write_columns(self, table_id: TableId, schema: Schema, runs: Sequence[ColumnChanges]) -> None:
+        """Runs of column changes (:mod:`ferry.pipeline.columns`), kept as their rows."""
+        self.write(table_id, schema, all_changes(runs))
 
     def flush(self, offsets: Offsets) -> None:
         self._commit(list(self.pending), offsets)
@@ -278,6 +284,10 @@ class NullSink(Sink):
 
     def write(self, table_id: TableId, schema: Schema, changes: Sequence[DataChange]) -> None:
         self.rows_written += len(changes)
+
+    def write_columns(self, table_id: TableId, schema: Schema, runs: Sequence[ColumnChanges]) -> None:
+        """Runs of column changes (:mod:`ferry.pipeline.columns`): discarded as they are."""
+        self.rows_written += sum(len(run.ops) for run in runs)
 
     def write_raw(
         self, table_id: TableId, schema: Schema, changes: Sequence[DataChange], forms: RawForms

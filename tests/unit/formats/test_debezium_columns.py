@@ -6,6 +6,7 @@ the rows of a run are decoded as a run (not one by one)."""
 
 from __future__ import annotations
 
+import itertools
 from typing import Any
 
 from hypothesis import HealthCheck, given, settings
@@ -103,7 +104,7 @@ def test_runs_of_column_changes_are_the_row_decoders_changes(
     columns = DebeziumJsonDecoder(raw_values=True, infer_types=True, columns=True)
     generic = _generic()
     bounds = sorted({0, len(records), *(c for c in cuts if c < len(records))})
-    for start, end in zip(bounds, bounds[1:], strict=False):
+    for start, end in itertools.pairwise(bounds):
         batch = records[start:end]
         events = columns.decode(batch)
         _same(_materialized(as_rows(events)), generic.decode(batch))
