@@ -15,10 +15,11 @@ the :class:`~ferry.pipeline.events.DataChange` events the decoder would have giv
 from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
+from operator import attrgetter
 
 import msgspec
 
-from ferry.pipeline.events import ColumnChanges, DataChange, Event, Op, SourcePosition
+from ferry.pipeline.events import ColumnChanges, DataChange, Event, SourcePosition
 
 _asdict = msgspec.structs.asdict
 _new = tuple.__new__
@@ -62,16 +63,13 @@ def as_rows(events: Sequence[Event]) -> list[Event]:
 
 
 def missing_key(runs: Iterable[ColumnChanges], keys: tuple[str, ...]) -> bool:
-    """Whether a change of ``runs`` lacks a value for one of ``keys`` where a sink matches rows by
-    them (as :meth:`~ferry.pipeline.shaping.RowShaper.shape` checks rows): the new row's (the old
-    row's for a delete), and an update's old row's."""
-    delete, update = Op.DELETE, Op.UPDATE
-    for run in runs:
-        for op, before, after in zip(run.ops, run.befores, run.afters, strict=True):
-            row = before if op is delete else after
-            for key in keys:
-                if row is not None and getattr(row, key) is None:
-                    return True
-                if op is update and before is not None and getattr(before, key) is None:
-                    return True
+    """Whether a row of ``runs`` lacks a value for one of ``keys``: True where a sink could not
+    match a change by them (a new row's, a delete's or an update's old row's key, as
+    :meth:`~ferry.pipeline.shaping.RowShaper.shape` checks rows), and for any other row of the
+    runs too (such runs are written as rows, which the shaper checks one by one)."""
+    for key in keys:
+        get = attrgetter(key)
+        for run in runs:
+            if None in map(get, filter(None, run.afters)) or None in map(get, filter(None, run.befores)):
+                return True
     return False
