@@ -1,6 +1,6 @@
 """The rows a runner has read and not written yet: per source table, in order, with the raw values
-among them (:mod:`ferry.pipeline.raw_values`); a table's runs of column changes
-(:mod:`ferry.pipeline.columns`) where nothing else of it is buffered."""
+among them (:mod:`ferry.pipeline.raw_values`) and its runs of column changes in their places
+(:mod:`ferry.pipeline.columns`)."""
 
 from __future__ import annotations
 
@@ -17,7 +17,7 @@ from ferry.pipeline.schema import Schema, TableId
 
 #: Writes a source table's runs of column changes as they are: the rows written per sink table, or
 #: None when they must be written as rows.
-WriteColumns = Callable[[TableId, list[ColumnChanges]], Mapping[str, int] | None]
+WriteColumns = Callable[[TableId, list[DataChange | ColumnChanges]], Mapping[str, int] | None]
 
 
 class RowBuffers:
@@ -28,52 +28,55 @@ class RowBuffers:
         self.tables: dict[TableId, list[DataChange]] = {}
         self.count = 0
         self.raw = BufferedRawValues()
-        #: Per source table whose row list is empty: its runs of column changes, in order
-        self.columns: dict[TableId, list[ColumnChanges]] = {}
+        #: Per source table: its runs of column changes, each with the length its row list had when
+        #: it came (it goes before the rows appended since)
+        self.columns: dict[TableId, list[tuple[int, ColumnChanges]]] = {}
 
     def arrange(self, events: Sequence[Event], direct: bool, selection: TableSelection | None) -> list[Event]:
-        """A decoded batch's events but its runs of column changes: buffered here where they may be
-        as they are (``direct``: the runner only appends rows, neither skipping nor renaming them;
-        the run's table is buffered, selected, and has no rows buffered the row way, in this batch
-        or before it; no schema event in the batch), else turned into their row changes, in their
-        place. A table with runs buffered that has row changes in this batch has its runs turned
-        into rows first (they came before)."""
-        columns = self.columns
-        if not columns and not any(type(e) is ColumnChanges for e in events):
+        """A decoded batch's events but its runs of column changes: buffered here, in their place
+        among their table's rows, where they may be as they are (``direct``: the runner only appends
+        rows, neither skipping nor renaming them; the run's table is buffered and selected, and has
+        no row change in this batch; no schema event in the batch), else turned into their row
+        changes, in their place."""
+        if not any(type(e) is ColumnChanges for e in events):
             return events if isinstance(events, list) else list(events)
         row_tables = {e.table_id for e in events if type(e) is DataChange}
-        for table_id in row_tables.intersection(columns):
-            self.materialize(table_id)
         keep = direct and not any(isinstance(e, SchemaObserved | SchemaHint) for e in events)
         tables = self.tables
         out: list[Event] = []
         for event in events:
-            if type(event) is ColumnChanges and not (
+            if type(event) is not ColumnChanges:
+                out.append(event)
+            elif (
                 keep
                 and event.table_id not in row_tables
-                and tables.get(event.table_id) == []
+                and (rows := tables.get(event.table_id)) is not None
                 and (selection is None or selection.refusal(event.position.topic, event.table_id) is None)
             ):
-                out.extend(changes_of(event))
-            elif type(event) is ColumnChanges:
-                self.add_columns(event)
+                self.columns.setdefault(event.table_id, []).append((len(rows), event))
                 self.count += len(event.ops)
             else:
-                out.append(event)
+                out.extend(changes_of(event))
         return out
 
-    def add_columns(self, run: ColumnChanges) -> None:
-        runs = self.columns.get(run.table_id)
-        if runs is None:
-            self.columns[run.table_id] = [run]
-        else:
-            runs.append(run)
+    def changes(self, table_id: TableId) -> list[DataChange | ColumnChanges]:
+        """A table's row changes and runs of column changes, in the order they were read."""
+        rows = self.tables.get(table_id, [])
+        out: list[DataChange | ColumnChanges] = []
+        done = 0
+        for index, run in self.columns.get(table_id, ()):
+            out.extend(rows[done:index])
+            out.append(run)
+            done = index
+        out.extend(rows[done:])
+        return out
 
     def materialize(self, table_id: TableId) -> None:
-        """A table's runs of column changes turned into row changes, ahead of its rows."""
-        runs = self.columns.pop(table_id, None)
-        if runs:
-            self.tables[table_id] = [*all_changes(runs), *self.tables.get(table_id, ())]
+        """A table's runs of column changes turned into row changes, in their places."""
+        if table_id in self.columns:
+            changes = self.changes(table_id)
+            del self.columns[table_id]
+            self.tables[table_id] = all_changes(changes)
 
     def drop_partitions(self, partitions: Collection[Partition]) -> None:
         """Forget the rows of ``partitions`` (they went to another worker)."""
@@ -114,11 +117,14 @@ class RowBuffers:
         not keep). Returns the rows written per sink table."""
         written: dict[str, int] = {}
         for table_id in [t for t in self.columns if source_tables is None or t in source_tables]:
-            done = None if write_columns is None else write_columns(table_id, self.columns[table_id])
+            done = None
+            if write_columns is not None and not self.raw.tables.get(table_id):
+                done = write_columns(table_id, self.changes(table_id))
             if done is None:
                 self.materialize(table_id)
                 continue
             del self.columns[table_id]
+            self.tables[table_id] = []
             for sink_table, count in done.items():
                 written[sink_table] = written.get(sink_table, 0) + count
         tables = (
@@ -134,7 +140,7 @@ class RowBuffers:
             else:
                 del self.tables[table_id]
         self.count = sum(len(changes) for changes in self.tables.values()) + sum(
-            len(run.ops) for runs in self.columns.values() for run in runs
+            len(run.ops) for runs in self.columns.values() for _, run in runs
         )
         for sink_table, count in result.items():
             written[sink_table] = written.get(sink_table, 0) + count

@@ -47,8 +47,15 @@ def changes_of(run: ColumnChanges) -> list[DataChange]:
     ]
 
 
-def all_changes(runs: Iterable[ColumnChanges]) -> list[DataChange]:
-    return [change for run in runs for change in changes_of(run)]
+def all_changes(changes: Iterable[DataChange | ColumnChanges]) -> list[DataChange]:
+    """Row changes and runs of column changes, all as row changes, in their order."""
+    out: list[DataChange] = []
+    for item in changes:
+        if type(item) is ColumnChanges:
+            out.extend(changes_of(item))
+        else:
+            out.append(item)  # type: ignore[arg-type]
+    return out
 
 
 def as_rows(events: Sequence[Event]) -> list[Event]:

@@ -240,9 +240,12 @@ class ColumnsWriting(Protocol):
     """A sink that takes runs of a table's row changes as they are read, as columns (see
     :mod:`ferry.pipeline.columns`), and writes them as its rows would be written."""
 
-    def write_columns(self, table_id: TableId, schema: Schema, runs: Sequence[ColumnChanges]) -> None:
-        """:meth:`Sink.write` of the changes of ``runs``, whose rows have exactly the columns of
-        ``schema`` (in its order) and a value for each of its key columns."""
+    def write_columns(
+        self, table_id: TableId, schema: Schema, changes: Sequence[DataChange | ColumnChanges]
+    ) -> None:
+        """:meth:`Sink.write` of ``changes``: row changes and runs of column changes, in order,
+        whose rows have exactly the columns of ``schema`` (in its order; a row change's: as a
+        :meth:`Sink.write`'s) and a value for each of its key columns."""
         ...
 
 

@@ -8,18 +8,24 @@ Imported only by the sinks that write through pyarrow (Iceberg): pyarrow comes w
 from __future__ import annotations
 
 from collections.abc import Hashable, Sequence
-from itertools import chain
+from operator import itemgetter
+from typing import Any
 
 import msgspec
 import numpy as np
 import pyarrow as pa
 import pyarrow.compute as pc
 
-from ferry.pipeline.events import ColumnChanges, Op
+from ferry.pipeline.events import ColumnChanges, DataChange, Op
 
 _astuple = msgspec.structs.astuple
 _VALUE_ERRORS = (pa.ArrowException, TypeError, ValueError, OverflowError)
 _NEW, _GONE = 0, 1
+
+
+def _as_tuple(values: Any, width: int) -> tuple[Any, ...]:
+    """``itemgetter``'s values as a tuple (one column's: the value alone)."""
+    return values if width > 1 else (values,)
 
 
 def _values(column: pa.ChunkedArray) -> list[Hashable]:
@@ -42,36 +48,50 @@ def _key_type(arrow_type: pa.DataType) -> bool:
 
 
 def collapse_runs(
-    runs: Sequence[ColumnChanges], arrow_schema: pa.Schema, keys: tuple[str, ...]
+    changes: Sequence[DataChange | ColumnChanges], arrow_schema: pa.Schema, keys: tuple[str, ...]
 ) -> tuple[pa.Table, list[Hashable]] | None:
-    """The last state of every key the changes of ``runs`` touch: the rows of the keys whose last
-    change leaves a row (an Arrow table of ``arrow_schema``, in the order the keys were first
-    touched), and every key touched (a value, or a tuple for a composite key), as
-    :func:`~ferry.sinks.rows.last_changes` gives them (an update that changes its key deletes the
-    old one). None where they must be collapsed as rows: the runs' columns are not the schema's, a
-    key column is of a type whose equality Arrow and Python do not share, a value does not fit its
-    column (the row path names it, or sets its row aside), or a NOT NULL column has a null."""
+    """The last state of every key ``changes`` (row changes and runs of column changes, in order)
+    touch: the rows of the keys whose last change leaves a row (an Arrow table of ``arrow_schema``,
+    in the order the keys were first touched), and every key touched (a value, or a tuple for a
+    composite key), as :func:`~ferry.sinks.rows.last_changes` gives them (an update that changes
+    its key deletes the old one). None where they must be collapsed as rows: the runs' columns are
+    not the schema's, a row lacks one, a key column is of a type whose equality Arrow and Python do
+    not share, a value does not fit its column (the row path names it, or sets its row aside), or a
+    NOT NULL column has a null."""
     names = tuple(arrow_schema.names)
+    runs = [c for c in changes if type(c) is ColumnChanges]
     if not runs or any(run.names != names for run in runs):
         return None
     if not keys or not all(_key_type(arrow_schema.field(k).type) for k in keys):
         return None
     row_type = pa.struct(list(arrow_schema))
     astuple = _astuple
+    values = itemgetter(*names)
+    every_op: list[Op] = []
+    after_rows: list[Any] = []
+    before_keys_of: list[list[Any]] = [[] for _ in keys]
     try:
-        every_op = np.array(list(chain.from_iterable(run.ops for run in runs)), dtype=object)
-        ops = np.where(every_op == Op.DELETE, 2, np.where(every_op == Op.UPDATE, 1, 0)).astype(np.int8)
-        afters = pa.array(
-            [None if a is None else astuple(a) for run in runs for a in run.afters], type=row_type
-        )
+        for item in changes:
+            if type(item) is ColumnChanges:
+                every_op.extend(item.ops)
+                after_rows.extend([None if a is None else astuple(a) for a in item.afters])
+                for k, out in zip(keys, before_keys_of, strict=True):
+                    out.extend([None if b is None else getattr(b, k) for b in item.befores])
+            else:
+                change: DataChange = item  # type: ignore[assignment]
+                every_op.append(change.op)
+                after, before = change.after, change.before
+                after_rows.append(None if after is None else _as_tuple(values(after), len(names)))
+                for k, out in zip(keys, before_keys_of, strict=True):
+                    out.append(None if before is None else before.get(k))
+        ops_of = np.array(every_op, dtype=object)
+        ops = np.where(ops_of == Op.DELETE, 2, np.where(ops_of == Op.UPDATE, 1, 0)).astype(np.int8)
+        afters = pa.array(after_rows, type=row_type)
         before_keys = [
-            pa.array(
-                [None if b is None else getattr(b, k) for run in runs for b in run.befores],
-                type=arrow_schema.field(k).type,
-            )
-            for k in keys
+            pa.array(out, type=arrow_schema.field(k).type)
+            for k, out in zip(keys, before_keys_of, strict=True)
         ]
-    except _VALUE_ERRORS:
+    except (*_VALUE_ERRORS, KeyError):
         return None
     after_keys = [afters.field(k) for k in keys]
     has_after = np.asarray(afters.is_valid())

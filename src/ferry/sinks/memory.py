@@ -147,9 +147,11 @@ class MemorySink(Sink):
     def write(self, table_id: TableId, schema: Schema, changes: Sequence[DataChange]) -> None:
         self.pending.setdefault(table_id, []).extend(changes)
 
-    def write_columns(self, table_id: TableId, schema: Schema, runs: Sequence[ColumnChanges]) -> None:
-        """Runs of column changes (:mod:`ferry.pipeline.columns`), kept as their rows."""
-        self.write(table_id, schema, all_changes(runs))
+    def write_columns(
+        self, table_id: TableId, schema: Schema, changes: Sequence[DataChange | ColumnChanges]
+    ) -> None:
+        """Runs of column changes (:mod:`ferry.pipeline.columns`) among rows, kept as rows."""
+        self.write(table_id, schema, all_changes(changes))
 
     def flush(self, offsets: Offsets) -> None:
         self._commit(list(self.pending), offsets)
@@ -285,9 +287,11 @@ class NullSink(Sink):
     def write(self, table_id: TableId, schema: Schema, changes: Sequence[DataChange]) -> None:
         self.rows_written += len(changes)
 
-    def write_columns(self, table_id: TableId, schema: Schema, runs: Sequence[ColumnChanges]) -> None:
-        """Runs of column changes (:mod:`ferry.pipeline.columns`): discarded as they are."""
-        self.rows_written += sum(len(run.ops) for run in runs)
+    def write_columns(
+        self, table_id: TableId, schema: Schema, changes: Sequence[DataChange | ColumnChanges]
+    ) -> None:
+        """Runs of column changes (:mod:`ferry.pipeline.columns`) among rows: discarded as they are."""
+        self.rows_written += sum(len(c.ops) if type(c) is ColumnChanges else 1 for c in changes)
 
     def write_raw(
         self, table_id: TableId, schema: Schema, changes: Sequence[DataChange], forms: RawForms

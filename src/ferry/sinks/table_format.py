@@ -102,8 +102,8 @@ class TableFormatSink(Sink):
         #: Deletes received for tables without a primary key, which an append-only table cannot apply.
         self.skipped_deletes: dict[TableId, int] = {}
         self._schemas: dict[TableId, Schema | None] = {}
-        #: Per table, its changes since the last commit: rows, or runs of column changes (see
-        #: :meth:`write_columns`), never both
+        #: Per table, its changes since the last commit: rows, and runs of column changes among them
+        #: (see :meth:`write_columns`)
         self._buffers: dict[TableId, list[Any]] = {}
         #: Where a row whose value does not fit its column goes (None: the commit fails).
         self.refused: RefusedRows | None = None
@@ -151,10 +151,14 @@ class TableFormatSink(Sink):
         ``properties`` (the offsets)."""
 
     def commit_columns(
-        self, table_id: TableId, table: Any, runs: list[ColumnChanges], properties: dict[str, str]
+        self,
+        table_id: TableId,
+        table: Any,
+        changes: list[DataChange | ColumnChanges],
+        properties: dict[str, str],
     ) -> bool:
-        """:meth:`commit` of the changes of ``runs`` (see :meth:`write_columns`), written as
-        columns: False, with nothing committed, where they must be committed as rows."""
+        """:meth:`commit` of row changes and runs of column changes (see :meth:`write_columns`),
+        written as columns: False, with nothing committed, where they must be committed as rows."""
         return False
 
     @abstractmethod
@@ -251,22 +255,22 @@ class TableFormatSink(Sink):
             buffer.extend(changes)
         self._written_schemas[table_id] = schema
 
-    def write_columns(self, table_id: TableId, schema: Schema, runs: Sequence[ColumnChanges]) -> None:
-        """:meth:`write` of runs of column changes (:mod:`ferry.pipeline.columns`), kept as they
-        are unless rows of the table are buffered already (then as rows, after them)."""
+    def write_columns(
+        self, table_id: TableId, schema: Schema, changes: Sequence[DataChange | ColumnChanges]
+    ) -> None:
+        """:meth:`write` of row changes and runs of column changes (:mod:`ferry.pipeline.columns`),
+        kept as they are until the table's commit (or rows are wanted of them first)."""
         buffer = self._buffers.get(table_id)
-        if buffer and type(buffer[0]) is not ColumnChanges:
-            buffer.extend(all_changes(runs))
-        elif buffer:
-            buffer.extend(runs)
+        if buffer is None:
+            self._buffers[table_id] = list(changes)
         else:
-            self._buffers[table_id] = list(runs)
+            buffer.extend(changes)
         self._written_schemas[table_id] = schema
 
     def _rows(self, table_id: TableId) -> list[DataChange] | None:
         """A table's buffered changes as rows (its runs of column changes turned into rows)."""
         buffer = self._buffers.get(table_id)
-        if buffer and type(buffer[0]) is ColumnChanges:
+        if buffer and any(type(c) is ColumnChanges for c in buffer):
             buffer = self._buffers[table_id] = all_changes(buffer)
         return buffer
 
@@ -365,7 +369,7 @@ class TableFormatSink(Sink):
                     merged[tp] = max(offset, merged.get(tp, offset))
                 text = json.dumps(encode_offsets(merged), separators=(",", ":"))  # compact
                 properties = {self.offsets_property: text}
-                if not changes or type(changes[0]) is not ColumnChanges:
+                if not any(type(c) is ColumnChanges for c in changes):
                     self.commit(table_id, table, changes, properties)
                 elif not self.commit_columns(table_id, table, changes, properties):
                     self.commit(table_id, table, all_changes(changes), properties)

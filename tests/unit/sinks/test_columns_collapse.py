@@ -69,10 +69,20 @@ def _runs(changes: list[tuple[Op, Any, Any]], cut: int) -> list[ColumnChanges]:
 
 
 @settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(changes=st.lists(_CHANGE, min_size=1, max_size=40), cut=st.integers(0, 40), composite=st.booleans())
-def test_collapsed_by_arrow_as_by_rows(changes: list[tuple[Op, Any, Any]], cut: int, composite: bool) -> None:
+@given(
+    changes=st.lists(_CHANGE, min_size=1, max_size=40),
+    cut=st.integers(0, 40),
+    composite=st.booleans(),
+    first_as_rows=st.booleans(),
+)
+def test_collapsed_by_arrow_as_by_rows(
+    changes: list[tuple[Op, Any, Any]], cut: int, composite: bool, first_as_rows: bool
+) -> None:
+    """Runs, and row changes before a run (the first part as rows, as a runner buffers them)."""
     keys = ("id", "part") if composite else ("id",)
-    runs = _runs(changes, cut)
+    runs: list[Any] = _runs(changes, cut)
+    if first_as_rows and len(runs) == 2:
+        runs = [*all_changes(runs[:1]), runs[1]]
     last = last_changes(all_changes(runs), keys, "test")
     rows = [row for op, row in last.values() if op is not Op.DELETE]
     collapsed = collapse_runs(runs, SCHEMA, keys)

@@ -386,7 +386,11 @@ class IcebergSink(TableFormatSink):
         self._commit_data(table_id, table, keys, touched, data, properties)
 
     def commit_columns(
-        self, table_id: TableId, table: Table, runs: list[ColumnChanges], properties: dict[str, str]
+        self,
+        table_id: TableId,
+        table: Table,
+        changes: list[DataChange | ColumnChanges],
+        properties: dict[str, str],
     ) -> bool:
         """:meth:`commit` of runs of column changes, collapsed by key with Arrow's kernels
         (:func:`~ferry.sinks.columns.collapse_runs`); False where they must be committed as rows
@@ -395,7 +399,7 @@ class IcebergSink(TableFormatSink):
         keys = self._key_columns(table_id, schema)
         if not keys or self.raw_forms(table_id):
             return False
-        collapsed = collapse_runs(runs, schema.as_arrow(), keys)
+        collapsed = collapse_runs(changes, schema.as_arrow(), keys)
         if collapsed is None:
             return False
         data, touched = collapsed
