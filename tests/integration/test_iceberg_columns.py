@@ -12,10 +12,10 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ferry.pipeline.columns import all_changes
-from ferry.pipeline.events import ColumnChanges, Op, SourcePosition
-from ferry.pipeline.schema import Column, Schema, TableId
-from ferry.pipeline.types import BIGINT, INT, STRING
+from ferry.model.columns import all_changes
+from ferry.model.events import ColumnChanges, Op, SourcePosition
+from ferry.model.schema import Column, Schema, TableId
+from ferry.model.types import BIGINT, INT, STRING
 from ferry.sinks.iceberg.sink import IcebergSink
 from tests.integration.helpers import create
 from tests.integration.test_iceberg_sink import make_config, read

@@ -1,19 +1,19 @@
 """The rows a runner has read and not written yet: per source table, in order, with the raw values
-among them (:mod:`ferry.pipeline.raw_values`) and its runs of column changes in their places
-(:mod:`ferry.pipeline.columns`)."""
+among them (:mod:`ferry.model.raw_values`) and its runs of column changes in their places
+(:mod:`ferry.model.columns`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
 
+from ferry.model.columns import all_changes, changes_of
+from ferry.model.events import ColumnChanges, DataChange, Event, SchemaHint, SchemaObserved
+from ferry.model.raw_values import BufferedRawValues, RawValues
+from ferry.model.schema import Schema, TableId
 from ferry.offsets import Partition
 from ferry.pipeline.adapt import adapt_to_schema, casts_values
-from ferry.pipeline.columns import all_changes, changes_of
-from ferry.pipeline.events import ColumnChanges, DataChange, Event, SchemaHint, SchemaObserved
 from ferry.pipeline.partitions import without_partitions
-from ferry.pipeline.raw_values import BufferedRawValues, RawValues
 from ferry.pipeline.route import TableSelection
-from ferry.pipeline.schema import Schema, TableId
 
 #: Writes a source table's runs of column changes as they are: the rows written per sink table, or
 #: None when they must be written as rows.

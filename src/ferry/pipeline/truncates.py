@@ -22,14 +22,14 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ferry.connectors.base import RecordReading, Source, Watermarking
+from ferry.model.events import Event, SchemaHint, TruncateTable
 from ferry.offsets import Partition
-from ferry.pipeline.events import Event, SchemaHint, TruncateTable
 from ferry.pipeline.partitions import offsets_past, read_before
 
 if TYPE_CHECKING:
+    from ferry.model.schema import TableId
     from ferry.pipeline.barriers import Barrier
     from ferry.pipeline.partitions import PartitionOffsets
-    from ferry.pipeline.schema import TableId
     from ferry.pipeline.schema_operator import SchemaOperator
 
 log = logging.getLogger(__name__)

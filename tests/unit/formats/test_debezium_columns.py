@@ -1,4 +1,4 @@
-"""Runs of column changes (:mod:`ferry.pipeline.columns`) hold exactly the changes the row decoder
+"""Runs of column changes (:mod:`ferry.model.columns`) hold exactly the changes the row decoder
 gives: a decoder with ``columns`` on, its runs turned into rows, gives the generic path's events
 for generated streams of plain-typed rows (every value type a plain typed decoder reads, nulls,
 deletes, updates of a key within a batch, a key changed, the unavailable-value placeholder), and
@@ -16,8 +16,8 @@ from test_debezium_typed import _generic, _materialized, _same
 from ferry.connectors.formats.debezium import DebeziumJsonDecoder
 from ferry.connectors.record import Record
 from ferry.local import debezium as dbz
-from ferry.pipeline.columns import as_rows
-from ferry.pipeline.events import ColumnChanges, DataChange
+from ferry.model.columns import as_rows
+from ferry.model.events import ColumnChanges, DataChange
 
 PLACEHOLDER = "__debezium_unavailable_value"
 

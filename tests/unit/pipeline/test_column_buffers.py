@@ -7,11 +7,11 @@ from __future__ import annotations
 
 import msgspec
 
+from ferry.model.columns import changes_of
+from ferry.model.events import ColumnChanges, DataChange, Event, Op, SchemaObserved, SourcePosition
+from ferry.model.schema import Column, Schema, TableId
+from ferry.model.types import parse
 from ferry.pipeline.buffers import RowBuffers
-from ferry.pipeline.columns import changes_of
-from ferry.pipeline.events import ColumnChanges, DataChange, Event, Op, SchemaObserved, SourcePosition
-from ferry.pipeline.schema import Column, Schema, TableId
-from ferry.pipeline.types import parse
 
 T = TableId(None, "db", "t")
 U = TableId(None, "db", "u")

@@ -1,6 +1,6 @@
-"""Runs of column changes collapsed by key with Arrow's kernels (:func:`ferry.sinks.columns.collapse_runs`)
-give what the row path gives for the same changes: :func:`ferry.sinks.rows.last_changes`'s rows
-that stay (as :func:`ferry.sinks.arrow.rows_to_arrow` builds them, in the order their keys were
+"""Runs of column changes collapsed by key with Arrow's kernels (:func:`ferry.sinks.base.columns.collapse_runs`)
+give what the row path gives for the same changes: :func:`ferry.sinks.base.rows.last_changes`'s rows
+that stay (as :func:`ferry.sinks.base.arrow.rows_to_arrow` builds them, in the order their keys were
 first touched) and the keys touched; where the row path would fail or set a row aside, None."""
 
 from __future__ import annotations
@@ -12,12 +12,12 @@ import pyarrow as pa
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from ferry.pipeline.columns import all_changes
-from ferry.pipeline.events import ColumnChanges, Op, SourcePosition
-from ferry.pipeline.schema import TableId
-from ferry.sinks.arrow import rows_to_arrow
-from ferry.sinks.columns import collapse_runs
-from ferry.sinks.rows import last_changes
+from ferry.model.columns import all_changes
+from ferry.model.events import ColumnChanges, Op, SourcePosition
+from ferry.model.schema import TableId
+from ferry.sinks.base.arrow import rows_to_arrow
+from ferry.sinks.base.columns import collapse_runs
+from ferry.sinks.base.rows import last_changes
 
 TABLE = TableId(None, "shop", "items")
 Row = msgspec.defstruct(

@@ -21,9 +21,9 @@ from typing import Any
 
 import pyarrow as pa
 
-from ferry.pipeline import types as T
-from ferry.pipeline.schema import Column, Schema
-from ferry.pipeline.types import DataType, TypeRoot
+from ferry.model import types as T
+from ferry.model.schema import Column, Schema
+from ferry.model.types import DataType, TypeRoot
 
 #: Arrow's time units by precision; a precision is rounded up to the next of these.
 _UNITS = {0: "s", 3: "ms", 6: "us", 9: "ns"}

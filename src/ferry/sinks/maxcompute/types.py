@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import re
 
-from ferry.pipeline import types as t
-from ferry.pipeline.types import DataType, TypeRoot
-from ferry.sinks.exceptions import SinkTerminalError
+from ferry.model import types as t
+from ferry.model.types import DataType, TypeRoot
+from ferry.sinks.base.exceptions import SinkTerminalError
 
 #: MaxCompute's largest DECIMAL precision and scale.
 MAX_PRECISION = 38
