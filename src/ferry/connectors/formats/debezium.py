@@ -61,13 +61,26 @@ from ferry.connectors.formats import (
 )
 from ferry.connectors.formats.connect_types import ConversionError, RowConverter
 from ferry.connectors.formats.debezium_columns import EnvelopeRefinement, PayloadRows
+from ferry.connectors.formats.debezium_runs import ENVELOPE as _ENVELOPE
+from ferry.connectors.formats.debezium_runs import OPS as _OPS
+from ferry.connectors.formats.debezium_runs import (
+    decode_columns,
+)
+from ferry.connectors.formats.debezium_runs import (
+    key_is_rows as _key_is_rows,
+)
+from ferry.connectors.formats.debezium_runs import (
+    key_payload as _key_payload,
+)
+from ferry.connectors.formats.debezium_runs import (
+    parsed_key_matches as _parsed_key_matches,
+)
 from ferry.connectors.formats.debezium_typed import MAX_MISSES, TypedPayloads
 from ferry.connectors.formats.definitions import TableDefinitions
 from ferry.connectors.formats.placeholders import Markers, Placeholders, mark
 from ferry.connectors.formats.source_order import source_order
 from ferry.connectors.record import RecordLike
 from ferry.model.events import (
-    ColumnChanges,
     DataChange,
     Event,
     Op,
@@ -82,8 +95,6 @@ from ferry.model.schema import Schema, TableId
 from ferry.model.unavailable import DEFAULT_PLACEHOLDER
 from ferry.pipeline.collector import collection_paused
 
-_OPS = {"c": Op.INSERT, "u": Op.UPDATE, "d": Op.DELETE, "r": Op.READ}
-_ENVELOPE = b'{"schema":'
 _PAYLOAD_KEY = b'"payload"'
 _MAX_CACHED_SCHEMAS = 1024
 #: The prefix of the fields ``ExtractNewRecordState`` adds (``add.fields.prefix``'s default).
@@ -157,36 +168,6 @@ class _InferredShape:
     kinds: dict[str, type] = field(default_factory=dict)
     schema: Schema | None = None
     rebuilt: int = 0
-
-
-def _key_payload(key: bytes, prefix: bytes) -> Any:
-    """The JSON of a key's payload: after ``prefix`` (its schema's bytes, up to ``"payload":``),
-    or the whole key when ``prefix`` is empty. Raises ``orjson.JSONDecodeError``."""
-    return orjson.loads(key[len(prefix) : key.rfind(b"}")] if prefix else key)
-
-
-def _key_is_rows(values: Row, row: Any) -> bool:
-    """Whether a key's JSON values are those of its row struct, both as read (before any
-    conversion); a key column the row does not have is not compared."""
-    return all(
-        type(in_row := getattr(row, column, value)) is type(value) and in_row == value
-        for column, value in values.items()
-    )
-
-
-def _parsed_key_matches(key: bytes, prefix: bytes, names: tuple[str, ...], row: Any) -> bool:
-    """Whether a key's JSON values are its row struct's, as :meth:`DebeziumJsonDecoder._typed_key`
-    and :meth:`~DebeziumJsonDecoder._typed_change` read them: the key after ``prefix`` (``b""``:
-    the whole key, whose columns must be ``names``)."""
-    if prefix and not key.startswith(prefix):
-        return False
-    try:
-        document = _key_payload(key, prefix)
-    except orjson.JSONDecodeError:
-        return False
-    if type(document) is not dict or (not prefix and tuple(document) != names):
-        return False
-    return not names or _key_is_rows(document, row)
 
 
 @dataclass(slots=True, eq=False)
@@ -457,7 +438,7 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
                         rows = columnar[(typed, table_id)] = []
                         self._columnar_tables[(typed, table_id)] = table
                 elif plain and self._columns and table.emitted is schema:
-                    done = self._decode_columns(records, index, run, out)
+                    done = decode_columns(records, index, run, out, self._deletes)
                     if done > index:
                         index, run = done, None
                         continue
@@ -552,109 +533,6 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
                 one_row, run = False, None
         if run is not None and index > entered:
             run.typed.misses = 0
-        return index
-
-    def _decode_columns(self, records: Sequence[RecordLike], index: int, run: _Run, out: list[Event]) -> int:
-        """:meth:`_decode_runs` for a run whose rows need no conversion (``typed.plain``): the
-        records from ``index`` on that match it, as one :class:`ColumnChanges` of their row structs
-        (the same checks, the same changes); returns the index of the first that does not, or
-        holds the unavailable-value placeholder (the row path reads that one)."""
-        typed, prefix, table = run.typed, run.prefix, run.table
-        decode, unavailable, start, encode = typed.decode, typed.unavailable, len(run.prefix), _encode
-        topic, partition = run.topic, run.partition
-        db, schema_name, name = run.source
-        key_prefix, key_names, key_column = run.key_prefix, run.key_names, run.key_column
-        key_head, key_tail, key_format = run.key_head, run.key_tail, run.key_format
-        head_end, tail_start = len(key_head), -len(key_tail)
-        ops, delete, update, envelope = _OPS, Op.DELETE, Op.UPDATE, _ENVELOPE
-        decode_errors = (msgspec.ValidationError, msgspec.DecodeError)
-        changes: list[Op] = []
-        befores: list[Any] = []
-        afters: list[Any] = []
-        offsets: list[int] = []
-        times: list[int | None] = []
-        first, count = index, len(records)
-        last_delete: tuple[int, bytes | None] | None = None
-        while index < count:
-            record = records[index]
-            if record.partition() != partition or record.topic() != topic:
-                break
-            value = record.value()
-            if value is None:
-                break
-            try:
-                if start:
-                    if not value.startswith(prefix) or not value.endswith(b"}"):
-                        break
-                    payload = decode(value[start:-1])
-                else:
-                    if value.startswith(envelope):
-                        break
-                    payload = decode(value)
-            except decode_errors:
-                break
-            op = ops.get(payload.op)
-            source = payload.source
-            if (
-                op is None
-                or source is None
-                or source.table != name
-                or source.db != db
-                or source.schema != schema_name
-            ):
-                break
-            after_struct, before_struct = payload.after, payload.before
-            row_struct = before_struct if op is delete else after_struct
-            if row_struct is None:
-                break
-            key = record.key()
-            if key_prefix is None:
-                if key is not None:
-                    break
-            elif key is None:
-                break
-            else:
-                row_struct = after_struct if after_struct is not None else before_struct
-                if not (
-                    key_column is not None
-                    and (
-                        key == key_format % key_value
-                        if type(key_value := getattr(row_struct, key_column)) is int
-                        else type(key_value) is str
-                        and key.startswith(key_head)
-                        and key.endswith(key_tail)
-                        and key[head_end:tail_start] == encode(key_value)
-                    )
-                ) and not _parsed_key_matches(key, key_prefix, key_names, row_struct):
-                    break
-            if (
-                op is update
-                and unavailable
-                and after_struct is not None
-                and any(getattr(after_struct, column) == marker for column, marker in unavailable)
-            ):
-                break  # a partial row: the row path marks it
-            offset = record.offset()
-            changes.append(op)
-            befores.append(before_struct)
-            afters.append(after_struct)
-            offsets.append(offset)
-            times.append(source.ts_ms or payload.ts_ms)
-            if op is delete:
-                last_delete = (offset, key)
-            index += 1
-        if index > first:
-            typed.misses = 0
-            if last_delete is not None:
-                self._deletes[(topic, partition)] = last_delete
-            position = _new(SourcePosition, (topic, partition, offsets[-1]))
-            names = tuple(typed.names)
-            out.append(
-                _new(
-                    ColumnChanges,
-                    (table.table_id, names, changes, befores, afters, offsets, times, position),
-                )
-            )
         return index
 
     def _decode_record(self, record: RecordLike, out: list[Event]) -> None:
