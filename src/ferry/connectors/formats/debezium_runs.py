@@ -5,16 +5,13 @@ the comparisons of a record key with its row that the runs of
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import msgspec
 import orjson
 
 from ferry.connectors.record import RecordLike
 from ferry.model.events import ColumnChanges, Event, Op, SourcePosition
-
-if TYPE_CHECKING:
-    from ferry.connectors.formats.debezium import _Run
 
 OPS = {"c": Op.INSERT, "u": Op.UPDATE, "d": Op.DELETE, "r": Op.READ}
 ENVELOPE = b'{"schema":'
@@ -56,7 +53,7 @@ def parsed_key_matches(key: bytes, prefix: bytes, names: tuple[str, ...], row: A
 def decode_columns(
     records: Sequence[RecordLike],
     index: int,
-    run: _Run,
+    run: Any,
     out: list[Event],
     deletes: dict[tuple[str, int], tuple[int, bytes | None]],
 ) -> int:
@@ -64,7 +61,8 @@ def decode_columns(
     conversion (``typed.plain``): the records from ``index`` on that match it, as one
     :class:`~ferry.model.events.ColumnChanges` of their row structs (the same checks, the same
     changes; the partition's last delete noted in ``deletes``); returns the index of the first
-    that does not, or holds the unavailable-value placeholder (the row path reads that one)."""
+    that does not, or holds the unavailable-value placeholder (the row path reads that one).
+    ``run`` is the partition's ``_Run`` (typed loosely: that module imports this one)."""
     typed, prefix, table = run.typed, run.prefix, run.table
     decode, unavailable, start, encode = typed.decode, typed.unavailable, len(run.prefix), _encode
     topic, partition = run.topic, run.partition
