@@ -33,6 +33,7 @@ def kept_limit() -> Iterator[None]:
 
 
 def test_freed_arenas_are_kept_and_reused_without_page_faults(kept_limit: None) -> None:
+    arenas.keep_freed_arenas(0)  # none kept from the tests before this one in the process
     assert arenas.keep_freed_arenas()
     rows = _fill()
     first = _minor_faults()

@@ -69,6 +69,7 @@ def test_nested_and_scalar_types_have_no_common_type() -> None:
         "ARRAY<INT NOT NULL>",
         "MAP<STRING, ARRAY<BIGINT>>",
         "ROW<`a` INT, `b c` STRING NOT NULL>",
+        "ROW<`a``b` INT, ```` STRING>",
         "TIME(0)",
         "BYTES",
     ],

@@ -26,6 +26,8 @@ from ferry.model.types import DataType
 
 Converter = Callable[[str], Any]
 
+# Not sqlglot's MySQL dialect: it reads REAL as FLOAT, INT8 as TINYINT and LONG as BIGINT, takes
+# int(x), and refuses the spatial types, MIDDLEINT and NATIONAL CHAR.
 _TYPE = re.compile(
     r"\s*(?P<name>[A-Za-z_][A-Za-z_0-9]*(?:\s+(?:PRECISION|VARYING))?)\s*(?:\((?P<args>.*)\))?\s*(?P<rest>.*)",
     re.IGNORECASE | re.DOTALL,

@@ -100,6 +100,8 @@ def quote(name: str) -> str:
 
 # ----------------------------------------------------------------------------------- reading back
 
+# A reader of ferry's own: sqlglot has no MaxCompute dialect, and its Hive and Spark ones refuse
+# interval_day_time, interval_year_month and void, and Hive's reads timestamp_ntz as TIMESTAMP.
 _TOKEN = re.compile(r"\s*(`(?:[^`]|``)*`|[A-Za-z_][A-Za-z_0-9]*|\d+|[(),<>:])")
 _NAMED = {
     "boolean": t.BOOLEAN(),
