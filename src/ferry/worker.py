@@ -53,7 +53,7 @@ from ferry.pipeline.settings import RunnerSettings
 from ferry.process import STOP_GRACE_S, parent_death_hook
 from ferry.retry import Operation, RetryPolicy
 from ferry.sinks import Sink
-from ferry.sinks.base import PlaceholderWriting
+from ferry.sinks.base import ColumnsWriting, PlaceholderWriting
 from ferry.sinks.base.registry import sink_class
 from ferry.state import StateStore
 from ferry.state.store import open_error
@@ -216,6 +216,7 @@ def build_runner(
         topic_missing=source_config.topic_missing,
         topic_wait_s=startup_timeout_s,
     )
+    sink = sink or build_sink(job)
     options = source_config.decoder_options()
     definitions = None
     if source_config.value_format.value == "debezium-json" and source_config.schema_change_topic:
@@ -231,6 +232,8 @@ def build_runner(
             # ExtractNewRecordState writes each delete as a tombstone alone
             "tombstone_deletes": source_config.delete_tombstone_handling_mode
             is DeleteTombstoneHandling.DELETE_TO_TOMBSTONE,
+            # runs of rows as they are read, for a sink that writes them as columns
+            "columns": isinstance(sink, ColumnsWriting) and not job.transform,
         }
     if source_config.value_format.value.startswith("debezium-"):
         placeholder = source_config.debezium_unavailable_value_placeholder
@@ -244,7 +247,6 @@ def build_runner(
             properties=properties,
             retries=retries,
         )
-    sink = sink or build_sink(job)
     if isinstance(sink, PlaceholderWriting):
         sink.unavailable_value_placeholder = source_config.debezium_unavailable_value_placeholder
     router = SchemaChangeRouter(

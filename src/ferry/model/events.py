@@ -322,5 +322,26 @@ class Tombstone:
     key: bytes | None
 
 
-#: Everything a decoder gives (RawValues: see :mod:`ferry.model.raw_values`).
-Event = DataChange | BadRecord | SchemaObserved | SchemaHint | Tombstone | RawValues
+class ColumnChanges(NamedTuple):
+    """Row changes of one table read from consecutive records of one partition, whose rows have one
+    shape (one schema version): held as the decoder's row structs, one list per part of a change,
+    rather than as a :class:`DataChange` with row dicts each (see :mod:`ferry.model.columns`).
+    Its changes are exactly the :class:`DataChange` events the decoder would have given
+    (:func:`ferry.model.columns.changes_of`)."""
+
+    table_id: TableId
+    #: The row structs' fields, in their order (the columns of the table's schema)
+    names: tuple[str, ...]
+    ops: list[Op]
+    #: Per change, its old row's struct (None: none), and its new row's
+    befores: list[Any]
+    afters: list[Any]
+    offsets: list[int]
+    ts_ms: list[int | None]
+    #: The position of its last record (its topic and partition are those of every change)
+    position: SourcePosition
+
+
+#: Everything a decoder gives (RawValues: see :mod:`ferry.model.raw_values`; ColumnChanges: see
+#: :mod:`ferry.model.columns`).
+Event = DataChange | BadRecord | SchemaObserved | SchemaHint | Tombstone | RawValues | ColumnChanges

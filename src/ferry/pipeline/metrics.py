@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any
 from prometheus_client import CollectorRegistry, Histogram
 
 from ferry.connectors.base import RetentionReporting, Source
-from ferry.model.events import DataChange, Event
+from ferry.model.events import ColumnChanges, DataChange, Event
 from ferry.offsets import encode_offsets
 from ferry.pipeline.catch_up import CatchUpLog, RecentRate, catch_up_line, eta_seconds
 from ferry.pipeline.checkpoints import now_ms
@@ -102,9 +102,14 @@ class Timings:
                     self.last_record_ms = ms
             for event in reversed(events):
                 if type(event) is DataChange:
-                    if event.ts_ms is not None:
-                        self.newest_event_ms = max(event.ts_ms, self.newest_event_ms or 0)
-                    break
+                    ts_ms = event.ts_ms
+                elif type(event) is ColumnChanges:  # its last change's
+                    ts_ms = event.ts_ms[-1]
+                else:
+                    continue
+                if ts_ms is not None:
+                    self.newest_event_ms = max(ts_ms, self.newest_event_ms or 0)
+                break
             return events
 
         return decoding

@@ -1,8 +1,8 @@
 """The pipeline runner: the batch hot path and checkpoints.
 
 One loop takes whole batches from the source, decodes them in one call, and appends each row
-change to its table's buffer: the per-event cost is a type check, a dict look-up and an append.
-Everything else happens per batch or per checkpoint. Schema events go to the
+change (or run of column changes, :mod:`ferry.model.columns`) to its table's buffer: the
+per-event cost is a type check, a dict look-up and an append. Schema events go to the
 :class:`~ferry.pipeline.schema_operator.SchemaOperator`, which raises a barrier only when the sink
 must change and the rows read before the change must reach the sink first
 (:mod:`ferry.pipeline.barriers`: the changed tables' commit on a sink recording offsets per table,
@@ -254,6 +254,8 @@ class PipelineRunner:
     def _process(self, events: list[Event], records: Sequence[Any]) -> None:
         if self.truncates.column_plans:  # planned while the batch was decoded: the older rows first
             self._read_again_after_columns()
+        direct = not (self.partitions.skip or self.schemas.cleared or self._aliases)  # rows appended as read
+        events = self.rows.arrange(events, direct, self.bad.selection)  # runs of column changes buffered
         events = self.bad.routed(events, self.rows.raw.materialize)  # records of tables not routed out
         buffers = self.rows.tables
         skip = self.partitions.skip
@@ -380,8 +382,7 @@ class PipelineRunner:
     # ------------------------------------------------------------------------------ checkpoints
 
     def checkpoint(self, schemas: Mapping[str, Any] | None = None) -> None:
-        """A whole checkpoint, waited for: after the commit in flight, the buffered rows written, the
-        sink flushed, offsets and schemas (``schemas`` when given) saved, offsets committed."""
+        """A whole checkpoint, waited for (``schemas`` saved with it, when given)."""
         self.begin_checkpoint(schemas)
         self.checkpoints.wait()
 
@@ -390,10 +391,9 @@ class PipelineRunner:
         self.checkpoints.take(self.write_buffers, schemas)
 
     def write_buffers(self, source_tables: Collection[TableId] | None = None) -> dict[str, int]:
-        """The rows buffered (of ``source_tables`` only, when given) shaped and handed to the sink;
-        returns the rows per sink table."""
+        """The rows buffered (of ``source_tables`` only, when given) to the sink; rows per sink table."""
         schemas, within = self.schemas, self._leftover is not None  # within a batch: see RowBuffers
         keep = lambda t: schemas.tracker.schema(t) is not None  # noqa: E731
-        written = self.rows.write(self.shaper.write, keep, within, source_tables)
+        written = self.rows.write(self.shaper.write, keep, within, source_tables, self.shaper.write_columns)
         self.bad.send_pending()  # before the commit that stores the dead letters and passes their rows
         return written

@@ -12,7 +12,8 @@ from typing import TYPE_CHECKING, Any
 
 import orjson
 
-from ferry.model.events import DataChange, Op
+from ferry.model.columns import missing_key
+from ferry.model.events import ColumnChanges, DataChange, Op
 from ferry.model.raw_values import RawForms, RawValues, materialize_all, merged_forms
 from ferry.model.schema import Schema, TableId
 from ferry.model.types import TypeRoot
@@ -21,7 +22,7 @@ from ferry.pipeline.adapt import CastError, RowAdapter
 from ferry.pipeline.metrics import Metrics
 from ferry.pipeline.route import TableRouter
 from ferry.pipeline.schema_operator import SchemaOperator
-from ferry.sinks.base import PartialRowsWriting, RawValuesWriting, Sink
+from ferry.sinks.base import ColumnsWriting, PartialRowsWriting, RawValuesWriting, Sink
 
 if TYPE_CHECKING:
     from ferry.transform.blocks import TableTransforms
@@ -97,6 +98,34 @@ class RowShaper:
                     self.sink.write(sink_table, sink_schema, changes)
                 written[str(sink_table)] = len(changes)
         return written
+
+    def write_columns(
+        self, source_table: TableId, changes: list[DataChange | ColumnChanges]
+    ) -> dict[str, int] | None:
+        """Write a source table's changes, runs of column changes among its rows (see
+        :mod:`ferry.model.columns`), as they are where its rows would reach the sink unchanged:
+        its one sink table, of its columns, neither transformed nor adapted, no partial row (a run
+        holds none: the decoder reads those as rows), a value for every key column; returns the
+        rows written per sink table, or None where they must be written as rows."""
+        sink = self.sink
+        targets = self.tables.sink_tables(source_table)
+        if not isinstance(sink, ColumnsWriting) or self.transforms is not None or len(targets) != 1:
+            return None
+        sink_table = targets[0]
+        sink_schema = self.schemas.sink_schema(sink_table)
+        if sink_schema is None or self.tables.sources_of(sink_table) != [source_table]:
+            return None
+        names, keys = sink_schema.names, sink_schema.primary_keys
+        runs = [c for c in changes if type(c) is ColumnChanges]
+        rows = [c for c in changes if type(c) is DataChange]
+        if not keys or any(run.names != names for run in runs) or missing_key(runs, keys):
+            return None
+        if not self._adapter(source_table, sink_table, sink_schema).identity:
+            return None
+        if partial_changes(rows) or len(self._keyed(sink_table, keys, rows, refuse=False)) < len(rows):
+            return None
+        sink.write_columns(sink_table, sink_schema, changes)
+        return {str(sink_table): len(rows) + sum(len(run.ops) for run in runs)}
 
     def _complete(
         self, sink_table: TableId, sink_schema: Schema, changes: list[DataChange]
@@ -205,10 +234,11 @@ class RowShaper:
         return adapter
 
     def _keyed(
-        self, sink_table: TableId, keys: tuple[str, ...], changes: list[DataChange]
+        self, sink_table: TableId, keys: tuple[str, ...], changes: list[DataChange], *, refuse: bool = True
     ) -> list[DataChange]:
         """The rows with a value for each of the sink table's key columns; a row without one (a
-        record that names no key, or a null one) cannot be written by key: it is a bad row."""
+        record that names no key, or a null one) cannot be written by key: it is a bad row (when
+        ``refuse``; else only left out)."""
         keyed = []
         delete, update = Op.DELETE, Op.UPDATE
         for change in changes:
@@ -218,7 +248,7 @@ class RowShaper:
                 missing = _missing_key(change.before, keys)  # an update's old key is deleted by it
             if missing is None:
                 keyed.append(change)
-            else:
+            elif refuse:
                 reason = f"the row has no value for primary key column {missing!r} of sink table {sink_table}"
                 self.bad_row(reason, change)
         return keyed if len(keyed) < len(changes) else changes

@@ -13,9 +13,11 @@ from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from ferry.model.apply import apply_schema_change
+from ferry.model.columns import all_changes
 from ferry.model.defaults import default_value
 from ferry.model.events import (
     AddColumn,
+    ColumnChanges,
     DataChange,
     DropColumn,
     DropTable,
@@ -144,6 +146,12 @@ class MemorySink(Sink):
 
     def write(self, table_id: TableId, schema: Schema, changes: Sequence[DataChange]) -> None:
         self.pending.setdefault(table_id, []).extend(changes)
+
+    def write_columns(
+        self, table_id: TableId, schema: Schema, changes: Sequence[DataChange | ColumnChanges]
+    ) -> None:
+        """Runs of column changes (:mod:`ferry.model.columns`) among rows, kept as rows."""
+        self.write(table_id, schema, all_changes(changes))
 
     def flush(self, offsets: Offsets) -> None:
         self._commit(list(self.pending), offsets)
@@ -278,6 +286,12 @@ class NullSink(Sink):
 
     def write(self, table_id: TableId, schema: Schema, changes: Sequence[DataChange]) -> None:
         self.rows_written += len(changes)
+
+    def write_columns(
+        self, table_id: TableId, schema: Schema, changes: Sequence[DataChange | ColumnChanges]
+    ) -> None:
+        """Runs of column changes (:mod:`ferry.model.columns`) among rows: discarded as they are."""
+        self.rows_written += sum(len(c.ops) if type(c) is ColumnChanges else 1 for c in changes)
 
     def write_raw(
         self, table_id: TableId, schema: Schema, changes: Sequence[DataChange], forms: RawForms

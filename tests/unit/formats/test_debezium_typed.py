@@ -22,6 +22,7 @@ from test_debezium import FIXTURES
 from ferry.connectors.formats.debezium import DebeziumJsonDecoder
 from ferry.connectors.record import Record
 from ferry.local import debezium as dbz
+from ferry.model.columns import as_rows
 from ferry.model.events import BadRecord, DataChange, Event, SchemaObserved
 from ferry.model.raw_values import RawValues
 
@@ -63,6 +64,9 @@ def _both(batch: list[Record]) -> list[Event]:
     _same(typed, generic)
     raw = DebeziumJsonDecoder(raw_values=True, infer_types=True).decode(batch)
     _same(_materialized(raw), generic)
+    # runs of column changes (as the worker decodes for a sink that writes columns), as rows
+    columns = DebeziumJsonDecoder(raw_values=True, infer_types=True, columns=True).decode(batch)
+    _same(_materialized(as_rows(columns)), generic)
     return typed
 
 
@@ -507,9 +511,12 @@ def test_a_stream_cut_into_batches_decodes_the_same_typed_as_it_goes(
         topic, partition = ("srv.shop.orders", place) if place < 2 else ("srv.shop.orders_v2", 0)
         batch.append(Record(topic, partition, offset, key=pair[0], value=pair[1]))
     typed, generic = DebeziumJsonDecoder(infer_types=True), _generic()
+    columns = DebeziumJsonDecoder(raw_values=True, infer_types=True, columns=True)
     bounds = sorted({0, len(batch), *(c for c in cuts if c < len(batch))})
     for start, end in itertools.pairwise(bounds):
-        _same(typed.decode(batch[start:end]), generic.decode(batch[start:end]))
+        expected = generic.decode(batch[start:end])
+        _same(typed.decode(batch[start:end]), expected)
+        _same(_materialized(as_rows(columns.decode(batch[start:end]))), expected)
 
 
 @pytest.mark.parametrize("with_schema", [True, False], ids=["envelope", "payload-only"])

@@ -338,7 +338,12 @@ def new_runner(
         hints.visible = late.visible
     sink.commits = SteppedCommits()  # a commit of a runner killed is never taken further
     definitions = TableDefinitions() if defined else None
-    options: dict[str, Any] = {"raw_values": raw, **({"definitions": definitions} if defined else {})}
+    # runs of column changes, as ``ferry run`` decodes for a sink that takes them (the memory sink)
+    options: dict[str, Any] = {
+        "raw_values": raw,
+        "columns": True,
+        **({"definitions": definitions} if defined else {}),
+    }
     runner = PipelineRunner(
         settings=RunnerSettings(name="sim", tune_gc=False, concurrent_checkpoints=True, ddl_wait_s=0),
         source=source,

@@ -61,6 +61,20 @@ from ferry.connectors.formats import (
 )
 from ferry.connectors.formats.connect_types import ConversionError, RowConverter
 from ferry.connectors.formats.debezium_columns import EnvelopeRefinement, PayloadRows
+from ferry.connectors.formats.debezium_runs import ENVELOPE as _ENVELOPE
+from ferry.connectors.formats.debezium_runs import OPS as _OPS
+from ferry.connectors.formats.debezium_runs import (
+    decode_columns,
+)
+from ferry.connectors.formats.debezium_runs import (
+    key_is_rows as _key_is_rows,
+)
+from ferry.connectors.formats.debezium_runs import (
+    key_payload as _key_payload,
+)
+from ferry.connectors.formats.debezium_runs import (
+    parsed_key_matches as _parsed_key_matches,
+)
 from ferry.connectors.formats.debezium_typed import MAX_MISSES, TypedPayloads
 from ferry.connectors.formats.definitions import TableDefinitions
 from ferry.connectors.formats.placeholders import Markers, Placeholders, mark
@@ -81,8 +95,6 @@ from ferry.model.schema import Schema, TableId
 from ferry.model.unavailable import DEFAULT_PLACEHOLDER
 from ferry.pipeline.collector import collection_paused
 
-_OPS = {"c": Op.INSERT, "u": Op.UPDATE, "d": Op.DELETE, "r": Op.READ}
-_ENVELOPE = b'{"schema":'
 _PAYLOAD_KEY = b'"payload"'
 _MAX_CACHED_SCHEMAS = 1024
 #: The prefix of the fields ``ExtractNewRecordState`` adds (``add.fields.prefix``'s default).
@@ -156,36 +168,6 @@ class _InferredShape:
     kinds: dict[str, type] = field(default_factory=dict)
     schema: Schema | None = None
     rebuilt: int = 0
-
-
-def _key_payload(key: bytes, prefix: bytes) -> Any:
-    """The JSON of a key's payload: after ``prefix`` (its schema's bytes, up to ``"payload":``),
-    or the whole key when ``prefix`` is empty. Raises ``orjson.JSONDecodeError``."""
-    return orjson.loads(key[len(prefix) : key.rfind(b"}")] if prefix else key)
-
-
-def _key_is_rows(values: Row, row: Any) -> bool:
-    """Whether a key's JSON values are those of its row struct, both as read (before any
-    conversion); a key column the row does not have is not compared."""
-    return all(
-        type(in_row := getattr(row, column, value)) is type(value) and in_row == value
-        for column, value in values.items()
-    )
-
-
-def _parsed_key_matches(key: bytes, prefix: bytes, names: tuple[str, ...], row: Any) -> bool:
-    """Whether a key's JSON values are its row struct's, as :meth:`DebeziumJsonDecoder._typed_key`
-    and :meth:`~DebeziumJsonDecoder._typed_change` read them: the key after ``prefix`` (``b""``:
-    the whole key, whose columns must be ``names``)."""
-    if prefix and not key.startswith(prefix):
-        return False
-    try:
-        document = _key_payload(key, prefix)
-    except orjson.JSONDecodeError:
-        return False
-    if type(document) is not dict or (not prefix and tuple(document) != names):
-        return False
-    return not names or _key_is_rows(document, row)
 
 
 @dataclass(slots=True, eq=False)
@@ -326,8 +308,13 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
         unavailable_value_placeholder: str = DEFAULT_PLACEHOLDER,
         infer_types: bool = False,
         tombstone_deletes: bool = False,
+        *,
+        columns: bool = False,
     ) -> None:
         self._definitions = definitions
+        self._columns = columns
+        """Whether runs of a partition's typed rows that need no conversion are given as
+        :class:`~ferry.model.events.ColumnChanges` (see :mod:`ferry.model.columns`)."""
         self._placeholders = Placeholders(unavailable_value_placeholder)
         """Debezium's ``unavailable.value.placeholder``: an update's column holding it is
         :data:`~ferry.model.unavailable.UNAVAILABLE` (:mod:`placeholders`)."""
@@ -424,6 +411,7 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
         decode_errors = (msgspec.ValidationError, msgspec.DecodeError)
         run: _Run | None = None
         entered = index
+        one_row = False
         while index < count:
             record = records[index]
             topic = record.topic()
@@ -449,6 +437,12 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
                     if rows is None:
                         rows = columnar[(typed, table_id)] = []
                         self._columnar_tables[(typed, table_id)] = table
+                elif plain and self._columns and table.emitted is schema:
+                    done = decode_columns(records, index, run, out, self._deletes)
+                    if done > index:
+                        index, run = done, None
+                        continue
+                    one_row = True  # the record is read below as a row (or ends the runs), then runs again
             value = record.value()
             if value is None:
                 break
@@ -535,6 +529,8 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
             if op is delete:
                 deletes[(topic, partition)] = (offset, key)
             index += 1
+            if one_row:
+                one_row, run = False, None
         if run is not None and index > entered:
             run.typed.misses = 0
         return index

@@ -87,6 +87,7 @@ class TypedPayloads:
         "columnar",
         "decode",
         "misses",
+        "names",
         "plain",
         "schema",
         "unavailable",
@@ -102,6 +103,8 @@ class TypedPayloads:
         columnar: tuple[tuple[str, ColumnReader], ...] = (),
     ) -> None:
         row = msgspec.defstruct("Row", columns, forbid_unknown_fields=True, gc=False)
+        self.names = tuple(name for name, _ in columns)
+        """The row struct's fields, in their order."""
         payload = msgspec.defstruct(
             "Payload",
             [

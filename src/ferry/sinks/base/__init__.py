@@ -31,7 +31,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Protocol, runtime_checkable
 
-from ferry.model.events import DataChange, SchemaChange, SchemaChangeType
+from ferry.model.events import ColumnChanges, DataChange, SchemaChange, SchemaChangeType
 from ferry.model.raw_values import RawForms
 from ferry.model.schema import Schema, TableId
 from ferry.model.types import DataType
@@ -242,6 +242,20 @@ class RawValuesWriting(Protocol):
 
 
 @runtime_checkable
+class ColumnsWriting(Protocol):
+    """A sink that takes runs of a table's row changes as they are read, as columns (see
+    :mod:`ferry.model.columns`), and writes them as its rows would be written."""
+
+    def write_columns(
+        self, table_id: TableId, schema: Schema, changes: Sequence[DataChange | ColumnChanges]
+    ) -> None:
+        """:meth:`Sink.write` of ``changes``: row changes and runs of column changes, in order,
+        whose rows have exactly the columns of ``schema`` (in its order; a row change's: as a
+        :meth:`Sink.write`'s) and a value for each of its key columns."""
+        ...
+
+
+@runtime_checkable
 class PartialRowsWriting(Protocol):
     """A sink that writes partial rows exactly: an update whose new row lacks some values
     (:data:`~ferry.model.unavailable.UNAVAILABLE`: an unchanged TOASTed value Debezium did not
@@ -272,6 +286,7 @@ __all__ = [
     "TABLE_FORMAT_CHANGES",
     "AsyncSchemaChanges",
     "ChangeKind",
+    "ColumnsWriting",
     "OffsetCommitting",
     "PartialRowsWriting",
     "PlaceholderWriting",

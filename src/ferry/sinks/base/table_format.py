@@ -28,7 +28,17 @@ from pathlib import Path
 from typing import Any, ClassVar, TypeVar
 
 from ferry.model.apply import is_applied
-from ferry.model.events import CreateTable, DataChange, DropTable, Op, Row, SchemaChange, TruncateTable
+from ferry.model.columns import all_changes
+from ferry.model.events import (
+    ColumnChanges,
+    CreateTable,
+    DataChange,
+    DropTable,
+    Op,
+    Row,
+    SchemaChange,
+    TruncateTable,
+)
 from ferry.model.raw_values import ColumnForm, RawForms, materialize_column, same_form
 from ferry.model.schema import Schema, TableId
 from ferry.model.unavailable import fill, unavailable_reason
@@ -92,7 +102,9 @@ class TableFormatSink(Sink):
         #: Deletes received for tables without a primary key, which an append-only table cannot apply.
         self.skipped_deletes: dict[TableId, int] = {}
         self._schemas: dict[TableId, Schema | None] = {}
-        self._buffers: dict[TableId, list[DataChange]] = {}
+        #: Per table, its changes since the last commit: rows, and runs of column changes among them
+        #: (see :meth:`write_columns`)
+        self._buffers: dict[TableId, list[Any]] = {}
         #: Where a row whose value does not fit its column goes (None: the commit fails).
         self.refused: RefusedRows | None = None
         self._written_schemas: dict[TableId, Schema] = {}
@@ -137,6 +149,17 @@ class TableFormatSink(Sink):
     ) -> None:
         """One snapshot of ``table`` (as loaded for the offsets) with these changes, carrying
         ``properties`` (the offsets)."""
+
+    def commit_columns(
+        self,
+        table_id: TableId,
+        table: Any,
+        changes: list[DataChange | ColumnChanges],
+        properties: dict[str, str],
+    ) -> bool:
+        """:meth:`commit` of row changes and runs of column changes (see :meth:`write_columns`),
+        written as columns: False, with nothing committed, where they must be committed as rows."""
+        return False
 
     @abstractmethod
     def snapshot_properties(self, table: Any) -> Iterable[dict[str, str]]:
@@ -225,12 +248,31 @@ class TableFormatSink(Sink):
         self.refused = handler
 
     def write(self, table_id: TableId, schema: Schema, changes: Sequence[DataChange]) -> None:
+        buffer = self._rows(table_id)
+        if buffer is None:
+            self._buffers[table_id] = list(changes)
+        else:
+            buffer.extend(changes)
+        self._written_schemas[table_id] = schema
+
+    def write_columns(
+        self, table_id: TableId, schema: Schema, changes: Sequence[DataChange | ColumnChanges]
+    ) -> None:
+        """:meth:`write` of row changes and runs of column changes (:mod:`ferry.model.columns`),
+        kept as they are until the table's commit (or rows are wanted of them first)."""
         buffer = self._buffers.get(table_id)
         if buffer is None:
             self._buffers[table_id] = list(changes)
         else:
             buffer.extend(changes)
         self._written_schemas[table_id] = schema
+
+    def _rows(self, table_id: TableId) -> list[DataChange] | None:
+        """A table's buffered changes as rows (its runs of column changes turned into rows)."""
+        buffer = self._buffers.get(table_id)
+        if buffer and any(type(c) is ColumnChanges for c in buffer):
+            buffer = self._buffers[table_id] = all_changes(buffer)
+        return buffer
 
     def write_raw(
         self, table_id: TableId, schema: Schema, changes: Sequence[DataChange], forms: RawForms
@@ -260,7 +302,7 @@ class TableFormatSink(Sink):
         """A partial row takes its missing values from its key's last version: buffered for this
         checkpoint, else read from the table (one read of every such key of the checkpoint)."""
         keys = schema.primary_keys
-        buffered = self._buffers.get(table_id, ())
+        buffered = self._rows(table_id) or ()
         still, rejected = complete_before_reading(changes, partial, keys, buffered, self.type)
         if not still:
             return rejected
@@ -311,11 +353,10 @@ class TableFormatSink(Sink):
             self._raw_forms.pop(table_id, None)
             self.after_commit(table_id, properties)
 
-    def _commit_merged(
-        self, table_id: TableId, changes: list[DataChange], offsets: Offsets
-    ) -> dict[str, str]:
-        """Commit the rows with ``offsets`` merged into the table's; retry a commit another writer
-        beat (the table is loaded again for each attempt). Returns the properties committed."""
+    def _commit_merged(self, table_id: TableId, changes: list[Any], offsets: Offsets) -> dict[str, str]:
+        """Commit the rows (or runs of column changes) with ``offsets`` merged into the table's; retry
+        a commit another writer beat (the table is loaded again for each attempt). Returns the
+        properties committed."""
 
         def commit() -> dict[str, str]:
             with self.errors(table_id, "committing rows"), self.commit_guard(table_id):
@@ -328,7 +369,10 @@ class TableFormatSink(Sink):
                     merged[tp] = max(offset, merged.get(tp, offset))
                 text = json.dumps(encode_offsets(merged), separators=(",", ":"))  # compact
                 properties = {self.offsets_property: text}
-                self.commit(table_id, table, changes, properties)
+                if not any(type(c) is ColumnChanges for c in changes):
+                    self.commit(table_id, table, changes, properties)
+                elif not self.commit_columns(table_id, table, changes, properties):
+                    self.commit(table_id, table, all_changes(changes), properties)
             return properties
 
         def lost_a_race(error: BaseException) -> bool:

@@ -24,7 +24,6 @@ than once per commit (reading the table's metadata, staging it) is done once (se
 
 from __future__ import annotations
 
-import itertools
 import logging
 import uuid
 from collections.abc import Callable, Hashable, Iterable, Iterator
@@ -35,7 +34,6 @@ from typing import Any
 
 import numpy as np
 import pyarrow as pa
-import pyarrow.compute as pc
 import sqlalchemy.exc
 from pyiceberg.catalog import Catalog, load_catalog
 from pyiceberg.catalog.sql import SqlCatalog
@@ -50,14 +48,9 @@ from pyiceberg.exceptions import (
     ValidationException,
 )
 from pyiceberg.expressions import (
-    AlwaysTrue,
     And,
-    BooleanExpression,
-    GreaterThanOrEqual,
-    In,
-    LessThanOrEqual,
 )
-from pyiceberg.io.pyarrow import ArrowScan, _dataframe_to_data_files
+from pyiceberg.io.pyarrow import _dataframe_to_data_files
 from pyiceberg.manifest import DataFile, ManifestEntryStatus
 from pyiceberg.partitioning import PARTITION_FIELD_ID_START, PartitionField, PartitionSpec
 from pyiceberg.schema import Schema as IcebergSchema
@@ -80,13 +73,14 @@ from pyiceberg.transforms import (
 
 from ferry.model import events as E
 from ferry.model.defaults import default_value
-from ferry.model.events import ColumnPositionKind, DataChange, Op, Row, SchemaChange
+from ferry.model.events import ColumnPositionKind, Op, Row, SchemaChange
 from ferry.model.schema import Column, Schema, TableId
 from ferry.model.types import DataType
 from ferry.offsets import Offsets
 from ferry.retry import Operation, RetryPolicy
 from ferry.sinks.base import SinkCapabilities
 from ferry.sinks.base.arrow import rows_to_arrow_setting_aside
+from ferry.sinks.base.columns import collapse_runs
 from ferry.sinks.base.exceptions import SinkError, SinkTerminalError, SinkTransientError, incompatible_table
 from ferry.sinks.base.rows import last_changes
 from ferry.sinks.base.table_format import TableFormatSink, storage_may_recover
@@ -100,6 +94,9 @@ from ferry.sinks.iceberg.compaction import (
     write_compacted,
 )
 from ferry.sinks.iceberg.config import PARTITION_FIELD, IcebergSinkConfig
+from ferry.sinks.iceberg.copy_on_write import delete_keys
+from ferry.sinks.iceberg.copy_on_write import parts as _parts
+from ferry.sinks.iceberg.copy_on_write import prune_filter as _prune_filter
 from ferry.sinks.iceberg.deletes import (
     KeyIndex,
     RewriteWithDeletes,
@@ -141,14 +138,11 @@ _TRANSIENT = (
     ConnectionError,
     TimeoutError,
 )
-_ROW = "__ferry_row"
 #: The Python types whose values an Arrow type reads back unchanged, by the Arrow type's id.
 _AS_READ_BACK: dict[int, set[type]] = {
     **{t.id: {int} for t in (pa.int8(), pa.int16(), pa.int32(), pa.int64())},
     **{t.id: {str} for t in (pa.string(), pa.large_string())},
 }
-#: pyiceberg skips files by an ``IN`` only up to this many values.
-_IN_PRUNING_LIMIT = 200
 
 
 class IcebergSink(TableFormatSink):
@@ -355,36 +349,56 @@ class IcebergSink(TableFormatSink):
 
     # ------------------------------------------------------------------------------- rows
 
-    def commit(
-        self, table_id: TableId, table: Table, changes: list[DataChange], properties: dict[str, str]
-    ) -> None:
+    def commit(self, table_id: TableId, table: Table, changes: list[Any], properties: dict[str, str]) -> None:
+        self.commit_columns(table_id, table, changes, properties, as_rows=True)
+
+    def commit_columns(
+        self,
+        table_id: TableId,
+        table: Table,
+        changes: list[Any],
+        properties: dict[str, str],
+        as_rows: bool = False,
+    ) -> bool:
+        """:meth:`commit` (``as_rows``), or of rows and runs of column changes collapsed by key with
+        Arrow's kernels (:func:`~ferry.sinks.base.columns.collapse_runs`): False, nothing committed,
+        where they must be committed as rows (no key, raw columns, what ``collapse_runs`` refuses)."""
         schema = table.schema()
         keys = self._key_columns(table_id, schema)
-        touched: list[Hashable] = []
-        if keys:
-            last = last_changes(changes, keys, self.type)
-            delete = Op.DELETE
-            rows = [row for op, row in last.values() if op is not delete]
-            if table.current_snapshot() is not None:
-                touched = list(last)
+        collapsed = None
+        if not as_rows and (
+            not keys
+            or self.raw_forms(table_id)
+            or not (collapsed := collapse_runs(changes, schema.as_arrow(), keys))
+        ):
+            return False
+        if collapsed is not None:
+            data, touched = collapsed
+            touched = touched if table.current_snapshot() is not None else []
         else:
-            rows = self.append_only_rows(table_id, changes)
-        data, unfit = rows_to_arrow_setting_aside(
-            schema.as_arrow(),
-            rows,
-            changes,
-            self.refused,
-            sink=self.type,
-            table_id=table_id,
-            raw=self.raw_forms(table_id),
-        )
-        if unfit and touched:  # a row set aside leaves its key's row in the table as it was
-            get = itemgetter(*keys)
-            kept = {get(rows[i]) for i in unfit}
-            touched = [key for key in touched if key not in kept]
+            touched = []
+            if keys:
+                last = last_changes(changes, keys, self.type)
+                rows = [row for op, row in last.values() if op is not Op.DELETE]
+                if table.current_snapshot() is not None:
+                    touched = list(last)
+            else:
+                rows = self.append_only_rows(table_id, changes)
+            data, unfit = rows_to_arrow_setting_aside(
+                schema.as_arrow(),
+                rows,
+                changes,
+                self.refused,
+                sink=self.type,
+                table_id=table_id,
+                raw=self.raw_forms(table_id),
+            )
+            if unfit and touched:  # a row set aside leaves its key's row in the table as it was
+                kept = {itemgetter(*keys)(rows[i]) for i in unfit}
+                touched = [key for key in touched if key not in kept]
         if touched and merges_on_read(table):
             self._commit_row_delta(table_id, table, keys, touched, data, properties)
-            return
+            return True
         with StagedTransaction(table) as tx:
             if touched:
                 delete_keys(table, tx, keys, touched, properties)
@@ -392,6 +406,7 @@ class IcebergSink(TableFormatSink):
             tx.append(data, snapshot_properties=properties)
             garbage = self._expire_snapshots(table, tx)
         self._delete_files(table, garbage)
+        return True
 
     def _commit_row_delta(  # noqa: PLR0917 (commit's arguments, and what it found)
         self,
@@ -949,63 +964,3 @@ def _arrow_keys(schema: IcebergSchema, keys: tuple[str, ...], values: list[Hasha
         for i, k in enumerate(keys)
     ]
     return list(zip(*columns, strict=True))
-
-
-def _bounds(column: str, values: list[Any]) -> BooleanExpression | None:
-    try:
-        low, high = min(values), max(values)
-    except (TypeError, ValueError):  # no values, or values of mixed types: no order
-        return None
-    return And(GreaterThanOrEqual(column, low), LessThanOrEqual(column, high))  # type: ignore[call-arg]
-
-
-def delete_keys(
-    table: Table, tx: Transaction, keys: tuple[str, ...], values: list[Hashable], properties: dict[str, str]
-) -> None:
-    """Rewrite, in ``tx``, the data files holding any of these keys without those rows (copy-on-write).
-
-    ``values`` are tuples for a composite key. The files are pruned with each key column's bounds
-    (and its values, when few), then each file is read and its matching rows found with one hash
-    join on the key columns.
-    """
-    columns = [values] if len(keys) == 1 else [[_parts(v)[i] for v in values] for i in range(len(keys))]
-    schema = table.schema()
-    arrow_schema = schema.as_arrow()
-    wanted = pa.table(
-        {k: pa.array(vals, type=arrow_schema.field(k).type) for k, vals in zip(keys, columns, strict=True)}
-    )
-    prune = [_prune_filter(k, vals) for k, vals in zip(keys, columns, strict=True)]
-    rewritten: list[tuple[DataFile, pa.Table]] = []
-    for task in table.scan(row_filter=prune[0] if len(prune) == 1 else And(*prune)).plan_files():
-        data = ArrowScan(table.metadata, table.io, schema, AlwaysTrue()).to_table([task])
-        positions = pa.array(range(data.num_rows), type=pa.int64())
-        index = pa.table({**{k: data[k] for k in keys}, _ROW: positions})
-        hits = index.join(wanted, keys=list(keys), join_type="left semi")[_ROW]
-        if len(hits):
-            gone = pc.is_in(positions, value_set=hits.combine_chunks())
-            rewritten.append((task.file, data.filter(pc.invert(gone))))
-    if not rewritten:
-        return
-    counter = itertools.count()
-    with tx.update_snapshot(snapshot_properties=properties).overwrite() as rewrite:
-        for old_file, kept in rewritten:
-            rewrite.delete_data_file(old_file)
-            if kept.num_rows:
-                for new_file in _dataframe_to_data_files(
-                    tx.table_metadata, kept, table.io, write_uuid=rewrite.commit_uuid, counter=counter
-                ):
-                    rewrite.append_data_file(new_file)
-
-
-def _prune_filter(column: str, values: list[Any]) -> BooleanExpression:
-    """What the key values of one column tell about the files that may hold them."""
-    bounds = _bounds(column, values)
-    if len(set(values)) <= _IN_PRUNING_LIMIT:
-        exact: BooleanExpression = In(term=column, literals=values)
-        return exact if bounds is None else And(exact, bounds)
-    return AlwaysTrue() if bounds is None else bounds
-
-
-def _parts(value: Hashable) -> tuple[Any, ...]:
-    assert isinstance(value, tuple)
-    return value
