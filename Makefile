@@ -8,7 +8,7 @@ STAMP := $(VENV)/.installed
 TEST_WORKERS ?= 3
 
 .DEFAULT_GOAL := help
-.PHONY: help install demo test test-unit lint format typecheck bench kafka-start kafka-stop clean
+.PHONY: help install demo test test-unit lint format typecheck docs bench kafka-start kafka-stop clean
 
 help: ## Show the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  %-12s %s\n", $$1, $$2}'
@@ -41,7 +41,7 @@ demo: $(DEMO_STAMP) ## Start a local Kafka, stream Debezium events with schema c
 	@echo "==> running the demo: $(BIN)/python -m ferry.demo"
 	@$(BIN)/python -m ferry.demo
 
-test: $(STAMP) lint typecheck ## Run the whole test suite (starts its own Kafka broker, PostgreSQL, MariaDB)
+test: $(STAMP) lint typecheck docs ## Run the whole test suite (starts its own Kafka broker, PostgreSQL, MariaDB)
 	$(BIN)/python -m tests.support.prefetch
 	$(BIN)/pytest -q -n $(TEST_WORKERS) --dist loadgroup --no-loadscope-reorder
 
@@ -59,6 +59,10 @@ format: $(STAMP) ## Format the code
 typecheck: $(STAMP) ## mypy --strict on the package
 	$(BIN)/mypy
 
+# every page, link and anchor checked (mkdocs.yml sets strict; nothing is fetched from the network)
+docs: $(STAMP) ## Build the documentation site into site/ (mkdocs build --strict)
+	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --quiet
+
 bench: $(STAMP) ## Throughput benchmark against a local broker (prints figures and ratios)
 	$(BIN)/python bench/throughput.py
 
@@ -69,4 +73,4 @@ kafka-stop: ## Stop the local Kafka broker
 	scripts/kafka stop
 
 clean: ## Remove the virtualenv, caches and local state
-	rm -rf $(VENV) var .mypy_cache .ruff_cache .pytest_cache
+	rm -rf $(VENV) var site .mypy_cache .ruff_cache .pytest_cache

@@ -39,7 +39,7 @@ from ferry.connectors.formats.definitions import TableDefinitions
 from ferry.connectors.formats.source_order import record_source_order
 from ferry.connectors.kafka.dead_letter import KafkaDeadLetter
 from ferry.connectors.kafka.schema_changes import SchemaChangeReader
-from ferry.connectors.kafka.source import EndPosition, KafkaSource, StartPosition
+from ferry.connectors.kafka.source import EndPosition, KafkaSource, StartPosition, kafka_reason
 from ferry.exceptions import TerminalError
 from ferry.logs import kafka_logger, mask_secrets
 from ferry.offsets import describe_offsets
@@ -94,7 +94,7 @@ def check_client_settings(source: KafkaSourceConfig) -> None:
     try:
         consumer = Consumer({**settings, "log_level": 0}, logger=kafka_logger())
     except KafkaException as e:
-        reason = e.args[0].str() if e.args and hasattr(e.args[0], "str") else str(e)
+        reason = kafka_reason(e)
         named = re.search(r'"([^"]+)"', reason)
         key = named[1] if named and named[1] in source.properties else None
         where = f"source.properties.{key}" if key else "source.properties"
@@ -140,7 +140,7 @@ def check_brokers(source: KafkaSourceConfig, timeout_s: float) -> None:
             admin.list_topics(timeout=min(1.0, max(deadline - time.monotonic(), 0.01)))
             return
         except KafkaException as e:
-            reason = e.args[0].str() if e.args and hasattr(e.args[0], "str") else str(e)
+            reason = kafka_reason(e)
         admin.poll(0)  # the client's errors are told here
         if all_down.is_set() and refusals and not others:
             raise StartupError(

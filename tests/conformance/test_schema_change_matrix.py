@@ -105,7 +105,7 @@ def test_the_matrix_covers_every_sink_and_change() -> None:
 
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.id)
 def test_the_declared_matrix_is_the_oracles(case: Case) -> None:
-    # what ``ferry sinks`` and the README say of each sink, derived from its declaration and the
+    # what ``ferry sinks`` and docs/schema-changes.md say of each sink, derived from its declaration and the
     # router, is what the matrix says (the rows below check what each sink then does)
     from ferry.sinks.matrix import outcome
 

@@ -61,7 +61,7 @@ ADDED = (
 )
 #: The text default with a quote in it on MariaDB (the MySQL connector gives the literal's body,
 #: read as MySQL reads it); the PostgreSQL connector (3.6.1) cuts ``'it''s new'`` at the doubled
-#: quote, giving ``it`` (the README says so), so its default has none.
+#: quote, giving ``it`` (docs/schema-changes.md says so), so its default has none.
 NOTE_DEFAULT = {"mysql": "'it''s new'", "postgres": "'n/a'"}
 
 

@@ -1,5 +1,5 @@
 """What a sink must hold at the end: the source's final tables, adjusted only where the sink
-declares (``ferry.sinks.matrix``, the README's "What each sink does") that it does not apply a
+declares (``ferry.sinks.matrix``, "What each sink does" in docs/schema-changes.md) that it does not apply a
 schema change the workload made under the pipeline's behaviour:
 
 - a dropped table the sink does not drop keeps the rows it had right before the drop;

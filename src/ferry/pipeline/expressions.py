@@ -85,7 +85,7 @@ def _sql(node: exp.Expr) -> str:
 
 #: What a projection or filter may use; anything else is refused when the job is validated.
 SUPPORTED = (
-    "Flink CDC's built-in functions (the README lists them), CAST, TRY_CAST and the job's "
+    "Flink CDC's built-in functions (docs/transforms.md lists them), CAST, TRY_CAST and the job's "
     "user-defined functions"
 )
 

@@ -3,8 +3,9 @@ ferry reads expressions that call them.
 
 :data:`FLINK_CDC_FUNCTIONS` is the documentation's list (``docs/content/docs/core-concept/
 transform.md``), family by family, each with an expression that uses it over
-:data:`EXAMPLE_COLUMNS`; an entry without one is not evaluated, and says why. The README's table
-and a test that compiles every example are made from it. :class:`TransformDialect` is Flink's SQL
+:data:`EXAMPLE_COLUMNS`; an entry without one is not evaluated, and says why. The table in
+``docs/transforms.md`` (written by :mod:`ferry.docgen`) and a test that compiles every example are
+made from it. :class:`TransformDialect` is Flink's SQL
 as ``ferry check`` reads it, with ``TIMESTAMPDIFF(unit, from, to)`` kept in Flink's argument order
 and ``LOCATE``/``INSTR`` kept by name.
 """
@@ -416,7 +417,7 @@ def _cell(text: str) -> str:
 
 
 def markdown() -> str:
-    """The README's table of Flink CDC's functions and ferry's status for each."""
+    """The table of Flink CDC's functions and ferry's status for each."""
     lines = ["| family | function | in ferry |", "|---|---|---|"]
     for f in (*FLINK_CDC_FUNCTIONS, *FLINK_SQL_EXTRAS):
         status = f"yes: `{_cell(f.example)}`" if f.example is not None else f"no: {f.why}"
@@ -430,21 +431,5 @@ def markdown() -> str:
     return "\n".join(lines) + "\n"
 
 
-def write_readme(path: str = "README.md") -> None:
-    """Replace the README's generated function table with the current one."""
-    import re  # noqa: PLC0415
-    from pathlib import Path  # noqa: PLC0415
-
-    readme = Path(path)
-    block = "<!-- transform-functions:start -->\n" + markdown() + "<!-- transform-functions:end -->"
-    pattern = r"<!-- transform-functions:start -->.*?<!-- transform-functions:end -->"
-    readme.write_text(re.sub(pattern, lambda _: block, readme.read_text(), flags=re.S))
-
-
 if __name__ == "__main__":
-    import sys
-
-    if sys.argv[1:] == ["--write-readme"]:
-        write_readme()
-    else:
-        print(markdown(), end="")
+    print(markdown(), end="")

@@ -25,7 +25,7 @@ use (classes, groups, alternation, quantifiers, ``\\d``, ``\\w``); Java's named 
 from __future__ import annotations
 
 import re
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 
 from ferry.pipeline.schema import TableId
@@ -35,21 +35,28 @@ class TablePatternError(ValueError):
     """A ``source-table`` or ``sink-table`` that is not a table pattern (said in words)."""
 
 
+def _unescaped(text: str, what: str) -> Iterator[int]:
+    """The indexes of ``text``'s characters that no backslash escapes (an escape and the character
+    after it are passed over); a lone backslash at the end is refused, naming ``what``."""
+    i = 0
+    while i < len(text):
+        if text[i] == "\\":
+            if i + 1 == len(text):
+                raise TablePatternError(f"{what}{text!r} ends with a lone backslash (an escape of nothing)")
+            i += 2
+            continue
+        yield i
+        i += 1
+
+
 def _split(text: str, separator: str) -> list[str]:
     """``text`` split at each ``separator`` that no backslash escapes (the escapes are kept)."""
     parts: list[str] = []
-    start = i = 0
-    while i < len(text):
-        char = text[i]
-        if char == "\\":
-            if i + 1 == len(text):
-                raise TablePatternError(f"{text!r} ends with a lone backslash (an escape of nothing)")
-            i += 2
-            continue
-        if char == separator:
+    start = 0
+    for i in _unescaped(text, ""):
+        if text[i] == separator:
             parts.append(text[start:i])
             start = i + 1
-        i += 1
     parts.append(text[start:])
     return parts
 
@@ -176,33 +183,24 @@ class RoutePattern:
     def _check_template(self) -> None:
         """Refuse a ``sink-table`` whose ``$`` references name no group of the pattern."""
         template = self.sink_table
-        i = 0
-        while i < len(template):
-            char = template[i]
-            if char == "\\":
-                if i + 1 == len(template):
-                    raise TablePatternError(f"sink-table {template!r} ends with a lone backslash")
-                i += 2
+        for i in _unescaped(template, "sink-table "):
+            if template[i] != "$":
                 continue
-            if char == "$":
-                reference = _GROUP_REFERENCE.match(template, i)
-                if reference is None:
-                    raise TablePatternError(
-                        f"sink-table {template!r}: $ at character {i + 1} is not a group reference "
-                        "($1, ${name}); write \\$ for a dollar sign"
-                    )
-                name = reference.group("name")
-                if name is not None and name not in self.regex.groupindex:
-                    raise TablePatternError(f"sink-table {template!r}: the pattern has no group named {name}")
-                number = reference.group("number")
-                if number is not None and int(number[0]) > self.regex.groups:
-                    raise TablePatternError(
-                        f"sink-table {template!r}: the pattern has {self.regex.groups} group(s), "
-                        f"${number[0]} names none"
-                    )
-                i = reference.end()
-                continue
-            i += 1
+            reference = _GROUP_REFERENCE.match(template, i)
+            if reference is None:
+                raise TablePatternError(
+                    f"sink-table {template!r}: $ at character {i + 1} is not a group reference "
+                    "($1, ${name}); write \\$ for a dollar sign"
+                )
+            name = reference.group("name")
+            if name is not None and name not in self.regex.groupindex:
+                raise TablePatternError(f"sink-table {template!r}: the pattern has no group named {name}")
+            number = reference.group("number")
+            if number is not None and int(number[0]) > self.regex.groups:
+                raise TablePatternError(
+                    f"sink-table {template!r}: the pattern has {self.regex.groups} group(s), "
+                    f"${number[0]} names none"
+                )
 
     def matches(self, table: TableId) -> bool:
         return self.regex.fullmatch(str(table)) is not None

@@ -118,7 +118,7 @@ def _problem(
             message = f"{spelling} is not supported: {why}"
         else:
             message = (
-                f"{spelling} is not a function transforms evaluate (the README lists Flink CDC's "
+                f"{spelling} is not a function transforms evaluate (docs/transforms.md lists Flink CDC's "
                 "functions and their status); a Python function can be declared in "
                 "pipeline.user-defined-function"
             )

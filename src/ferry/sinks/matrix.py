@@ -2,7 +2,8 @@
 
 The outcomes come from the router itself, deciding a sample change of each kind against a sink
 that declares the capabilities of the sink in question, so the table cannot drift from what ferry
-does. ``ferry sinks`` prints it; the README carries it (a test checks it is current).
+does. ``ferry sinks`` prints it; ``docs/schema-changes.md`` carries it (``ferry.docgen`` writes it,
+a test checks it is current).
 """
 
 from __future__ import annotations
@@ -111,23 +112,5 @@ def markdown() -> str:
     return "\n\n".join(parts) + "\n"
 
 
-def write_readme(path: str = "README.md") -> None:
-    """Replace the README's generated sink matrix with the current one."""
-    import re  # noqa: PLC0415
-    from pathlib import Path  # noqa: PLC0415
-
-    readme = Path(path)
-    text = readme.read_text()
-    block = "<!-- sink-matrix:start -->\n" + markdown() + "<!-- sink-matrix:end -->"
-    readme.write_text(
-        re.sub(r"<!-- sink-matrix:start -->.*?<!-- sink-matrix:end -->", lambda _: block, text, flags=re.S)
-    )
-
-
 if __name__ == "__main__":
-    import sys
-
-    if sys.argv[1:] == ["--write-readme"]:
-        write_readme()
-    else:
-        print(markdown(), end="")
+    print(markdown(), end="")

@@ -1,7 +1,7 @@
 """Each option of Flink CDC's pipeline sink connectors that ferry has a sink for
 (``docs/content/docs/connectors/pipeline-connectors/{starrocks,kafka,iceberg,paimon,doris,maxcompute,
 fluss}.md`` of apache/flink-cdc at commit 23fb108e9bea7f689230fa188e5f80c6eef0dbc3) does in ferry
-what the README's table says: the same (validated into the sink's options), accepted and ignored
+what the table of docs/flink-cdc.md says: the same (validated into the sink's options), accepted and ignored
 with a warning at its line, or refused at its line."""
 
 from __future__ import annotations
@@ -19,7 +19,7 @@ from ferry.config import ConfigError
 from ferry.config.loader import read_job_text
 from ferry.pipeline.schema import TableId
 
-README = Path(__file__).resolve().parents[3] / "README.md"
+PAGE = Path(__file__).resolve().parents[3] / "docs" / "flink-cdc.md"
 SOURCE = {"type": "kafka", "properties.bootstrap.servers": "127.0.0.1:9092", "topic": "t"}
 BASES: dict[str, dict[str, Any]] = {
     "starrocks": {"jdbc-url": "jdbc:mysql://fe:9030", "load-url": "fe:8030", "username": "root"},
@@ -167,10 +167,10 @@ def test_a_flink_cdc_sink_option_does_what_the_readme_says(
         assert effect(job.sink)
 
 
-def test_the_readme_table_names_every_option_with_its_status() -> None:
-    text = README.read_text()
-    block = text[text.index("#### Flink CDC's sink options") :]
-    block = block[: block.index("\n## ")]
+def test_the_docs_table_names_every_option_with_its_status() -> None:
+    text = PAGE.read_text()
+    block = text[text.index("## Flink CDC's sink options") :]
+    block = block.split("\n## ")[0]
     rows = [line for line in block.splitlines() if line.startswith("| `")]
     for sink, key, _, status in KEYS:
         [row] = [

@@ -1,5 +1,5 @@
 """Flink CDC's documented functions: each one ferry claims compiles and evaluates its example,
-the list matches the documentation's tables, and the README shows the current status."""
+the list matches the documentation's tables, and docs/transforms.md shows the current status."""
 
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ from tests.support.expressions import compiled
 
 from ferry.pipeline.function_catalog import FLINK_CDC_FUNCTIONS, FLINK_SQL_EXTRAS, Function, markdown
 
-README = Path(__file__).resolve().parents[3] / "README.md"
+PAGE = Path(__file__).resolve().parents[3] / "docs" / "transforms.md"
 CLAIMED = [f for f in (*FLINK_CDC_FUNCTIONS, *FLINK_SQL_EXTRAS) if f.example is not None]
 
 
@@ -37,9 +37,9 @@ def test_the_list_follows_flink_cdcs_documentation() -> None:
         assert name in names
 
 
-def test_the_readme_lists_the_functions_with_their_status() -> None:
+def test_the_docs_list_the_functions_with_their_status() -> None:
     match = re.search(
-        r"<!-- transform-functions:start -->\n(.*?)<!-- transform-functions:end -->", README.read_text(), re.S
+        r"<!-- transform-functions:start -->\n(.*?)<!-- transform-functions:end -->", PAGE.read_text(), re.S
     )
-    assert match, "README lacks the transform-functions markers"
-    assert match.group(1) == markdown(), "run: python -m ferry.pipeline.function_catalog --write-readme"
+    assert match, "docs/transforms.md lacks the transform-functions markers"
+    assert match.group(1) == markdown(), "run: python -m ferry.docgen"

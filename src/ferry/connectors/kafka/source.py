@@ -87,6 +87,12 @@ PROBE_S = 1.0
 CLOSE_TIMEOUT_S = 10.0
 
 
+def kafka_reason(error: KafkaException) -> str:
+    """The client's own text of ``error`` (its :class:`KafkaError`), else the exception's text."""
+    first = error.args[0] if error.args else None
+    return first.str() if isinstance(first, KafkaError) else str(error)
+
+
 def close_bounded(consumer: Consumer, timeout_s: float = CLOSE_TIMEOUT_S) -> bool:
     """Close ``consumer`` within ``timeout_s``; False (logged) when its close did not end then.
 
@@ -549,7 +555,7 @@ class KafkaSource:
             try:
                 self.consumer.list_topics(only, timeout=PROBE_S)
             except KafkaException as e:
-                reason = e.args[0].str() if e.args and isinstance(e.args[0], KafkaError) else str(e)
+                reason = kafka_reason(e)
                 self._set_outage(self._outage.attempt + 1, f"KafkaError: {reason}", time.time())
                 return
         log.info("the Kafka brokers %s answer again", self.bootstrap_servers)

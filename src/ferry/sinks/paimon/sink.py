@@ -375,18 +375,23 @@ class PaimonSink(TableFormatSink):
         elif kinds is not None:
             self._rewrite(table_id, table, data, kinds, properties)
             return
-        if NATIVE_WRITE_OPTION not in table.table_schema.options:
-            # the table's own option, when it sets one, decides; else pypaimon's Rust writer
-            table = table.copy({NATIVE_WRITE_OPTION: "true"})
-        builder = table.new_stream_write_builder()
+        self._write(_writing(table, {}).new_stream_write_builder(), data, properties, self._next_identifier())
+
+    def _write(
+        self, builder: Any, rows: pa.Table, properties: dict[str, str], identifier: int | None
+    ) -> None:
+        """``rows`` written and committed through ``builder`` (a stream write's commit carries its
+        ``identifier``; a batch write, None, has none)."""
         builder.commit_user = self.commit_user
         writer = builder.new_write()
         commit = builder.new_commit()
         try:
-            if data.num_rows:
-                writer.write_arrow(data)
-            identifier = self._next_identifier()
-            commit.commit(writer.prepare_commit(identifier), identifier, snapshot_properties=properties)
+            if rows.num_rows:
+                writer.write_arrow(rows)
+            if identifier is None:
+                commit.commit(writer.prepare_commit(), snapshot_properties=properties)
+            else:
+                commit.commit(writer.prepare_commit(identifier), identifier, snapshot_properties=properties)
         finally:
             writer.close()
             commit.close()
@@ -412,20 +417,8 @@ class PaimonSink(TableFormatSink):
         kept = held.take(survivors)
         rows = pa.concat_tables([kept, data.filter(pc.invert(deleted))])
         # every partition is replaced, also one whose last row is deleted
-        overrides = {DYNAMIC_OVERWRITE_OPTION: "false"}
-        if NATIVE_WRITE_OPTION not in table.table_schema.options:
-            overrides[NATIVE_WRITE_OPTION] = "true"
-        writes = table.copy(overrides).new_batch_write_builder().overwrite()
-        writes.commit_user = self.commit_user
-        writer = writes.new_write()
-        commit = writes.new_commit()
-        try:
-            if rows.num_rows:
-                writer.write_arrow(rows)
-            commit.commit(writer.prepare_commit(), snapshot_properties=properties)
-        finally:
-            writer.close()
-            commit.close()
+        overwrite = _writing(table, {DYNAMIC_OVERWRITE_OPTION: "false"}).new_batch_write_builder().overwrite()
+        self._write(overwrite, rows, properties, None)
         log.info(
             "%s: %d deletes applied by writing the table again (%d rows; no %s column)",
             table_id,
@@ -669,3 +662,11 @@ def _stand_in(arrow_type: pa.DataType) -> Any:
     if pa.types.is_timestamp(arrow_type):
         return datetime(1970, 1, 1, tzinfo=UTC if arrow_type.tz else None)
     return 0
+
+
+def _writing(table: Any, overrides: dict[str, str]) -> Any:
+    """``table`` with ``overrides`` for a write, and pypaimon's Rust writer unless the table's own
+    option decides."""
+    if NATIVE_WRITE_OPTION not in table.table_schema.options:
+        overrides = {**overrides, NATIVE_WRITE_OPTION: "true"}
+    return table.copy(overrides) if overrides else table
