@@ -16,7 +16,7 @@ RUN apt-get update \
 RUN python -m venv /opt/ferry
 WORKDIR /src
 # the dependencies first, in a layer of their own: a change to src/ does not install them again
-COPY pyproject.toml README.md docker/requirements.py ./
+COPY pyproject.toml setup.py README.md docker/requirements.py ./
 RUN python requirements.py "${EXTRAS}" > requirements.txt \
     && /opt/ferry/bin/pip install --requirement requirements.txt
 COPY src ./src

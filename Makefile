@@ -8,16 +8,15 @@ STAMP := $(VENV)/.installed
 TEST_WORKERS ?= 3
 
 .DEFAULT_GOAL := help
-.PHONY: help install demo test test-unit lint format typecheck docs bench kafka-start kafka-stop clean
+.PHONY: help install demo test test-unit lint format typecheck docs bench dist kafka-start kafka-stop clean
 
 help: ## Show the targets
 	@grep -E '^[a-z-]+:.*## ' $(MAKEFILE_LIST) | awk 'BEGIN {FS = ":.*## "}; {printf "  %-12s %s\n", $$1, $$2}'
 
 # what `make demo` needs: ferry and its Iceberg sink (the test tools and other sinks come with `install`)
 DEMO_STAMP := $(VENV)/.installed-demo
-# pip without its progress, and without setuptools' notice that [tool.setuptools.ext-modules] (the
-# optional C module) is experimental, printed once per build step
-PIP := PYTHONWARNINGS='ignore:`[tool.setuptools.ext-modules]`' $(BIN)/pip --quiet --disable-pip-version-check
+# pip without its progress
+PIP := $(BIN)/pip --quiet --disable-pip-version-check
 
 $(BIN)/python:
 	@echo "==> creating the virtual environment $(VENV)"
@@ -65,6 +64,16 @@ docs: $(STAMP) ## Build the documentation site into site/ (mkdocs build --strict
 
 bench: $(STAMP) ## Throughput benchmark against a local broker (prints figures and ratios)
 	$(BIN)/python bench/throughput.py
+
+# what is published to PyPI: the sdist, the pure-Python wheel (FERRY_PURE_PYTHON=1: no C module; it
+# installs on any platform and Python >= 3.11) and this machine's wheel with the C module, retagged
+# manylinux by auditwheel (it links libc alone)
+dist: $(STAMP) ## Build the sdist, the pure-Python wheel and the manylinux wheel into dist/
+	rm -rf dist build/wheel
+	$(BIN)/python -m build --no-isolation --sdist --outdir dist .
+	FERRY_PURE_PYTHON=1 $(BIN)/python -m build --no-isolation --wheel --outdir dist .
+	$(BIN)/python -m build --no-isolation --wheel --outdir build/wheel .
+	$(BIN)/auditwheel repair --wheel-dir dist build/wheel/*.whl
 
 kafka-start: $(DEMO_STAMP) ## Start a local Kafka broker on 127.0.0.1:9092 (another port when it is taken, said so)
 	scripts/kafka start --prefer-port 9092

@@ -22,9 +22,9 @@ from pathlib import Path
 
 from pyiceberg.catalog.sql import SqlCatalog
 
-from ferry.pipeline.events import CreateTable, DataChange, Op
-from ferry.pipeline.schema import Column, Schema, TableId
-from ferry.pipeline.types import BIGINT, DOUBLE, INT, STRING
+from ferry.model.events import CreateTable, DataChange, Op
+from ferry.model.schema import Column, Schema, TableId
+from ferry.model.types import BIGINT, DOUBLE, INT, STRING
 from ferry.sinks.iceberg.config import IcebergSinkConfig
 from ferry.sinks.iceberg.sink import IcebergSink
 

@@ -2,8 +2,8 @@
 
 A page of ``docs/`` holds each generated part between ``<!-- NAME:start -->`` and
 ``<!-- NAME:end -->``; :data:`BLOCKS` says which page and which function of the code gives it: the
-schema-change matrix from the sinks' declarations (:mod:`ferry.sinks.matrix`), the transform
-functions from :mod:`ferry.pipeline.function_catalog`, the job-file reference tables from the
+schema-change matrix from the sinks' declarations (:mod:`ferry.sinks.base.matrix`), the transform
+functions from :mod:`ferry.transform.function_catalog`, the job-file reference tables from the
 pydantic models (:mod:`ferry.config.reference`).
 ``python -m ferry.docgen`` writes every part; ``python -m ferry.docgen --check`` lists the parts
 that differ from what the code gives (exit 1), as ``tests/unit/test_docs.py`` does.
@@ -21,13 +21,13 @@ DOCS = Path(__file__).resolve().parents[2] / "docs"
 
 
 def _sink_matrix(_: str) -> str:
-    from ferry.sinks.matrix import markdown  # noqa: PLC0415
+    from ferry.sinks.base.matrix import markdown  # noqa: PLC0415
 
     return markdown()
 
 
 def _transform_functions(_: str) -> str:
-    from ferry.pipeline.function_catalog import markdown  # noqa: PLC0415
+    from ferry.transform.function_catalog import markdown  # noqa: PLC0415
 
     return markdown()
 

@@ -42,8 +42,8 @@ from ferry.connectors.kafka.schema_changes import SchemaChangeReader
 from ferry.connectors.kafka.source import EndPosition, KafkaSource, StartPosition, kafka_reason
 from ferry.exceptions import TerminalError
 from ferry.logs import kafka_logger, mask_secrets
+from ferry.model.events import Event
 from ferry.offsets import describe_offsets
-from ferry.pipeline.events import Event
 from ferry.pipeline.phase import Phase
 from ferry.pipeline.route import Route, TableRouter, TableSelection
 from ferry.pipeline.router import SchemaChangeRouter
@@ -54,12 +54,12 @@ from ferry.process import STOP_GRACE_S, parent_death_hook
 from ferry.retry import Operation, RetryPolicy
 from ferry.sinks import Sink
 from ferry.sinks.base import PlaceholderWriting
-from ferry.sinks.registry import sink_class
+from ferry.sinks.base.registry import sink_class
 from ferry.state import StateStore
 from ferry.state.store import open_error
 
 if TYPE_CHECKING:
-    from ferry.pipeline.transform import TableTransforms
+    from ferry.transform.blocks import TableTransforms
 
 log = logging.getLogger(__name__)
 
@@ -166,8 +166,8 @@ def _transforms(job: JobConfig) -> TableTransforms | None:
     """The runner's transform step, or None without transforms (sqlglot is then not loaded)."""
     if not job.transform:
         return None
-    from ferry.pipeline.compiled import Session  # noqa: PLC0415
-    from ferry.pipeline.transform import TableTransforms  # noqa: PLC0415
+    from ferry.transform.blocks import TableTransforms  # noqa: PLC0415
+    from ferry.transform.compiled import Session  # noqa: PLC0415
 
     session = Session(job.pipeline.time_zone, decimal_precision=job.pipeline.decimal_precision)
     return TableTransforms(job.transform, session=session, functions=job.user_functions())

@@ -13,11 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ferry.pipeline.schema import TableId
+from ferry.model.schema import TableId
 from ferry.retry import RetryPolicy
 from ferry.sinks.base import Sink
+from ferry.sinks.base.registry import DESTINATIONS
 from ferry.sinks.memory import MemorySink
-from ferry.sinks.registry import DESTINATIONS
 
 
 @dataclass
@@ -95,7 +95,7 @@ def paimon_backend(context: Context) -> Backend:
 def kafka_backend(context: Context) -> Backend:
     """A real broker: every table's records go to one topic of this test, read back and decoded."""
     from ferry.connectors.formats import decoder_for
-    from ferry.pipeline.events import DataChange, Op
+    from ferry.model.events import DataChange, Op
     from ferry.sinks.kafka.config import KafkaSinkConfig
     from ferry.sinks.kafka.sink import KafkaSink
     from tests.integration.helpers import read_all

@@ -20,17 +20,17 @@ from ferry.config.checks import accepted_schema_changes
 from ferry.config.job import TransformConfig
 from ferry.connectors.formats.ddl import parse_ddl
 from ferry.connectors.memory import MemoryDeadLetter, MemorySource
-from ferry.pipeline import events as E
+from ferry.model import events as E
+from ferry.model.schema import TableId
 from ferry.pipeline.route import Route, RouteMode, TableRouter
 from ferry.pipeline.router import SchemaChangeBehavior, SchemaChangeRouter
 from ferry.pipeline.runner import PipelineRunner
-from ferry.pipeline.schema import TableId
 from ferry.pipeline.settings import RunnerSettings
-from ferry.pipeline.transform import TableTransforms
+from ferry.sinks.base.registry import SINKS
 from ferry.sinks.hologres.types import TypeNormalizeStrategy, hologres_type
 from ferry.sinks.memory import MemorySink
-from ferry.sinks.registry import SINKS
 from ferry.state import StateStore
+from ferry.transform.blocks import TableTransforms
 
 CASES = sorted((Path(__file__).parent / "cases").glob("*.yaml"))
 

@@ -13,9 +13,9 @@ from typing import Any
 from confluent_kafka import Consumer, TopicPartition
 
 from ferry.local import debezium as dbz
-from ferry.pipeline.events import CreateTable, DataChange, Op, SourcePosition
-from ferry.pipeline.schema import Column, Schema, TableId
-from ferry.pipeline.types import BIGINT, DECIMAL, INT, STRING
+from ferry.model.events import CreateTable, DataChange, Op, SourcePosition
+from ferry.model.schema import Column, Schema, TableId
+from ferry.model.types import BIGINT, DECIMAL, INT, STRING
 from ferry.sinks.base import Sink
 from tests.support.sinks import catalog_not_ready, reading_catalog
 from tests.support.waiting import Deadline

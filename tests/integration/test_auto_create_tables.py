@@ -10,10 +10,10 @@ import pytest
 from ferry.config.loader import load_job_text
 from ferry.local import debezium as dbz
 from ferry.local.kafka_broker import TopicFactory, produce
-from ferry.pipeline import types as T
-from ferry.pipeline.events import CreateTable
+from ferry.model import types as T
+from ferry.model.events import CreateTable
+from ferry.model.schema import Column, Schema, TableId
 from ferry.pipeline.router import Action
-from ferry.pipeline.schema import Column, Schema, TableId
 from ferry.sinks.memory import MemorySink
 from ferry.state import StateStore
 from ferry.worker import build_runner

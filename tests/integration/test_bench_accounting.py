@@ -21,7 +21,7 @@ from typing import Any
 
 import pytest
 
-from ferry.pipeline.events import Event
+from ferry.model.events import Event
 from ferry.pipeline.runner import PipelineRunner
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "throughput.py"

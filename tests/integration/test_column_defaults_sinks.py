@@ -15,17 +15,17 @@ import psycopg
 import pymysql
 import pytest
 
-from ferry.pipeline.events import AddColumn
-from ferry.pipeline.schema import Column, Schema, TableId
-from ferry.pipeline.types import BIGINT, BOOLEAN, DATE, DECIMAL, INT, STRING, VARCHAR
+from ferry.model.events import AddColumn
+from ferry.model.schema import Column, Schema, TableId
+from ferry.model.types import BIGINT, BOOLEAN, DATE, DECIMAL, INT, STRING, VARCHAR
 from ferry.sinks.base import Sink
+from ferry.sinks.base.table_format import TableFormatSink
 from ferry.sinks.hologres.config import HologresSinkConfig
 from ferry.sinks.hologres.sink import HologresSink
 from ferry.sinks.iceberg.sink import IcebergSink
 from ferry.sinks.paimon.sink import PaimonSink
 from ferry.sinks.starrocks.config import StarRocksSinkConfig
 from ferry.sinks.starrocks.sink import StarRocksSink
-from ferry.sinks.table_format import TableFormatSink
 from tests.integration import test_iceberg_sink as iceberg
 from tests.integration import test_paimon_sink as paimon
 from tests.integration.helpers import Feed, create, write

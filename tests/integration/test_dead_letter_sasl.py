@@ -13,7 +13,7 @@ from ferry.config.loader import load_job_text
 from ferry.local.jvm import HOST
 from ferry.local.kafka_broker import KafkaBroker, create_topic, produce
 from ferry.local.ports import free_ports
-from ferry.pipeline.schema import TableId
+from ferry.model.schema import TableId
 from ferry.sinks.memory import MemorySink
 from ferry.worker import build_runner
 from tests.integration.helpers import job_yaml, orders_table, read_all

@@ -15,9 +15,9 @@ from confluent_kafka import Consumer, TopicPartition
 from ferry.connectors.formats.debezium_avro import DebeziumAvroDecoder, DebeziumAvroSchemaChangeDecoder
 from ferry.connectors.record import Record
 from ferry.local.kafka_broker import KafkaBroker
-from ferry.pipeline import types as t
-from ferry.pipeline.events import BadRecord, DataChange, Op, SchemaObserved, Tombstone
-from ferry.pipeline.schema import TableId
+from ferry.model import types as t
+from ferry.model.events import BadRecord, DataChange, Op, SchemaObserved, Tombstone
+from ferry.model.schema import TableId
 from tests.support.connect import KafkaConnect, wait_until
 from tests.support.mariadb import MariaDbServer
 from tests.support.registry import SchemaRegistry, converter_plugin_path

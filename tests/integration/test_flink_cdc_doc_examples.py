@@ -29,8 +29,8 @@ from ferry.config.checks import check_supported
 from ferry.config.loader import read_job_text
 from ferry.local import debezium as dbz
 from ferry.local.kafka_broker import KafkaBrokerError, TopicFactory, delete_topic, produce
+from ferry.model.schema import TableId
 from ferry.pipeline.phase import Phase
-from ferry.pipeline.schema import TableId
 from ferry.sinks.base import Sink
 from ferry.worker import build_runner
 from tests.integration.helpers import read_to_end
@@ -187,7 +187,7 @@ def sink_here(
 
 
 def registered_sink(**kwargs: Any) -> Callable[[Any], Sink]:
-    from ferry.sinks.registry import sink_class
+    from ferry.sinks.base.registry import sink_class
 
     def make(job: Any) -> Sink:
         sink: Sink = sink_class(job.sink.type)(job.sink, pipeline=job.pipeline.kafka_name, **kwargs)

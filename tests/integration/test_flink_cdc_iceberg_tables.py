@@ -14,8 +14,8 @@ from pyiceberg.io.fsspec import FsspecFileIO
 
 from ferry.local import debezium as dbz
 from ferry.local.kafka_broker import TopicFactory, produce
-from ferry.pipeline.schema import Column, Schema, TableId
-from ferry.pipeline.types import INT, STRING
+from ferry.model.schema import Column, Schema, TableId
+from ferry.model.types import INT, STRING
 from ferry.sinks.iceberg.config import IcebergSinkConfig
 from ferry.sinks.iceberg.sink import IcebergSink
 from tests.integration.helpers import Feed, create, job_yaml, run_ferry, write

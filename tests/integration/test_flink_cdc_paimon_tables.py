@@ -19,8 +19,8 @@ from pypaimon.schema.data_types import AtomicType, DataField
 
 from ferry.local import debezium as dbz
 from ferry.local.kafka_broker import TopicFactory, produce
-from ferry.pipeline.schema import Column, Schema, TableId
-from ferry.pipeline.types import INT, STRING
+from ferry.model.schema import Column, Schema, TableId
+from ferry.model.types import INT, STRING
 from ferry.sinks.paimon.config import PaimonSinkConfig
 from ferry.sinks.paimon.sink import PaimonSink
 from tests.integration.helpers import Feed, create, job_yaml, run_ferry, write

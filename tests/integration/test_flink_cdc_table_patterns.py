@@ -24,8 +24,8 @@ from ferry.cli.output import render_status
 from ferry.config.loader import read_job_text
 from ferry.local import debezium as dbz
 from ferry.local.kafka_broker import create_topic, delete_topic, produce
+from ferry.model.schema import TableId
 from ferry.pipeline.phase import Phase
-from ferry.pipeline.schema import TableId
 from ferry.sinks.base import Sink
 from ferry.sinks.memory import MemorySink
 from ferry.state import StateStore

@@ -12,15 +12,15 @@ from typing import Any
 import fluss
 import pytest
 
-from ferry.pipeline import types as T
-from ferry.pipeline.events import AddColumn, CreateTable, DataChange, DropTable, RenameColumn, after
-from ferry.pipeline.schema import Column, Schema, TableId
-from ferry.pipeline.unavailable import UNAVAILABLE, PartialRow
-from ferry.sinks.exceptions import SinkTerminalError
+from ferry.model import types as T
+from ferry.model.events import AddColumn, CreateTable, DataChange, DropTable, RenameColumn, after
+from ferry.model.schema import Column, Schema, TableId
+from ferry.model.unavailable import UNAVAILABLE, PartialRow
+from ferry.sinks.base.exceptions import SinkTerminalError
+from ferry.sinks.base.registry import sink_class
 from ferry.sinks.fluss.config import FlussSinkConfig
 from ferry.sinks.fluss.sink import FlussSink
 from ferry.sinks.fluss.types import sink_schema
-from ferry.sinks.registry import sink_class
 from tests.integration.helpers import Feed
 from tests.support.fluss import FlussCluster, client_classpath, drop_database, read_rows, with_connection
 

@@ -16,7 +16,7 @@ import psycopg
 import pytest
 from psycopg import sql
 
-from ferry.pipeline.events import (
+from ferry.model.events import (
     FIRST,
     AddColumn,
     AlterColumnType,
@@ -27,12 +27,12 @@ from ferry.pipeline.events import (
     RenameColumn,
     TruncateTable,
 )
-from ferry.pipeline.schema import Column, Schema, TableId
-from ferry.pipeline.types import ARRAY, BIGINT, DATE, DECIMAL, INT, STRING, TIMESTAMP_LTZ, VARCHAR
-from ferry.sinks.exceptions import SinkTerminalError, SinkTransientError
+from ferry.model.schema import Column, Schema, TableId
+from ferry.model.types import ARRAY, BIGINT, DATE, DECIMAL, INT, STRING, TIMESTAMP_LTZ, VARCHAR
+from ferry.sinks.base.exceptions import SinkTerminalError, SinkTransientError
+from ferry.sinks.base.registry import sink_class
 from ferry.sinks.hologres.config import HologresSinkConfig
 from ferry.sinks.hologres.sink import HologresSink
-from ferry.sinks.registry import sink_class
 from tests.integration.helpers import Feed
 from tests.support.postgres import PostgresServer
 

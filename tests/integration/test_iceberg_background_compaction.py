@@ -16,9 +16,9 @@ import pytest
 from hypothesis import HealthCheck, event, given, settings
 from hypothesis import strategies as st
 
-from ferry.pipeline.events import AddColumn
-from ferry.pipeline.schema import Column, Schema, TableId
-from ferry.pipeline.types import STRING
+from ferry.model.events import AddColumn
+from ferry.model.schema import Column, Schema, TableId
+from ferry.model.types import STRING
 from ferry.sinks.iceberg.sink import IcebergSink
 from tests.integration.helpers import ORDERS, Feed, Gate, create, write
 from tests.integration.test_iceberg_merge_on_read import _compactions

@@ -15,8 +15,8 @@ from typing import Any
 import pytest
 from sqlalchemy import event
 
-from ferry.pipeline.events import DataChange, Op
-from ferry.pipeline.schema import TableId
+from ferry.model.events import DataChange, Op
+from ferry.model.schema import TableId
 from ferry.sinks.iceberg.config import IcebergSinkConfig
 from ferry.sinks.iceberg.sink import IcebergSink
 from tests.integration.helpers import ORDERS, Feed, create

@@ -10,7 +10,7 @@ import pytest
 from pyiceberg.manifest import DataFileContent, ManifestContent
 from pyiceberg.table import FileScanTask
 
-from ferry.pipeline.schema import TableId
+from ferry.model.schema import TableId
 from ferry.sinks.iceberg.compaction import live_bytes
 from ferry.sinks.iceberg.deletes import DELETE_FILES_PER_DATA_FILE, FILE_PATH_ID, POS_ID
 from ferry.sinks.iceberg.sink import IcebergSink

@@ -27,9 +27,9 @@ from datafusion import SessionContext
 from pyiceberg.manifest import ManifestContent
 from pyiceberg_core.datafusion import IcebergDataFusionTable
 
-from ferry.pipeline.events import DataChange
-from ferry.pipeline.schema import Column, Schema, TableId
-from ferry.pipeline.types import DATE, DECIMAL, INT, STRING, TIMESTAMP_LTZ
+from ferry.model.events import DataChange
+from ferry.model.schema import Column, Schema, TableId
+from ferry.model.types import DATE, DECIMAL, INT, STRING, TIMESTAMP_LTZ
 from ferry.sinks.iceberg.deletes import DELETE_FILES_PER_DATA_FILE, DELETE_MANIFESTS
 from ferry.sinks.iceberg.sink import IcebergSink
 from tests.integration.helpers import ORDERS, Feed, Gate, create

@@ -10,7 +10,7 @@ from typing import Any
 
 import pytest
 
-from ferry.pipeline.events import (
+from ferry.model.events import (
     FIRST,
     AddColumn,
     AlterColumnComment,
@@ -23,8 +23,8 @@ from ferry.pipeline.events import (
     after,
     before,
 )
-from ferry.pipeline.schema import Column, Schema, TableId
-from ferry.pipeline.types import (
+from ferry.model.schema import Column, Schema, TableId
+from ferry.model.types import (
     ARRAY,
     BIGINT,
     BINARY,
@@ -52,11 +52,11 @@ from ferry.pipeline.types import (
 )
 from ferry.sinks import OffsetCommitting
 from ferry.sinks.base import ChangeKind, Support
-from ferry.sinks.exceptions import SinkTerminalError
+from ferry.sinks.base.exceptions import SinkTerminalError
+from ferry.sinks.base.registry import sink_class
 from ferry.sinks.iceberg.config import IcebergSinkConfig
 from ferry.sinks.iceberg.sink import IcebergSink
 from ferry.sinks.iceberg.types import sink_schema
-from ferry.sinks.registry import sink_class
 from tests.integration.helpers import ORDERS, ORDERS_TABLE, Feed, Gate, create, write
 from tests.integration.helpers import SINK_TEST_TOPIC as TOPIC
 

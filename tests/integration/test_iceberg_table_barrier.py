@@ -14,7 +14,7 @@ from ferry.connectors.formats import decoder_for
 from ferry.connectors.memory import MemoryDeadLetter
 from ferry.connectors.record import Record
 from ferry.local import debezium as dbz
-from ferry.pipeline.events import SCHEMA_CHANGE_TAGS
+from ferry.model.events import SCHEMA_CHANGE_TAGS
 from ferry.pipeline.route import TableRouter
 from ferry.pipeline.router import SchemaChangeBehavior, SchemaChangeRouter
 from ferry.pipeline.runner import PipelineRunner

@@ -15,7 +15,7 @@ from confluent_kafka.admin import AdminClient, ConfigResource
 
 from ferry.connectors.formats import decoder_for
 from ferry.local.kafka_broker import KafkaBrokerError, TopicFactory, delete_topic
-from ferry.pipeline.events import (
+from ferry.model.events import (
     AddColumn,
     CreateTable,
     DataChange,
@@ -24,8 +24,8 @@ from ferry.pipeline.events import (
     SchemaObserved,
     SourcePosition,
 )
-from ferry.pipeline.schema import Column, Schema, TableId
-from ferry.pipeline.types import (
+from ferry.model.schema import Column, Schema, TableId
+from ferry.model.types import (
     ARRAY,
     BIGINT,
     BOOLEAN,
@@ -45,10 +45,10 @@ from ferry.pipeline.types import (
     Field,
 )
 from ferry.sinks.base import ChangeKind, Support
-from ferry.sinks.exceptions import SinkTerminalError, SinkTransientError
+from ferry.sinks.base.exceptions import SinkTerminalError, SinkTransientError
+from ferry.sinks.base.registry import SINKS, sink_class
 from ferry.sinks.kafka.config import KafkaSinkConfig
 from ferry.sinks.kafka.sink import KafkaSink, topic_name
-from ferry.sinks.registry import SINKS, sink_class
 from tests.integration.helpers import read_all
 
 pytestmark = pytest.mark.integration

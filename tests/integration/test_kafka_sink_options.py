@@ -9,9 +9,9 @@ import orjson
 import pytest
 
 from ferry.local.kafka_broker import TopicFactory, delete_topic
-from ferry.pipeline.events import CreateTable, DataChange, Op, SourcePosition
-from ferry.pipeline.schema import Column, Schema, TableId
-from ferry.pipeline.types import BIGINT, STRING
+from ferry.model.events import CreateTable, DataChange, Op, SourcePosition
+from ferry.model.schema import Column, Schema, TableId
+from ferry.model.types import BIGINT, STRING
 from ferry.sinks.kafka.config import KafkaSinkConfig
 from ferry.sinks.kafka.sink import KafkaSink, topic_name
 from tests.integration.helpers import read_all

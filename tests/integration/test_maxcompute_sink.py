@@ -16,7 +16,7 @@ from typing import Any
 import pytest
 from odps import ODPS
 
-from ferry.pipeline.events import (
+from ferry.model.events import (
     FIRST,
     AddColumn,
     AlterColumnType,
@@ -27,8 +27,8 @@ from ferry.pipeline.events import (
     RenameColumn,
     TruncateTable,
 )
-from ferry.pipeline.schema import Column, Schema, TableId
-from ferry.pipeline.types import (
+from ferry.model.schema import Column, Schema, TableId
+from ferry.model.types import (
     ARRAY,
     BIGINT,
     BOOLEAN,
@@ -45,10 +45,10 @@ from ferry.pipeline.types import (
     VARCHAR,
     Field,
 )
-from ferry.sinks.exceptions import SinkTerminalError, SinkTransientError
+from ferry.sinks.base.exceptions import SinkTerminalError, SinkTransientError
+from ferry.sinks.base.registry import sink_class
 from ferry.sinks.maxcompute.config import MaxComputeSinkConfig
 from ferry.sinks.maxcompute.sink import MaxComputeSink
-from ferry.sinks.registry import sink_class
 from tests.integration.helpers import Feed
 from tests.support.maxcompute import MaxComputeServer
 

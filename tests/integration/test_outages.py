@@ -13,9 +13,9 @@ import pytest
 
 from ferry.config.loader import load_job_text
 from ferry.local.kafka_broker import TopicFactory, produce
+from ferry.model.schema import TableId
 from ferry.pipeline.phase import Phase
 from ferry.pipeline.runner import PipelineRunner
-from ferry.pipeline.schema import TableId
 from ferry.sinks.memory import MemorySink
 from ferry.state import StateStore
 from ferry.worker import build_runner

@@ -16,8 +16,8 @@ from confluent_kafka import Consumer, TopicPartition
 from ferry.config.loader import load_job_text
 from ferry.local import debezium as dbz
 from ferry.local.kafka_broker import KafkaBroker, TopicFactory, create_topic, produce
+from ferry.model.schema import Schema, TableId
 from ferry.pipeline.phase import Phase
-from ferry.pipeline.schema import Schema, TableId
 from ferry.sinks.memory import MemorySink
 from ferry.state import StateStore
 from ferry.worker import build_runner

@@ -19,7 +19,7 @@ from ferry.local import debezium as dbz
 from ferry.local.kafka_broker import TopicFactory, produce
 from ferry.pipeline.phase import Phase
 from ferry.pipeline.runner import PipelineRunner
-from ferry.sinks.exceptions import SinkTerminalError
+from ferry.sinks.base.exceptions import SinkTerminalError
 from ferry.sinks.hologres.config import HologresSinkConfig
 from ferry.sinks.hologres.sink import HologresSink
 from ferry.state import StateStore

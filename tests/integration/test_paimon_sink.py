@@ -13,7 +13,7 @@ from typing import Any
 import pytest
 from pypaimon.write.native_write import NativeTableWrite
 
-from ferry.pipeline.events import (
+from ferry.model.events import (
     FIRST,
     AddColumn,
     AlterColumnType,
@@ -22,8 +22,8 @@ from ferry.pipeline.events import (
     after,
     before,
 )
-from ferry.pipeline.schema import Column, Schema, TableId
-from ferry.pipeline.types import (
+from ferry.model.schema import Column, Schema, TableId
+from ferry.model.types import (
     ARRAY,
     BIGINT,
     BINARY,
@@ -51,10 +51,10 @@ from ferry.pipeline.types import (
 )
 from ferry.sinks import OffsetCommitting
 from ferry.sinks.base import ChangeKind, Support
-from ferry.sinks.exceptions import SinkTerminalError
+from ferry.sinks.base.exceptions import SinkTerminalError
+from ferry.sinks.base.registry import sink_class
 from ferry.sinks.paimon.config import PaimonSinkConfig
 from ferry.sinks.paimon.sink import PaimonSink
-from ferry.sinks.registry import sink_class
 from tests.integration.helpers import ORDERS, ORDERS_TABLE, Feed, create, write
 from tests.integration.helpers import SINK_TEST_TOPIC as TOPIC
 

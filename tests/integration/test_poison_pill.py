@@ -9,7 +9,7 @@ from confluent_kafka import Producer
 
 from ferry.config.loader import load_job_text
 from ferry.local.kafka_broker import TopicFactory
-from ferry.pipeline.schema import TableId
+from ferry.model.schema import TableId
 from ferry.sinks.memory import MemorySink
 from ferry.worker import build_runner
 from tests.integration.helpers import job_yaml, orders_table, read_all

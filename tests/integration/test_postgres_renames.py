@@ -18,7 +18,7 @@ from typing import Any
 import pytest
 
 from ferry.config.loader import load_job_text
-from ferry.pipeline.schema import TableId
+from ferry.model.schema import TableId
 from ferry.sinks.memory import MemorySink
 from ferry.state import StateStore
 from ferry.worker import build_runner

@@ -26,7 +26,7 @@ from ferry.control.config import TokenConfig
 from ferry.local.kafka_broker import KafkaBroker, TopicFactory, produce
 from ferry.local.ports import free_ports
 from ferry.pipeline.phase import Phase
-from ferry.sinks.exceptions import SinkTerminalError
+from ferry.sinks.base.exceptions import SinkTerminalError
 from ferry.sinks.memory import MemorySink
 from ferry.state import StateStore
 from ferry.worker import build_runner

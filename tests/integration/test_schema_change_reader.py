@@ -10,7 +10,7 @@ import pytest
 from ferry.connectors.formats import decoder_for
 from ferry.connectors.kafka.schema_changes import SchemaChangeReader
 from ferry.local.kafka_broker import TopicFactory, create_topic, produce
-from ferry.pipeline.events import SchemaHint, SchemaObserved
+from ferry.model.events import SchemaHint, SchemaObserved
 from tests.integration.helpers import iceberg_rows, orders_table, start_run
 
 pytestmark = pytest.mark.integration

@@ -23,9 +23,9 @@ from ferry.connectors.kafka.schema_changes import SchemaChangeReader
 from ferry.local import debezium as dbz
 from ferry.local.jvm import HOST
 from ferry.local.kafka_broker import TopicFactory, produce
-from ferry.pipeline.events import Event, SchemaHint, SchemaObserved
+from ferry.model.events import Event, SchemaHint, SchemaObserved
+from ferry.model.schema import TableId
 from ferry.pipeline.phase import Phase
-from ferry.pipeline.schema import TableId
 from ferry.retry import RetryPolicy
 from ferry.sinks.memory import MemorySink
 from ferry.state import StateStore

@@ -20,7 +20,7 @@ from typing import Any
 import pymysql
 import pytest
 
-from ferry.pipeline.events import (
+from ferry.model.events import (
     FIRST,
     AddColumn,
     CreateTable,
@@ -31,10 +31,10 @@ from ferry.pipeline.events import (
     TruncateTable,
     before,
 )
-from ferry.pipeline.schema import Column, Schema, TableId
-from ferry.pipeline.types import BIGINT, BOOLEAN, BYTES, DECIMAL, INT, STRING, TIMESTAMP_LTZ, VARCHAR
-from ferry.sinks.exceptions import SinkTerminalError
-from ferry.sinks.registry import sink_class
+from ferry.model.schema import Column, Schema, TableId
+from ferry.model.types import BIGINT, BOOLEAN, BYTES, DECIMAL, INT, STRING, TIMESTAMP_LTZ, VARCHAR
+from ferry.sinks.base.exceptions import SinkTerminalError
+from ferry.sinks.base.registry import sink_class
 from ferry.sinks.selectdb.config import SelectDbSinkConfig
 from ferry.sinks.selectdb.sink import SelectDbSink
 from ferry.sinks.starrocks.config import StarRocksSinkConfig

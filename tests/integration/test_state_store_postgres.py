@@ -8,8 +8,8 @@ import pytest
 
 from ferry.config.loader import load_job_text
 from ferry.local.kafka_broker import TopicFactory, produce
+from ferry.model.schema import TableId
 from ferry.pipeline.checkpoints import SchemaHistoryEntry
-from ferry.pipeline.schema import TableId
 from ferry.sinks.memory import MemorySink
 from ferry.state import StateStore
 from ferry.worker import build_runner

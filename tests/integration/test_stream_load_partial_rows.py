@@ -14,10 +14,10 @@ from typing import Any
 import pymysql
 import pytest
 
-from ferry.pipeline.events import CreateTable
-from ferry.pipeline.schema import Column, Schema, TableId
-from ferry.pipeline.types import BIGINT, INT, STRING
-from ferry.pipeline.unavailable import UNAVAILABLE, PartialRow, partial_changes
+from ferry.model.events import CreateTable
+from ferry.model.schema import Column, Schema, TableId
+from ferry.model.types import BIGINT, INT, STRING
+from ferry.model.unavailable import UNAVAILABLE, PartialRow, partial_changes
 from ferry.sinks.selectdb.config import SelectDbSinkConfig
 from ferry.sinks.selectdb.sink import SelectDbSink
 from ferry.sinks.starrocks.config import StarRocksSinkConfig

@@ -11,11 +11,11 @@ from typing import Any
 
 import pytest
 
-from ferry.pipeline.events import CreateTable
-from ferry.pipeline.schema import Column, Schema, TableId
-from ferry.pipeline.types import BIGINT, BYTES, INT, STRING
-from ferry.pipeline.unavailable import UNAVAILABLE, PartialRow, partial_changes
-from ferry.sinks.table_format import TableFormatSink
+from ferry.model.events import CreateTable
+from ferry.model.schema import Column, Schema, TableId
+from ferry.model.types import BIGINT, BYTES, INT, STRING
+from ferry.model.unavailable import UNAVAILABLE, PartialRow, partial_changes
+from ferry.sinks.base.table_format import TableFormatSink
 from tests.integration.helpers import Feed
 
 pytestmark = pytest.mark.integration

@@ -10,10 +10,10 @@ from typing import Any
 import pytest
 from pyiceberg.catalog import load_catalog
 
-from ferry.pipeline.events import CreateTable
-from ferry.pipeline.schema import Column, Schema, TableId
-from ferry.pipeline.types import BIGINT, DATE, STRING, TIMESTAMP
-from ferry.sinks.exceptions import SinkTerminalError
+from ferry.model.events import CreateTable
+from ferry.model.schema import Column, Schema, TableId
+from ferry.model.types import BIGINT, DATE, STRING, TIMESTAMP
+from ferry.sinks.base.exceptions import SinkTerminalError
 from ferry.sinks.iceberg.config import IcebergSinkConfig
 from ferry.sinks.iceberg.sink import IcebergSink
 from ferry.sinks.paimon.config import PaimonSinkConfig

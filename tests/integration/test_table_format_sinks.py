@@ -1,5 +1,5 @@
 """What the Iceberg and Paimon sinks do alike, each against its real library (a local catalog in a
-temporary directory): the behaviour of :class:`ferry.sinks.table_format.TableFormatSink`."""
+temporary directory): the behaviour of :class:`ferry.sinks.base.table_format.TableFormatSink`."""
 
 from __future__ import annotations
 
@@ -10,13 +10,13 @@ from typing import Any
 
 import pytest
 
-from ferry.pipeline.events import AlterColumnType, DataChange, DropTable, TruncateTable
-from ferry.pipeline.schema import Column, Schema, TableId
-from ferry.pipeline.types import BIGINT, INT, STRING, VARCHAR
-from ferry.sinks.exceptions import SinkTerminalError
+from ferry.model.events import AlterColumnType, DataChange, DropTable, TruncateTable
+from ferry.model.schema import Column, Schema, TableId
+from ferry.model.types import BIGINT, INT, STRING, VARCHAR
+from ferry.sinks.base.exceptions import SinkTerminalError
+from ferry.sinks.base.table_format import TableFormatSink
 from ferry.sinks.iceberg.sink import IcebergSink
 from ferry.sinks.paimon.sink import PaimonSink
-from ferry.sinks.table_format import TableFormatSink
 from tests.integration import test_iceberg_sink as iceberg
 from tests.integration import test_paimon_sink as paimon
 from tests.integration.helpers import ORDERS, ORDERS_TABLE, Feed, create, write

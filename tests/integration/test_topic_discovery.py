@@ -15,7 +15,7 @@ import pytest
 from ferry.config.loader import load_job_text
 from ferry.local import debezium as dbz
 from ferry.local.kafka_broker import create_topic, delete_topic, produce
-from ferry.pipeline.schema import TableId
+from ferry.model.schema import TableId
 from ferry.sinks.memory import MemorySink
 from ferry.worker import build_runner
 from tests.support.waiting import Deadline

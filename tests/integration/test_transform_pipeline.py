@@ -16,14 +16,14 @@ from ferry.connectors.memory import MemoryDeadLetter, MemorySource
 from ferry.connectors.record import Record
 from ferry.local import debezium as dbz
 from ferry.local.kafka_broker import create_topic, produce
+from ferry.model.schema import TableId
 from ferry.pipeline.route import TableRouter
 from ferry.pipeline.router import SchemaChangeRouter
 from ferry.pipeline.runner import PipelineRunner
-from ferry.pipeline.schema import TableId
 from ferry.pipeline.settings import RunnerSettings
-from ferry.pipeline.transform import TableTransforms, TransformError
 from ferry.sinks.memory import MemorySink
 from ferry.state import StateStore
+from ferry.transform.blocks import TableTransforms, TransformError
 from tests.integration.helpers import job_yaml, read_all, run_ferry
 
 pytestmark = pytest.mark.integration

@@ -89,7 +89,7 @@ def test_validate_names_the_misspelt_key_and_its_line(tmp_path: Path) -> None:
 def test_debezium_generator_round_trips_through_the_decoder() -> None:
     from ferry.connectors.formats import decoder_for
     from ferry.connectors.record import Record
-    from ferry.pipeline.events import DataChange
+    from ferry.model.events import DataChange
 
     table = dbz.DebeziumTable("s", "db", "t", [dbz.ConnectColumn("id", dbz.INT32, optional=False)])
     key, value = table.insert({"id": 7})

@@ -25,11 +25,11 @@ from confluent_kafka import Producer
 from ferry.cli.output import render_status
 from ferry.local import debezium as dbz
 from ferry.local.kafka_broker import TopicFactory
+from ferry.model.events import CreateTable, DataChange, Op, SourcePosition
+from ferry.model.schema import Column, Schema, TableId
+from ferry.model.types import BIGINT, INT
 from ferry.offsets import decode_offsets
-from ferry.pipeline.events import CreateTable, DataChange, Op, SourcePosition
-from ferry.pipeline.schema import Column, Schema, TableId
-from ferry.pipeline.types import BIGINT, INT
-from ferry.sinks.table_format import TableFormatSink
+from ferry.sinks.base.table_format import TableFormatSink
 from ferry.state import StateStore
 from tests.integration.helpers import iceberg_rows, start_run
 from tests.support.postgres import PostgresServer

@@ -1,5 +1,5 @@
 """What a sink must hold at the end: the source's final tables, adjusted only where the sink
-declares (``ferry.sinks.matrix``, "What each sink does" in docs/schema-changes.md) that it does not apply a
+declares (``ferry.sinks.base.matrix``, "What each sink does" in docs/schema-changes.md) that it does not apply a
 schema change the workload made under the pipeline's behaviour:
 
 - a dropped table the sink does not drop keeps the rows it had right before the drop;
@@ -24,7 +24,7 @@ from typing import Any
 
 from ferry.pipeline.router import SchemaChangeBehavior
 from ferry.sinks.base import ChangeKind
-from ferry.sinks.matrix import Outcome, outcome
+from ferry.sinks.base.matrix import Outcome, outcome
 from tests.support.oracle import SinkComparison, SourceTable, TableComparison, compare_table
 from tests.support.workload import WorkloadSummary
 

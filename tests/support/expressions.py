@@ -7,14 +7,14 @@ from collections.abc import Mapping
 from typing import Any
 from zoneinfo import ZoneInfo
 
-from ferry.pipeline.compiled import Compiled, Session
-from ferry.pipeline.expressions import DIALECT, Compiler
-from ferry.pipeline.function_catalog import EXAMPLE_COLUMNS
-from ferry.pipeline.schema import Column, Schema, TableId
-from ferry.pipeline.types import parse
-from ferry.pipeline.udf import UserFunction
+from ferry.model.schema import Column, Schema, TableId
+from ferry.model.types import parse
+from ferry.transform.compiled import Compiled, Session
+from ferry.transform.expressions import DIALECT, Compiler
+from ferry.transform.function_catalog import EXAMPLE_COLUMNS
+from ferry.transform.udf import UserFunction
 
-#: The columns of :data:`ferry.pipeline.function_catalog.EXAMPLE_COLUMNS`, typed.
+#: The columns of :data:`ferry.transform.function_catalog.EXAMPLE_COLUMNS`, typed.
 SCHEMA = Schema(tuple(Column(name, parse(text)) for name, text in EXAMPLE_COLUMNS), (), ())
 #: A fixed clock: 2024-02-29 23:30:00.123456 UTC.
 NOW = dt.datetime(2024, 2, 29, 23, 30, 0, 123456, tzinfo=dt.UTC)

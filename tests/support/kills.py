@@ -6,8 +6,8 @@ from __future__ import annotations
 
 from collections.abc import Collection
 
-from ferry.pipeline.events import RenameColumn, SchemaChange
-from ferry.pipeline.schema import Schema
+from ferry.model.events import RenameColumn, SchemaChange
+from ferry.model.schema import Schema
 from ferry.sinks.memory import MemorySink, OffsetCommittingMemorySink
 
 

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING
 
 from ferry.connectors.formats import decoder_for
 from ferry.connectors.record import Record
-from ferry.pipeline.events import Event
+from ferry.model.events import Event
 
 if TYPE_CHECKING:
     from ferry.pipeline.runner import PipelineRunner

@@ -13,7 +13,7 @@ import pytest
 
 from ferry.connectors.formats import decoder_for
 from ferry.connectors.record import Record
-from ferry.pipeline.events import BadRecord, DataChange, SchemaObserved
+from ferry.model.events import BadRecord, DataChange, SchemaObserved
 
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "throughput.py"
 

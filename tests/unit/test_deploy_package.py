@@ -3,9 +3,12 @@
 from __future__ import annotations
 
 import ast
+import os
 import shutil
 import subprocess
 import sys
+import sysconfig
+import venv
 import zipfile
 from collections.abc import Iterator
 from email.parser import Parser
@@ -40,24 +43,106 @@ TEST_SERVICES = (
 )
 
 
-@pytest.fixture(scope="module")
-def wheel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[zipfile.ZipFile]:
-    """The wheel ``python -m build --wheel`` builds from a copy of the tree (setuptools writes its
-    build folders beside the sources), offline: the build backend is the one installed."""
-    tree = tmp_path_factory.mktemp("tree")
-    for name in ("pyproject.toml", "README.md"):
+def build_wheel(tree: Path, **env: str) -> Path:
+    """The wheel ``python -m build --wheel`` builds from a copy of the tree in ``tree`` (setuptools
+    writes its build folders beside the sources), offline: the build backend is the one installed.
+    ``env``: what the build's environment has besides this one's."""
+    for name in ("pyproject.toml", "setup.py", "README.md"):
         shutil.copy(ROOT / name, tree / name)
+    # the C module built for the tests in place (src/ferry/_arenas*.so) is copied too: no build ships it
     shutil.copytree(
         ROOT / "src" / "ferry", tree / "src" / "ferry", ignore=shutil.ignore_patterns("__pycache__")
     )
     out = tree / "dist"
     command = [sys.executable, "-m", "build", "--wheel", "--no-isolation", "--outdir", str(out), str(tree)]
-    result = subprocess.run(command, check=False, cwd=tree, capture_output=True, text=True, timeout=300)
+    result = subprocess.run(
+        command,
+        check=False,
+        cwd=tree,
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env={**os.environ, **env},
+    )
     assert result.returncode == 0, (result.stdout + result.stderr)[-3000:]
     [built] = out.glob("*.whl")
-    archive = zipfile.ZipFile(built)
+    return built
+
+
+@pytest.fixture(scope="module")
+def wheel(tmp_path_factory: pytest.TempPathFactory) -> Iterator[zipfile.ZipFile]:
+    """The wheel built where a C compiler is at hand: ferry and its C module."""
+    archive = zipfile.ZipFile(build_wheel(tmp_path_factory.mktemp("tree")))
     yield archive
     archive.close()
+
+
+@pytest.fixture(scope="module")
+def pure_wheel(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The pure-Python wheel published beside the manylinux ones: ``FERRY_PURE_PYTHON=1``."""
+    return build_wheel(tmp_path_factory.mktemp("pure"), FERRY_PURE_PYTHON="1")
+
+
+def _tags(wheel: zipfile.ZipFile) -> list[str]:
+    return Parser().parsestr(_dist_info(wheel, "WHEEL")).get_all("Tag") or []
+
+
+def _c_modules(wheel: zipfile.ZipFile) -> list[str]:
+    return [n for n in wheel.namelist() if n.endswith(".so")]
+
+
+def test_the_wheel_built_with_a_compiler_carries_the_c_module_and_its_platform(
+    wheel: zipfile.ZipFile,
+) -> None:
+    assert [n.split(".")[0] for n in _c_modules(wheel)] == ["ferry/_arenas"]
+    [tag] = _tags(wheel)
+    assert tag.startswith("cp3") and "linux" in tag, tag
+
+
+def test_a_build_whose_compiler_fails_succeeds_without_the_c_module(tmp_path: Path) -> None:
+    false = shutil.which("false")
+    assert false is not None
+    with zipfile.ZipFile(build_wheel(tmp_path, CC=false)) as built:
+        assert _c_modules(built) == []
+        assert "ferry/arenas.py" in built.namelist()
+
+
+def test_the_pure_wheel_installs_anywhere_and_runs_without_the_c_module(
+    pure_wheel: Path, tmp_path: Path
+) -> None:
+    assert pure_wheel.name == f"ferry_cdc-{ferry.version()}-py3-none-any.whl"
+    with zipfile.ZipFile(pure_wheel) as built:
+        assert _tags(built) == ["py3-none-any"]
+        assert "Root-Is-Purelib: true" in _dist_info(built, "WHEEL")
+        assert _c_modules(built) == []
+    # a fresh environment, offline: the wheel alone (--no-deps --no-index), and ferry's dependencies
+    # seen from this environment's site-packages, after the fresh one's
+    env_dir = tmp_path / "venv"
+    venv.create(env_dir, with_pip=False)
+    python = env_dir / "bin" / "python"
+    install = [sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet"]
+    install += ["--no-deps", "--no-index", "--disable-pip-version-check", str(pure_wheel)]
+    subprocess.run(install, check=True, capture_output=True, timeout=300)
+    site = subprocess.run(
+        [python, "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
+    (Path(site) / "dependencies.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    clean = {k: v for k, v in os.environ.items() if k not in ("PYTHONPATH", "VIRTUAL_ENV")}
+    version = subprocess.run(
+        [env_dir / "bin" / "ferry", "--version"], check=True, capture_output=True, text=True, env=clean
+    )
+    assert version.stdout.strip() == f"ferry {ferry.version()}"
+    ran = subprocess.run(
+        [python, "-c", "import ferry, ferry.arenas as a; print(ferry.__file__, a.keep_freed_arenas())"],
+        check=True,
+        capture_output=True,
+        text=True,
+        env=clean,
+    ).stdout.split()
+    assert ran == [str(Path(site) / "ferry" / "__init__.py"), "False"]
 
 
 def _dist_info(wheel: zipfile.ZipFile, file: str) -> str:

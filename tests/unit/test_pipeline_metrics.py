@@ -20,17 +20,17 @@ from prometheus_client.parser import text_string_to_metric_families
 from ferry.api.status import registry_for
 from ferry.connectors.memory import MemoryDeadLetter, MemorySource
 from ferry.connectors.record import TIMESTAMP_CREATE_TIME, Record
-from ferry.pipeline import events as E
-from ferry.pipeline import types as T
+from ferry.model import events as E
+from ferry.model import types as T
+from ferry.model.events import SCHEMA_CHANGE_TAGS
+from ferry.model.schema import Column, Schema, TableId
 from ferry.pipeline.bad_records import DeadLetterKind
-from ferry.pipeline.events import SCHEMA_CHANGE_TAGS
 from ferry.pipeline.route import TableRouter
 from ferry.pipeline.router import SchemaChangeBehavior, SchemaChangeRouter
 from ferry.pipeline.runner import PipelineRunner
-from ferry.pipeline.schema import Column, Schema, TableId
 from ferry.pipeline.settings import RunnerSettings
 from ferry.retry import Operation, RetryPolicy
-from ferry.sinks.exceptions import SinkTransientError
+from ferry.sinks.base.exceptions import SinkTransientError
 from ferry.sinks.memory import MemorySink
 from ferry.state import StateStore
 

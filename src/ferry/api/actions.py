@@ -32,7 +32,7 @@ from ferry.control.names import name_error
 from ferry.pipeline.phase import Phase
 
 if TYPE_CHECKING:
-    from ferry.api.app import Principal
+    from ferry.api.access import Principal
     from ferry.control.service import ControlPlane
 
 

@@ -14,11 +14,8 @@ over HTTP, or in-process when no server is given.
 
 from __future__ import annotations
 
-import hashlib
-import hmac
 import logging
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 from typing import Annotated, Any, Literal
 
 from fastapi import Body, Depends, FastAPI, Path, Query, Request
@@ -32,10 +29,11 @@ from sqlalchemy import text
 from starlette.exceptions import HTTPException
 
 import ferry
+from ferry.api.access import Access, Principal
 from ferry.api.metrics import registry_for
 from ferry.api.web import add_web_routes
 from ferry.api.yaml_bodies import YAML_MEDIA_TYPE, accept_yaml
-from ferry.control.config import Role, TokenConfig
+from ferry.control.config import TokenConfig
 from ferry.control.exceptions import ControlError
 from ferry.control.models import (
     INITIAL_OFFSET_FROM,
@@ -54,7 +52,6 @@ from ferry.logs import mask_secrets
 log = logging.getLogger(__name__)
 
 PREFIX = "/api/v1/environments/{env}"
-_RANKS: dict[Role, int] = {"viewer": 1, "editor": 2}
 
 DESCRIPTION = """\
 Pipelines and savepoints of ferry's control plane, in the shape of the CMF Statements API.
@@ -164,58 +161,6 @@ def _errors(*codes: int) -> dict[int | str, dict[str, Any]]:
 
 # --------------------------------------------------------------------------------------------------
 # Authentication and roles
-
-
-@dataclass(frozen=True, slots=True)
-class Principal:
-    """Who sent a request: the token's name (never its value) and its roles."""
-
-    name: str
-    token: TokenConfig
-
-    def may(self, environment: str, role: Role) -> bool:
-        held = self.token.role(environment)
-        return held is not None and _RANKS[held] >= _RANKS[role]
-
-    def require(self, environment: str, role: Role) -> None:
-        held = self.token.role(environment)
-        if held is None:
-            raise HTTPException(403, f"token {self.name!r} has no role in environment {environment!r}")
-        if _RANKS[held] < _RANKS[role]:
-            raise HTTPException(
-                403,
-                f"token {self.name!r} is a {held} in environment {environment!r}: this request "
-                f"needs the {role} role",
-            )
-
-
-class Access:
-    """The configured tokens, compared in constant time (by their SHA-256 digests)."""
-
-    def __init__(self, tokens: Sequence[TokenConfig]) -> None:
-        self._tokens = [(t.digest, t) for t in tokens]
-
-    def identify(self, credentials: HTTPAuthorizationCredentials | None) -> Principal:
-        if credentials is None or credentials.scheme.lower() != "bearer" or not credentials.credentials:
-            raise HTTPException(
-                401,
-                "authentication required: send the header 'Authorization: Bearer <token>'",
-                headers={"WWW-Authenticate": "Bearer"},
-            )
-        presented = _digest(credentials.credentials)
-        found: TokenConfig | None = None
-        for digest, token in self._tokens:  # no early exit: every token is compared
-            if hmac.compare_digest(digest, presented):
-                found = token
-        if found is None:
-            raise HTTPException(
-                401, "unknown bearer token", headers={"WWW-Authenticate": 'Bearer error="invalid_token"'}
-            )
-        return Principal(found.name, found)
-
-
-def _digest(token: str) -> bytes:
-    return hashlib.sha256(token.encode("utf-8")).digest()
 
 
 _bearer = HTTPBearer(

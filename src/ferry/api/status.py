@@ -90,6 +90,8 @@ class StatusServer:
     def __init__(self, runner: PipelineRunner, port: int, host: str = "127.0.0.1") -> None:
         outer = self
 
+        # http.server, not Starlette/uvicorn: those come with the `server` extra only, and the status
+        # port serves in a plain install, and no base dependency routes HTTP requests.
         class Handler(BaseHTTPRequestHandler):
             def do_GET(self) -> None:
                 path = urlsplit(self.path).path

@@ -35,7 +35,7 @@ from ferry.pipeline.catch_up import format_eta
 from ferry.pipeline.checkpoints import now_ms
 
 if TYPE_CHECKING:
-    from ferry.api.app import Access, Principal
+    from ferry.api.access import Access, Principal
     from ferry.control.models import Pipeline
     from ferry.control.service import ControlPlane
 

@@ -362,7 +362,7 @@ def status(
 @main.command()
 def sinks() -> None:
     """What each sink does with each schema change under each behaviour (Markdown)."""
-    from ferry.sinks.matrix import markdown  # noqa: PLC0415
+    from ferry.sinks.base.matrix import markdown  # noqa: PLC0415
 
     click.echo(markdown(), nl=False)
 

@@ -4,13 +4,19 @@ pipeline and savepoint resources (as the API answers them)."""
 from __future__ import annotations
 
 import datetime as dt
+import io
+import shutil
 import socket
+import sys
 import time
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any
 
 import orjson
+from rich import box
+from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from ferry.pipeline.catch_up import eta_seconds, format_eta
 from ferry.pipeline.phase import Phase
@@ -311,17 +317,55 @@ def _iso(ms: Any) -> str:
     return dt.datetime.fromtimestamp(ms / 1000, dt.UTC).isoformat(timespec="milliseconds")
 
 
-def render_pipelines(items: list[Mapping[str, Any]], environment: str) -> str:
+#: A column of a listing: its header and its least width in plain text (a phase or state column
+#: keeps one width whatever the rows hold, as the listings always had).
+Heading = tuple[str, int]
+
+
+def table_text(
+    columns: Sequence[Heading], rows: Iterable[Sequence[object]], *, terminal: bool | None = None
+) -> str:
+    """A listing as text. On a terminal (``terminal`` None: whether stdout is one), rich's table:
+    bold headers under a rule, cells folded to fit the terminal's width. Otherwise plain text for
+    grep, awk and files: columns two spaces apart, no colour, no rule, no line wrapped or cut."""
+    if terminal is None:
+        terminal = sys.stdout.isatty()
+    table = Table(
+        box=box.SIMPLE_HEAD if terminal else None,
+        show_edge=False,
+        pad_edge=False,
+        padding=(0, 1),
+        header_style="bold" if terminal else "",
+    )
+    for header, min_width in columns:
+        if terminal:  # a cell too wide for the terminal folds onto more lines, never cut
+            table.add_column(header, overflow="fold")
+        else:
+            table.add_column(header, min_width=min_width, no_wrap=True)
+    for row in rows:
+        table.add_row(*(Text(str(cell)) for cell in row))  # Text: a cell's brackets are not markup
+    out = io.StringIO()
+    console = Console(
+        file=out,
+        force_terminal=terminal,
+        no_color=not terminal or None,
+        width=shutil.get_terminal_size().columns if terminal else 1 << 20,
+        highlight=False,
+    )
+    console.print(table)
+    return "\n".join(line.rstrip() for line in out.getvalue().splitlines())
+
+
+def render_pipelines(
+    items: list[Mapping[str, Any]], environment: str, *, terminal: bool | None = None
+) -> str:
     if not items:
         return f"no pipelines in environment {environment}"
-    width = max(len("NAME"), *(len(i["metadata"]["name"]) for i in items))
-    lines = [f"{'NAME':<{width}}  {'PHASE':<8}  DETAIL"]
+    rows = []
     for item in items:
         status = item.get("status") or {}
-        lines.append(
-            f"{item['metadata']['name']:<{width}}  {status.get('phase', '?'):<8}  {status.get('detail', '')}"
-        )
-    return "\n".join(lines)
+        rows.append([item["metadata"]["name"], status.get("phase", "?"), status.get("detail", "")])
+    return table_text([("NAME", 4), ("PHASE", 8), ("DETAIL", 0)], rows, terminal=terminal)
 
 
 def render_savepoint(resource: Mapping[str, Any]) -> str:
@@ -338,17 +382,24 @@ def render_savepoint(resource: Mapping[str, Any]) -> str:
     return "\n".join(lines)
 
 
-def render_savepoints(items: list[Mapping[str, Any]], pipeline_name: str) -> str:
+def render_savepoints(
+    items: list[Mapping[str, Any]], pipeline_name: str, *, terminal: bool | None = None
+) -> str:
     if not items:
         return f"no savepoints of pipeline {pipeline_name}"
-    width = max(len("NAME"), *(len(i["metadata"].get("name", "")) for i in items))
-    lines = [f"{'NAME':<{width}}  {'UID':<36}  {'SOURCE':<8}  {'STATE':<9}  PINNED  REQUESTED"]
+    columns = [("NAME", 4), ("UID", 36), ("SOURCE", 8), ("STATE", 9), ("PINNED", 6), ("REQUESTED", 0)]
+    if any(item["status"].get("reason") for item in items):
+        columns.append(("", 0))  # why a savepoint failed, unheaded
+    rows = []
     for item in items:
-        status, spec = item["status"], item["spec"]
-        reason = f"  {status['reason']}" if status.get("reason") else ""
-        lines.append(
-            f"{item['metadata'].get('name', ''):<{width}}  "
-            f"{item['metadata']['uid']:<36}  {spec['source']:<8}  {status['state']:<9}  "
-            f"{'yes' if spec['pinned'] else 'no':<6}  {item['metadata'].get('creationTimestamp')}{reason}"
-        )
-    return "\n".join(lines)
+        status, spec, metadata = item["status"], item["spec"], item["metadata"]
+        row = [
+            metadata.get("name", ""),
+            metadata["uid"],
+            spec["source"],
+            status["state"],
+            "yes" if spec["pinned"] else "no",
+            str(metadata.get("creationTimestamp")),
+        ]
+        rows.append(row + [status.get("reason") or ""] * (len(columns) - len(row)))
+    return table_text(columns, rows, terminal=terminal)

@@ -9,9 +9,9 @@ from collections.abc import Mapping
 
 from ferry.config.job import JobConfig, expand_schema_change_tags
 from ferry.exceptions import TerminalError
-from ferry.pipeline.events import SchemaChangeType
+from ferry.model.events import SchemaChangeType
 from ferry.pipeline.router import SchemaChangeBehavior
-from ferry.sinks.registry import SINKS
+from ferry.sinks.base.registry import SINKS
 
 
 class UnsupportedOptionError(TerminalError):
@@ -49,7 +49,7 @@ def behavior_refusal(sink_type: str, behavior: SchemaChangeBehavior) -> str | No
 def check_supported(job: JobConfig) -> None:
     """Refuse, before anything starts, what the job asks for and ferry would otherwise ignore."""
     if job.transform:
-        from ferry.pipeline.transform import stateful_problem, unsupported_problem  # noqa: PLC0415
+        from ferry.transform.blocks import stateful_problem, unsupported_problem  # noqa: PLC0415
 
         stateful = stateful_problem(job)
         if stateful is not None:

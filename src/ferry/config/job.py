@@ -40,17 +40,17 @@ from ferry.config.transforms import (
     load_functions,
 )
 from ferry.exceptions import FerryError
+from ferry.model.events import SCHEMA_CHANGE_TAGS, SchemaChangeType
+from ferry.model.schema import TableId
+from ferry.model.table_patterns import RoutePattern, TablePatternError
+from ferry.model.unavailable import DEFAULT_PLACEHOLDER
 from ferry.options import ConfigModel, Duration, fold_prefixed
-from ferry.pipeline.datetime_patterns import zone_id
-from ferry.pipeline.events import SCHEMA_CHANGE_TAGS, SchemaChangeType
 from ferry.pipeline.route import RouteMode, UnroutedTables
 from ferry.pipeline.router import SchemaChangeBehavior
-from ferry.pipeline.schema import TableId
-from ferry.pipeline.table_patterns import RoutePattern, TablePatternError
-from ferry.pipeline.udf import UserFunction
-from ferry.pipeline.unavailable import DEFAULT_PLACEHOLDER
 from ferry.retry import RestartStrategyConfig, fold_restart_strategy
-from ferry.sinks.registry import SINKS, SinkConfig
+from ferry.sinks.base.registry import SINKS, SinkConfig
+from ferry.transform.datetime_patterns import zone_id
+from ferry.transform.udf import UserFunction
 
 # --------------------------------------------------------------------------------------------------
 # Schema-change names
@@ -615,7 +615,7 @@ SourceConfig = Annotated[Union[KafkaSourceConfig], Field(discriminator="type")] 
 
 class RouteConfig(ConfigModel):
     """Send the tables ``source-table`` names (a table pattern over the id's text: ``mydb.\\.*``;
-    :class:`~ferry.pipeline.table_patterns.RoutePattern`) to ``sink-table``.
+    :class:`~ferry.model.table_patterns.RoutePattern`) to ``sink-table``.
 
     With ``replace-symbol``, that symbol in ``sink-table`` stands for the source table's name
     (``sink-table: ods.ods_<>`` with ``replace-symbol: <>``); without it, ``$1``, ``$2`` stand for

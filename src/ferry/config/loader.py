@@ -155,7 +155,7 @@ def _table_pattern_warnings(root: CommentedMap, data: dict[str, Any], file: str)
     matches only ids without database or schema, which no change-event format gives (most often
     a regular expression written with ``\\.`` for the dot: ``mydb\\.orders`` where Flink CDC
     reads ``mydb.orders``)."""
-    from ferry.pipeline.table_patterns import TablePatternError, TableSelector  # noqa: PLC0415
+    from ferry.model.table_patterns import TablePatternError, TableSelector  # noqa: PLC0415
 
     found: list[ConfigProblem] = []
     nodes, blocks = root.get("transform"), data.get("transform")

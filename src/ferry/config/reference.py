@@ -23,7 +23,7 @@ from pydantic_core import PydanticUndefined
 from ferry.config.job import KafkaSourceConfig, PipelineConfig, RouteConfig
 from ferry.config.transforms import TransformConfig, UserDefinedFunctionConfig
 from ferry.options import SinkConfigBase
-from ferry.sinks.registry import SINKS
+from ferry.sinks.base.registry import SINKS
 
 
 @dataclass(frozen=True)

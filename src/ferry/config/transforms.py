@@ -5,7 +5,7 @@ its place); the job as a whole then refuses a function that transforms do not ev
 place in the expression and in the job file's spelling (:func:`check_transform_expressions`).
 A user-defined function is a Python callable (``classpath: module:function``) or Python code
 (``python-code``), type-checked from its source when the job is validated, without running it
-(:mod:`ferry.pipeline.udf_source`), and imported by the pipeline (:mod:`ferry.pipeline.udf`).
+(:mod:`ferry.transform.udf_source`), and imported by the pipeline (:mod:`ferry.transform.udf`).
 """
 
 from __future__ import annotations
@@ -18,11 +18,11 @@ from typing import Any, Literal, Self
 from pydantic import Field, ValidationInfo, field_validator, model_validator
 
 from ferry.config.exceptions import OptionError
+from ferry.model.table_patterns import TableSelector
 from ferry.options import ConfigModel
-from ferry.pipeline.function_catalog import BUILT_IN_NAMES
-from ferry.pipeline.table_patterns import TableSelector
-from ferry.pipeline.udf import UserFunction, UserFunctionError, load
-from ferry.pipeline.udf_source import declare
+from ferry.transform.function_catalog import BUILT_IN_NAMES
+from ferry.transform.udf import UserFunction, UserFunctionError, load
+from ferry.transform.udf_source import declare
 
 
 def check_regex(pattern: str | None) -> str | None:
@@ -41,7 +41,7 @@ def _split_columns(value: str | None) -> tuple[str, ...]:
 
 class TransformConfig(ConfigModel):
     """Project, filter and re-key the tables ``source-table`` names (a table pattern:
-    ``mydb.orders``, ``mydb.\\.*``; :class:`~ferry.pipeline.table_patterns.TableSelector`)."""
+    ``mydb.orders``, ``mydb.\\.*``; :class:`~ferry.model.table_patterns.TableSelector`)."""
 
     source_table: str = Field(alias="source-table")
     projection: str | None = None
@@ -68,7 +68,7 @@ class TransformConfig(ConfigModel):
     def _expression_syntax(cls, value: str | None, info: ValidationInfo) -> str | None:
         if value is not None:
             # sqlglot is loaded only for jobs with transforms
-            from ferry.pipeline.transform import parse_filter, parse_projection  # noqa: PLC0415
+            from ferry.transform.blocks import parse_filter, parse_projection  # noqa: PLC0415
 
             (parse_projection if info.field_name == "projection" else parse_filter)(value)
         return value
@@ -204,7 +204,7 @@ def check_transform_expressions(
     user-defined one with the wrong number of arguments), at its place."""
     if not transforms:
         return
-    from ferry.pipeline.transform_checks import expression_problems  # noqa: PLC0415
+    from ferry.transform.checks import expression_problems  # noqa: PLC0415
 
     problems = expression_problems(transforms, functions)
     if problems:

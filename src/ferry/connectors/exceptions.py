@@ -9,7 +9,7 @@ class DecodeError(FerryError):
     """A record, or a piece of one (a DDL statement, a type name), cannot be decoded.
 
     Decoders never let this escape for a single bad record: they turn it into a
-    :class:`~ferry.pipeline.events.BadRecord`. The position is set when it is known.
+    :class:`~ferry.model.events.BadRecord`. The position is set when it is known.
     """
 
     def __init__(

@@ -14,13 +14,13 @@ from ferry.config.job import JobConfig
 from ferry.control.exceptions import ControlError
 from ferry.control.models import PartitionProgress, PipelineSpec, Progress, ProgressState
 from ferry.logs import kafka_logger
+from ferry.model.schema import TableId
 from ferry.offsets import decode_offsets
 from ferry.pipeline.catch_up import eta_seconds
 from ferry.pipeline.checkpoints import Checkpoint
 from ferry.pipeline.phase import Phase
-from ferry.pipeline.schema import TableId
 from ferry.sinks.base import TableDropping
-from ferry.sinks.registry import open_sink, sink_class
+from ferry.sinks.base.registry import open_sink, sink_class
 
 
 def drop_tables(job: JobConfig, tables: Iterable[str], pipeline: str) -> list[str]:

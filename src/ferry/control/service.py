@@ -111,7 +111,7 @@ def append_only(job: JobConfig) -> bool:
 
 
 def stateful_reason(job: JobConfig) -> str | None:
-    from ferry.pipeline.transform import stateful_reason as reason  # noqa: PLC0415
+    from ferry.transform.blocks import stateful_reason as reason  # noqa: PLC0415
 
     return reason(job)
 

@@ -23,11 +23,11 @@ from typing import Any
 import orjson
 
 from ferry.exceptions import TerminalError
-from ferry.pipeline.defaults import column_defaults
-from ferry.pipeline.events import DataChange, Op, Row
-from ferry.pipeline.schema import Schema
-from ferry.pipeline.types import DataType, TypeRoot
-from ferry.pipeline.unavailable import UNAVAILABLE, keep_partial
+from ferry.model.defaults import column_defaults
+from ferry.model.events import DataChange, Op, Row
+from ferry.model.schema import Schema
+from ferry.model.types import DataType, TypeRoot
+from ferry.model.unavailable import UNAVAILABLE, keep_partial
 
 Cast = Callable[[Any], Any]
 

@@ -28,13 +28,13 @@ from enum import StrEnum
 from queue import Empty, SimpleQueue
 
 from ferry.connectors.base import DeadLetter, DeadLetterHistory, KeyValue, Position, RecordFetching, Source
+from ferry.model.events import DataChange, Event, SchemaHint, SchemaObserved, SourcePosition
+from ferry.model.schema import TableId
 from ferry.offsets import Partition
 from ferry.pipeline.checkpoints import Checkpoint, now_ms
-from ferry.pipeline.events import DataChange, Event, SchemaHint, SchemaObserved, SourcePosition
 from ferry.pipeline.exceptions import BadRecordError, NothingWrittenError
 from ferry.pipeline.metrics import Metrics
 from ferry.pipeline.route import TableSelection
-from ferry.pipeline.schema import TableId
 from ferry.pipeline.shaping import change_bytes
 from ferry.retry import OnWait, Operation, RetryPolicy
 from ferry.sinks.base import RefusedRow, RowRefusing

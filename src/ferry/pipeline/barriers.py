@@ -34,11 +34,11 @@ from collections.abc import Collection, Iterable, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
 from ferry.connectors.base import ReadingAlone, Rebalancing, Source
+from ferry.model.events import DropTable, Event, SchemaChange, TruncateTable
+from ferry.model.schema import TableId
 from ferry.offsets import Partition
-from ferry.pipeline.events import DropTable, Event, SchemaChange, TruncateTable
 from ferry.pipeline.partitions import offsets_past, read_before
 from ferry.pipeline.route import TableRouter
-from ferry.pipeline.schema import TableId
 from ferry.sinks.base import OffsetCommitting, TableFlushing
 
 if TYPE_CHECKING:

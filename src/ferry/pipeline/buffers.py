@@ -1,17 +1,17 @@
 """The rows a runner has read and not written yet: per source table, in order, with the raw values
-among them (:mod:`ferry.pipeline.raw_values`)."""
+among them (:mod:`ferry.model.raw_values`)."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection
 from typing import TypeVar
 
+from ferry.model.events import DataChange
+from ferry.model.raw_values import BufferedRawValues, RawValues
+from ferry.model.schema import Schema, TableId
 from ferry.offsets import Partition
 from ferry.pipeline.adapt import adapt_to_schema, casts_values
-from ferry.pipeline.events import DataChange
 from ferry.pipeline.partitions import without_partitions
-from ferry.pipeline.raw_values import BufferedRawValues, RawValues
-from ferry.pipeline.schema import Schema, TableId
 
 _T = TypeVar("_T")
 

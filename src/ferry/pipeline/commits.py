@@ -52,11 +52,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 
 from ferry.connectors.base import DeadLetter, Source
 from ferry.exceptions import FerryError
+from ferry.model.schema import TableId
 from ferry.offsets import Offsets
 from ferry.pipeline.checkpoints import CheckpointStore, now_ms
 from ferry.pipeline.exceptions import CheckpointError
 from ferry.pipeline.metrics import Metrics
-from ferry.pipeline.schema import TableId
 from ferry.pipeline.settings import RunnerSettings
 from ferry.pipeline.status import RunnerStatus
 from ferry.retry import Operation, RetryWait

@@ -1,4 +1,4 @@
-"""Errors of the pipeline core: schemas, schema changes, checkpoints."""
+"""Errors of the pipeline: schema changes a sink refuses, checkpoints, bad records."""
 
 from __future__ import annotations
 
@@ -7,21 +7,7 @@ from typing import TYPE_CHECKING
 from ferry.exceptions import FerryError, TerminalError
 
 if TYPE_CHECKING:
-    from ferry.pipeline.events import SourcePosition
-
-
-class SchemaError(TerminalError):
-    """A schema change cannot be applied to a schema (unknown column, duplicate name, ...)."""
-
-    def __init__(self, message: str, *, table: str | None = None, change: str | None = None) -> None:
-        where = f" (table {table}" + (f", change {change}" if change else "") + ")" if table else ""
-        super().__init__(message + where)
-        self.table = table
-        self.change = change
-
-
-class TypeWideningError(SchemaError):
-    """Two types have no common supertype that loses nothing."""
+    from ferry.model.events import SourcePosition
 
 
 class SchemaChangeRefusedError(TerminalError):

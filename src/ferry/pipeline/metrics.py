@@ -21,10 +21,10 @@ from typing import TYPE_CHECKING, Any
 from prometheus_client import CollectorRegistry, Histogram
 
 from ferry.connectors.base import RetentionReporting, Source
+from ferry.model.events import DataChange, Event
 from ferry.offsets import encode_offsets
 from ferry.pipeline.catch_up import CatchUpLog, RecentRate, catch_up_line, eta_seconds
 from ferry.pipeline.checkpoints import now_ms
-from ferry.pipeline.events import DataChange, Event
 from ferry.pipeline.route import unmatched_rules
 
 if TYPE_CHECKING:

@@ -14,11 +14,11 @@ import time
 from collections.abc import Collection, Mapping, Sequence
 from typing import TYPE_CHECKING, Any
 
+from ferry.model.events import BadRecord, DataChange, Event
+from ferry.model.schema import TableId
 from ferry.offsets import Offsets, Partition
-from ferry.pipeline.events import BadRecord, DataChange, Event
 from ferry.pipeline.phase import Phase
 from ferry.pipeline.route import TableRouter
-from ferry.pipeline.schema import TableId
 from ferry.sinks.base import OffsetCommitting, Sink
 
 if TYPE_CHECKING:

@@ -30,8 +30,8 @@ from __future__ import annotations
 
 from collections.abc import Collection, Mapping, Sequence
 
-from ferry.pipeline.events import AddColumn, DropColumn, RenameColumn, SchemaChange
-from ferry.pipeline.schema import Schema
+from ferry.model.events import AddColumn, DropColumn, RenameColumn, SchemaChange
+from ferry.model.schema import Schema
 
 #: The ``source.connector`` of Debezium's PostgreSQL connector, whose envelopes follow ``attnum``.
 POSITIONAL_CONNECTORS = frozenset({"postgresql"})

@@ -13,8 +13,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Protocol
 
-from ferry.pipeline.schema import TableId
-from ferry.pipeline.table_patterns import RoutePattern
+from ferry.model.schema import TableId
+from ferry.model.table_patterns import RoutePattern
 
 
 class RouteMode(StrEnum):
@@ -154,7 +154,7 @@ class TableSelection:
 
 class UnmatchedTransforms(Protocol):
     """What :func:`unmatched_rules` asks of a job's transforms
-    (:class:`~ferry.pipeline.transform.TableTransforms`)."""
+    (:class:`~ferry.transform.blocks.TableTransforms`)."""
 
     def unmatched_labels(self) -> list[str]: ...
 

@@ -13,8 +13,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, replace
 from enum import StrEnum
 
-from ferry.pipeline.apply import is_applied
-from ferry.pipeline.events import (
+from ferry.model.apply import is_applied
+from ferry.model.events import (
     LAST,
     AddColumn,
     AlterColumnType,
@@ -23,7 +23,7 @@ from ferry.pipeline.events import (
     RenameColumn,
     SchemaChange,
 )
-from ferry.pipeline.schema import Column, Schema
+from ferry.model.schema import Column, Schema
 from ferry.sinks.base import ChangeKind, Sink, Support
 
 

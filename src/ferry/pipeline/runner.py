@@ -30,6 +30,9 @@ from typing import TYPE_CHECKING, Any
 
 from ferry.connectors.base import DeadLetter, KeepingAlive, Rebalancing, Source, Watermarking
 from ferry.exceptions import FerryError
+from ferry.model.events import BadRecord, DataChange, Event, SchemaHint, SchemaObserved, Tombstone
+from ferry.model.raw_values import RawValues
+from ferry.model.schema import TableId
 from ferry.offsets import Partition
 from ferry.pipeline.bad_records import BadRecords, DeadLetterKind
 from ferry.pipeline.barriers import Barrier
@@ -37,15 +40,12 @@ from ferry.pipeline.buffers import RowBuffers
 from ferry.pipeline.checkpoints import CheckpointStore
 from ferry.pipeline.collector import GarbageCollection
 from ferry.pipeline.commits import CHECKPOINT_READ, Background, Checkpoints, SerialDeadLetter
-from ferry.pipeline.events import BadRecord, DataChange, Event, SchemaHint, SchemaObserved, Tombstone
 from ferry.pipeline.exceptions import CheckpointError
 from ferry.pipeline.metrics import Decode, Metrics, worker_name
 from ferry.pipeline.partitions import PartitionHandOver, PartitionOffsets, partition_of, records_before
 from ferry.pipeline.phase import Phase
-from ferry.pipeline.raw_values import RawValues
 from ferry.pipeline.route import TableRouter, TableSelection
 from ferry.pipeline.router import SchemaChangeRouter
-from ferry.pipeline.schema import TableId
 from ferry.pipeline.schema_operator import HintSource, SchemaDefinitions, SchemaOperator
 from ferry.pipeline.settings import RunnerSettings
 from ferry.pipeline.shaping import RowShaper, in_table_names, without_values
@@ -54,7 +54,7 @@ from ferry.pipeline.truncates import OrderOf, TruncateOrder
 from ferry.sinks.base import Sink
 
 if TYPE_CHECKING:
-    from ferry.pipeline.transform import TableTransforms
+    from ferry.transform.blocks import TableTransforms
 
 log = logging.getLogger(__name__)
 

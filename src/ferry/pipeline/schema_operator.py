@@ -32,11 +32,8 @@ from functools import partial
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
 from ferry.exceptions import FerryError, TerminalError
-from ferry.offsets import Partition
-from ferry.pipeline.apply import apply_schema_change, diff_schemas
-from ferry.pipeline.barriers import Barrier, allows_table_barrier, known_marks
-from ferry.pipeline.checkpoints import CheckpointStore, SchemaHistoryEntry, now_ms
-from ferry.pipeline.events import (
+from ferry.model.apply import apply_schema_change, diff_schemas
+from ferry.model.events import (
     AddColumn,
     AlterColumnComment,
     AlterColumnType,
@@ -52,19 +49,22 @@ from ferry.pipeline.events import (
     schema_change_from_dict,
     schema_change_to_dict,
 )
+from ferry.model.schema import Schema, TableId, widen_schemas
+from ferry.model.types import can_widen
+from ferry.offsets import Partition
+from ferry.pipeline.barriers import Barrier, allows_table_barrier, known_marks
+from ferry.pipeline.checkpoints import CheckpointStore, SchemaHistoryEntry, now_ms
 from ferry.pipeline.exceptions import SchemaChangeRefusedError
 from ferry.pipeline.route import TableRouter
 from ferry.pipeline.router import Action, Decision, SchemaChangeRouter
-from ferry.pipeline.schema import Schema, TableId, widen_schemas
 from ferry.pipeline.settings import SchemaSettings
 from ferry.pipeline.tracker import Readded, SchemaTracker, Watermarks
-from ferry.pipeline.types import can_widen
 from ferry.retry import Operation, RetryWait
 from ferry.sinks.base import AsyncSchemaChanges, SchemaCaching, Sink
-from ferry.sinks.exceptions import SinkTerminalError
+from ferry.sinks.base.exceptions import SinkTerminalError
 
 if TYPE_CHECKING:
-    from ferry.pipeline.transform import TableTransforms
+    from ferry.transform.blocks import TableTransforms
 
 T = TypeVar("T")
 

@@ -12,21 +12,21 @@ from typing import TYPE_CHECKING
 
 import orjson
 
+from ferry.model.events import DataChange, Op
+from ferry.model.raw_values import RawForms, RawValues, materialize_all, merged_forms
+from ferry.model.schema import Schema, TableId
+from ferry.model.types import TypeRoot
+from ferry.model.unavailable import keep_partial, partial_changes, unavailable_reason
 from ferry.pipeline.adapt import CastError, RowAdapter
-from ferry.pipeline.events import DataChange, Op
 from ferry.pipeline.metrics import Metrics
-from ferry.pipeline.raw_values import RawForms, RawValues, materialize_all, merged_forms
 from ferry.pipeline.route import TableRouter
-from ferry.pipeline.schema import Schema, TableId
 from ferry.pipeline.schema_operator import SchemaOperator
-from ferry.pipeline.types import TypeRoot
-from ferry.pipeline.unavailable import keep_partial, partial_changes, unavailable_reason
 from ferry.sinks.base import PartialRowsWriting, RawValuesWriting, Sink
 
 if TYPE_CHECKING:
-    from ferry.pipeline.transform import TableTransforms
+    from ferry.transform.blocks import TableTransforms
 
-#: The types of the columns a source may leave without a value (see :mod:`ferry.pipeline.unavailable`).
+#: The types of the columns a source may leave without a value (see :mod:`ferry.model.unavailable`).
 _PARTIAL_TYPES = frozenset(
     (
         TypeRoot.STRING,
@@ -80,7 +80,7 @@ class RowShaper:
     ) -> dict[str, int]:
         """Shape the buffered rows and write them, per sink table; returns the rows written per
         table. ``raw``: per source table, its rows whose columns are raw (see
-        :mod:`ferry.pipeline.raw_values`): converted first unless they reach a sink that takes them
+        :mod:`ferry.model.raw_values`): converted first unless they reach a sink that takes them
         as they are, unchanged."""
         written: dict[str, int] = {}
         forms = self._raw_forms(buffers, raw or {})
@@ -101,7 +101,7 @@ class RowShaper:
     def _complete(
         self, sink_table: TableId, sink_schema: Schema, changes: list[DataChange]
     ) -> list[DataChange]:
-        """The changes a sink table gets: its partial rows (see :mod:`ferry.pipeline.unavailable`)
+        """The changes a sink table gets: its partial rows (see :mod:`ferry.model.unavailable`)
         completed by the sink, or sent to the dead-letter destination where it cannot write them
         exactly."""
         if not changes or not any(c.type.root in _PARTIAL_TYPES for c in sink_schema):

@@ -31,9 +31,8 @@ from dataclasses import dataclass, field, replace
 from itertools import pairwise
 from typing import Any
 
-from ferry.offsets import Partition
-from ferry.pipeline.apply import apply_schema_change, diff_schemas, is_applied
-from ferry.pipeline.events import (
+from ferry.model.apply import apply_schema_change, diff_schemas, is_applied
+from ferry.model.events import (
     FIRST,
     LAST,
     AddColumn,
@@ -50,7 +49,10 @@ from ferry.pipeline.events import (
     TruncateTable,
     after,
 )
-from ferry.pipeline.exceptions import SchemaError
+from ferry.model.exceptions import SchemaError
+from ferry.model.schema import Column, Schema, TableId, schema_from_dict, schema_to_dict
+from ferry.model.types import widen
+from ferry.offsets import Partition
 from ferry.pipeline.positions import (
     POSITIONAL_CONNECTORS,
     position_note,
@@ -58,8 +60,6 @@ from ferry.pipeline.positions import (
     renames_by_position,
     shows_move,
 )
-from ferry.pipeline.schema import Column, Schema, TableId, schema_from_dict, schema_to_dict
-from ferry.pipeline.types import widen
 
 #: (binlog file, position, row), or ("", LSN, 0): where a change stands in the source's log.
 SourceOrder = tuple[str, int, int]

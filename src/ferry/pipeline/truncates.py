@@ -23,8 +23,8 @@ from typing import TYPE_CHECKING, Any
 
 from ferry.connectors.base import RecordReading, Source, Watermarking
 from ferry.connectors.formats.source_order import record_columns
+from ferry.model.events import Event, SchemaHint, TruncateTable
 from ferry.offsets import Partition
-from ferry.pipeline.events import Event, SchemaHint, TruncateTable
 from ferry.pipeline.partitions import offsets_past, read_before
 from ferry.pipeline.positions import shows_move
 

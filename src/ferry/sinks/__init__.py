@@ -1,5 +1,7 @@
-"""Sinks: the interface (:mod:`ferry.sinks.base`), one subpackage per sink, each declaring itself
-(:mod:`ferry.sinks.declaration`), and the registry built from those (:mod:`ferry.sinks.registry`).
+"""Sinks: one subpackage per sink, each declaring itself (:mod:`ferry.sinks.base.declaration`), and
+:mod:`ferry.sinks.base`, which is no sink: the interface, the registry built from the declarations
+(:mod:`ferry.sinks.base.registry`) and what the sinks share. :mod:`ferry.sinks.memory` is a sink
+too (types ``memory`` and ``null``), kept in memory.
 
 Importing this package loads no sink client library: each is a pip extra, loaded lazily.
 """
@@ -7,7 +9,7 @@ Importing this package loads no sink client library: each is a pip extra, loaded
 from __future__ import annotations
 
 from ferry.sinks.base import ChangeKind, OffsetCommitting, Sink, SinkCapabilities, Support
-from ferry.sinks.exceptions import MissingExtraError, SinkError
+from ferry.sinks.base.exceptions import MissingExtraError, SinkError
 
 __all__ = [
     "ChangeKind",

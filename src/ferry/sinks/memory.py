@@ -12,11 +12,9 @@ from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
-from ferry.offsets import Offsets
-from ferry.options import SinkConfigBase
-from ferry.pipeline.apply import apply_schema_change
-from ferry.pipeline.defaults import default_value
-from ferry.pipeline.events import (
+from ferry.model.apply import apply_schema_change
+from ferry.model.defaults import default_value
+from ferry.model.events import (
     AddColumn,
     DataChange,
     DropColumn,
@@ -26,15 +24,17 @@ from ferry.pipeline.events import (
     SchemaChange,
     TruncateTable,
 )
-from ferry.pipeline.raw_values import RawForms
+from ferry.model.raw_values import RawForms
+from ferry.model.schema import Schema, TableId
+from ferry.model.types import DataType
+from ferry.model.unavailable import fill, unavailable_reason
+from ferry.offsets import Offsets
+from ferry.options import SinkConfigBase
 from ferry.pipeline.router import change_kind
-from ferry.pipeline.schema import Schema, TableId
-from ferry.pipeline.types import DataType
-from ferry.pipeline.unavailable import fill, unavailable_reason
 from ferry.sinks.base import ChangeKind, Sink, SinkCapabilities, Support
-from ferry.sinks.declaration import SinkDeclaration
-from ferry.sinks.exceptions import SinkTerminalError, SinkTransientError
-from ferry.sinks.rows import complete_before_reading
+from ferry.sinks.base.declaration import SinkDeclaration
+from ferry.sinks.base.exceptions import SinkTerminalError, SinkTransientError
+from ferry.sinks.base.rows import complete_before_reading
 
 #: Everything supported: the default for a memory sink.
 ALL_SUPPORTED = SinkCapabilities(changes={kind: Support.APPLY for kind in ChangeKind})
@@ -173,7 +173,7 @@ class MemorySink(Sink):
                         table.appended.append(dict(row))
                     continue
                 key = tuple(row.get(k) for k in keys)
-                if None in key:  # as the sinks that write by key refuse it (ferry.sinks.rows)
+                if None in key:  # as the sinks that write by key refuse it (ferry.sinks.base.rows)
                     missing = keys[key.index(None)]
                     raise SinkTerminalError(
                         f"a row has no value for primary key column {missing!r}", sink=self.type
@@ -282,7 +282,7 @@ class NullSink(Sink):
     def write_raw(
         self, table_id: TableId, schema: Schema, changes: Sequence[DataChange], forms: RawForms
     ) -> None:
-        """Rows with raw columns (:mod:`ferry.pipeline.raw_values`): discarded unconverted."""
+        """Rows with raw columns (:mod:`ferry.model.raw_values`): discarded unconverted."""
         self.rows_written += len(changes)
 
     def complete_rows(

@@ -31,9 +31,9 @@ from sqlalchemy.engine import Connection, Engine
 from sqlalchemy.exc import ArgumentError, DBAPIError, IntegrityError, InterfaceError, OperationalError
 
 from ferry.exceptions import TransientError
+from ferry.model.schema import TableId
 from ferry.offsets import decode_offsets, encode_offsets
 from ferry.pipeline.checkpoints import Checkpoint, SchemaHistoryEntry, now_ms
-from ferry.pipeline.schema import TableId
 from ferry.pipeline.tracker import SchemaTracker, TrackedTable
 from ferry.state.exceptions import StateStoreError
 from ferry.state.tables import WRITER, checkpoints, create_tables, leases, locks, schema_history, status

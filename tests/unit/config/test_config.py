@@ -25,10 +25,10 @@ from ferry.config.job import (
 )
 from ferry.config.names import kafka_name
 from ferry.exceptions import TerminalError
+from ferry.model.events import SCHEMA_CHANGE_TAGS
+from ferry.model.schema import TableId
+from ferry.model.table_patterns import RoutePattern
 from ferry.options import format_duration, parse_duration
-from ferry.pipeline.events import SCHEMA_CHANGE_TAGS
-from ferry.pipeline.schema import TableId
-from ferry.pipeline.table_patterns import RoutePattern
 
 ROOT = Path(__file__).resolve().parents[3]
 CONFIGS = sorted((ROOT / "configs").glob("*.yaml"))

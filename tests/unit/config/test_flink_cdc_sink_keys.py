@@ -17,7 +17,7 @@ import yaml
 
 from ferry.config import ConfigError
 from ferry.config.loader import read_job_text
-from ferry.pipeline.schema import TableId
+from ferry.model.schema import TableId
 
 PAGE = Path(__file__).resolve().parents[3] / "docs" / "flink-cdc.md"
 SOURCE = {"type": "kafka", "properties.bootstrap.servers": "127.0.0.1:9092", "topic": "t"}

@@ -6,10 +6,10 @@ from __future__ import annotations
 import pytest
 
 from ferry.config import ConfigError, load_job_text
-from ferry.pipeline.events import DataChange, Op, SourcePosition
+from ferry.model.events import DataChange, Op, SourcePosition
+from ferry.model.schema import TableId
 from ferry.pipeline.partitions import PartitionOffsets
 from ferry.pipeline.route import Route, RouteMode, TableRouter
-from ferry.pipeline.schema import TableId
 from ferry.sinks.memory import MemorySink
 
 JOB = """\

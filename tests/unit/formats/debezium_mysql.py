@@ -27,8 +27,8 @@ import orjson
 from ferry.connectors.formats import decoder_for
 from ferry.connectors.formats.definitions import TableDefinitions
 from ferry.connectors.record import Record
-from ferry.pipeline.events import SchemaObserved
-from ferry.pipeline.schema import Schema, TableId
+from ferry.model.events import SchemaObserved
+from ferry.model.schema import Schema, TableId
 
 TOPIC = "dbserver1.inventory.prices"
 TABLE = TableId(None, "inventory", "prices")

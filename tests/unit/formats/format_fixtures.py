@@ -18,7 +18,7 @@ import orjson
 from tests.shared import SHARED
 
 from ferry.connectors.record import Record
-from ferry.pipeline.events import BadRecord, DataChange, Event, SchemaHint, SchemaObserved
+from ferry.model.events import BadRecord, DataChange, Event, SchemaHint, SchemaObserved
 
 FIXTURES = Path(os.environ.get("FERRY_FIXTURES", str(SHARED / "fixtures")))
 _LICENCE = re.compile(r"\A\s*/\*.*?\*/", re.S)

@@ -4,7 +4,7 @@ import pytest
 
 from ferry.connectors.exceptions import DecodeError
 from ferry.connectors.formats.ddl import parse_ddl
-from ferry.pipeline.events import (
+from ferry.model.events import (
     FIRST,
     LAST,
     AddColumn,
@@ -18,8 +18,8 @@ from ferry.pipeline.events import (
     TruncateTable,
     after,
 )
-from ferry.pipeline.schema import Column, Schema, TableId
-from ferry.pipeline.types import BIGINT, DATE, DECIMAL, DOUBLE, INT, STRING, TIMESTAMP_LTZ, VARCHAR
+from ferry.model.schema import Column, Schema, TableId
+from ferry.model.types import BIGINT, DATE, DECIMAL, DOUBLE, INT, STRING, TIMESTAMP_LTZ, VARCHAR
 
 T = TableId(None, "shop", "t")
 

@@ -10,7 +10,7 @@ from format_fixtures import documents, key_value_records, of_type, records, rows
 
 from ferry.connectors.formats import decoder_for
 from ferry.connectors.record import Record
-from ferry.pipeline.events import (
+from ferry.model.events import (
     BadRecord,
     DataChange,
     Op,
@@ -20,8 +20,8 @@ from ferry.pipeline.events import (
     Tombstone,
     TruncateTable,
 )
-from ferry.pipeline.schema import TableId
-from ferry.pipeline.types import BIGINT, DOUBLE, INT, STRING
+from ferry.model.schema import TableId
+from ferry.model.types import BIGINT, DOUBLE, INT, STRING
 
 # file → (records by outcome, counted as in the fixtures' README; number of SchemaObserved)
 FIXTURES: dict[str, tuple[dict[str, int], int]] = {

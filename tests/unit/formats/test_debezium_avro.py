@@ -28,9 +28,9 @@ from ferry.connectors.formats.schema_registry import (
 from ferry.connectors.record import Record
 from ferry.exceptions import TransientError
 from ferry.local.ports import free_ports
-from ferry.pipeline import types as t
-from ferry.pipeline.events import BadRecord, DataChange, Op, SchemaObserved, Tombstone
-from ferry.pipeline.schema import TableId
+from ferry.model import types as t
+from ferry.model.events import BadRecord, DataChange, Op, SchemaObserved, Tombstone
+from ferry.model.schema import TableId
 
 pytestmark = pytest.mark.integration
 

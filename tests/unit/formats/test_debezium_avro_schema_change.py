@@ -17,8 +17,8 @@ from ferry.connectors.formats import decoder_for
 from ferry.connectors.formats.debezium_avro import DebeziumAvroSchemaChangeDecoder
 from ferry.connectors.record import Record
 from ferry.local import debezium as dbz
-from ferry.pipeline import types as t
-from ferry.pipeline.events import BadRecord, DropTable, RenameColumn, SchemaHint, SchemaObserved
+from ferry.model import types as t
+from ferry.model.events import BadRecord, DropTable, RenameColumn, SchemaHint, SchemaObserved
 
 pytestmark = pytest.mark.integration
 

@@ -13,8 +13,8 @@ from tests.support.registry import SchemaRegistry
 
 from ferry.connectors.formats.debezium_avro import DebeziumAvroDecoder
 from ferry.connectors.record import Record
-from ferry.pipeline.events import DataChange, Op
-from ferry.pipeline.unavailable import UNAVAILABLE, PartialRow
+from ferry.model.events import DataChange, Op
+from ferry.model.unavailable import UNAVAILABLE, PartialRow
 
 pytestmark = pytest.mark.integration
 

@@ -29,9 +29,9 @@ from ferry.connectors.formats.ddl import parse_ddl
 from ferry.connectors.formats.debezium import DebeziumJsonDecoder
 from ferry.connectors.formats.definitions import TableDefinitions
 from ferry.connectors.record import Record
-from ferry.pipeline import types as t
-from ferry.pipeline.events import BadRecord, CreateTable, DataChange, Event, Op, SchemaObserved, Tombstone
-from ferry.pipeline.schema import Column, Schema, TableId
+from ferry.model import types as t
+from ferry.model.events import BadRecord, CreateTable, DataChange, Event, Op, SchemaObserved, Tombstone
+from ferry.model.schema import Column, Schema, TableId
 
 DECIMAL_MODES = ("precise", "string", "double")
 TIME_MODES = ("adaptive_time_microseconds", "adaptive", "connect")

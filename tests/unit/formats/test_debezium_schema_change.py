@@ -8,7 +8,7 @@ from format_fixtures import of_type, records
 
 from ferry.connectors.formats import decoder_for
 from ferry.connectors.record import Record
-from ferry.pipeline.events import (
+from ferry.model.events import (
     BadRecord,
     DropColumn,
     DropTable,
@@ -17,8 +17,8 @@ from ferry.pipeline.events import (
     SchemaObserved,
     SourcePosition,
 )
-from ferry.pipeline.schema import Column, Schema, TableId
-from ferry.pipeline.types import BIGINT, BOOLEAN, DECIMAL, INT, STRING, TIMESTAMP, TIMESTAMP_LTZ, VARCHAR
+from ferry.model.schema import Column, Schema, TableId
+from ferry.model.types import BIGINT, BOOLEAN, DECIMAL, INT, STRING, TIMESTAMP, TIMESTAMP_LTZ, VARCHAR
 
 
 def test_the_documented_alter_message() -> None:

@@ -22,8 +22,8 @@ from test_debezium import FIXTURES
 from ferry.connectors.formats.debezium import DebeziumJsonDecoder
 from ferry.connectors.record import Record
 from ferry.local import debezium as dbz
-from ferry.pipeline.events import BadRecord, DataChange, Event, SchemaObserved
-from ferry.pipeline.raw_values import RawValues
+from ferry.model.events import BadRecord, DataChange, Event, SchemaObserved
+from ferry.model.raw_values import RawValues
 
 
 def _generic() -> DebeziumJsonDecoder:

@@ -17,12 +17,12 @@ from ferry.connectors.formats.debezium import DebeziumJsonDecoder
 from ferry.connectors.formats.placeholders import Placeholders
 from ferry.connectors.memory import MemoryDeadLetter, MemorySource
 from ferry.connectors.record import Record
-from ferry.pipeline.events import SCHEMA_CHANGE_TAGS, DataChange, Op
+from ferry.model.events import SCHEMA_CHANGE_TAGS, DataChange, Op
+from ferry.model.unavailable import UNAVAILABLE, PartialRow
 from ferry.pipeline.route import TableRouter
 from ferry.pipeline.router import SchemaChangeBehavior, SchemaChangeRouter
 from ferry.pipeline.runner import PipelineRunner
 from ferry.pipeline.settings import RunnerSettings
-from ferry.pipeline.unavailable import UNAVAILABLE, PartialRow
 from ferry.sinks.memory import MemorySink
 from ferry.state import StateStore
 

@@ -17,9 +17,9 @@ from tests.unit.formats.test_debezium_schema_change import decode as decode_sche
 from ferry.connectors.formats import decoder_for
 from ferry.connectors.formats.ddl import parse_ddl
 from ferry.connectors.record import Record
-from ferry.pipeline.defaults import default_value
-from ferry.pipeline.events import AddColumn, SchemaObserved
-from ferry.pipeline.schema import Schema
+from ferry.model.defaults import default_value
+from ferry.model.events import AddColumn, SchemaObserved
+from ferry.model.schema import Schema
 
 
 def envelope(fields: list[dict[str, Any]], after: dict[str, Any], connector: str) -> bytes:

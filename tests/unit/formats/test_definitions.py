@@ -1,8 +1,8 @@
 from __future__ import annotations
 
 from ferry.connectors.formats.definitions import TableDefinitions
-from ferry.pipeline import types as t
-from ferry.pipeline.schema import Column, Schema, TableId
+from ferry.model import types as t
+from ferry.model.schema import Column, Schema, TableId
 
 ORDERS = TableId(None, "shop", "orders")
 

@@ -34,12 +34,12 @@ from ferry.connectors.formats.debezium import DebeziumJsonDecoder
 from ferry.connectors.formats.definitions import TableDefinitions
 from ferry.connectors.memory import MemoryDeadLetter, MemorySource
 from ferry.connectors.record import Record
-from ferry.pipeline import types as t
-from ferry.pipeline.events import SCHEMA_CHANGE_TAGS, DataChange, Event, Op, SchemaObserved, Tombstone
+from ferry.model import types as t
+from ferry.model.events import SCHEMA_CHANGE_TAGS, DataChange, Event, Op, SchemaObserved, Tombstone
+from ferry.model.schema import Column, Schema, TableId
 from ferry.pipeline.route import TableRouter
 from ferry.pipeline.router import SchemaChangeBehavior, SchemaChangeRouter
 from ferry.pipeline.runner import PipelineRunner
-from ferry.pipeline.schema import Column, Schema, TableId
 from ferry.pipeline.settings import RunnerSettings
 from ferry.sinks.memory import MemorySink
 from ferry.state import StateStore

@@ -32,7 +32,7 @@ from ferry.connectors.formats import FORMATS, Decoder, decoder_for
 from ferry.connectors.formats.schema_registry import ConfluentAvroReader
 from ferry.connectors.record import Record
 from ferry.local import debezium as dbz
-from ferry.pipeline.events import BadRecord, Event
+from ferry.model.events import BadRecord, Event
 
 TOPIC = "shop.inventory.orders"
 

@@ -8,7 +8,7 @@ from format_fixtures import of_type, records, rows_by_op, summary
 
 from ferry.connectors.formats import decoder_for
 from ferry.connectors.record import Record
-from ferry.pipeline.events import (
+from ferry.model.events import (
     FIRST,
     AddColumn,
     AlterColumnType,
@@ -22,8 +22,8 @@ from ferry.pipeline.events import (
     SchemaObserved,
     after,
 )
-from ferry.pipeline.schema import Column, Schema, TableId
-from ferry.pipeline.types import BIGINT, DECIMAL, DOUBLE, INT, STRING, TIMESTAMP_LTZ, VARCHAR
+from ferry.model.schema import Column, Schema, TableId
+from ferry.model.types import BIGINT, DECIMAL, DOUBLE, INT, STRING, TIMESTAMP_LTZ, VARCHAR
 
 # file → (records by outcome, counted as in the fixtures' README; number of SchemaObserved)
 FIXTURES: dict[str, tuple[dict[str, int], int]] = {

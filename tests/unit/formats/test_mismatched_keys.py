@@ -17,7 +17,7 @@ from tests.unit.formats.test_hostile_input import REGISTRY, LocalAvroTable, avro
 from ferry.connectors.formats import decoder_for
 from ferry.connectors.record import Record
 from ferry.local import debezium as dbz
-from ferry.pipeline.events import BadRecord, DataChange, Event
+from ferry.model.events import BadRecord, DataChange, Event
 
 TOPIC = "shop.inventory.products"
 

@@ -4,10 +4,10 @@ import re
 
 import pytest
 
-from ferry.pipeline import types as T
+from ferry.model import types as T
+from ferry.model.events import DataChange, Op
+from ferry.model.schema import Column, Schema, TableId
 from ferry.pipeline.adapt import CastError, RowAdapter
-from ferry.pipeline.events import DataChange, Op
-from ferry.pipeline.schema import Column, Schema, TableId
 
 
 def identity(t: T.DataType) -> T.DataType:

@@ -11,11 +11,11 @@ from tests.unit.pipeline.test_debezium_stream import records, runner_for
 
 from ferry.connectors.memory import MemorySource
 from ferry.local import debezium as dbz
-from ferry.pipeline import types as T
+from ferry.model import types as T
+from ferry.model.events import AddColumn, DataChange, Op
+from ferry.model.schema import Column, Schema, TableId
 from ferry.pipeline.adapt import RowAdapter
-from ferry.pipeline.events import AddColumn, DataChange, Op
 from ferry.pipeline.router import Action, SchemaChangeBehavior, SchemaChangeRouter
-from ferry.pipeline.schema import Column, Schema, TableId
 from ferry.sinks.base import ChangeKind, SinkCapabilities, Support
 from ferry.sinks.memory import ALL_SUPPORTED, MemorySink
 

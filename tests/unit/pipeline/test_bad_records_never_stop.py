@@ -29,12 +29,12 @@ from ferry.connectors.formats import decoder_for
 from ferry.connectors.memory import MemoryDeadLetter, MemorySource
 from ferry.connectors.record import Record
 from ferry.local import debezium as dbz
-from ferry.pipeline.events import SCHEMA_CHANGE_TAGS
+from ferry.model.events import SCHEMA_CHANGE_TAGS
 from ferry.pipeline.route import Route, TableRouter, TableSelection, UnroutedTables
 from ferry.pipeline.router import SchemaChangeBehavior, SchemaChangeRouter
 from ferry.pipeline.runner import PipelineRunner
 from ferry.pipeline.settings import RunnerSettings
-from ferry.sinks.exceptions import SinkTerminalError
+from ferry.sinks.base.exceptions import SinkTerminalError
 from ferry.sinks.memory import MemorySink
 from ferry.state import StateStore
 

@@ -7,14 +7,14 @@ from pathlib import Path
 
 from ferry.connectors.base import RebalanceListener
 from ferry.connectors.memory import MemoryDeadLetter, MemorySource
-from ferry.pipeline import events as E
-from ferry.pipeline import types as T
+from ferry.model import events as E
+from ferry.model import types as T
+from ferry.model.events import SCHEMA_CHANGE_TAGS
+from ferry.model.schema import Column, Schema, TableId
 from ferry.pipeline.barriers import fed_together
-from ferry.pipeline.events import SCHEMA_CHANGE_TAGS
 from ferry.pipeline.route import Route, TableRouter
 from ferry.pipeline.router import SchemaChangeBehavior, SchemaChangeRouter
 from ferry.pipeline.runner import PipelineRunner
-from ferry.pipeline.schema import Column, Schema, TableId
 from ferry.pipeline.schema_operator import KNOWN_TO
 from ferry.pipeline.settings import RunnerSettings
 from ferry.sinks.memory import MemorySink, OffsetCommittingMemorySink

@@ -15,19 +15,19 @@ import pytest
 from ferry.config.loader import load_job_text
 from ferry.connectors.memory import MemoryDeadLetter, MemorySource
 from ferry.connectors.record import Record
+from ferry.model import events as E
+from ferry.model import types as T
+from ferry.model.events import SCHEMA_CHANGE_TAGS
+from ferry.model.schema import Column, Schema, TableId
 from ferry.offsets import Offsets
-from ferry.pipeline import events as E
-from ferry.pipeline import types as T
 from ferry.pipeline.commits import Background, SteppedCommits
-from ferry.pipeline.events import SCHEMA_CHANGE_TAGS
 from ferry.pipeline.exceptions import CheckpointError
 from ferry.pipeline.phase import Phase
 from ferry.pipeline.route import TableRouter
 from ferry.pipeline.router import SchemaChangeBehavior, SchemaChangeRouter
 from ferry.pipeline.runner import PipelineRunner
-from ferry.pipeline.schema import Column, Schema, TableId
 from ferry.pipeline.settings import RunnerSettings
-from ferry.sinks.exceptions import SinkTerminalError
+from ferry.sinks.base.exceptions import SinkTerminalError
 from ferry.sinks.memory import MemorySink
 from ferry.state import StateStore
 from ferry.worker import build_runner

@@ -13,13 +13,13 @@ from ferry.connectors.formats import decoder_for
 from ferry.connectors.memory import MemoryDeadLetter, MemorySource
 from ferry.connectors.record import Record
 from ferry.local import debezium as dbz
-from ferry.pipeline import types as T
-from ferry.pipeline.events import SCHEMA_CHANGE_TAGS, Event
+from ferry.model import types as T
+from ferry.model.events import SCHEMA_CHANGE_TAGS, Event
+from ferry.model.schema import TableId
 from ferry.pipeline.exceptions import BadRecordError, NothingWrittenError, SchemaChangeRefusedError
 from ferry.pipeline.route import TableRouter
 from ferry.pipeline.router import SchemaChangeBehavior, SchemaChangeRouter
 from ferry.pipeline.runner import PipelineRunner
-from ferry.pipeline.schema import TableId
 from ferry.pipeline.settings import RunnerSettings
 from ferry.sinks.base import ChangeKind, SinkCapabilities, Support
 from ferry.sinks.memory import ALL_SUPPORTED, MemorySink

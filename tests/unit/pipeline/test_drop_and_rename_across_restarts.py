@@ -39,14 +39,14 @@ from ferry.connectors.formats.source_order import record_source_order
 from ferry.connectors.memory import MemoryDeadLetter
 from ferry.connectors.record import Record
 from ferry.local import debezium as dbz
-from ferry.pipeline.events import SCHEMA_CHANGE_TAGS, CreateTable
+from ferry.model.events import SCHEMA_CHANGE_TAGS, CreateTable
+from ferry.model.schema import Column as SchemaColumn
+from ferry.model.schema import Schema, TableId
+from ferry.model.types import INT, STRING
 from ferry.pipeline.route import TableRouter
 from ferry.pipeline.router import SchemaChangeBehavior, SchemaChangeRouter
 from ferry.pipeline.runner import PipelineRunner
-from ferry.pipeline.schema import Column as SchemaColumn
-from ferry.pipeline.schema import Schema, TableId
 from ferry.pipeline.settings import RunnerSettings
-from ferry.pipeline.types import INT, STRING
 from ferry.sinks.memory import MemorySink
 from ferry.state import StateStore
 

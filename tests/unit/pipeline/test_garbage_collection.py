@@ -16,8 +16,8 @@ from ferry.connectors.formats import decoder_for
 from ferry.connectors.memory import MemoryDeadLetter, MemorySource
 from ferry.connectors.record import Record
 from ferry.local import debezium as dbz
+from ferry.model.events import SCHEMA_CHANGE_TAGS, Event
 from ferry.pipeline.collector import COLLECT_EVERY_S, GarbageCollection
-from ferry.pipeline.events import SCHEMA_CHANGE_TAGS, Event
 from ferry.pipeline.route import TableRouter
 from ferry.pipeline.router import SchemaChangeBehavior, SchemaChangeRouter
 from ferry.pipeline.runner import PipelineRunner

@@ -12,17 +12,17 @@ import orjson
 import pytest
 
 from ferry.connectors.memory import MemoryDeadLetter, MemorySource
-from ferry.pipeline import events as E
-from ferry.pipeline import types as T
-from ferry.pipeline.events import SCHEMA_CHANGE_TAGS, DataChange, Op
+from ferry.model import events as E
+from ferry.model import types as T
+from ferry.model.events import SCHEMA_CHANGE_TAGS, DataChange, Op
+from ferry.model.schema import Column, Schema, TableId
+from ferry.model.unavailable import UNAVAILABLE, PartialRow, placeholder_value
 from ferry.pipeline.route import TableRouter
 from ferry.pipeline.router import SchemaChangeBehavior, SchemaChangeRouter
 from ferry.pipeline.runner import PipelineRunner
-from ferry.pipeline.schema import Column, Schema, TableId
 from ferry.pipeline.settings import RunnerSettings
-from ferry.pipeline.unavailable import UNAVAILABLE, PartialRow, placeholder_value
+from ferry.sinks.base.rows import complete_from_versions
 from ferry.sinks.memory import MemorySink
-from ferry.sinks.rows import complete_from_versions
 from ferry.state import StateStore
 
 TID = TableId.parse("app.docs")

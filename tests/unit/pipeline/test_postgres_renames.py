@@ -28,14 +28,14 @@ from ferry.connectors.formats import decoder_for
 from ferry.connectors.formats.source_order import record_columns, record_source_order
 from ferry.connectors.memory import MemoryDeadLetter
 from ferry.connectors.record import Record
-from ferry.pipeline.events import SCHEMA_CHANGE_TAGS, AddColumn, DropColumn, RenameColumn
+from ferry.model.events import SCHEMA_CHANGE_TAGS, AddColumn, DropColumn, RenameColumn
+from ferry.model.schema import Column, Schema, TableId
+from ferry.model.types import BIGINT, INT, STRING
 from ferry.pipeline.positions import position_note, readded_by_position, renames_by_position
 from ferry.pipeline.route import TableRouter
 from ferry.pipeline.router import SchemaChangeBehavior, SchemaChangeRouter
 from ferry.pipeline.runner import PipelineRunner
-from ferry.pipeline.schema import Column, Schema, TableId
 from ferry.pipeline.settings import RunnerSettings
-from ferry.pipeline.types import BIGINT, INT, STRING
 from ferry.sinks.memory import MemorySink
 from ferry.state import StateStore
 

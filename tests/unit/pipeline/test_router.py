@@ -1,12 +1,12 @@
 import pytest
 
-from ferry.pipeline import events as E
-from ferry.pipeline import types as T
-from ferry.pipeline.events import SCHEMA_CHANGE_TAGS
+from ferry.model import events as E
+from ferry.model import types as T
+from ferry.model.events import SCHEMA_CHANGE_TAGS
+from ferry.model.schema import Column, Schema, TableId
 from ferry.pipeline.router import Action, SchemaChangeBehavior, SchemaChangeRouter, change_kind
-from ferry.pipeline.schema import Column, Schema, TableId
 from ferry.sinks.base import ChangeKind, SinkCapabilities, Support
-from ferry.sinks.exceptions import SinkTerminalError
+from ferry.sinks.base.exceptions import SinkTerminalError
 from ferry.sinks.memory import MemorySink
 
 TID = TableId.parse("db.t")

@@ -8,13 +8,13 @@ from pathlib import Path
 import pytest
 
 from ferry.connectors.memory import MemoryDeadLetter, MemorySource
-from ferry.pipeline import events as E
-from ferry.pipeline import types as T
-from ferry.pipeline.events import SCHEMA_CHANGE_TAGS
+from ferry.model import events as E
+from ferry.model import types as T
+from ferry.model.events import SCHEMA_CHANGE_TAGS
+from ferry.model.schema import Column, Schema, TableId
 from ferry.pipeline.route import TableRouter
 from ferry.pipeline.router import SchemaChangeBehavior, SchemaChangeRouter
 from ferry.pipeline.runner import PipelineRunner
-from ferry.pipeline.schema import Column, Schema, TableId
 from ferry.pipeline.schema_operator import SchemaChangeTimeoutError
 from ferry.pipeline.settings import RunnerSettings
 from ferry.sinks.memory import MemorySink

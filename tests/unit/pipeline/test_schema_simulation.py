@@ -37,14 +37,14 @@ from ferry.connectors.formats.source_order import record_source_order
 from ferry.connectors.memory import MemoryDeadLetter
 from ferry.connectors.record import Record
 from ferry.local import debezium as dbz
+from ferry.model.events import SCHEMA_CHANGE_TAGS, DataChange, SchemaChange
+from ferry.model.raw_values import RAW_TYPES, RawForms, materialize_column
+from ferry.model.schema import Schema, TableId
 from ferry.offsets import Offsets
 from ferry.pipeline.commits import SteppedCommits
-from ferry.pipeline.events import SCHEMA_CHANGE_TAGS, DataChange, SchemaChange
-from ferry.pipeline.raw_values import RAW_TYPES, RawForms, materialize_column
 from ferry.pipeline.route import Route, TableRouter
 from ferry.pipeline.router import SchemaChangeBehavior, SchemaChangeRouter
 from ferry.pipeline.runner import PipelineRunner
-from ferry.pipeline.schema import Schema, TableId
 from ferry.pipeline.settings import RunnerSettings
 from ferry.sinks.memory import MemorySink, OffsetCommittingMemorySink
 from ferry.state import StateStore

@@ -14,11 +14,11 @@ from typing import Any
 
 import pytest
 
-from ferry.pipeline import events as E
+from ferry.model import events as E
+from ferry.model import types as T
+from ferry.model.schema import Column, Schema, TableId
 from ferry.pipeline import tracker as tracker_module
-from ferry.pipeline import types as T
 from ferry.pipeline.checkpoints import now_ms
-from ferry.pipeline.schema import Column, Schema, TableId
 from ferry.pipeline.tracker import SchemaTracker
 from ferry.state import StateStore
 from ferry.state.store import WORKER_FORGOTTEN_AFTER_MS, merge_schemas

@@ -1,7 +1,7 @@
-from ferry.pipeline import events as E
-from ferry.pipeline import types as T
-from ferry.pipeline.apply import diff_schemas
-from ferry.pipeline.schema import Column, Schema, TableId
+from ferry.model import events as E
+from ferry.model import types as T
+from ferry.model.apply import diff_schemas
+from ferry.model.schema import Column, Schema, TableId
 from ferry.pipeline.tracker import SchemaTracker
 
 TID = TableId.parse("db.t")
@@ -166,7 +166,7 @@ def test_diff_of_identical_schemas_is_empty() -> None:
 def test_ordered_ddl_for_an_unknown_table_is_an_error() -> None:
     import pytest
 
-    from ferry.pipeline.exceptions import SchemaError
+    from ferry.model.exceptions import SchemaError
 
     tracker = SchemaTracker()
     hint = E.SchemaHint(

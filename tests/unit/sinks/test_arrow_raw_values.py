@@ -15,10 +15,10 @@ from hypothesis import strategies as st
 
 from ferry.connectors.formats.connect_types import column_reader, connect_field
 from ferry.local import debezium as dbz
-from ferry.pipeline.raw_values import materialize_column
-from ferry.pipeline.schema import TableId
-from ferry.sinks.arrow import rows_to_arrow
-from ferry.sinks.exceptions import SinkTerminalError
+from ferry.model.raw_values import materialize_column
+from ferry.model.schema import TableId
+from ferry.sinks.base.arrow import rows_to_arrow
+from ferry.sinks.base.exceptions import SinkTerminalError
 
 TABLE = TableId(None, "db", "t")
 MILLIS_TIMESTAMP = {"type": "int64", "name": "io.debezium.time.Timestamp", "version": 1}

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 from pydantic import ValidationError
 
+from ferry.sinks.base.registry import SINKS
 from ferry.sinks.fluss.alter import NewColumn, escape, request
 from ferry.sinks.fluss.config import FlussSinkConfig
-from ferry.sinks.registry import SINKS
 
 
 def config(**options: object) -> FlussSinkConfig:

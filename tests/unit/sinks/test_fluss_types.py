@@ -12,9 +12,9 @@ from decimal import Decimal
 import pyarrow as pa
 import pytest
 
-from ferry.pipeline import types as T
-from ferry.pipeline.schema import Column, Schema
-from ferry.pipeline.types import DataType
+from ferry.model import types as T
+from ferry.model.schema import Column, Schema
+from ferry.model.types import DataType
 from ferry.sinks.fluss.types import (
     FlussTypeError,
     fluss_sql,

@@ -15,13 +15,13 @@ import pytest
 from pydantic import ValidationError
 from sqlalchemy.dialects.postgresql.base import PGDialect
 
-from ferry.pipeline.events import after
-from ferry.pipeline.schema import Column, Schema
-from ferry.pipeline.types import BIGINT, BOOLEAN, INT, STRING, TIMESTAMP_LTZ, VARCHAR
-from ferry.sinks.exceptions import SinkTerminalError
+from ferry.model.events import after
+from ferry.model.schema import Column, Schema
+from ferry.model.types import BIGINT, BOOLEAN, INT, STRING, TIMESTAMP_LTZ, VARCHAR
+from ferry.sinks.base.exceptions import SinkTerminalError
+from ferry.sinks.base.sql.dialect import SqlTable
 from ferry.sinks.hologres.config import HologresSinkConfig, MutateType
 from ferry.sinks.hologres.dialect import HologresDialect
-from ferry.sinks.sql.dialect import SqlTable
 
 D = HologresDialect()
 ORDERS = SqlTable("ods", "orders")

@@ -1,6 +1,6 @@
 import pytest
 
-from ferry.pipeline import types as T
+from ferry.model import types as T
 from ferry.sinks.hologres.types import TypeNormalizeStrategy as S
 from ferry.sinks.hologres.types import hologres_type
 

@@ -9,7 +9,7 @@ import textwrap
 import pytest
 
 from ferry.config import load_job_text
-from ferry.pipeline.events import (
+from ferry.model.events import (
     FIRST,
     AddColumn,
     AlterColumnComment,
@@ -17,8 +17,8 @@ from ferry.pipeline.events import (
     DropColumn,
     RenameColumn,
 )
-from ferry.pipeline.schema import Column, Schema, TableId
-from ferry.pipeline.types import (
+from ferry.model.schema import Column, Schema, TableId
+from ferry.model.types import (
     ARRAY,
     BIGINT,
     BINARY,
@@ -44,12 +44,12 @@ from ferry.pipeline.types import (
     DataType,
     Field,
 )
-from ferry.sinks.exceptions import SinkTerminalError
+from ferry.sinks.base.exceptions import SinkTerminalError
+from ferry.sinks.base.sql.dialect import SqlTable
 from ferry.sinks.maxcompute.config import MaxComputeSinkConfig
 from ferry.sinks.maxcompute.dialect import MaxComputeDialect
 from ferry.sinks.maxcompute.sink import MaxComputeSink, odps_value
 from ferry.sinks.maxcompute.types import from_type_name, sink_type, type_name
-from ferry.sinks.sql.dialect import SqlTable
 
 D = MaxComputeDialect()
 T = SqlTable("ods", "orders")

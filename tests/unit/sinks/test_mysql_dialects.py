@@ -6,13 +6,13 @@ from __future__ import annotations
 import pytest
 from tests.support.stream_load import parse_columns
 
-from ferry.pipeline.events import FIRST, after
-from ferry.pipeline.schema import Column, Schema, TableId
-from ferry.pipeline.types import BIGINT, BOOLEAN, CHAR, DECIMAL, INT, STRING, TIMESTAMP, VARCHAR
-from ferry.sinks.exceptions import SinkTerminalError
+from ferry.model.events import FIRST, after
+from ferry.model.schema import Column, Schema, TableId
+from ferry.model.types import BIGINT, BOOLEAN, CHAR, DECIMAL, INT, STRING, TIMESTAMP, VARCHAR
+from ferry.sinks.base.exceptions import SinkTerminalError
+from ferry.sinks.base.sql.dialect import SqlTable
 from ferry.sinks.selectdb.config import SelectDbSinkConfig
 from ferry.sinks.selectdb.dialect import SelectDbDialect
-from ferry.sinks.sql.dialect import SqlTable
 from ferry.sinks.starrocks.config import StarRocksSinkConfig
 from ferry.sinks.starrocks.dialect import MySqlProtocolDialect, StarRocksDialect
 from ferry.sinks.starrocks.stream_load import quote_column

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from ferry.sinks.exceptions import SinkError
-from ferry.sinks.registry import DESTINATIONS, SINKS, declaration
+from ferry.sinks.base.exceptions import SinkError
+from ferry.sinks.base.registry import DESTINATIONS, SINKS, declaration
 
 PYPROJECT = Path(__file__).parents[3] / "pyproject.toml"
 CLIENT_LIBRARIES = ("pyiceberg", "pypaimon", "odps", "pyfluss", "pymysql", "psycopg", "starrocks")
@@ -22,7 +22,7 @@ def _python(code: str) -> subprocess.CompletedProcess[str]:
 
 def test_importing_the_sinks_and_the_job_model_loads_no_client_library() -> None:
     loaded = _python(
-        "import sys, ferry.sinks, ferry.sinks.registry, ferry.config\n"
+        "import sys, ferry.sinks, ferry.sinks.base.registry, ferry.config\n"
         f"print(sorted(m for m in {CLIENT_LIBRARIES!r} if m in sys.modules))"
     )
     assert loaded.returncode == 0, loaded.stderr
@@ -33,8 +33,8 @@ def test_a_missing_client_library_names_the_extra() -> None:
     result = _python(
         "import sys\n"
         "sys.modules['pyiceberg'] = None\n"
-        "from ferry.sinks.exceptions import MissingExtraError\n"
-        "from ferry.sinks.registry import sink_class\n"
+        "from ferry.sinks.base.exceptions import MissingExtraError\n"
+        "from ferry.sinks.base.registry import sink_class\n"
         "try:\n"
         "    sink_class('iceberg')\n"
         "except MissingExtraError as e:\n"
@@ -72,7 +72,7 @@ def test_the_matrix_lists_the_sinks_that_write_to_a_real_system() -> None:
 
 def test_a_declaration_whose_options_name_another_type_is_refused() -> None:
     from ferry.sinks.base import SinkCapabilities
-    from ferry.sinks.declaration import SinkDeclaration
+    from ferry.sinks.base.declaration import SinkDeclaration
     from ferry.sinks.memory import MemorySinkConfig
 
     with pytest.raises(ValueError, match="not \\['other'\\]"):
@@ -84,7 +84,7 @@ def test_a_declaration_whose_options_name_another_type_is_refused() -> None:
 def test_the_matrix_speaks_the_words_of_the_router_and_the_capabilities() -> None:
     from ferry.pipeline.router import Action
     from ferry.sinks.base import Support
-    from ferry.sinks.matrix import Outcome
+    from ferry.sinks.base.matrix import Outcome
 
     assert {a.value for a in Action} <= {o.value for o in Outcome}
     assert Outcome.APPLY_AT_END == Support.APPLY_AT_END

@@ -8,10 +8,10 @@ import pytest
 from hypothesis import given
 from hypothesis import strategies as st
 
-from ferry.pipeline.events import DataChange, Op
-from ferry.pipeline.schema import TableId
-from ferry.sinks.exceptions import SinkTerminalError
-from ferry.sinks.rows import collapse, last_changes
+from ferry.model.events import DataChange, Op
+from ferry.model.schema import TableId
+from ferry.sinks.base.exceptions import SinkTerminalError
+from ferry.sinks.base.rows import collapse, last_changes
 
 TABLE = TableId(None, "db", "t")
 KEYS = ("region", "id")

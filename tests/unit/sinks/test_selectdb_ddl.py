@@ -10,11 +10,11 @@ documented syntax:
 
 from __future__ import annotations
 
-from ferry.pipeline.events import FIRST, after
-from ferry.pipeline.schema import Column, Schema
-from ferry.pipeline.types import BIGINT, BOOLEAN, CHAR, DECIMAL, INT, STRING, TIMESTAMP, VARCHAR
+from ferry.model.events import FIRST, after
+from ferry.model.schema import Column, Schema
+from ferry.model.types import BIGINT, BOOLEAN, CHAR, DECIMAL, INT, STRING, TIMESTAMP, VARCHAR
+from ferry.sinks.base.sql.dialect import SqlTable
 from ferry.sinks.selectdb.dialect import DorisSqlDialect, SelectDbDialect
-from ferry.sinks.sql.dialect import SqlTable
 
 DORIS = SelectDbDialect(vendor_only=True)
 MARIADB = SelectDbDialect()

@@ -7,8 +7,8 @@ from __future__ import annotations
 
 import pytest
 
-from ferry.pipeline.schema import Column, Schema, TableId
-from ferry.pipeline.types import BIGINT, TIMESTAMP
+from ferry.model.schema import Column, Schema, TableId
+from ferry.model.types import BIGINT, TIMESTAMP
 from ferry.sinks.kafka.config import KafkaSinkConfig
 from ferry.sinks.selectdb.config import SelectDbSinkConfig
 

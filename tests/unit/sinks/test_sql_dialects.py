@@ -9,15 +9,15 @@ from __future__ import annotations
 
 import pytest
 
-from ferry.pipeline import types as T
-from ferry.pipeline.events import FIRST, after
-from ferry.pipeline.schema import Column, Schema
-from ferry.sinks.exceptions import SinkTerminalError
+from ferry.model import types as T
+from ferry.model.events import FIRST, after
+from ferry.model.schema import Column, Schema
+from ferry.sinks.base.exceptions import SinkTerminalError
+from ferry.sinks.base.sql.dialect import CatalogColumn, SqlDialect, SqlTable
 from ferry.sinks.hologres.config import HologresSinkConfig
 from ferry.sinks.hologres.dialect import HologresDialect
 from ferry.sinks.hologres.sink import HologresSink
 from ferry.sinks.hologres.types import TypeNormalizeStrategy
-from ferry.sinks.sql.dialect import CatalogColumn, SqlDialect, SqlTable
 
 D = HologresDialect()
 ORDERS = SqlTable("public", "orders")

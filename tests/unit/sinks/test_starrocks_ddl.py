@@ -13,10 +13,10 @@ from __future__ import annotations
 import starrocks.dialect
 from sqlalchemy.dialects.mysql.base import MySQLDialect
 
-from ferry.pipeline.events import FIRST, after, before
-from ferry.pipeline.schema import Column, Schema
-from ferry.pipeline.types import BIGINT, CHAR, DATE, DECIMAL, DOUBLE, INT, STRING, TIMESTAMP, VARCHAR
-from ferry.sinks.sql.dialect import SqlTable
+from ferry.model.events import FIRST, after, before
+from ferry.model.schema import Column, Schema
+from ferry.model.types import BIGINT, CHAR, DATE, DECIMAL, DOUBLE, INT, STRING, TIMESTAMP, VARCHAR
+from ferry.sinks.base.sql.dialect import SqlTable
 from ferry.sinks.starrocks.dialect import StarRocksDialect
 
 SR = StarRocksDialect(vendor_only=True)

@@ -14,7 +14,7 @@ import pyarrow as pa
 import pyarrow.parquet as pq
 import pytest
 
-from ferry.sinks.table_format import storage_may_recover
+from ferry.sinks.base.table_format import storage_may_recover
 
 
 def test_a_write_past_the_file_size_limit_may_recover(tmp_path: Path) -> None:

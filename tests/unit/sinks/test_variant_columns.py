@@ -8,9 +8,10 @@ import pytest
 from pyiceberg.types import StringType
 from pypaimon.schema.data_types import ArrayType, AtomicType
 
-from ferry.pipeline import types as T
-from ferry.pipeline.schema import Column, Schema
-from ferry.pipeline.variant_functions import parse_json
+from ferry.model import types as T
+from ferry.model.schema import Column, Schema
+from ferry.sinks.base.sql.dialect import SqlDialect
+from ferry.sinks.base.sql.sink import SqlTable
 from ferry.sinks.fluss.types import sink_type as fluss_type
 from ferry.sinks.fluss.types import to_arrow_type as fluss_arrow
 from ferry.sinks.hologres.types import TypeNormalizeStrategy, hologres_type
@@ -20,9 +21,8 @@ from ferry.sinks.kafka.sink import connect_schema
 from ferry.sinks.maxcompute.types import type_name as maxcompute_type
 from ferry.sinks.paimon.types import sink_type as paimon_sink_type
 from ferry.sinks.paimon.types import to_paimon_type
-from ferry.sinks.sql.dialect import SqlDialect
-from ferry.sinks.sql.sink import SqlTable
 from ferry.sinks.starrocks.sink import StarRocksSink, load_value
+from ferry.transform.variant_functions import parse_json
 
 
 def test_paimon_stores_a_columns_variant_as_its_variant_type() -> None:

@@ -9,10 +9,10 @@ from typing import Any
 import pytest
 
 from ferry.config.job import TransformConfig
-from ferry.pipeline.events import DataChange, Op
-from ferry.pipeline.schema import Column, Schema, TableId
-from ferry.pipeline.transform import TableTransforms
-from ferry.pipeline.types import INT, STRING
+from ferry.model.events import DataChange, Op
+from ferry.model.schema import Column, Schema, TableId
+from ferry.model.types import INT, STRING
+from ferry.transform.blocks import TableTransforms
 
 TABLE = TableId.parse("db.orders")
 SOURCE = Schema((Column("id", INT().not_null()), Column("int_", INT())), ("id",))

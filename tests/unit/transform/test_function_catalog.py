@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 from tests.support.expressions import compiled
 
-from ferry.pipeline.function_catalog import FLINK_CDC_FUNCTIONS, FLINK_SQL_EXTRAS, Function, markdown
+from ferry.transform.function_catalog import FLINK_CDC_FUNCTIONS, FLINK_SQL_EXTRAS, Function, markdown
 
 PAGE = Path(__file__).resolve().parents[3] / "docs" / "transforms.md"
 CLAIMED = [f for f in (*FLINK_CDC_FUNCTIONS, *FLINK_SQL_EXTRAS) if f.example is not None]

@@ -10,11 +10,11 @@ import pytest
 from ferry.config import ConfigError
 from ferry.config.job import TransformConfig
 from ferry.config.loader import read_job_text
-from ferry.pipeline.compiled import Session
-from ferry.pipeline.events import DataChange, Op
-from ferry.pipeline.schema import Column, Schema, TableId, schema_from_dict, schema_to_dict
-from ferry.pipeline.transform import TableTransforms
-from ferry.pipeline.types import BIGINT, INT, STRING
+from ferry.model.events import DataChange, Op
+from ferry.model.schema import Column, Schema, TableId, schema_from_dict, schema_to_dict
+from ferry.model.types import BIGINT, INT, STRING
+from ferry.transform.blocks import TableTransforms
+from ferry.transform.compiled import Session
 
 TABLE = TableId.parse("db.orders")
 SOURCE = Schema((Column("id", INT().not_null()), Column("name", STRING())), ("id",), (), "orders")

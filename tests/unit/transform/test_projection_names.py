@@ -10,10 +10,10 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from ferry.config.loader import load_job_text
-from ferry.pipeline import types as T
-from ferry.pipeline.events import DataChange, Op, SourcePosition
-from ferry.pipeline.schema import Column, Schema, TableId
-from ferry.pipeline.transform import TableTransforms, unsupported_reason
+from ferry.model import types as T
+from ferry.model.events import DataChange, Op, SourcePosition
+from ferry.model.schema import Column, Schema, TableId
+from ferry.transform.blocks import TableTransforms, unsupported_reason
 
 ORDERS = TableId.parse("shop.orders")
 SCHEMA = Schema.of(

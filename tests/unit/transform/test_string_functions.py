@@ -7,7 +7,7 @@ from typing import Any
 import pytest
 from tests.support.expressions import compiled, value
 
-from ferry.pipeline.types import ARRAY, BOOLEAN, BYTES, INT, STRING
+from ferry.model.types import ARRAY, BOOLEAN, BYTES, INT, STRING
 
 ROW = {"s": "foo 12-34 boo", "u": "bar", "bin": b"\x00ab"}
 

@@ -10,11 +10,11 @@ from pydantic import ValidationError
 from tests.support.expressions import compiled, value
 
 from ferry.config.job import PipelineConfig
-from ferry.pipeline.compiled import CompileError, Session
-from ferry.pipeline.expressions import DIALECT, Compiler
-from ferry.pipeline.schema import Column, Schema, TableId
-from ferry.pipeline.sqlvalues import ROW_ERRORS
-from ferry.pipeline.types import ARRAY, BOOLEAN, DECIMAL, INT, MAP, ROW, STRING, Field
+from ferry.model.schema import Column, Schema, TableId
+from ferry.model.types import ARRAY, BOOLEAN, DECIMAL, INT, MAP, ROW, STRING, Field
+from ferry.transform.compiled import CompileError, Session
+from ferry.transform.expressions import DIALECT, Compiler
+from ferry.transform.sqlvalues import ROW_ERRORS
 
 ROW_VALUES = {"arr": [3, 1, 2], "m": {"k": 5, "j": None}, "r": {"a": 1, "c": "z"}, "n": 7, "s": "x"}
 

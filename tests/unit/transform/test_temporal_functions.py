@@ -8,10 +8,10 @@ from typing import Any
 import pytest
 from tests.support.expressions import NOW, compiled, value
 
-from ferry.pipeline.compiled import CompileError
-from ferry.pipeline.datetime_patterns import formatter
-from ferry.pipeline.sqlvalues import ROW_ERRORS
-from ferry.pipeline.types import BIGINT, DATE, INT, STRING, TIME, TIMESTAMP, TIMESTAMP_LTZ
+from ferry.model.types import BIGINT, DATE, INT, STRING, TIME, TIMESTAMP, TIMESTAMP_LTZ
+from ferry.transform.compiled import CompileError
+from ferry.transform.datetime_patterns import formatter
+from ferry.transform.sqlvalues import ROW_ERRORS
 
 TS = dt.datetime(2024, 2, 29, 13, 45, 10, 123456)
 #: 2024-02-29 20:00 UTC: 2024-03-01 04:00 in Shanghai, 15:00 in New York.

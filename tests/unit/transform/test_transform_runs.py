@@ -12,17 +12,17 @@ from ferry.connectors.formats import decoder_for
 from ferry.connectors.memory import MemoryDeadLetter, MemorySource
 from ferry.connectors.record import Record
 from ferry.local import debezium as dbz
-from ferry.pipeline.compiled import Session
-from ferry.pipeline.events import DataChange, Op
+from ferry.model.events import DataChange, Op
+from ferry.model.schema import Column, Schema, TableId
+from ferry.model.types import INT, STRING, TIMESTAMP_LTZ
 from ferry.pipeline.route import TableRouter
 from ferry.pipeline.router import SchemaChangeRouter
 from ferry.pipeline.runner import PipelineRunner
-from ferry.pipeline.schema import Column, Schema, TableId
 from ferry.pipeline.settings import RunnerSettings
-from ferry.pipeline.transform import TableTransforms
-from ferry.pipeline.types import INT, STRING, TIMESTAMP_LTZ
 from ferry.sinks.memory import MemorySink
 from ferry.state import StateStore
+from ferry.transform.blocks import TableTransforms
+from ferry.transform.compiled import Session
 
 JOB = r"""
 source:

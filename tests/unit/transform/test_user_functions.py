@@ -13,13 +13,13 @@ from tests.support.expressions import compiled
 
 from ferry.config import ConfigError
 from ferry.config.loader import load_job_text, read_job_text
-from ferry.pipeline.compiled import CompileError
-from ferry.pipeline.events import DataChange, Op
-from ferry.pipeline.schema import Column, Schema, TableId
-from ferry.pipeline.sqlvalues import ROW_ERRORS
-from ferry.pipeline.transform import TableTransforms
-from ferry.pipeline.types import BIGINT, INT, STRING
-from ferry.pipeline.udf import UserFunction, load
+from ferry.model.events import DataChange, Op
+from ferry.model.schema import Column, Schema, TableId
+from ferry.model.types import BIGINT, INT, STRING
+from ferry.transform.blocks import TableTransforms
+from ferry.transform.compiled import CompileError
+from ferry.transform.sqlvalues import ROW_ERRORS
+from ferry.transform.udf import UserFunction, load
 
 MODULE = """
 import datetime as dt

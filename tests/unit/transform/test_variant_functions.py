@@ -14,10 +14,11 @@ from hypothesis import given
 from hypothesis import strategies as st
 from tests.support.expressions import compiled, value
 
-from ferry.pipeline.compiled import CompileError
-from ferry.pipeline.sqlvalues import ROW_ERRORS
-from ferry.pipeline.types import STRING, VARIANT, TypeWideningError, parse, render, widen
-from ferry.pipeline.variant_functions import Variant, VariantError, parse_json, try_parse_json
+from ferry.model.types import STRING, VARIANT, TypeWideningError, parse, render, widen
+from ferry.model.variant import Variant
+from ferry.transform.compiled import CompileError
+from ferry.transform.sqlvalues import ROW_ERRORS
+from ferry.transform.variant_functions import VariantError, parse_json, try_parse_json
 
 JSON = st.recursive(
     st.none()

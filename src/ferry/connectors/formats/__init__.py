@@ -1,12 +1,12 @@
 """Format decoders: Kafka records in, ferry events out.
 
 A :class:`Decoder` is called once per consumed batch and returns, in record order, for each record:
-a :class:`~ferry.pipeline.events.SchemaObserved` when the schema of the record's table (in that
+a :class:`~ferry.model.events.SchemaObserved` when the schema of the record's table (in that
 partition) differs from the last one the decoder emitted for it, then the record's
-:class:`~ferry.pipeline.events.DataChange` (or changes: Canal packs several rows in one message),
-or a :class:`~ferry.pipeline.events.SchemaHint` for a DDL message, or a
-:class:`~ferry.pipeline.events.Tombstone` for a record with a key and no value (``debezium-json``),
-or a :class:`~ferry.pipeline.events.BadRecord` naming what is wrong with it. A decoder never raises
+:class:`~ferry.model.events.DataChange` (or changes: Canal packs several rows in one message),
+or a :class:`~ferry.model.events.SchemaHint` for a DDL message, or a
+:class:`~ferry.model.events.Tombstone` for a record with a key and no value (``debezium-json``),
+or a :class:`~ferry.model.events.BadRecord` naming what is wrong with it. A decoder never raises
 for a bad record and never drops one silently.
 
 :func:`decoder_for` builds a decoder by format name. The decoders are imported on first use.
@@ -25,10 +25,10 @@ import orjson
 
 from ferry.connectors.exceptions import DecodeError, UnknownFormatError
 from ferry.connectors.record import RecordLike
-from ferry.pipeline.events import BadRecord, Event, SchemaChange, SchemaHint, SourcePosition
-from ferry.pipeline.exceptions import TypeWideningError
-from ferry.pipeline.schema import Column, Schema, TableId
-from ferry.pipeline.types import BIGINT, BOOLEAN, DECIMAL, DOUBLE, STRING, DataType, widen
+from ferry.model.events import BadRecord, Event, SchemaChange, SchemaHint, SourcePosition
+from ferry.model.exceptions import TypeWideningError
+from ferry.model.schema import Column, Schema, TableId
+from ferry.model.types import BIGINT, BOOLEAN, DECIMAL, DOUBLE, STRING, DataType, widen
 
 __all__ = ["FORMATS", "Decoder", "decoder_for"]
 

@@ -5,7 +5,7 @@ typed by ``mysqlType``), the changed columns' previous values in ``old`` (``old[
 ``data[i]``), the key in ``pkNames`` and the change in ``type``: ``INSERT``, ``UPDATE``, ``DELETE``,
 and ``INIT`` for the rows of an initial load (Alibaba Cloud DTS), read as snapshot rows. A message
 with ``isDdl: true`` carries a DDL statement in ``sql``; it becomes a
-:class:`~ferry.pipeline.events.SchemaHint` per table it changes (ordered: it travels with the rows).
+:class:`~ferry.model.events.SchemaHint` per table it changes (ordered: it travels with the rows).
 
 The Flink CDC variant has no ``isDdl``/``mysqlType``, native JSON values and a full ``old`` row;
 its schema is inferred from the values, as for Debezium JSON without a schema.
@@ -36,14 +36,14 @@ from ferry.connectors.formats.connect_types import CONVERSION_ERRORS
 from ferry.connectors.formats.ddl import parse_ddl
 from ferry.connectors.formats.mysql_types import Converter, parse_mysql_type
 from ferry.connectors.record import RecordLike
-from ferry.pipeline.events import (
+from ferry.model.events import (
     DataChange,
     Event,
     Op,
     SchemaObserved,
     SourcePosition,
 )
-from ferry.pipeline.schema import Column, Schema, TableId
+from ferry.model.schema import Column, Schema, TableId
 
 _OPS = {"INSERT": Op.INSERT, "UPDATE": Op.UPDATE, "DELETE": Op.DELETE, "INIT": Op.READ}
 _new = tuple.__new__

@@ -38,9 +38,9 @@ from ferry.connectors.formats.connect_types import (
     ConversionError,
     connect_field,
 )
-from ferry.pipeline import types as t
-from ferry.pipeline.defaults import default_text
-from ferry.pipeline.schema import Column
+from ferry.model import types as t
+from ferry.model.defaults import default_text
+from ferry.model.schema import Column
 
 __all__ = ["AvroRow", "connect_schema"]
 

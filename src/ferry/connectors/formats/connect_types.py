@@ -26,10 +26,10 @@ import numpy
 import orjson
 
 from ferry.connectors.exceptions import DecodeError
-from ferry.pipeline import types as t
-from ferry.pipeline.defaults import default_text
-from ferry.pipeline.schema import Column
-from ferry.pipeline.types import DataType, Field
+from ferry.model import types as t
+from ferry.model.defaults import default_text
+from ferry.model.schema import Column
+from ferry.model.types import DataType, Field
 
 Convert = Callable[[Any], Any]
 ConnectSchema = Mapping[str, Any]
@@ -440,7 +440,7 @@ class ColumnReader:
     such values into what the field's reader gives for each of them, in one call, and never fails
     on them. ``unit`` and ``divisor`` (an epoch count's unit, ``"us"``, ``"ms"`` or ``"D"``, once
     divided by ``divisor``) or ``scale`` (a decimal's) say what the values are to a writer that
-    converts them itself (a :class:`~ferry.pipeline.raw_values.ColumnForm`).
+    converts them itself (a :class:`~ferry.model.raw_values.ColumnForm`).
     """
 
     input: str

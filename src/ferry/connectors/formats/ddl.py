@@ -25,8 +25,8 @@ from sqlglot.tokenizer_core import TokenType
 
 from ferry.connectors.exceptions import DecodeError
 from ferry.connectors.formats.mysql_types import mysql_data_type
-from ferry.pipeline.defaults import literal_default
-from ferry.pipeline.events import (
+from ferry.model.defaults import literal_default
+from ferry.model.events import (
     FIRST,
     LAST,
     AddColumn,
@@ -42,8 +42,8 @@ from ferry.pipeline.events import (
     TruncateTable,
     after,
 )
-from ferry.pipeline.exceptions import SchemaError
-from ferry.pipeline.schema import Column, Schema, TableId
+from ferry.model.exceptions import SchemaError
+from ferry.model.schema import Column, Schema, TableId
 
 _SPATIAL = (
     "POINT",

@@ -14,7 +14,7 @@ parts of the topic name (``server.db.table``). Primary keys are the fields of th
 Other shapes of the same topics:
 
 * A tombstone (a key and a null value, which Debezium writes after each delete with its default
-  ``tombstones.on.delete=true``) is a :class:`~ferry.pipeline.events.Tombstone`, passed over.
+  ``tombstones.on.delete=true``) is a :class:`~ferry.model.events.Tombstone`, passed over.
   ``ExtractNewRecordState`` with ``delete.tombstone.handling.mode=delete-to-tombstone`` writes a
   delete as a tombstone alone: a tombstone is a delete by its key when the decoder is told so
   (``tombstone_deletes``, the job's ``debezium-json.delete.tombstone.handling.mode``), or when the
@@ -66,8 +66,7 @@ from ferry.connectors.formats.definitions import TableDefinitions
 from ferry.connectors.formats.placeholders import Markers, Placeholders, mark
 from ferry.connectors.formats.source_order import source_order
 from ferry.connectors.record import RecordLike
-from ferry.pipeline.collector import collection_paused
-from ferry.pipeline.events import (
+from ferry.model.events import (
     DataChange,
     Event,
     Op,
@@ -77,9 +76,10 @@ from ferry.pipeline.events import (
     Tombstone,
     TruncateTable,
 )
-from ferry.pipeline.raw_values import RawValues
-from ferry.pipeline.schema import Schema, TableId
-from ferry.pipeline.unavailable import DEFAULT_PLACEHOLDER
+from ferry.model.raw_values import RawValues
+from ferry.model.schema import Schema, TableId
+from ferry.model.unavailable import DEFAULT_PLACEHOLDER
+from ferry.pipeline.collector import collection_paused
 
 _OPS = {"c": Op.INSERT, "u": Op.UPDATE, "d": Op.DELETE, "r": Op.READ}
 _ENVELOPE = b'{"schema":'
@@ -330,13 +330,13 @@ class DebeziumJsonDecoder(DebeziumChangeDecoder[_Table]):
         self._definitions = definitions
         self._placeholders = Placeholders(unavailable_value_placeholder)
         """Debezium's ``unavailable.value.placeholder``: an update's column holding it is
-        :data:`~ferry.pipeline.unavailable.UNAVAILABLE` (:mod:`placeholders`)."""
+        :data:`~ferry.model.unavailable.UNAVAILABLE` (:mod:`placeholders`)."""
         self._infer_types = infer_types
         """Whether payload-only rows without a definition take types inferred from their values."""
         self._tombstone_deletes = tombstone_deletes
         """Whether a tombstone is a delete by its key (``delete-to-tombstone``) in every partition."""
         self._raw_values = raw_values
-        """Whether typed rows keep their epoch and decimal columns raw (:mod:`ferry.pipeline.raw_values`)."""
+        """Whether typed rows keep their epoch and decimal columns raw (:mod:`ferry.model.raw_values`)."""
         #: Rows of a typed decoder converted together (chunk by chunk), unless they stay raw.
         self._column_chunk = sys.maxsize if raw_values else _COLUMN_CHUNK
         self._tables: dict[tuple[Any, ...], _Table] = {}

@@ -9,10 +9,10 @@ rows written by the JSON converter and read by ``debezium-json``.
 
 Schema changes are learnt from the writer schema's drift: a record whose writer schema id differs
 from the last one of its table in its partition gives a
-:class:`~ferry.pipeline.events.SchemaObserved` when the table schema it describes differs from the
+:class:`~ferry.model.events.SchemaObserved` when the table schema it describes differs from the
 last one emitted. Keys in the same wire format name the primary key columns; a record whose key
 holds other values than its row is a bad record with both; a record with a key and no value
-(Debezium's tombstone after a delete) is a :class:`~ferry.pipeline.events.Tombstone`.
+(Debezium's tombstone after a delete) is a :class:`~ferry.model.events.Tombstone`.
 Table ids are read from the ``source`` block as ``debezium-json`` reads them.
 
 The schema registry is asked only before a batch is decoded: when it cannot be reached, the batch
@@ -43,7 +43,7 @@ from ferry.connectors.formats.debezium_schema_change import DebeziumSchemaChange
 from ferry.connectors.formats.placeholders import Markers, Placeholders, mark
 from ferry.connectors.formats.schema_registry import ConfluentAvroReader, WriterSchema, schema_id_of
 from ferry.connectors.record import RecordLike
-from ferry.pipeline.events import (
+from ferry.model.events import (
     DataChange,
     Event,
     Op,
@@ -51,8 +51,8 @@ from ferry.pipeline.events import (
     SourcePosition,
     Tombstone,
 )
-from ferry.pipeline.schema import Schema, TableId
-from ferry.pipeline.unavailable import DEFAULT_PLACEHOLDER
+from ferry.model.schema import Schema, TableId
+from ferry.model.unavailable import DEFAULT_PLACEHOLDER
 
 __all__ = ["DebeziumAvroDecoder", "DebeziumAvroSchemaChangeDecoder"]
 
@@ -126,7 +126,7 @@ class DebeziumAvroDecoder(DebeziumChangeDecoder[_Table]):
         self._reader = _reader(schema_registry_url, schema_registry_user_info, reader)
         self._placeholders = Placeholders(unavailable_value_placeholder)
         """Debezium's ``unavailable.value.placeholder``: an update's column holding it is
-        :data:`~ferry.pipeline.unavailable.UNAVAILABLE` (:mod:`placeholders`)."""
+        :data:`~ferry.model.unavailable.UNAVAILABLE` (:mod:`placeholders`)."""
         self._plans: dict[int, _Plan] = {}
         self._key_names: dict[int, tuple[str, ...]] = {}
         self._tables: dict[tuple[Any, ...], _Table] = {}

@@ -60,9 +60,9 @@ from ferry.connectors.formats.connect_types import (
     ConversionError,
     connect_field,
 )
-from ferry.pipeline import types as t
-from ferry.pipeline.schema import Column, Schema
-from ferry.pipeline.types import DataType, TypeRoot
+from ferry.model import types as t
+from ferry.model.schema import Column, Schema
+from ferry.model.types import DataType, TypeRoot
 
 Convert = Callable[[Any], Any]
 Row = dict[str, Any]

@@ -6,8 +6,8 @@ statement in ``ddl`` and ``tableChanges``: for each table it changed, ``type`` (
 after the change (columns with ``jdbcType``, ``typeName``, ``length``, ``scale``, ``optional``,
 ``position``, ``comment``; ``primaryKeyColumnNames``).
 
-A ``CREATE`` or ``ALTER`` becomes a :class:`~ferry.pipeline.events.SchemaObserved` carrying the
-table's whole schema and the DDL; a ``DROP`` a :class:`~ferry.pipeline.events.SchemaHint` with a
+A ``CREATE`` or ``ALTER`` becomes a :class:`~ferry.model.events.SchemaObserved` carrying the
+table's whole schema and the DDL; a ``DROP`` a :class:`~ferry.model.events.SchemaHint` with a
 ``drop.table``. This topic is not ordered with the data topics, so hints from it are unordered.
 Renames cannot be told from a whole-table schema, nor a column dropped and added again under its
 name: when the DDL text renames or drops columns (``RENAME COLUMN``, ``CHANGE COLUMN``, ``DROP
@@ -29,9 +29,9 @@ from ferry.connectors.formats.ddl import mysql_string, parse_ddl
 from ferry.connectors.formats.mysql_types import mysql_type
 from ferry.connectors.formats.source_order import source_order
 from ferry.connectors.record import RecordLike
-from ferry.pipeline import types as t
-from ferry.pipeline.defaults import literal_default
-from ferry.pipeline.events import (
+from ferry.model import types as t
+from ferry.model.defaults import literal_default
+from ferry.model.events import (
     DropColumn,
     DropTable,
     Event,
@@ -40,9 +40,9 @@ from ferry.pipeline.events import (
     SchemaHint,
     SchemaObserved,
 )
-from ferry.pipeline.exceptions import SchemaError
-from ferry.pipeline.schema import Column, Schema, TableId
-from ferry.pipeline.types import CHARACTER, DataType
+from ferry.model.exceptions import SchemaError
+from ferry.model.schema import Column, Schema, TableId
+from ferry.model.types import CHARACTER, DataType
 
 _ID_PART = re.compile(r'"((?:[^"]|"")*)"|`((?:[^`]|``)*)`|([^.]+)')
 _MYSQL_CONNECTORS = frozenset({"mysql", "mariadb"})

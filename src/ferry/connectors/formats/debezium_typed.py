@@ -37,8 +37,8 @@ from ferry.connectors.formats.connect_types import (
     column_reader,
     json_input,
 )
-from ferry.pipeline.raw_values import convert_columns
-from ferry.pipeline.schema import Schema
+from ferry.model.raw_values import convert_columns
+from ferry.model.schema import Schema
 
 #: Integers of 64 bits (orjson reads integers beyond 64 bits as floats; those, and those between
 #: 2**63 and 2**64, take the generic path).

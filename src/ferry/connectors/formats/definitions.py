@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from ferry.pipeline.schema import Schema, TableId
+from ferry.model.schema import Schema, TableId
 
 __all__ = ["TableDefinitions"]
 

@@ -6,7 +6,7 @@ in ``old``, ``database``/``table``, and ``primary_key_columns`` when Maxwell is 
 them. Values are native JSON, so the schema is inferred from them. ``ts`` is in seconds.
 
 With ``--output_ddl`` Maxwell also sends ``table-create``, ``table-alter`` and ``table-drop``
-messages; each becomes a :class:`~ferry.pipeline.events.SchemaHint` (ordered: Maxwell writes DDL in
+messages; each becomes a :class:`~ferry.model.events.SchemaHint` (ordered: Maxwell writes DDL in
 the table's partition) read from the ``sql`` text, or from the ``def`` (and ``old``) table
 definitions when there is no usable text. Bootstrap markers and database-level DDL carry no row
 and no table change, and give no event.
@@ -32,7 +32,7 @@ from ferry.connectors.formats import (
 from ferry.connectors.formats.ddl import parse_ddl
 from ferry.connectors.formats.mysql_types import mysql_type
 from ferry.connectors.record import RecordLike
-from ferry.pipeline.events import (
+from ferry.model.events import (
     FIRST,
     AddColumn,
     AlterColumnType,
@@ -46,8 +46,8 @@ from ferry.pipeline.events import (
     SchemaObserved,
     after,
 )
-from ferry.pipeline.schema import Column, Schema, TableId
-from ferry.pipeline.types import DataType
+from ferry.model.schema import Column, Schema, TableId
+from ferry.model.types import DataType
 
 _OPS = {"insert": Op.INSERT, "update": Op.UPDATE, "delete": Op.DELETE, "bootstrap-insert": Op.READ}
 _DDL = frozenset({"table-create", "table-alter", "table-drop"})

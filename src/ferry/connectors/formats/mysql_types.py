@@ -1,5 +1,5 @@
 """MySQL column types: their text (``varchar(255)``, ``int(11) unsigned``, ``enum('a','b')``) to a
-:class:`~ferry.pipeline.types.DataType`, and the string form of a value to a Python value.
+:class:`~ferry.model.types.DataType`, and the string form of a value to a Python value.
 
 Canal sends every value as a string and the column types as MySQL text (``mysqlType``); Maxwell's
 DDL events, Debezium's schema-change topic and DDL statements name MySQL types too. The mapping
@@ -21,11 +21,13 @@ from functools import lru_cache
 from typing import Any
 
 from ferry.connectors.exceptions import DecodeError
-from ferry.pipeline import types as t
-from ferry.pipeline.types import DataType
+from ferry.model import types as t
+from ferry.model.types import DataType
 
 Converter = Callable[[str], Any]
 
+# Not sqlglot's MySQL dialect: it reads REAL as FLOAT, INT8 as TINYINT and LONG as BIGINT, takes
+# int(x), and refuses the spatial types, MIDDLEINT and NATIONAL CHAR.
 _TYPE = re.compile(
     r"\s*(?P<name>[A-Za-z_][A-Za-z_0-9]*(?:\s+(?:PRECISION|VARYING))?)\s*(?:\((?P<args>.*)\))?\s*(?P<rest>.*)",
     re.IGNORECASE | re.DOTALL,

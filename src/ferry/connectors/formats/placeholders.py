@@ -9,7 +9,7 @@ of the column's type (``UnchangedToastedPlaceholder``, ``PostgresValueConverter`
 list of the name-based UUID of its bytes; ``hstore`` a map of the text to itself (as JSON text by
 default). :class:`Placeholders` gives, per column of a row schema, the value a decoder reads for
 it, so that a decoded update's column equal to it is marked
-:data:`~ferry.pipeline.unavailable.UNAVAILABLE`.
+:data:`~ferry.model.unavailable.UNAVAILABLE`.
 """
 
 from __future__ import annotations
@@ -21,10 +21,10 @@ from typing import Any
 
 from ferry.connectors.exceptions import DecodeError
 from ferry.connectors.formats.connect_types import CONVERSION_ERRORS, ConnectField
-from ferry.pipeline.events import Row
-from ferry.pipeline.schema import Column
-from ferry.pipeline.types import DataType, TypeRoot
-from ferry.pipeline.unavailable import (
+from ferry.model.events import Row
+from ferry.model.schema import Column
+from ferry.model.types import DataType, TypeRoot
+from ferry.model.unavailable import (
     DEFAULT_PLACEHOLDER,
     UNAVAILABLE,
     PartialRow,
@@ -114,7 +114,7 @@ class Placeholders:
         return tuple((name, form) for name in names for form in (self.text, self.base64))
 
     def mark_inferred(self, row: Row) -> Row:
-        """The row, a :class:`~ferry.pipeline.unavailable.PartialRow` if it holds the placeholder
+        """The row, a :class:`~ferry.model.unavailable.PartialRow` if it holds the placeholder
         (where its types are inferred, no schema says which columns hold text, bytes or lists)."""
         text, encoded, listed = self.text, self.base64, [self.text]
         found = False
@@ -127,7 +127,7 @@ class Placeholders:
 
 def mark(row: Row, markers: Markers) -> Row:
     """The row with the columns holding their placeholder :data:`UNAVAILABLE`: a
-    :class:`~ferry.pipeline.unavailable.PartialRow` (a copy) if it has any, else the row itself."""
+    :class:`~ferry.model.unavailable.PartialRow` (a copy) if it has any, else the row itself."""
     found = False
     for name, marker in markers:
         if row.get(name) == marker:

@@ -26,7 +26,7 @@ from confluent_kafka import OFFSET_BEGINNING, Consumer, KafkaException, TopicPar
 from ferry.connectors.formats import Decoder
 from ferry.connectors.kafka.exceptions import SourceError, error_may_pass, may_pass
 from ferry.logs import kafka_logger
-from ferry.pipeline.events import Event
+from ferry.model.events import Event
 from ferry.retry import Operation, RetryPolicy
 
 log = logging.getLogger(__name__)

@@ -34,13 +34,14 @@ from typing import Any, TypeVar
 
 import fluss
 
+from ferry.model.events import AddColumn, CreateTable, DataChange, DropTable, Op, Row, SchemaChange
+from ferry.model.schema import Column, Schema, TableId
+from ferry.model.types import DataType, can_widen
+from ferry.model.unavailable import fill, unavailable_reason
 from ferry.offsets import Offsets
-from ferry.pipeline.events import AddColumn, CreateTable, DataChange, DropTable, Op, Row, SchemaChange
-from ferry.pipeline.schema import Column, Schema, TableId
-from ferry.pipeline.types import DataType, can_widen
-from ferry.pipeline.unavailable import fill, unavailable_reason
 from ferry.sinks.base import Sink, SinkCapabilities
-from ferry.sinks.exceptions import SinkError, SinkTerminalError, SinkTransientError, incompatible_table
+from ferry.sinks.base.exceptions import SinkError, SinkTerminalError, SinkTransientError, incompatible_table
+from ferry.sinks.base.rows import collapse, complete_before_reading
 from ferry.sinks.fluss import FLUSS, alter
 from ferry.sinks.fluss.config import FlussSinkConfig
 from ferry.sinks.fluss.types import (
@@ -52,7 +53,6 @@ from ferry.sinks.fluss.types import (
     to_arrow_schema,
     value_converter,
 )
-from ferry.sinks.rows import collapse, complete_before_reading
 
 log = logging.getLogger(__name__)
 

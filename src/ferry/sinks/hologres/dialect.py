@@ -12,7 +12,7 @@ PostgreSQL server can run everything else.
 Writes to a table with a primary key are ``INSERT ... ON CONFLICT (<key>)``: ``DO NOTHING``
 (:meth:`HologresDialect.insert_or_ignore`), ``DO UPDATE SET`` of every other column of the table,
 ``NULL`` where the write has no value (:meth:`HologresDialect.insert_or_replace`), or of the written
-columns only (:meth:`~ferry.sinks.sql.dialect.SqlDialect.upsert`).
+columns only (:meth:`~ferry.sinks.base.sql.dialect.SqlDialect.upsert`).
 """
 
 from __future__ import annotations
@@ -24,9 +24,9 @@ from sqlalchemy import null
 from sqlalchemy.dialects import postgresql as pg
 from sqlalchemy.types import TypeEngine
 
-from ferry.pipeline.types import DataType, TypeRoot
-from ferry.sinks.sql import ddl
-from ferry.sinks.sql.dialect import SqlDialect, SqlTable
+from ferry.model.types import DataType, TypeRoot
+from ferry.sinks.base.sql import ddl
+from ferry.sinks.base.sql.dialect import SqlDialect, SqlTable
 
 #: Array element types Hologres stores (``INT4[]``, ``INT8[]``, ``FLOAT4[]``, ``FLOAT8[]``, ``BOOLEAN[]``,
 #: ``TEXT[]``).

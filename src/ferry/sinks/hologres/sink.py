@@ -15,18 +15,18 @@ from collections.abc import Sequence
 
 import psycopg
 
-from ferry.pipeline import types as ft
-from ferry.pipeline.events import DataChange
-from ferry.pipeline.schema import Schema, TableId
-from ferry.pipeline.types import DataType, TypeRoot
-from ferry.pipeline.unavailable import unavailable_reason
+from ferry.model import types as ft
+from ferry.model.events import DataChange
+from ferry.model.schema import Schema, TableId
+from ferry.model.types import DataType, TypeRoot
+from ferry.model.unavailable import unavailable_reason
 from ferry.sinks.base import SinkCapabilities
+from ferry.sinks.base.sql.dialect import SqlTable
+from ferry.sinks.base.sql.sink import DbConnection, DbCursor, SqlSink
 from ferry.sinks.hologres import HOLOGRES
 from ferry.sinks.hologres.config import HologresSinkConfig, MutateType
 from ferry.sinks.hologres.dialect import ARRAY_ELEMENTS, HologresDialect
 from ferry.sinks.hologres.types import hologres_type
-from ferry.sinks.sql.dialect import SqlTable
-from ferry.sinks.sql.sink import DbConnection, DbCursor, SqlSink
 
 #: SQLSTATE classes of errors that may pass on retry: connection exceptions, transaction rollbacks
 #: (serialization failures, deadlocks), insufficient resources, operator intervention.

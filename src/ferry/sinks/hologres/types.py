@@ -17,8 +17,8 @@ from __future__ import annotations
 from collections.abc import Callable
 from enum import StrEnum
 
-from ferry.pipeline import types as t
-from ferry.pipeline.types import DataType, TypeRoot
+from ferry.model import types as t
+from ferry.model.types import DataType, TypeRoot
 
 
 class TypeNormalizeStrategy(StrEnum):

@@ -78,16 +78,18 @@ from pyiceberg.transforms import (
     YearTransform,
 )
 
+from ferry.model import events as E
+from ferry.model.defaults import default_value
+from ferry.model.events import ColumnPositionKind, DataChange, Op, Row, SchemaChange
+from ferry.model.schema import Column, Schema, TableId
+from ferry.model.types import DataType
 from ferry.offsets import Offsets
-from ferry.pipeline import events as E
-from ferry.pipeline.defaults import default_value
-from ferry.pipeline.events import ColumnPositionKind, DataChange, Op, Row, SchemaChange
-from ferry.pipeline.schema import Column, Schema, TableId
-from ferry.pipeline.types import DataType
 from ferry.retry import Operation, RetryPolicy
-from ferry.sinks.arrow import rows_to_arrow_setting_aside
 from ferry.sinks.base import SinkCapabilities
-from ferry.sinks.exceptions import SinkError, SinkTerminalError, SinkTransientError, incompatible_table
+from ferry.sinks.base.arrow import rows_to_arrow_setting_aside
+from ferry.sinks.base.exceptions import SinkError, SinkTerminalError, SinkTransientError, incompatible_table
+from ferry.sinks.base.rows import last_changes
+from ferry.sinks.base.table_format import TableFormatSink, storage_may_recover
 from ferry.sinks.iceberg import ICEBERG
 from ferry.sinks.iceberg.catalog import CachingSqlCatalog, StagedTransaction
 from ferry.sinks.iceberg.compaction import (
@@ -120,8 +122,6 @@ from ferry.sinks.iceberg.types import (
     to_iceberg_schema,
     to_iceberg_type,
 )
-from ferry.sinks.rows import last_changes
-from ferry.sinks.table_format import TableFormatSink, storage_may_recover
 
 log = logging.getLogger(__name__)
 

@@ -45,8 +45,8 @@ from pyiceberg.types import (
     UUIDType,
 )
 
-from ferry.pipeline.schema import Column, Schema
-from ferry.pipeline.types import (
+from ferry.model.schema import Column, Schema
+from ferry.model.types import (
     ARRAY,
     BIGINT,
     BINARY,

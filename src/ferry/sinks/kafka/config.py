@@ -30,9 +30,9 @@ from typing import Any, Literal
 
 from pydantic import Field, field_validator, model_validator
 
+from ferry.model.schema import TableId
+from ferry.model.table_patterns import TablePatternError, TableSelector
 from ferry.options import SinkConfigBase, fold_prefixed
-from ferry.pipeline.schema import TableId
-from ferry.pipeline.table_patterns import TablePatternError, TableSelector
 
 #: Producer properties the sink sets unless ``properties.*`` overrides them: no duplicates or
 #: reordering on retries, every in-sync replica acknowledges, and the Java client's partitioner, so
@@ -62,7 +62,7 @@ class KafkaSinkConfig(SinkConfigBase):
     topic: str | None = Field(default=None, min_length=1, max_length=249, pattern=r"^[A-Za-z0-9._-]+$")
     #: ``(table pattern, topic)``: the topic of the tables a table pattern matches (the first that
     #: matches), when ``topic`` is not set; written ``db.t1:topic1;db.t2:topic2``. A pattern is read
-    #: as a transform's ``source-table`` (:class:`~ferry.pipeline.table_patterns.TableSelector`,
+    #: as a transform's ``source-table`` (:class:`~ferry.model.table_patterns.TableSelector`,
     #: Flink CDC's ``Selectors``): ``mydb.\.*`` is every table of ``mydb``.
     table_topics: tuple[tuple[str, str], ...] = Field(default=(), alias="sink.tableId-to-topic.mapping")
     #: ``hash-by-key``: the producer's partitioner spreads records by their key (a row's changes

@@ -32,7 +32,7 @@ topic of the tables its patterns match; else each table has a topic named after 
 
 Delivery is at least once: :meth:`KafkaSink.flush` produces the buffered changes and returns only
 when the broker acknowledged every one (idempotent producer, ``acks=all``); a failure raises
-:class:`~ferry.sinks.exceptions.SinkTransientError` and keeps the changes buffered, so the next
+:class:`~ferry.sinks.base.exceptions.SinkTransientError` and keeps the changes buffered, so the next
 flush writes them again.
 """
 
@@ -55,13 +55,13 @@ from confluent_kafka import KafkaError, KafkaException, Producer
 from confluent_kafka.admin import AdminClient, NewTopic
 
 from ferry.logs import kafka_logger
+from ferry.model.events import CreateTable, DataChange, DropTable, Op, Row, SchemaChange
+from ferry.model.schema import Schema, TableId
+from ferry.model.types import STRING, DataType, TypeRoot
+from ferry.model.unavailable import DEFAULT_PLACEHOLDER, UNAVAILABLE, is_partial, placeholder_value
 from ferry.offsets import Offsets
-from ferry.pipeline.events import CreateTable, DataChange, DropTable, Op, Row, SchemaChange
-from ferry.pipeline.schema import Schema, TableId
-from ferry.pipeline.types import STRING, DataType, TypeRoot
-from ferry.pipeline.unavailable import DEFAULT_PLACEHOLDER, UNAVAILABLE, is_partial, placeholder_value
 from ferry.sinks.base import Sink, SinkCapabilities
-from ferry.sinks.exceptions import SinkError, SinkTerminalError, SinkTransientError
+from ferry.sinks.base.exceptions import SinkError, SinkTerminalError, SinkTransientError
 from ferry.sinks.kafka import KAFKA
 from ferry.sinks.kafka.config import KafkaSinkConfig
 

@@ -20,11 +20,11 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from ferry.pipeline.schema import Column, Schema
-from ferry.pipeline.types import DataType
-from ferry.sinks.exceptions import SinkTerminalError
+from ferry.model.schema import Column, Schema
+from ferry.model.types import DataType
+from ferry.sinks.base.exceptions import SinkTerminalError
+from ferry.sinks.base.sql.dialect import SqlTable
 from ferry.sinks.maxcompute.types import quote, type_name
-from ferry.sinks.sql.dialect import SqlTable
 
 _ESCAPES = {"\\": "\\\\", "'": "\\'", '"': '\\"', "\n": "\\n", "\r": "\\r", "\t": "\\t", "\b": "\\b"}
 

@@ -40,19 +40,19 @@ from odps import errors as odps_errors
 from odps.tunnel import CompressOption, TableTunnel
 from odps.tunnel.tabletunnel import TableUpsertSession
 
+from ferry.model import events as E
+from ferry.model.events import DataChange, Op, Row, SchemaChange
+from ferry.model.schema import Column, Schema, TableId
+from ferry.model.types import DataType
 from ferry.offsets import Offsets
-from ferry.pipeline import events as E
-from ferry.pipeline.events import DataChange, Op, Row, SchemaChange
-from ferry.pipeline.schema import Column, Schema, TableId
-from ferry.pipeline.types import DataType
 from ferry.sinks.base import Sink, SinkCapabilities
-from ferry.sinks.exceptions import SinkError, SinkTerminalError, SinkTransientError, incompatible_table
+from ferry.sinks.base.exceptions import SinkError, SinkTerminalError, SinkTransientError, incompatible_table
+from ferry.sinks.base.rows import collapse
+from ferry.sinks.base.sql.dialect import SqlTable
 from ferry.sinks.maxcompute import MAXCOMPUTE
 from ferry.sinks.maxcompute.config import MaxComputeSinkConfig
 from ferry.sinks.maxcompute.dialect import MaxComputeDialect
 from ferry.sinks.maxcompute.types import from_type_name, sink_type
-from ferry.sinks.rows import collapse
-from ferry.sinks.sql.dialect import SqlTable
 
 log = logging.getLogger(__name__)
 

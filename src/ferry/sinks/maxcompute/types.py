@@ -14,9 +14,9 @@ from __future__ import annotations
 
 import re
 
-from ferry.pipeline import types as t
-from ferry.pipeline.types import DataType, TypeRoot
-from ferry.sinks.exceptions import SinkTerminalError
+from ferry.model import types as t
+from ferry.model.types import DataType, TypeRoot
+from ferry.sinks.base.exceptions import SinkTerminalError
 
 #: MaxCompute's largest DECIMAL precision and scale.
 MAX_PRECISION = 38
@@ -100,6 +100,8 @@ def quote(name: str) -> str:
 
 # ----------------------------------------------------------------------------------- reading back
 
+# A reader of ferry's own: sqlglot has no MaxCompute dialect, and its Hive and Spark ones refuse
+# interval_day_time, interval_year_month and void, and Hive's reads timestamp_ntz as TIMESTAMP.
 _TOKEN = re.compile(r"\s*(`(?:[^`]|``)*`|[A-Za-z_][A-Za-z_0-9]*|\d+|[(),<>:])")
 _NAMED = {
     "boolean": t.BOOLEAN(),

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from ferry.sinks.base import TABLE_FORMAT_CHANGES, SinkCapabilities
 from ferry.sinks.base import ChangeKind as K
-from ferry.sinks.declaration import SinkDeclaration
+from ferry.sinks.base.declaration import SinkDeclaration
 from ferry.sinks.paimon.config import PaimonSinkConfig
 
 PAIMON = SinkDeclaration(

@@ -56,16 +56,18 @@ from pypaimon.schema.data_types import AtomicType, PyarrowFieldParser
 from pypaimon.schema.schema_change import Move
 from pypaimon.schema.schema_change import SchemaChange as PaimonChange
 
-from ferry.pipeline import events as E
-from ferry.pipeline.apply import is_applied
-from ferry.pipeline.defaults import default_value
-from ferry.pipeline.events import ColumnPositionKind, DataChange, Op, Row, SchemaChange
-from ferry.pipeline.schema import Schema, TableId
-from ferry.pipeline.types import DataType
-from ferry.pipeline.variant_functions import Variant
-from ferry.sinks.arrow import rows_to_arrow_setting_aside
+from ferry.model import events as E
+from ferry.model.apply import is_applied
+from ferry.model.defaults import default_value
+from ferry.model.events import ColumnPositionKind, DataChange, Op, Row, SchemaChange
+from ferry.model.schema import Schema, TableId
+from ferry.model.types import DataType
+from ferry.model.variant import Variant
 from ferry.sinks.base import SinkCapabilities
-from ferry.sinks.exceptions import SinkTerminalError, incompatible_table
+from ferry.sinks.base.arrow import rows_to_arrow_setting_aside
+from ferry.sinks.base.exceptions import SinkTerminalError, incompatible_table
+from ferry.sinks.base.rows import last_changes
+from ferry.sinks.base.table_format import TableFormatSink
 from ferry.sinks.paimon import PAIMON
 from ferry.sinks.paimon.config import PaimonSinkConfig
 from ferry.sinks.paimon.types import (
@@ -77,8 +79,6 @@ from ferry.sinks.paimon.types import (
     to_paimon_fields,
     to_paimon_type,
 )
-from ferry.sinks.rows import last_changes
-from ferry.sinks.table_format import TableFormatSink
 
 log = logging.getLogger(__name__)
 

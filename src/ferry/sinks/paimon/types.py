@@ -2,7 +2,7 @@
 
 Paimon's type system is Flink's, so most ferry types are stored as they are; Paimon's SQL spelling
 of an atomic type (``DECIMAL(10, 2)``, ``TIMESTAMP_LTZ(6)``) is ferry's, and reads back through
-:func:`ferry.pipeline.types.parse`. What differs is in :data:`PAIMON_ATOMIC`: Paimon has no
+:func:`ferry.model.types.parse`. What differs is in :data:`PAIMON_ATOMIC`: Paimon has no
 ``TIMESTAMP WITH TIME ZONE`` (the instant is kept, as ``TIMESTAMP_LTZ``), and pypaimon reads and
 writes ``TIME`` with millisecond precision, so a ``TIME(p)`` column is created as ``TIME(min(p, 3))``.
 
@@ -25,9 +25,9 @@ from pypaimon.schema.data_types import (
 )
 from pypaimon.schema.data_types import DataType as PaimonType
 
-from ferry.pipeline.exceptions import TypeWideningError
-from ferry.pipeline.schema import Column, Schema
-from ferry.pipeline.types import (
+from ferry.model.exceptions import TypeWideningError
+from ferry.model.schema import Column, Schema
+from ferry.model.types import (
     ARRAY,
     MAP,
     ROW,

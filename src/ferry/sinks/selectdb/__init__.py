@@ -5,7 +5,7 @@ from __future__ import annotations
 from ferry.sinks.base import ChangeKind as K
 from ferry.sinks.base import SinkCapabilities
 from ferry.sinks.base import Support as S
-from ferry.sinks.declaration import SinkDeclaration
+from ferry.sinks.base.declaration import SinkDeclaration
 from ferry.sinks.selectdb.config import SelectDbSinkConfig
 from ferry.sinks.starrocks import MYSQL_PROTOCOL_CHANGES
 

@@ -24,12 +24,12 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from pydantic import AliasChoices, Field, model_validator
 
+from ferry.model.table_patterns import TablePatternError, TableSelector
 from ferry.options import OptionError, fold_prefixed
-from ferry.pipeline.table_patterns import TablePatternError, TableSelector
 from ferry.sinks.starrocks.config import DEFAULT_QUERY_PORT, MySqlProtocolSinkConfig
 
 if TYPE_CHECKING:
-    from ferry.pipeline.schema import Schema, TableId
+    from ferry.model.schema import Schema, TableId
 
 #: The units of Doris's ``date_trunc`` that an automatic range partition takes.
 PARTITION_UNITS = ("year", "quarter", "month", "week", "day", "hour")
@@ -52,7 +52,7 @@ class SelectDbSinkConfig(MySqlProtocolSinkConfig):
     )
     #: Flink CDC's ``table.create.auto-partition.properties.*``: ``include`` / ``exclude`` (sink
     #: tables, a table pattern read as a transform's ``source-table``:
-    #: :class:`~ferry.pipeline.table_patterns.TableSelector`), ``default-partition-key`` /
+    #: :class:`~ferry.model.table_patterns.TableSelector`), ``default-partition-key`` /
     #: ``default-partition-unit``, and ``<db>.<table>.partition-key`` / ``.partition-unit``.
     auto_partition: dict[str, str] = Field(default_factory=dict)
 

@@ -20,9 +20,9 @@ from sqlalchemy.ext.compiler import compiles
 from sqlalchemy.sql.compiler import DDLCompiler
 from sqlalchemy.types import Text, TypeEngine
 
-from ferry.pipeline.types import DataType, TypeRoot
-from ferry.sinks.exceptions import SinkTerminalError
-from ferry.sinks.sql import ddl
+from ferry.model.types import DataType, TypeRoot
+from ferry.sinks.base.exceptions import SinkTerminalError
+from ferry.sinks.base.sql import ddl
 from ferry.sinks.starrocks.dialect import (
     MYSQL_TYPES,
     MariaDbDdlCompiler,

@@ -16,14 +16,14 @@ from collections.abc import Sequence
 from dataclasses import replace
 from typing import Any
 
-from ferry.pipeline.events import DataChange
-from ferry.pipeline.schema import Schema, TableId
-from ferry.pipeline.types import TypeRoot
+from ferry.model.events import DataChange
+from ferry.model.schema import Schema, TableId
+from ferry.model.types import TypeRoot
 from ferry.sinks.base import SinkCapabilities
+from ferry.sinks.base.sql.dialect import SqlTable
 from ferry.sinks.selectdb import SELECTDB
 from ferry.sinks.selectdb.config import SelectDbSinkConfig
 from ferry.sinks.selectdb.dialect import SelectDbDialect
-from ferry.sinks.sql.dialect import SqlTable
 from ferry.sinks.starrocks.dialect import MySqlProtocolDialect
 from ferry.sinks.starrocks.sink import MySqlProtocolSink
 

@@ -12,8 +12,8 @@ with SQLAlchemy's MySQL dialect, the key inside the column list, MySQL types,
 ``ON DUPLICATE KEY UPDATE``. A vendor dialect built with ``vendor_only=True`` compiles with the
 vendor's SQLAlchemy dialect (:meth:`MySqlProtocolDialect.vendor_sa_dialect`: the ``starrocks``
 package's for StarRocks, see :mod:`ferry.sinks.starrocks.vendor`) and adds the vendor's clauses
-(:class:`~ferry.sinks.sql.ddl.KeyDesc`, :class:`~ferry.sinks.sql.ddl.DistributedByHash`,
-:class:`~ferry.sinks.sql.ddl.TableProperties`) and types; with ``vendor_only=False`` the same dialect
+(:class:`~ferry.sinks.base.sql.ddl.KeyDesc`, :class:`~ferry.sinks.base.sql.ddl.DistributedByHash`,
+:class:`~ferry.sinks.base.sql.ddl.TableProperties`) and types; with ``vendor_only=False`` the same dialect
 renders what MariaDB runs.
 """
 
@@ -37,12 +37,12 @@ from sqlalchemy.sql.compiler import DDLCompiler, SQLCompiler
 from sqlalchemy.sql.expression import ClauseElement, ColumnElement
 from sqlalchemy.types import TypeEngine
 
-from ferry.pipeline import types as ft
-from ferry.pipeline.schema import Schema
-from ferry.pipeline.types import DataType, TypeRoot
-from ferry.sinks.exceptions import MissingExtraError, SinkTerminalError
-from ferry.sinks.sql import ddl
-from ferry.sinks.sql.dialect import CatalogColumn, SqlDialect, SqlTable
+from ferry.model import types as ft
+from ferry.model.schema import Schema
+from ferry.model.types import DataType, TypeRoot
+from ferry.sinks.base.exceptions import MissingExtraError, SinkTerminalError
+from ferry.sinks.base.sql import ddl
+from ferry.sinks.base.sql.dialect import CatalogColumn, SqlDialect, SqlTable
 
 #: MySQL (MariaDB) types without parameters.
 MYSQL_TYPES: Mapping[TypeRoot, TypeEngine[Any]] = {

@@ -33,17 +33,17 @@ from typing import Any, ClassVar
 
 import pymysql
 
+from ferry.model import types as ft
+from ferry.model.events import AddColumn, ColumnPosition, ColumnPositionKind, DataChange, Op, SchemaChange
+from ferry.model.schema import Schema, TableId
+from ferry.model.types import DataType, TypeRoot
+from ferry.model.unavailable import UNAVAILABLE, is_partial, keep_partial
 from ferry.offsets import Offsets
-from ferry.pipeline import types as ft
-from ferry.pipeline.events import AddColumn, ColumnPosition, ColumnPositionKind, DataChange, Op, SchemaChange
-from ferry.pipeline.schema import Schema, TableId
-from ferry.pipeline.types import DataType, TypeRoot
-from ferry.pipeline.unavailable import UNAVAILABLE, is_partial, keep_partial
 from ferry.sinks.base import RefusedRow, SinkCapabilities
-from ferry.sinks.exceptions import SinkRowError, SinkTerminalError, SinkTransientError
-from ferry.sinks.rows import collapse, one_change_per_key
-from ferry.sinks.sql.dialect import SqlTable
-from ferry.sinks.sql.sink import DbConnection, DbCursor, SqlSink
+from ferry.sinks.base.exceptions import SinkRowError, SinkTerminalError, SinkTransientError
+from ferry.sinks.base.rows import collapse, one_change_per_key
+from ferry.sinks.base.sql.dialect import SqlTable
+from ferry.sinks.base.sql.sink import DbConnection, DbCursor, SqlSink
 from ferry.sinks.starrocks import STARROCKS
 from ferry.sinks.starrocks.config import MySqlProtocolSinkConfig
 from ferry.sinks.starrocks.dialect import MySqlProtocolDialect, StarRocksDialect
@@ -392,7 +392,7 @@ class MySqlProtocolSink(SqlSink):
 
 
 def unavailable_or(value: Any, source_type: DataType) -> Any:
-    """:func:`load_value`, or :data:`~ferry.pipeline.unavailable.UNAVAILABLE` as it is."""
+    """:func:`load_value`, or :data:`~ferry.model.unavailable.UNAVAILABLE` as it is."""
     return value if value is UNAVAILABLE else load_value(value, source_type)
 
 

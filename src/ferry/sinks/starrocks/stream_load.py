@@ -19,7 +19,7 @@ from typing import Any
 
 import httpx
 
-from ferry.sinks.exceptions import SinkRowError, SinkTerminalError, SinkTransientError
+from ferry.sinks.base.exceptions import SinkRowError, SinkTerminalError, SinkTransientError
 
 #: Statuses of a load whose rows are (or already were) in the table.
 LOADED = ("Success", "Publish Timeout", "Label Already Exists")

@@ -3,7 +3,7 @@
 The package gives StarRocks's type objects (``STRING``, ``DATETIME``, ``BOOLEAN``, ...), its type
 compiler and the column definitions of its DDL compiler. ferry keeps what it relies on in its own
 hands: every identifier quoted (the package quotes only names that need it), and the key model,
-``DISTRIBUTED BY`` and ``PROPERTIES`` clauses built from :mod:`ferry.sinks.sql.ddl` with quoted
+``DISTRIBUTED BY`` and ``PROPERTIES`` clauses built from :mod:`ferry.sinks.base.sql.ddl` with quoted
 columns and escaped property strings (the package takes these clauses as raw text). This module is
 imported only when a vendor statement is built, so the MariaDB-compatible statements and SelectDB
 need no ``starrocks`` package.
@@ -23,8 +23,8 @@ from starrocks.dialect import (
     StarRocksTypeCompiler,
 )
 
-from ferry.pipeline.types import DataType, TypeRoot
-from ferry.sinks.sql import ddl
+from ferry.model.types import DataType, TypeRoot
+from ferry.sinks.base.sql import ddl
 
 #: StarRocks types without parameters.
 STARROCKS_TYPES: Mapping[TypeRoot, TypeEngine[Any]] = {
