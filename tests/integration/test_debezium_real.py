@@ -1,7 +1,7 @@
 """``ferry run`` on what the real Debezium connectors (Kafka Connect 4.1, Debezium 3.6.1.Final) wrote
 while capturing a real MariaDB and a real PostgreSQL, into Iceberg and into Hologres (on
-PostgreSQL), and the PostgreSQL captures into Paimon too: every sink table equals the source
-database's own final table, row for row and cell for cell.
+PostgreSQL), and the PostgreSQL captures and the MySQL flattened modes into Paimon too: every sink
+table equals the source database's own final table, row for row and cell for cell.
 
 One workload per session feeds every connector (``tests.support.fixtures.debezium_capture``). Each
 capture mode's pipelines read its topics from the start up to the end Debezium reached
@@ -43,8 +43,17 @@ from tests.support.stall import StalledError, StallWatch, wait_unless_stalled
 pytestmark = [pytest.mark.integration, pytest.mark.timeout(3600)]
 
 SINKS = ("iceberg", "hologres")
+#: The sinks of the MySQL connector's flattened modes (``ExtractNewRecordState``): Paimon too.
+FLATTENED_SINKS = ("iceberg", "paimon", "hologres")
 #: The PostgreSQL captures' sinks: Paimon too.
 POSTGRES_SINKS = ("iceberg", "paimon", "hologres")
+
+
+def mysql_sinks(mode: CaptureMode) -> tuple[str, ...]:
+    """The sinks a MySQL capture mode runs into (the flattened ones that Paimon can take)."""
+    return FLATTENED_SINKS if mode.flattened and mode.refused is None else SINKS
+
+
 BEHAVIOR = SchemaChangeBehavior.LENIENT
 #: A run has stalled once it used this much CPU without finishing (each needs a fraction of it)...
 RUN_CPU_S = 240.0
@@ -464,9 +473,9 @@ def runs(
     """Every mode into every sink of its source, and the restarted pipelines, run at once."""
     capture = debezium_capture
     made: list[Pipeline] = []
-    for source, sinks in ((capture.mysql, SINKS), (capture.postgres, POSTGRES_SINKS)):
+    for source in (capture.mysql, capture.postgres):
         for mode in source.modes:
-            for sink in sinks:
+            for sink in POSTGRES_SINKS if mode in POSTGRES_MODES else mysql_sinks(mode):
                 name = f"{mode.name}-{sink}"
                 made.append(
                     _pipeline(
@@ -534,7 +543,7 @@ def check(pipeline: Pipeline) -> None:
 
 
 CASES = [
-    *(f"{mode.name}-{sink}" for mode in MYSQL_MODES for sink in SINKS),
+    *(f"{mode.name}-{sink}" for mode in MYSQL_MODES for sink in mysql_sinks(mode)),
     *(f"{mode.name}-{sink}" for mode in POSTGRES_MODES for sink in POSTGRES_SINKS),
 ]
 

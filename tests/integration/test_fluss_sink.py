@@ -15,6 +15,7 @@ import pytest
 from ferry.model import types as T
 from ferry.model.events import AddColumn, CreateTable, DataChange, DropTable, RenameColumn, after
 from ferry.model.schema import Column, Schema, TableId
+from ferry.model.unavailable import UNAVAILABLE, PartialRow
 from ferry.sinks.base.exceptions import SinkTerminalError
 from ferry.sinks.base.registry import sink_class
 from ferry.sinks.fluss.config import FlussSinkConfig
@@ -112,6 +113,54 @@ def test_primary_key_table_takes_upserts_and_deletes(
     assert rows(fluss_cluster, table) == [order(2, "bob"), order(10)]
     write(sink, table, feed, feed.delete(order(10)))
     assert rows(fluss_cluster, table) == [order(2, "bob")]
+
+
+DOCUMENTS = Schema.of(
+    [
+        Column("id", T.INT().not_null()),
+        Column("title", T.STRING().not_null()),
+        Column("body", T.STRING()),
+        Column("data", T.BYTES()),
+    ],
+    ["id"],
+)
+
+
+def test_a_partial_row_keeps_the_values_the_table_holds(
+    fluss_cluster: FlussCluster, sink: FlussSink, database: str
+) -> None:
+    # Debezium's PostgreSQL connector leaves an unchanged TOASTed value out of an update: the row
+    # is partial, and takes body (and data) as the table holds them (title is NOT NULL: Fluss's
+    # own partial update refuses such a table)
+    table = TableId(None, database, "documents")
+    sink.apply_schema_change(CreateTable(table, DOCUMENTS), DOCUMENTS)
+    schema = sink.table_schema(table)
+    assert schema is not None
+    feed = Feed(table)
+    body, data = "x" * 3000, b"\x01" * 3000
+    first = [{"id": i, "title": f"t{i}", "body": f"{body}{i}", "data": data} for i in range(1, 4)]
+    write(sink, table, feed, *(feed.insert(row) for row in first))
+
+    def partial(i: int, title: str, **values: Any) -> PartialRow:
+        return PartialRow({"id": i, "title": title, "body": UNAVAILABLE, "data": UNAVAILABLE, **values})
+
+    changes = [
+        feed.update(first[0], partial(1, "one")),  # body and data unchanged
+        feed.update(first[1], partial(2, "two", data=b"new")),  # body unchanged, data set
+        feed.insert({"id": 4, "title": "t4", "body": "b4", "data": None}),
+        feed.update({"id": 4}, partial(4, "four")),  # completed from the row written before it
+        feed.update({"id": 9}, partial(9, "nine")),  # no row of key 9: refused
+    ]
+    rejected = sink.complete_rows(table, schema, changes, [0, 1, 3, 4])
+    assert [index for index, _ in rejected] == [4]
+    assert "the table has no row of its key" in rejected[0][1]
+    write(sink, table, feed, *(c for i, c in enumerate(changes) if i != 4))
+    assert rows(fluss_cluster, table) == [
+        {"id": 1, "title": "one", "body": f"{body}1", "data": data},
+        {"id": 2, "title": "two", "body": f"{body}2", "data": b"new"},
+        {"id": 3, "title": "t3", "body": f"{body}3", "data": data},
+        {"id": 4, "title": "four", "body": "b4", "data": None},
+    ]
 
 
 def test_log_table_appends_and_counts_the_deletes_it_cannot_apply(

@@ -6,6 +6,8 @@ schema change the workload made under the pipeline's behaviour:
 - a truncated table the sink does not truncate keeps the rows it had before, besides the new ones
   (so does every sink when the capture drops truncate events, as ``ExtractNewRecordState`` does);
 - a dropped column the sink does not drop stays, and its values are not compared;
+- a column dropped and added again at a sink that does not drop columns is the old column: where
+  the source has NULL (a row not written since), the old value may stay, and is not compared;
 - a renamed column the sink adds as a new column (keeping the old one, NULL from then on) is read
   as the new column, or the old one where the new one is NULL (rows last written before the
   rename); a column renamed twice is read through both renames, newest name first.
@@ -37,6 +39,9 @@ class SinkExpectation:
     absent: list[str]
     #: Per table, sink columns that are there by declaration and carry no value to compare.
     kept_columns: dict[str, set[str]] = field(default_factory=dict)
+    #: Per table, columns whose NULLs at the source are not compared (the sink kept the values of
+    #: the column dropped and added again there).
+    stale_nulls: dict[str, set[str]] = field(default_factory=dict)
     #: Per table, new column -> old column, in the order of the renames: the value is the new
     #: one's, else the old one's (as read itself, so that a chain of renames is followed).
     renamed_as_new: dict[str, dict[str, str]] = field(default_factory=dict)
@@ -108,6 +113,14 @@ def sink_expectation(
             expectation.notes.append(
                 f"{name}: drop column is '{word}': {', '.join(columns)} stay, not compared"
             )
+    for name, columns in summary.readded_columns.items():
+        word = declared_outcome(ChangeKind.DROP_COLUMN)
+        if word not in APPLIED:
+            expectation.stale_nulls.setdefault(name, set()).update(columns)
+            expectation.notes.append(
+                f"{name}: drop column is '{word}': {', '.join(columns)} added again keep the old "
+                "values where the source has NULL, not compared there"
+            )
     for name, renames in summary.renamed_columns.items():
         word = declared_outcome(ChangeKind.RENAME_COLUMN)
         if word == Outcome.ADD_NEW_COLUMN:
@@ -142,6 +155,7 @@ def compare_sink(
                 sink_tables.get(name),
                 ignored_prefixes=ignored_prefixes,
                 kept_columns=expectation.kept_columns.get(name, set()),
+                stale_nulls=expectation.stale_nulls.get(name, set()),
                 read=functools.partial(expectation.read, name),
             )
         )

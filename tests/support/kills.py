@@ -17,17 +17,20 @@ class Killed(BaseException):
 
 class KilledAtRename(MemorySink):
     """The memory sink whose process dies right before (``before``) or right after the sink took
-    the renames numbered in ``kills`` (1: the first one it is asked to apply)."""
+    the renames (or the changes of another ``kind``) numbered in ``kills`` (1: the first one it is
+    asked to apply)."""
 
-    def __init__(self, kills: Collection[int], *, before: bool) -> None:
+    def __init__(
+        self, kills: Collection[int], *, before: bool, kind: type[SchemaChange] = RenameColumn
+    ) -> None:
         super().__init__()
-        self.kills, self.before = set(kills), before
+        self.kills, self.before, self.kind = set(kills), before, kind
         self.renames = 0
 
     def apply_schema_change(self, change: SchemaChange, schema_after: Schema | None) -> None:
-        if isinstance(change, RenameColumn):
+        if isinstance(change, self.kind):
             self.renames += 1
-        killed = isinstance(change, RenameColumn) and self.renames in self.kills
+        killed = isinstance(change, self.kind) and self.renames in self.kills
         if killed and self.before:
             raise Killed(f"before {change}")
         super().apply_schema_change(change, schema_after)
@@ -40,5 +43,7 @@ class KilledAtRenameByTable(KilledAtRename, OffsetCommittingMemorySink):
     changed table alone."""
 
 
-def killed_at_rename(kills: Collection[int], *, before: bool, per_table: bool) -> KilledAtRename:
-    return (KilledAtRenameByTable if per_table else KilledAtRename)(kills, before=before)
+def killed_at_rename(
+    kills: Collection[int], *, before: bool, per_table: bool, kind: type[SchemaChange] = RenameColumn
+) -> KilledAtRename:
+    return (KilledAtRenameByTable if per_table else KilledAtRename)(kills, before=before, kind=kind)

@@ -9,8 +9,9 @@ DROP TABLE and TRUNCATE TABLE. Changes are grouped in transactions of one to fou
 few updates change a primary key. The PostgreSQL workload (:class:`AccountsWorkload`) runs on schema
 ``inventory``: TOASTed text, bytea and jsonb under ``REPLICA IDENTITY DEFAULT`` and ``FULL``,
 columns added with and without defaults, renames (a chain, and a column added earlier), INTEGER →
-BIGINT, VARCHAR and NUMERIC widenings, DROP COLUMN, a table created midway and truncated later
-(PostgreSQL sends Debezium no DDL: its connector's records show the changes).
+BIGINT, VARCHAR and NUMERIC widenings, DROP COLUMN, a column dropped and added again, a table
+created midway and truncated later (PostgreSQL sends Debezium no DDL: its connector's records show
+the changes).
 
 Markers (:func:`mark_binlog`, :func:`mark_wal`) are rows written to a control table after the
 workload; the position before the last one is what a connector's committed offset must reach.
@@ -111,6 +112,8 @@ class WorkloadSummary:
     renamed_columns: dict[str, dict[str, str]] = field(default_factory=dict)
     #: Per table, the dropped columns.
     dropped_columns: dict[str, list[str]] = field(default_factory=dict)
+    #: Per table, the columns dropped and added again (the rows not written since read NULL there).
+    readded_columns: dict[str, list[str]] = field(default_factory=dict)
     #: The dropped tables, as they were right before the drop.
     dropped_tables: dict[str, SourceTable] = field(default_factory=dict)
     #: The truncated tables, as they were right before the truncation.
@@ -426,8 +429,10 @@ class AccountsWorkload:
       read the default), a rename chain (``opened`` → ``opened_on`` → ``started_on``), the rename
       of a column added earlier (``note`` → ``remark``, not the last column by then), INTEGER →
       BIGINT, a VARCHAR widening and a DROP COLUMN;
-    - ``payments`` (``DEFAULT``) gets a ``numeric NOT NULL`` column with a default, a numeric
-      precision change and a nullable column;
+    - ``payments`` (``DEFAULT``) gets a ``numeric NOT NULL`` column with a default, then
+      ``paid_at`` dropped and added again (in one transaction: not the last column, it moves last,
+      and the rows not written since read NULL there), a numeric precision change and a nullable
+      column;
     - ``documents`` (``REPLICA IDENTITY DEFAULT``) and ``attachments`` (``REPLICA IDENTITY FULL``)
       hold TOASTed text, bytea and jsonb (:data:`TOASTED_SIZE`), touched by some updates and not by
       others: an update that leaves a TOASTed value alone sends it as unchanged, and Debezium writes
@@ -501,6 +506,7 @@ class AccountsWorkload:
             self._add_integer_default,
             self._rename_opened,
             self._add_numeric_not_null_default,
+            self._add_paid_at_again,
             self._widen_varchar,
             self._create_table,
             self._add_boolean_not_null_default,
@@ -758,6 +764,19 @@ class AccountsWorkload:
         )
         self._ddl(connection, _postgres_create_statement(transfers))
         self.tables["transfers"] = transfers
+
+    def _add_paid_at_again(self, connection: Any) -> None:
+        # in one transaction, no row between: the records before and after differ only in where
+        # paid_at stands (last now, after fee), which shows the drop and the add
+        self._ddl(connection, f"ALTER TABLE {POSTGRES_SCHEMA}.payments DROP COLUMN paid_at")
+        payments = self.tables["payments"]
+        payments.columns.remove(payments.column("paid_at"))
+        self.summary.readded_columns.setdefault("payments", []).append("paid_at")
+        self._add(
+            connection,
+            "payments",
+            ColumnModel("paid_at", "timestamp(6)", lambda rng: _maybe(rng, _datetime(1))),
+        )
 
     def _drop_column(self, connection: Any) -> None:
         self._ddl(connection, f"ALTER TABLE {POSTGRES_SCHEMA}.accounts DROP COLUMN legacy_code")

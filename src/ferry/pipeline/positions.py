@@ -18,11 +18,17 @@ aside): they pair in order. Everywhere else a column gone is a drop and a column
 The last column is the case nothing proves: ``RENAME COLUMN b TO c`` of a table's last column and
 ``DROP COLUMN b; ADD COLUMN c`` give the same envelope (``c`` last), the same type or not. It is
 taken as a drop and an add, which never moves a value into a column the source did not keep it in.
+
+A column that both schemas have can only have moved by being dropped and added again
+(``DROP COLUMN a; ADD COLUMN a``, the same type or another): PostgreSQL never reorders columns, so a
+kept column that now stands after a column it stood before has a number above every old one (see
+:func:`readded_by_position`). The last column dropped and added again keeps its place: nothing
+tells it.
 """
 
 from __future__ import annotations
 
-from collections.abc import Collection, Mapping
+from collections.abc import Collection, Mapping, Sequence
 from itertools import pairwise
 
 from ferry.model.events import AddColumn, DropColumn, RenameColumn, SchemaChange
@@ -59,12 +65,41 @@ def renames_by_position(old: Schema, new: Schema) -> list[tuple[str, str]]:
     return renames
 
 
+def readded_by_position(old: Schema, new: Schema) -> tuple[list[str], tuple[str, str] | None]:
+    """The columns of both schemas that the step from ``old`` to ``new`` proves dropped and added
+    again, and the first move that proves it: (the first such column, a column it stood before
+    and stands after now). A record shows the move when its columns have the two in that order.
+
+    The first such column (in ``new``'s order) has a number above every old column; so has every
+    column after it in ``new``."""
+    names = [name for name in new.names if name in old]
+    for index, name in enumerate(names):
+        passed = next((n for n in names[:index] if old.position(n) > old.position(name)), None)
+        if passed is not None:
+            return names[index:], (name, passed)
+    return [], None
+
+
+def shows_move(names: Sequence[str], move: tuple[str, str]) -> bool | None:
+    """Whether a schema whose columns are ``names`` shows ``move`` (see :func:`readded_by_position`):
+    the column after the one it passed; None when it lacks one of them (older than the column,
+    or newer than its drop: the columns do not tell)."""
+    column, passed = move
+    if column not in names or passed not in names:
+        return None
+    return list(names).index(column) > list(names).index(passed)
+
+
 def position_note(
-    by_position: Mapping[str, str], unproved: Collection[str], change: SchemaChange
+    by_position: Mapping[str, str],
+    unproved: Collection[str],
+    change: SchemaChange,
+    readded: Collection[str] = (),
 ) -> str | None:
     """What the schema-change history says of a change of a table whose columns were matched by
     position: a rename the positions proved (``by_position``: old → new name, through one step or
-    several), or a drop or an add of a column no position proved renamed (``unproved``)."""
+    several), a drop or an add of a column no position proved renamed (``unproved``), or the drop
+    and the add of a column that moved last (``readded``)."""
     if isinstance(change, RenameColumn):
         names = [change.old_name]
         while names[-1] in by_position and by_position[names[-1]] not in names:
@@ -78,6 +113,8 @@ def position_note(
         column = change.column.name
     else:
         return None
+    if column in readded:
+        return "the column moved after columns it stood before: dropped and added again"
     return "no column position proves a rename: a drop and an add" if column in unproved else None
 
 

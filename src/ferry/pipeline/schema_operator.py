@@ -58,7 +58,7 @@ from ferry.pipeline.exceptions import SchemaChangeRefusedError
 from ferry.pipeline.route import TableRouter
 from ferry.pipeline.router import Action, Decision, SchemaChangeRouter
 from ferry.pipeline.settings import SchemaSettings
-from ferry.pipeline.tracker import SchemaTracker, Watermarks
+from ferry.pipeline.tracker import Readded, SchemaTracker, Watermarks
 from ferry.pipeline.truncates import forget_passed_cuts, new_column_values
 from ferry.retry import Operation, RetryWait
 from ferry.sinks.base import AsyncSchemaChanges, SchemaCaching, Sink
@@ -190,12 +190,10 @@ class SchemaOperator:
         #: Per table and column dropped and added again: each partition's first offset after the
         #: drop, below which its rows carry the old column's values (read as NULL).
         self.cleared: dict[TableId, dict[str, dict[Partition, int]]] = {}
-        #: Tells the runner, before the barrier of its changes, that DDL dropped a column and added
-        #: it again (the table, the column, where the drop stands in the source's log, the table's
+        #: Tells the runner, before the barrier of its changes, that a column was dropped and added
+        #: again (the table, the column, how its rows older than the drop are told, the table's
         #: topics).
-        self.on_readded: Callable[
-            [TableId, tuple[str, ...], tuple[str, int, int], list[str], Barrier], None
-        ] = lambda table, columns, order, topics, barrier: None
+        self.on_readded: Callable[[Readded, list[str], Barrier], None] = lambda readded, topics, barrier: None
         #: The changes the saved schemas show that the sink may not have yet (a restart after a
         #: kill while they were applied): routed again before anything is read.
         self.applying: list[SchemaChange] = []
@@ -658,10 +656,10 @@ class SchemaOperator:
         readded, after.readded = after.readded, []
         if changes:
             self.before_sink()
-        for table_id, columns, order in readded:
-            tracked = after.tables.get(table_id)
+        for entry in readded:
+            tracked = after.tables.get(entry.table_id)
             topics = sorted(tracked.topics) if tracked is not None else []
-            self.on_readded(table_id, columns, order, topics, barrier)
+            self.on_readded(entry, topics, barrier)
         if not changes:  # a table tracked from its sink table's columns, which have the new column
             self.tracker = after
             return

@@ -57,13 +57,28 @@ from ferry.pipeline.positions import (
     POSITIONAL_CONNECTORS,
     chained_by_order,
     position_note,
+    readded_by_position,
     renames_by_position,
+    shows_move,
 )
 
 #: (binlog file, position, row), or ("", LSN, 0): where a change stands in the source's log.
 SourceOrder = tuple[str, int, int]
 #: The high watermarks, now, of the partitions of some topics that this pipeline reads.
 Watermarks = Callable[[Collection[str]], Mapping[Partition, int]]
+
+
+@dataclass(frozen=True, slots=True)
+class Readded:
+    """Columns dropped and added again (see :attr:`SchemaTracker.readded`): the rows older than the
+    drop are told by where they stand in the source's log (``order``: where DDL said the drop), or
+    by their columns (``move``: a record that does not show this column move is older; one that
+    lacks either column is older than the record that first showed the move, at ``order``)."""
+
+    table_id: TableId
+    columns: tuple[str, ...]
+    order: SourceOrder | None = None
+    move: tuple[str, str] | None = None
 
 
 @dataclass(frozen=True, slots=True)
@@ -108,6 +123,13 @@ class TrackedTable:
     by_position: dict[str, str] = field(default_factory=dict)
     #: Columns gone or new in a schema step whose positions proved no rename (a drop and an add).
     unproved: set[str] = field(default_factory=set)
+    #: Columns dropped and added again that column positions proved (no DDL: a column moved after
+    #: one it stood before), by the move that proved them (:func:`readded_by_position`): a partition
+    #: showing the same move later shows the same change, and a record not showing it yet is older
+    #: than the drop (its values of those columns are the old ones').
+    moves: dict[tuple[str, str], tuple[str, ...]] = field(default_factory=dict)
+    #: The columns the last schema step proved dropped and added again (for the history's note).
+    readded: set[str] = field(default_factory=set)
 
     def copy(self) -> TrackedTable:
         """A copy that changes apart from this one (schemas are immutable, and shared)."""
@@ -122,6 +144,8 @@ class TrackedTable:
             dict(self.renamed),
             dict(self.by_position),
             set(self.unproved),
+            dict(self.moves),
+            set(self.readded),
         )
 
 
@@ -140,10 +164,12 @@ class SchemaTracker:
         self.dropped: set[TableId] = set()
         #: Every column name a statement's description of a table had (records may carry any of them).
         self.described_names: dict[TableId, set[str]] = {}
-        #: Columns DDL dropped and added again, since the schema operator last took them: (table,
-        #: every name rows may carry the dropped column under, where the drop stands in the
-        #: source's log). Rows older than the drop carry its values, which the new column must not take.
-        self.readded: list[tuple[TableId, tuple[str, ...], SourceOrder]] = []
+        #: Columns dropped and added again, since the schema operator last took them: (table, every
+        #: name rows may carry the dropped column under, where the drop stands in the source's log,
+        #: or the column move that proved it where no DDL said it: a record not showing the move is
+        #: older than the drop). Rows older than the drop carry its values, which the new column
+        #: must not take.
+        self.readded: list[Readded] = []
         #: Per table, the columns the last statements describing it dropped: where the drop stands in
         #: the source's log (a later statement may add the column again).
         self.dropped_at: dict[TableId, dict[str, SourceOrder]] = {}
@@ -307,7 +333,7 @@ class SchemaTracker:
             self._record(tracked, [change], event.position)
             for name, at in readded.items():
                 if name not in new.primary_keys:
-                    self.readded.append((table_id, _older_names(renames, {name}), at))
+                    self.readded.append(Readded(table_id, _older_names(renames, {name}), at))
             if table_id in self.dropped:
                 self._pend(tracked, DropTable(table_id), watermarks)
                 return [change, *self._settle(table_id, tracked, {})]
@@ -316,12 +342,20 @@ class SchemaTracker:
             return [change, *self.described(SchemaObserved(table_id, described, None, "DDL"), watermarks)]
         self._seen(tracked, event.position)
         previous = tracked.partitions.get(partition)
+        moved_again: list[SchemaChange] = []
         if previous is not None and event.connector in POSITIONAL_CONNECTORS:
-            self._renamed_by_position(tracked, table_id, previous, new, event.source_order)
+            moved_again, moved = self._readded_by_position(
+                tracked, table_id, partition, previous, new, order=event.source_order
+            )
+            self._renamed_by_position(
+                tracked, table_id, _without(previous, moved), _without(new, moved), event.source_order
+            )
+        # the columns of a record older than their drop and add (by the move): the new ones' are not
+        stale = _stale(tracked, new)
         had = (
             set()
             if previous is None
-            else set(_renamed_columns(previous, tracked.aliases.get(partition, {})).names)
+            else set(_renamed_columns(previous, tracked.aliases.get(partition, {})).names) - stale
         )
         known_aliases = tracked.aliases.get(partition, {})
         aliases = self._aliases_for(table_id, tracked, partition, new)
@@ -330,7 +364,7 @@ class SchemaTracker:
             tracked.aliases[partition] = aliases
         else:
             tracked.aliases.pop(partition, None)
-        mapped = _renamed_columns(new, aliases)
+        mapped = _renamed_columns(_without(new, stale), aliases)
         described = self.descriptions.get(table_id)
         if described is not None:
             # a column the DDL no longer has (read to its end before this) is not added: the rows
@@ -344,6 +378,7 @@ class SchemaTracker:
         changes = diff_schemas(table_id, tracked.schema, target)
         if changes:
             tracked.schema = self._replay(tracked.schema, changes)
+        changes = moved_again + changes
         renames = self.pending_renames.get(table_id, [])
         for name, table_name in aliases.items():
             if known_aliases.get(name) != table_name and name in _chain(renames, table_name):
@@ -421,7 +456,7 @@ class SchemaTracker:
             table = tracked.schema
             if name not in table or name in table.primary_keys:
                 continue
-            self.readded.append((table_id, _older_names(renames, {name}), at))
+            self.readded.append(Readded(table_id, _older_names(renames, {name}), at))
             if described is None or name not in described:
                 continue
             index = described.position(name)
@@ -485,13 +520,13 @@ class SchemaTracker:
             position = LAST if index == len(new.columns) - 1 else _after(new, index, tracked.schema)
             changes += [DropColumn(table_id, name), AddColumn(table_id, new.column(new_name), position)]
             tracked.schema = self._replay(tracked.schema, changes[-2:])
-            self.readded.append((table_id, _older_names(renames, {name, new_name}), order))
+            self.readded.append(Readded(table_id, _older_names(renames, {name, new_name}), order))
         for new_name, order in readded.items():
             # its drop reached the sink already (no partition had shown it, or all had passed the
             # drop): an add, and the rows older than the drop not read yet lose the old values
             if new_name in handled or new_name in tracked.schema or new_name in new.primary_keys:
                 continue
-            self.readded.append((table_id, _older_names(renames, {new_name}), order))
+            self.readded.append(Readded(table_id, _older_names(renames, {new_name}), order))
         if changes:  # the names of ``new`` as the table knows them now
             aliases = _rename_aliases(renames, tracked.schema, new, {})
             mapped = _renamed_columns(new, aliases)
@@ -681,11 +716,61 @@ class SchemaTracker:
         if gone and came:  # a step that a rename could have made
             tracked.unproved |= gone | came
 
+    def _readded_by_position(
+        self,
+        tracked: TrackedTable,
+        table_id: TableId,
+        partition: int,
+        previous: Schema,
+        new: Schema,
+        *,
+        order: SourceOrder | None,
+    ) -> tuple[list[SchemaChange], set[str]]:
+        """A schema step of a partition whose connector orders columns as the source numbers them,
+        in which columns moved after ones they stood before: each was dropped and added again
+        (:func:`readded_by_position`). Dropped and added at once (placed where the record has it),
+        the rows older than the drop to lose their values (:attr:`readded`), unless another
+        partition showed the same move first. The changes, and the columns that moved (the
+        renames are told from the other columns)."""
+        columns, move = readded_by_position(previous, new)
+        tracked.readded = set()
+        if move is None:
+            return [], set()
+        if move in tracked.moves:  # another partition showed it: the change is made
+            return [], set(columns)
+        aliases = tracked.aliases.get(partition, {})
+        changes: list[SchemaChange] = []
+        names: list[str] = []
+        for name in columns:
+            table_name, table = aliases.get(name, name), tracked.schema
+            if table_name not in table or table_name in table.primary_keys:
+                continue
+            without = table.with_columns(c for c in table.columns if c.name != table_name)
+            index = new.position(name)
+            position = LAST if index == len(new.columns) - 1 else _after(new, index, without)
+            column = replace(new.column(name), name=table_name)
+            step: list[SchemaChange] = [
+                DropColumn(table_id, table_name),
+                AddColumn(table_id, column, position),
+            ]
+            tracked.schema = self._replay(table, step)
+            changes += step
+            names.append(table_name)
+        # the move the other way (the column passed, dropped and added again since) is history
+        tracked.moves = {m: c for m, c in tracked.moves.items() if m != (move[1], move[0])}
+        tracked.moves[move] = tuple(columns)
+        tracked.readded = set(names)
+        if names:
+            self.readded.append(Readded(table_id, tuple(names), order, move))
+        return changes, set(columns)
+
     def note(self, table_id: TableId, change: SchemaChange) -> str | None:
         """How a change was told apart where column positions were looked at (see
         :func:`~ferry.pipeline.positions.position_note`)."""
         tracked = self.tables.get(table_id)
-        return None if tracked is None else position_note(tracked.by_position, tracked.unproved, change)
+        if tracked is None:
+            return None
+        return position_note(tracked.by_position, tracked.unproved, change, tracked.readded)
 
     def _aliases_for(
         self, table_id: TableId, tracked: TrackedTable, partition: int, new: Schema
@@ -697,10 +782,11 @@ class SchemaTracker:
         return _rename_aliases(self.pending_renames.get(table_id, []), table, new, aliases)
 
     def _mapped_partitions(self, tracked: TrackedTable, described: Schema | None) -> list[Schema]:
-        """Every partition's schema in the table's names (without columns the DDL has no more)."""
+        """Every partition's schema in the table's names (without columns the DDL has no more, nor
+        the old ones of columns dropped and added again that a partition still shows)."""
         out = []
         for p, schema in tracked.partitions.items():
-            mapped = _renamed_columns(schema, tracked.aliases.get(p, {}))
+            mapped = _renamed_columns(_without(schema, _stale(tracked, schema)), tracked.aliases.get(p, {}))
             if described is not None:
                 mapped = mapped.with_columns(
                     c for c in mapped.columns if c.name in described or c.name in tracked.schema
@@ -889,6 +975,8 @@ class SchemaTracker:
                     **({"renamed": t.renamed} if t.renamed else {}),
                     **({"by_position": t.by_position} if t.by_position else {}),
                     **({"unproved": sorted(t.unproved)} if t.unproved else {}),
+                    **({"moves": [[*m, list(c)] for m, c in t.moves.items()]} if t.moves else {}),
+                    **({"readded": sorted(t.readded)} if t.readded else {}),
                 }
                 for tid, t in self.tables.items()
             },
@@ -922,6 +1010,8 @@ class SchemaTracker:
                 dict(t.get("renamed", {})),
                 dict(t.get("by_position", {})),
                 set(t.get("unproved", [])),
+                {(column, passed): tuple(columns) for column, passed, columns in t.get("moves", [])},
+                set(t.get("readded", [])),
             )
         for tid, renames in data.get("pending_renames", {}).items():
             table_id = TableId.parse(tid)
@@ -1008,6 +1098,24 @@ def _rename_aliases(
                 out[col.name] = name
                 break
     return out
+
+
+def _without(schema: Schema, names: Collection[str]) -> Schema:
+    """``schema`` without the columns ``names`` (its keys stay)."""
+    if not names:
+        return schema
+    keys = schema.primary_keys
+    return schema.with_columns(c for c in schema.columns if c.name not in names or c.name in keys)
+
+
+def _stale(tracked: TrackedTable, schema: Schema) -> set[str]:
+    """The columns of a partition's ``schema`` dropped and added again since (by a move it does not
+    show): their values are the old columns'."""
+    stale: set[str] = set()
+    for move, columns in tracked.moves.items():
+        if shows_move(schema.names, move) is False:
+            stale.update(columns)
+    return stale
 
 
 def _column_of(change: DropColumn | RenameColumn) -> str:

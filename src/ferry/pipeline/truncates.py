@@ -22,16 +22,19 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from ferry.connectors.base import RecordReading, Source, Watermarking
+from ferry.connectors.formats.source_order import record_columns
 from ferry.model.defaults import default_value
 from ferry.model.events import Event, SchemaHint, TruncateTable
 from ferry.offsets import Partition
 from ferry.pipeline.partitions import offsets_past, read_before
+from ferry.pipeline.positions import shows_move
 
 if TYPE_CHECKING:
     from ferry.model.schema import Schema, TableId
     from ferry.pipeline.barriers import Barrier
     from ferry.pipeline.partitions import PartitionOffsets
     from ferry.pipeline.schema_operator import SchemaOperator
+    from ferry.pipeline.tracker import Readded
 
 log = logging.getLogger(__name__)
 
@@ -109,39 +112,45 @@ class TruncateOrder:
         return plan
 
     def plan_column(
-        self, topics: Collection[str], order: SourceOrder, before: Sequence[Event]
+        self,
+        topics: Collection[str],
+        order: SourceOrder,
+        before: Sequence[Event],
+        order_of: OrderOf | None = None,
     ) -> TruncatePlan | None:
         """Where each partition of a table's ``topics`` stands to the drop of a column added again
-        (``order``: the drop's position in the source's log), read up to the events ``before``
-        the barrier. None when nothing is put in order (no source position, no partition)."""
+        (``order``: the drop's position in the source's log, as ``order_of`` reads records: the
+        source's position unless given), read up to the events ``before`` the barrier. None when
+        nothing is put in order (no source position, no partition)."""
         source = self.source
         if self.order_of is None or not isinstance(source, RecordReading):
             return None
+        order_of = order_of or self.order_of
         topics = sorted(topics)
         ends = source.high_watermarks(topics) if isinstance(source, Watermarking) else {}
         past = offsets_past(self.partitions.offsets, read_before(before))
         read_to = {tp: past.get(tp, 0) for tp in {*ends, *past} if tp[0] in topics}
         if not read_to:
             return None
-        plan = plan_truncate(source.read_from, self.order_of, order, read_to, ends)
+        plan = plan_truncate(source.read_from, order_of, order, read_to, ends)
         if plan is not None:
             for partition, (_, end) in plan.read_again.items():
                 self.schemas.read_again[partition] = end
         return plan
 
-    def cut_column(
-        self,
-        table_id: TableId,
-        columns: tuple[str, ...],
-        order: SourceOrder,
-        topics: list[str],
-        barrier: Barrier,
-    ) -> None:
-        """A column dropped and added again (its drop at ``order`` in the source's log), before the
-        barrier of its changes: the rows of the table's partitions older than the drop and not read
-        yet lose its values; those newer and read already are read again once the new column is
-        at the sink (the barrier's checkpoint keeps their partitions' offsets before them)."""
-        plan = self.plan_column(topics, order, barrier.before)
+    def cut_column(self, readded: Readded, topics: list[str], barrier: Barrier) -> None:
+        """A column dropped and added again, before the barrier of its changes: the rows of the
+        table's partitions older than the drop (before it in the source's log, or, told by column
+        positions, not showing the move that proved it) and not read yet lose its values; those
+        newer and read already are read again once the new column is at the sink (the barrier's
+        checkpoint keeps their partitions' offsets before them)."""
+        table_id, columns = readded.table_id, readded.columns
+        plan = None
+        if readded.move is not None and self.order_of is not None:
+            order_of = moved(readded.move, readded.order, self.order_of)
+            plan = self.plan_column(topics, BEFORE_MOVE, barrier.before, order_of)
+        elif readded.move is None and readded.order is not None:
+            plan = self.plan_column(topics, readded.order, barrier.before)
         if plan is None:
             log.warning(
                 "%s: %s dropped and added again, but records without a source position: the rows "
@@ -177,6 +186,32 @@ class TruncateOrder:
                     break
                 process(records)
                 offset = records[-1].offset() + 1
+
+
+#: The order :func:`moved` gives a record that does not show a column move (one showing it is later).
+BEFORE_MOVE: SourceOrder = ("", 0, 0)
+
+
+def moved(move: tuple[str, str], shown_at: SourceOrder | None, source_order: OrderOf) -> OrderOf:
+    """Orders Debezium JSON records (those that have a source position, :class:`TruncateOrder`) by
+    whether they show a column move (:func:`~ferry.pipeline.positions.shows_move`): :data:`BEFORE_MOVE`
+    when not, later when they do. A record that lacks one of the two columns (older than it, or
+    newer than its drop) is later when it stands at or after ``shown_at`` in the source's log (the
+    record that first showed the move). None for a record without its columns' names."""
+
+    def order_of(value: bytes | None) -> SourceOrder | None:
+        names = record_columns(value)
+        if names is None:
+            return None
+        shows = shows_move(names, move)
+        if shows is None:
+            order = source_order(value)
+            if order is None or shown_at is None:
+                return None
+            shows = order >= shown_at
+        return ("", 1, 0) if shows else BEFORE_MOVE
+
+    return order_of
 
 
 def plan_truncate(

@@ -25,12 +25,13 @@ from tests.support.kills import Killed, killed_at_rename
 from tests.support.partition_log import PartitionLogSource, hand_over
 
 from ferry.connectors.formats import decoder_for
+from ferry.connectors.formats.source_order import record_columns, record_source_order
 from ferry.connectors.memory import MemoryDeadLetter
 from ferry.connectors.record import Record
 from ferry.model.events import SCHEMA_CHANGE_TAGS, AddColumn, DropColumn, RenameColumn
 from ferry.model.schema import Column, Schema, TableId
 from ferry.model.types import BIGINT, INT, STRING
-from ferry.pipeline.positions import position_note, renames_by_position
+from ferry.pipeline.positions import position_note, readded_by_position, renames_by_position
 from ferry.pipeline.route import TableRouter
 from ferry.pipeline.router import SchemaChangeBehavior, SchemaChangeRouter
 from ferry.pipeline.runner import PipelineRunner
@@ -234,6 +235,7 @@ def replicate(
         router=SchemaChangeRouter(sink, SchemaChangeBehavior.EVOLVE, SCHEMA_CHANGE_TAGS),
         tables=TableRouter(),
         dead_letter=MemoryDeadLetter(),
+        source_order=record_source_order,  # as the worker gives it for debezium-json
     )
     runner.open()
     try:
@@ -305,6 +307,21 @@ def test_as_many_columns_gone_as_new_between_the_same_kept_columns_only() -> Non
     # two columns gone, one new before ``name``: one was dropped, which one is not told
     old = schema(("id", INT()), ("a", STRING()), ("b", STRING()), ("name", STRING()))
     assert renames_by_position(old, schema(("id", INT()), ("x", STRING()), ("name", STRING()))) == []
+
+
+def test_a_column_moved_after_one_it_stood_before_was_dropped_and_added_again() -> None:
+    # DROP COLUMN email; ADD COLUMN email: PostgreSQL never reorders columns, email moved last
+    old = schema(("id", INT()), ("email", STRING()), ("name", STRING()), ("visits", INT()))
+    new = schema(("id", INT()), ("name", STRING()), ("visits", INT()), ("email", STRING()))
+    assert readded_by_position(old, new) == (["email"], ("email", "name"))
+    # of another type too; and a column after it in the new schema was added again after it
+    new = schema(("id", INT()), ("name", STRING()), ("email", BIGINT()), ("visits", INT()))
+    assert readded_by_position(old, new) == (["email", "visits"], ("email", "name"))
+    # the last column dropped and added again keeps its place: nothing tells it
+    assert readded_by_position(old, old) == ([], None)
+    # a drop, an add and a rename move no kept column
+    renamed = schema(("id", INT()), ("mail", STRING()), ("visits", INT()), ("tier", STRING()))
+    assert readded_by_position(old, renamed) == ([], None)
 
 
 def test_the_history_note_follows_a_rename_through_several_steps() -> None:
@@ -398,6 +415,80 @@ def test_a_column_renamed_twice_on_postgresql_over_two_partitions(state: StateSt
     ]
     sink = replicate(table, script, state, partitions=2)
     check(sink, table)
+
+
+@pytest.mark.parametrize("partitions", [1, 3])
+@pytest.mark.parametrize("spec", [TEXT, INTEGER], ids=["same-type", "other-type"])
+def test_a_column_dropped_and_added_again_on_postgresql_loses_its_values(
+    state: StateStore, partitions: int, spec: dict[str, Any]
+) -> None:
+    # DROP COLUMN email; ADD COLUMN email in one transaction: the records before and after differ
+    # only in email's place (last now); the rows not written since have NULL in it at the source.
+    # Read partition after partition: partitions 1 and 2 hold rows older than the drop (email
+    # cleared) and rows newer (email kept) when partition 0 shows the move
+    table = PostgresTable()
+    script = [
+        *(("upsert", key, key) for key in range(6)),
+        ("drop", "email"),
+        ("add", "email", spec),
+        *(("upsert", key, 10 + key) for key in range(3)),
+    ]
+    sink = replicate(table, script, state, partitions)
+    check(sink, table)
+    assert [row["email"] for _, row in sorted(table.rows.items())][3:] == [None, None, None]
+    applied = [str(c) for c in sink.applied if not c.tag.startswith("create")]
+    assert applied[:2] == [
+        "drop.column public.customers email",
+        f"add.column public.customers `email` {'STRING' if spec is TEXT else 'INT'} LAST",
+    ], applied
+    assert all("dropped and added again" in note for change, note in history(state) if "email" in change)
+
+
+def test_rows_older_than_the_column_a_re_added_column_passed_lose_its_values(state: StateStore) -> None:
+    # visits moves after tier, added shortly before: partitions 1 and 2 hold rows older than tier
+    # (they lack it, so their columns cannot tell the move; their place in the log does)
+    table = PostgresTable()
+    script = [
+        *(("upsert", key, key) for key in range(6)),
+        ("add", "tier", TEXT),
+        ("upsert", 0, 10),
+        ("drop", "visits"),
+        ("add", "visits", INTEGER),
+        ("upsert", 0, 20),
+        ("upsert", 1, 21),
+    ]
+    sink = replicate(table, script, state, partitions=3)
+    check(sink, table)
+    assert [table.rows[key]["visits"] for key in (2, 3, 4, 5)] == [None] * 4
+
+
+@pytest.mark.parametrize("per_table", [False, True], ids=["checkpoint", "table-barrier"])
+def test_a_kill_right_after_a_column_added_again_reached_the_sink(state: StateStore, per_table: bool) -> None:
+    # partition 0 shows email moved last and the sink takes the drop and the add, then the process
+    # dies: started again from the checkpoint before, the move shows again and is the same change
+    script = [
+        *(("upsert", key, key) for key in range(6)),
+        ("drop", "email"),
+        ("add", "email", TEXT),
+        *(("upsert", key, 10 + key) for key in range(3)),
+        ("upsert", 4, 20),
+    ]
+    schedule = [("read", 1, 1), ("checkpoint",), ("read", 0, 3), ("read", 1, 5), ("read", 2, 5)]
+    sink = killed_at_rename({1}, before=False, per_table=per_table, kind=AddColumn)
+    table = play_kills(3, script, schedule, sink, state)
+    check(sink, table)
+    assert [table.rows[key]["email"] for key in (3, 5)] == [None, None]
+    # (the changes on their way when the process died go to the sink again first)
+    assert {str(c) for c in sink.applied if not c.tag.startswith("create")} == {
+        "drop.column public.customers email",
+        "add.column public.customers `email` STRING LAST",
+    }
+
+
+def test_the_columns_of_a_debezium_json_record() -> None:
+    _, value = PostgresTable().upsert(1, 1)
+    assert record_columns(value) == ["id", "email", "name", "visits"]
+    assert record_columns(b'{"id": 1}') is None
 
 
 def test_renames_are_told_by_position_for_postgresql_only(state: StateStore) -> None:
@@ -615,6 +706,10 @@ def play_kills(
                 records.append(Record(TOPIC, key % partitions, len(records), key=k, value=v))
             case ("rename", old, new):
                 table.rename(old, new)
+            case ("drop", name):
+                table.drop(name)
+            case ("add", name, spec):
+                table.add(name, spec)
     data = list(topics)
 
     def start() -> tuple[PipelineRunner, PartitionLogSource]:
@@ -630,6 +725,7 @@ def play_kills(
                 router=SchemaChangeRouter(sink, SchemaChangeBehavior.EVOLVE, SCHEMA_CHANGE_TAGS),
                 tables=TableRouter(),
                 dead_letter=MemoryDeadLetter(),
+                source_order=record_source_order,
             )
             try:
                 runner.open()

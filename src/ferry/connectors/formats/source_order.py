@@ -30,6 +30,27 @@ def source_order(source: Any) -> SourceOrder | None:
     return None
 
 
+def record_columns(value: bytes | None) -> list[str] | None:
+    """The row's column names, in order, of a Debezium JSON record with the schema envelope (the
+    ``after`` struct's fields, or the flattened row's); None without a schema."""
+    if not value:
+        return None
+    try:
+        parsed = orjson.loads(value)
+    except orjson.JSONDecodeError:
+        return None
+    schema = parsed.get("schema") if isinstance(parsed, dict) else None
+    fields = schema.get("fields") if isinstance(schema, dict) else None
+    if not isinstance(fields, list):
+        return None
+    row = next((f for f in fields if isinstance(f, dict) and f.get("field") == "after"), None)
+    if row is not None:
+        fields = row.get("fields")
+        if not isinstance(fields, list):
+            return None
+    return [f["field"] for f in fields if isinstance(f, dict) and isinstance(f.get("field"), str)]
+
+
 def record_source_order(value: bytes | None) -> SourceOrder | None:
     """The source position of a Debezium JSON record's value (with or without the schema envelope)."""
     if not value:

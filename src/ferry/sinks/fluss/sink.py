@@ -12,7 +12,11 @@ the Python client has no call for it; Fluss wants added columns nullable and ref
 
 Rows. :meth:`FlussSink.write` buffers; :meth:`FlussSink.flush` collapses each table's changes to
 the last state of every key, hands them to the table's writer and waits until the cluster has
-acknowledged them all. Delivery is at least once: a replay after a restart upserts the same rows
+acknowledged them all. A partial row (values the source did not send, see
+:mod:`ferry.pipeline.unavailable`) takes the values it lacks from its key's row as the table holds
+it (a primary-key lookup) and is written whole; one of a key the table does not hold is refused.
+(Fluss's own partial update, ``partial_update_by_name``, refuses a table with a NOT NULL column
+other than the key.) Delivery is at least once: a replay after a restart upserts the same rows
 again (idempotent on a primary-key table, appended twice on a log table).
 
 The client is asynchronous: its calls run on an event loop of the sink's own thread, so that the
@@ -33,10 +37,11 @@ import fluss
 from ferry.model.events import AddColumn, CreateTable, DataChange, DropTable, Op, Row, SchemaChange
 from ferry.model.schema import Column, Schema, TableId
 from ferry.model.types import DataType, can_widen
+from ferry.model.unavailable import fill, unavailable_reason
 from ferry.offsets import Offsets
 from ferry.sinks.base import Sink, SinkCapabilities
 from ferry.sinks.base.exceptions import SinkError, SinkTerminalError, SinkTransientError, incompatible_table
-from ferry.sinks.base.rows import collapse
+from ferry.sinks.base.rows import collapse, complete_before_reading
 from ferry.sinks.fluss import FLUSS, alter
 from ferry.sinks.fluss.config import FlussSinkConfig
 from ferry.sinks.fluss.types import (
@@ -106,6 +111,13 @@ class _Table:
         self.converters = {
             c.name: convert for c in schema if (convert := value_converter(c.type)) is not None
         }
+        self._lookuper: Any = None
+
+    @property
+    def lookuper(self) -> Any:
+        if self._lookuper is None:
+            self._lookuper = self.handle.new_lookup().create_lookuper()
+        return self._lookuper
 
     def row(self, row: Row) -> dict[str, Any]:
         """The row with the values the client takes, and only the table's columns."""
@@ -345,6 +357,40 @@ class FlussSink(Sink):
 
             table = self._tables[table_id] = self._call(open_table, table_id, "opening the table")
         return table
+
+    def complete_rows(
+        self, table_id: TableId, schema: Schema, changes: Sequence[DataChange], partial: Sequence[int]
+    ) -> list[tuple[int, str]]:
+        """Partial rows take the values they lack from their key's last version: one the sink holds
+        unwritten, else the row the table holds (a lookup by key), and are written whole; those of
+        a key the table does not hold, or of a table without a primary key, are refused."""
+        keys = schema.primary_keys
+        still, rejected = complete_before_reading(
+            changes, partial, keys, self._buffers.get(table_id, ()), self.type
+        )
+        if not still:
+            return rejected
+        table = self._table(table_id)
+        key_rows = []
+        for index in still:
+            after = changes[index].after
+            assert after is not None
+            key_rows.append(table.row({k: after[k] for k in keys}))
+
+        async def look_up() -> list[Any]:
+            return [await table.lookuper.lookup(key) for key in key_rows]
+
+        found = self._call(look_up, table_id, f"looking up {len(key_rows)} rows to complete")
+        for index, held in zip(still, found, strict=True):
+            after = changes[index].after
+            assert after is not None
+            if held is None:
+                reason = f"{unavailable_reason(changes[index])}; the table has no row of its key"
+                rejected.append((index, reason))
+            elif not fill(after, held):
+                reason = f"{unavailable_reason(changes[index])}; the table's row lacks the column"
+                rejected.append((index, reason))
+        return rejected
 
     def _commit(self, table_id: TableId, changes: list[DataChange]) -> None:
         table = self._table(table_id)
