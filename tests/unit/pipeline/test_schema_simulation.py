@@ -499,6 +499,15 @@ def run_simulation(
     sink={"committing": False, "copy": False},
     late_hints=False,
 )
+# t's row read before the DDL, then a renamed to a_r, and a_r dropped and added again with a
+# default: the row read afterwards, older than the rename, carries a and reads a_r's default
+@example(
+    partitions=1,
+    script=[("upsert", 0, "t"), ("rename", 0, "t"), ("readd", 1, "t")],
+    schedule=[("produce", 1), ("read", 0, 1)],
+    sink={"committing": False, "copy": False},
+    late_hints=False,
+)
 def test_every_interleaving_of_partitions_hints_and_kills_ends_with_the_source_table(
     partitions: int,
     script: list[tuple[Any, ...]],
