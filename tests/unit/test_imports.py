@@ -315,7 +315,7 @@ LONG_MODULES = {
     "ferry.config.job": 937,
     "ferry.connectors.formats.debezium": 1343,
     "ferry.pipeline.schema_operator": 990,
-    "ferry.pipeline.tracker": 1207,
+    "ferry.pipeline.tracker": 1134,
     "ferry.sinks.iceberg.sink": 1011,
 }
 

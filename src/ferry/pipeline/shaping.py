@@ -310,7 +310,9 @@ def without_values(change: DataChange, columns: Mapping[str, tuple[str, Any]]) -
 
 
 def _new_values(row: Mapping[str, Any], columns: Mapping[str, tuple[str, Any]]) -> dict[str, Any]:
-    out = {k: columns[k][1] if k in columns else v for k, v in row.items()}
+    # under the new column's name: a row older than a rename carries the old one, which the
+    # table may no longer know (the column was added again under the name renamed to)
+    out = {columns[k][0] if k in columns else k: columns[k][1] if k in columns else v for k, v in row.items()}
     carried = {columns[k][0] for k in row if k in columns}
     for name, value in dict(columns.values()).items():
         if value is not None and name not in carried and name not in out:

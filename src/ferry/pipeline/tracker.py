@@ -33,11 +33,9 @@ from typing import Any
 from ferry.model.apply import apply_schema_change, diff_schemas, is_applied
 from ferry.model.defaults import initial_defaults
 from ferry.model.events import (
-    FIRST,
     LAST,
     AddColumn,
     AlterColumnType,
-    ColumnPosition,
     CreateTable,
     DropColumn,
     DropTable,
@@ -47,7 +45,6 @@ from ferry.model.events import (
     SchemaObserved,
     SourcePosition,
     TruncateTable,
-    after,
 )
 from ferry.model.exceptions import SchemaError
 from ferry.model.schema import Column, Schema, TableId, schema_from_dict, schema_to_dict
@@ -60,6 +57,14 @@ from ferry.pipeline.positions import (
     readded_by_position,
     renames_by_position,
     shows_move,
+)
+from ferry.pipeline.rename_chains import (
+    chain_of,
+    names_renamed_into,
+    placed_as,
+    position_in,
+    rename_aliases,
+    renamed_columns,
 )
 
 #: (binlog file, position, row), or ("", LSN, 0): where a change stands in the source's log.
@@ -249,7 +254,7 @@ class SchemaTracker:
         out = {o: n for o, n in tracked.renamed.items() if n in table}
         renames = self.pending_renames.get(table_id, [])
         for rename in renames:
-            names = _chain(renames, rename.old_name)
+            names = chain_of(renames, rename.old_name)
             current = next((n for n in names if n in table), None)
             if current is not None:
                 out.update((n, current) for n in names if n not in table)
@@ -321,11 +326,11 @@ class SchemaTracker:
                 placing = {
                     n: at
                     for name in readded
-                    for at in [next((x for x in reversed(_chain(renames, name)) if x in described), name)]
-                    for n in _older_names(renames, {name})
+                    for at in [next((x for x in reversed(chain_of(renames, name)) if x in described), name)]
+                    for n in names_renamed_into(renames, {name})
                     if n in new
                 }
-                created = _placed_as(new, described, placing, renames)
+                created = placed_as(new, described, placing, renames)
             change = CreateTable(table_id, created)
             tracked = self.tables[table_id] = TrackedTable(created, 0)
             tracked.partitions[partition] = new
@@ -333,7 +338,7 @@ class SchemaTracker:
             self._record(tracked, [change], event.position)
             for name, at in readded.items():
                 if name not in new.primary_keys:
-                    self.readded.append(Readded(table_id, _older_names(renames, {name}), at))
+                    self.readded.append(Readded(table_id, names_renamed_into(renames, {name}), at))
             if table_id in self.dropped:
                 self._pend(tracked, DropTable(table_id), watermarks)
                 return [change, *self._settle(table_id, tracked, {})]
@@ -355,7 +360,7 @@ class SchemaTracker:
         had = (
             set()
             if previous is None
-            else set(_renamed_columns(previous, tracked.aliases.get(partition, {})).names) - stale
+            else set(renamed_columns(previous, tracked.aliases.get(partition, {})).names) - stale
         )
         known_aliases = tracked.aliases.get(partition, {})
         aliases = self._aliases_for(table_id, tracked, partition, new)
@@ -364,7 +369,7 @@ class SchemaTracker:
             tracked.aliases[partition] = aliases
         else:
             tracked.aliases.pop(partition, None)
-        mapped = _renamed_columns(_without(new, stale), aliases)
+        mapped = renamed_columns(_without(new, stale), aliases)
         described = self.descriptions.get(table_id)
         if described is not None:
             # a column the DDL no longer has (read to its end before this) is not added: the rows
@@ -381,7 +386,7 @@ class SchemaTracker:
         changes = moved_again + changes
         renames = self.pending_renames.get(table_id, [])
         for name, table_name in aliases.items():
-            if known_aliases.get(name) != table_name and name in _chain(renames, table_name):
+            if known_aliases.get(name) != table_name and name in chain_of(renames, table_name):
                 # the table still knows the column by its old name: renamed once all passed it
                 self._pend(tracked, RenameColumn(table_id, table_name, name), watermarks)
         for col in tracked.schema.columns:
@@ -408,7 +413,7 @@ class SchemaTracker:
         another case) are taken; what DDL read so far says of the table applies then."""
         table_id, record = event.table_id, event.schema
         # a name of the record → the sink table's name of that column, where DDL renamed it
-        renamed = _rename_aliases(self.pending_renames.get(table_id, []), existing, record, {})
+        renamed = rename_aliases(self.pending_renames.get(table_id, []), existing, record, {})
         if not own and not renamed:
             return None
         record_names = {sink_name: name for name, sink_name in renamed.items()}
@@ -452,16 +457,18 @@ class SchemaTracker:
         statement was read has it so) and keeps the values of the rows newer than the drop."""
         changes: list[SchemaChange] = []
         renames = self.pending_renames.get(table_id, [])
+        if described is not None:  # under the sink's names: DDL may have renamed the column since
+            described = renamed_columns(described, rename_aliases(renames, tracked.schema, described, {}))
         for name, at in self.readded_unread.pop(table_id, {}).items():
             table = tracked.schema
             if name not in table or name in table.primary_keys:
                 continue
-            self.readded.append(Readded(table_id, _older_names(renames, {name}), at))
+            self.readded.append(Readded(table_id, names_renamed_into(renames, {name}), at))
             if described is None or name not in described:
                 continue
             index = described.position(name)
             without = table.with_columns(c for c in table.columns if c.name != name)
-            position = LAST if index == len(described.columns) - 1 else _after(described, index, without)
+            position = LAST if index == len(described.columns) - 1 else position_in(described, index, without)
             column = replace(table.column(name), default=described.column(name).default)  # the new one's
             moved: list[SchemaChange] = [DropColumn(table_id, name), AddColumn(table_id, column, position)]
             placed = self._replay(table, moved)
@@ -491,8 +498,8 @@ class SchemaTracker:
                 self.readded_unread.setdefault(table_id, {}).update(readded)
             return []  # the table's records create it, with the types they carry, then this applies
         table = tracked.schema
-        aliases = _rename_aliases(self.pending_renames.get(table_id, []), table, new, {})
-        mapped = _renamed_columns(new, aliases)
+        aliases = rename_aliases(self.pending_renames.get(table_id, []), table, new, {})
+        mapped = renamed_columns(new, aliases)
         # a later statement has the column again: a drop waiting for it was not the last word. When
         # DDL said the drop (where it stands in the log is known), it is a new column under the old
         # name: the old one is dropped and the new one added now, and the rows older than the drop
@@ -517,19 +524,19 @@ class SchemaTracker:
             new_name, order = entry
             handled.add(new_name)
             index = new.position(new_name)
-            position = LAST if index == len(new.columns) - 1 else _after(new, index, tracked.schema)
+            position = LAST if index == len(new.columns) - 1 else position_in(new, index, tracked.schema)
             changes += [DropColumn(table_id, name), AddColumn(table_id, new.column(new_name), position)]
             tracked.schema = self._replay(tracked.schema, changes[-2:])
-            self.readded.append(Readded(table_id, _older_names(renames, {name, new_name}), order))
+            self.readded.append(Readded(table_id, names_renamed_into(renames, {name, new_name}), order))
         for new_name, order in readded.items():
             # its drop reached the sink already (no partition had shown it, or all had passed the
             # drop): an add, and the rows older than the drop not read yet lose the old values
             if new_name in handled or new_name in tracked.schema or new_name in new.primary_keys:
                 continue
-            self.readded.append(Readded(table_id, _older_names(renames, {new_name}), order))
+            self.readded.append(Readded(table_id, names_renamed_into(renames, {new_name}), order))
         if changes:  # the names of ``new`` as the table knows them now
-            aliases = _rename_aliases(renames, tracked.schema, new, {})
-            mapped = _renamed_columns(new, aliases)
+            aliases = rename_aliases(renames, tracked.schema, new, {})
+            mapped = renamed_columns(new, aliases)
         table = tracked.schema
         additions = tuple(c for c in mapped.columns if c.name not in table)
         if additions:
@@ -747,7 +754,7 @@ class SchemaTracker:
                 continue
             without = table.with_columns(c for c in table.columns if c.name != table_name)
             index = new.position(name)
-            position = LAST if index == len(new.columns) - 1 else _after(new, index, without)
+            position = LAST if index == len(new.columns) - 1 else position_in(new, index, without)
             column = replace(new.column(name), name=table_name)
             step: list[SchemaChange] = [
                 DropColumn(table_id, table_name),
@@ -779,14 +786,14 @@ class SchemaTracker:
         partition already showed, and those DDL named that ``new`` shows for the first time."""
         table = tracked.schema
         aliases = {n: t for n, t in tracked.aliases.get(partition, {}).items() if n in new and t in table}
-        return _rename_aliases(self.pending_renames.get(table_id, []), table, new, aliases)
+        return rename_aliases(self.pending_renames.get(table_id, []), table, new, aliases)
 
     def _mapped_partitions(self, tracked: TrackedTable, described: Schema | None) -> list[Schema]:
         """Every partition's schema in the table's names (without columns the DDL has no more, nor
         the old ones of columns dropped and added again that a partition still shows)."""
         out = []
         for p, schema in tracked.partitions.items():
-            mapped = _renamed_columns(_without(schema, _stale(tracked, schema)), tracked.aliases.get(p, {}))
+            mapped = renamed_columns(_without(schema, _stale(tracked, schema)), tracked.aliases.get(p, {}))
             if described is not None:
                 mapped = mapped.with_columns(
                     c for c in mapped.columns if c.name in described or c.name in tracked.schema
@@ -806,7 +813,7 @@ class SchemaTracker:
             if isinstance(change, DropTable) or isinstance(pending.change, DropTable):
                 continue
             # the names the pending change's column has had, through the renames DDL named
-            names = _chain(self.pending_renames.get(change.table_id, []), _column_of(pending.change))
+            names = chain_of(self.pending_renames.get(change.table_id, []), _column_of(pending.change))
             if isinstance(pending.change, RenameColumn) and pending.change.new_name not in names:
                 names.append(pending.change.new_name)
             later: DropColumn | RenameColumn | None = None
@@ -877,7 +884,7 @@ class SchemaTracker:
                 renamed[change.old_name] = new_name
                 tracked.renamed = {o: n for o, n in renamed.items() if o != n}
                 renames = self.pending_renames.get(table_id, [])
-                chain = _chain(renames, change.old_name)
+                chain = chain_of(renames, change.old_name)
                 # the renames up to the name the column has now; those after it are still to come
                 done = chain[: chain.index(new_name)] if new_name in chain else chain[:-1]
                 self.pending_renames[table_id] = [r for r in renames if r.old_name not in done]
@@ -1067,39 +1074,6 @@ def _pending_from_dict(table_id: TableId, data: Mapping[str, Any]) -> PendingRem
     return PendingRemoval(change, {(t, int(p)): mark for t, p, mark in data.get("holders", [])})
 
 
-def _chain(renames: list[RenameColumn], name: str) -> list[str]:
-    """The names a column had through successive renames, starting at ``name``."""
-    names = [name]
-    for rename in renames:
-        if rename.old_name == names[-1] and rename.new_name not in names:
-            names.append(rename.new_name)
-    return names
-
-
-def _rename_aliases(
-    renames: list[RenameColumn], table: Schema, new: Schema, aliases: dict[str, str]
-) -> dict[str, str]:
-    """``aliases`` and, for each table column ``new`` lacks under a name DDL renamed it to (through
-    one rename or several), that name → the table's name."""
-    out = dict(aliases)
-    for col in table.columns:
-        if col.name in new or col.name in out.values():
-            continue
-        for name in reversed(_chain(renames, col.name)[1:]):
-            if name in new and name not in table and name not in out:
-                out[name] = col.name
-                break
-    # the other way: rows older than the table's schema carry a name it renamed since
-    for col in new.columns:
-        if col.name in table or col.name in out:
-            continue
-        for name in reversed(_chain(renames, col.name)[1:]):
-            if name in table and name not in new and name not in out.values():
-                out[col.name] = name
-                break
-    return out
-
-
 def _without(schema: Schema, names: Collection[str]) -> Schema:
     """``schema`` without the columns ``names`` (its keys stay)."""
     if not names:
@@ -1120,17 +1094,6 @@ def _stale(tracked: TrackedTable, schema: Schema) -> set[str]:
 
 def _column_of(change: DropColumn | RenameColumn) -> str:
     return change.column_name if isinstance(change, DropColumn) else change.old_name
-
-
-def _renamed_columns(schema: Schema, aliases: Mapping[str, str]) -> Schema:
-    if not aliases:
-        return schema
-    return Schema(
-        tuple(replace(c, name=aliases.get(c.name, c.name)) for c in schema.columns),
-        tuple(aliases.get(k, k) for k in schema.primary_keys),
-        tuple(aliases.get(k, k) for k in schema.partition_keys),
-        schema.comment,
-    )
 
 
 def _tightens(schema: Schema, change: SchemaChange) -> bool:
@@ -1169,39 +1132,3 @@ def _renamed(schema: Schema, rename: RenameColumn) -> Schema:
     result = apply_schema_change(schema, rename)
     assert result is not None
     return result
-
-
-def _placed_as(
-    schema: Schema, described: Schema, names: Mapping[str, str], renames: list[RenameColumn]
-) -> Schema:
-    """``schema`` with each column of ``names`` (its name → the name ``described`` has for it)
-    moved where ``described`` has it: after the nearest column before it there that ``schema`` has
-    (first when none; a column of ``schema`` renamed since is known by its later names), with the
-    default ``described`` gives it (a column added again: the rows older than its drop read it)."""
-    moving = {n: d for n, d in names.items() if d in described and n not in schema.primary_keys}
-    if not moving:
-        return schema
-    columns = [c for c in schema.columns if c.name not in moving]
-    for name, at_name in sorted(moving.items(), key=lambda item: described.position(item[1])):
-        before = {c.name for c in described.columns[: described.position(at_name)]}
-        at = max(
-            (i + 1 for i, c in enumerate(columns) if before.intersection(_chain(renames, c.name))),
-            default=0,
-        )
-        columns.insert(at, replace(schema.column(name), default=described.column(at_name).default))
-    return schema.with_columns(columns)
-
-
-def _older_names(renames: list[RenameColumn], names: set[str]) -> tuple[str, ...]:
-    """``names`` and every name renamed into one of them (through one rename or several)."""
-    older = {r.old_name for r in renames} | {r.new_name for r in renames}
-    return tuple(sorted(names | {n for n in older if names & set(_chain(renames, n))}))
-
-
-def _after(described: Schema, index: int, table: Schema) -> ColumnPosition:
-    """Where a column the DDL describes at ``index`` goes in ``table``: after the nearest column
-    before it that the table has (first when none)."""
-    for column in reversed(described.columns[:index]):
-        if column.name in table:
-            return after(column.name)
-    return FIRST

@@ -504,6 +504,15 @@ def run_simulation(
     sink={"committing": False, "copy": False},
     late_hints=False,
 )
+# t's row read before the DDL, then a renamed to a_r, and a_r dropped and added again with a
+# default: the row read afterwards, older than the rename, carries a and reads a_r's default
+@example(
+    partitions=1,
+    script=[("upsert", 0, "t"), ("rename", 0, "t"), ("readd", 1, "t")],
+    schedule=[("produce", 1), ("read", 0, 1)],
+    sink={"committing": False, "copy": False},
+    late_hints=False,
+)
 def test_every_interleaving_of_partitions_hints_and_kills_ends_with_the_source_table(
     partitions: int,
     script: list[tuple[Any, ...]],
@@ -565,6 +574,23 @@ table_barrier_statements = statements_of(
         ("readd", 1, "t"),
     ],
     schedule=[],
+    copy=False,
+)
+# a column added again with a default, then renamed; u's sink table created from a row older than
+# the drop, then a kill before any checkpoint: u, tracked from its sink table's columns, must find
+# the default under the column's new name, so the rows older than the drop read it
+@example(
+    partitions=1,
+    script=[("readd", 891, "u"), ("rename", 77, "u")],
+    schedule=[
+        ("hints", 1),
+        ("produce", 2),
+        ("publish", 1),
+        ("hints", 1),
+        ("read", 1, 1),
+        ("begin",),
+        ("kill",),
+    ],
     copy=False,
 )
 def test_every_interleaving_of_table_barriers_and_kills_ends_with_the_source_table(
