@@ -30,16 +30,22 @@ def source_order(source: Any) -> SourceOrder | None:
     return None
 
 
-def record_columns(value: bytes | None) -> list[str] | None:
-    """The row's column names, in order, of a Debezium JSON record with the schema envelope (the
-    ``after`` struct's fields, or the flattened row's); None without a schema."""
+def _object(value: bytes | None) -> dict[str, Any] | None:
+    """A record value's JSON object; None for no value, text that is not JSON, or another value."""
     if not value:
         return None
     try:
         parsed = orjson.loads(value)
     except orjson.JSONDecodeError:
         return None
-    schema = parsed.get("schema") if isinstance(parsed, dict) else None
+    return parsed if isinstance(parsed, dict) else None
+
+
+def record_columns(value: bytes | None) -> list[str] | None:
+    """The row's column names, in order, of a Debezium JSON record with the schema envelope (the
+    ``after`` struct's fields, or the flattened row's); None without a schema."""
+    parsed = _object(value)
+    schema = parsed.get("schema") if parsed is not None else None
     fields = schema.get("fields") if isinstance(schema, dict) else None
     if not isinstance(fields, list):
         return None
@@ -53,13 +59,8 @@ def record_columns(value: bytes | None) -> list[str] | None:
 
 def record_source_order(value: bytes | None) -> SourceOrder | None:
     """The source position of a Debezium JSON record's value (with or without the schema envelope)."""
-    if not value:
-        return None
-    try:
-        parsed = orjson.loads(value)
-    except orjson.JSONDecodeError:
-        return None
-    if not isinstance(parsed, dict):
+    parsed = _object(value)
+    if parsed is None:
         return None
     payload = parsed.get("payload", parsed) if "schema" in parsed else parsed
     return source_order(payload.get("source")) if isinstance(payload, dict) else None
